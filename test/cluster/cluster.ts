@@ -1,0 +1,494 @@
+// The local control plane: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok, each its own process on loopback, owned by the
+// process that calls LocalCluster.start().
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { ensureBinaries, cacheRoot, type Binaries } from './build.ts';
+import { processAlive } from './lock.ts';
+import { createClusterPki, type ClusterPki } from './pki.ts';
+import { freePorts } from './ports.ts';
+import { httpStatus, waitFor } from './probe.ts';
+import { ComponentProcess, type ComponentName, type ComponentSpec } from './process.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export const ZONE_LABEL = 'topology.kubernetes.io/zone';
+export const DEFAULT_ZONES = ['zone-a', 'zone-b', 'zone-c'];
+export const COMPONENTS: readonly ComponentName[] = ['etcd', 'apiserver', 'controller-manager', 'scheduler', 'kwok'];
+
+export interface ClusterOptions {
+  /** Names the state directory under the cache; default "default". */
+  name?: string;
+  /** Fake nodes per zone; default 2, so a drained node's pods can stay in their zone. */
+  nodesPerZone?: number;
+  zones?: string[];
+  /** Deadline for the whole start; default 120 s. */
+  readyTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface NodeInfo {
+  name: string;
+  zone: string;
+}
+
+/** Written to <stateDir>/state.json; how other processes find the cluster. */
+export interface ClusterState {
+  name: string;
+  stateDir: string;
+  kubeconfig: string;
+  server: string;
+  ownerPid: number;
+  controlSocket: string;
+  nodes: NodeInfo[];
+  components: Record<ComponentName, { pid: number | undefined; log: string }>;
+  versions: Binaries['versions'];
+  /** Pod IPs come from this loopback range, so later tests can serve "pod" endpoints on this machine. */
+  podCidr: string;
+  ready: boolean;
+}
+
+interface Ports {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  controllerManager: number;
+  scheduler: number;
+  kwok: number;
+}
+
+export function clustersRoot(): string {
+  return join(cacheRoot(), 'clusters');
+}
+
+export class LocalCluster {
+  readonly name: string;
+  readonly stateDir: string;
+  readonly nodes: NodeInfo[];
+  private readonly components = new Map<ComponentName, ComponentProcess>();
+  private readonly log: (line: string) => void;
+  private readonly pki: ClusterPki;
+  private readonly ports: Ports;
+  private readonly binaries: Binaries;
+  private readonly podCidr: string;
+  private exitHook: (() => void) | undefined;
+  private tornDown = false;
+
+  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string }) {
+    this.name = init.name;
+    this.stateDir = init.stateDir;
+    this.nodes = init.nodes;
+    this.log = init.log;
+    this.pki = init.pki;
+    this.ports = init.ports;
+    this.binaries = init.binaries;
+    this.podCidr = init.podCidr;
+  }
+
+  get kubeconfigPath(): string {
+    return join(this.stateDir, 'admin.kubeconfig');
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.ports.apiserver}`;
+  }
+
+  get controlSocket(): string {
+    return join(this.stateDir, 'control.sock');
+  }
+
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    return kc;
+  }
+
+  static async start(options: ClusterOptions = {}): Promise<LocalCluster> {
+    const log = options.log ?? ((line: string) => process.stderr.write(`[cluster] ${line}\n`));
+    const name = options.name ?? 'default';
+    const zones = options.zones ?? DEFAULT_ZONES;
+    const nodesPerZone = options.nodesPerZone ?? 2;
+    if (!Number.isInteger(nodesPerZone) || nodesPerZone < 1) throw new Error(`nodesPerZone must be a positive integer, got ${nodesPerZone}`);
+    const stateDir = join(clustersRoot(), name);
+
+    await reapStaleClusters(log);
+    const existing = readState(stateDir);
+    if (existing && processAlive(existing.ownerPid)) {
+      throw new Error(`cluster "${name}" is already running (owner pid ${existing.ownerPid}); stop it with \`npm run cluster -- down\``);
+    }
+    const binaries = await ensureBinaries({ log });
+    await rm(stateDir, { recursive: true, force: true });
+    await mkdir(join(stateDir, 'logs'), { recursive: true });
+
+    const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = await freePorts(6);
+    const ports: Ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! };
+    const pki = await createClusterPki();
+    // A loopback /16 per cluster, picked at random so two clusters on one machine rarely share pod IPs.
+    const octet = 100 + Math.floor(Math.random() * 100);
+    const podCidr = `127.${octet}.0.0/16`;
+    const nodes = zones.flatMap((zone) => Array.from({ length: nodesPerZone }, (_, i) => ({ name: `kwok-${zone}-${i + 1}`, zone })));
+    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr });
+    cluster.installExitHook();
+    try {
+      await cluster.writeFiles();
+      await cluster.boot(options.readyTimeoutMs ?? 120_000);
+    } catch (error) {
+      await cluster.teardown();
+      throw error;
+    }
+    return cluster;
+  }
+
+  private async writeFiles(): Promise<void> {
+    const d = this.stateDir;
+    const files: Record<string, string> = {
+      'ca.crt': this.pki.ca.cert,
+      'ca.key': this.pki.ca.key,
+      'apiserver.crt': this.pki.apiserver.cert,
+      'apiserver.key': this.pki.apiserver.key,
+      'sa.key': this.pki.serviceAccount.key,
+      'sa.pub': this.pki.serviceAccount.pub,
+    };
+    for (const [file, content] of Object.entries(files)) await writeFile(join(d, file), content, { mode: 0o600 });
+    await writeFile(this.kubeconfigPath, adminKubeconfig(this.server, this.pki), { mode: 0o600 });
+    await copyFile(join(here, 'kwok-stages.yaml'), join(d, 'kwok-stages.yaml'));
+  }
+
+  private specs(): Record<ComponentName, ComponentSpec> {
+    const d = this.stateDir;
+    const cp = this.binaries.controlPlane;
+    const p = this.ports;
+    const kubeconfig = this.kubeconfigPath;
+    const logPath = (name: string) => join(d, 'logs', `${name}.log`);
+    const peer = `http://127.0.0.1:${p.etcdPeer}`;
+    const delegated = [`--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', '--leader-elect=false'];
+    return {
+      etcd: {
+        name: 'etcd',
+        command: cp,
+        logPath: logPath('etcd'),
+        args: [
+          'etcd',
+          `--name=stateward`,
+          `--data-dir=${join(d, 'etcd')}`,
+          `--listen-client-urls=http://127.0.0.1:${p.etcdClient}`,
+          `--advertise-client-urls=http://127.0.0.1:${p.etcdClient}`,
+          `--listen-peer-urls=${peer}`,
+          `--initial-advertise-peer-urls=${peer}`,
+          `--initial-cluster=stateward=${peer}`,
+          // Test data is disposable; fsync would only slow every write down.
+          '--unsafe-no-fsync',
+          '--log-level=warn',
+        ],
+      },
+      apiserver: {
+        name: 'apiserver',
+        command: cp,
+        logPath: logPath('apiserver'),
+        args: [
+          'apiserver',
+          `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${p.apiserver}`,
+          `--cert-dir=${join(d, 'apiserver-certs')}`,
+          `--tls-cert-file=${join(d, 'apiserver.crt')}`,
+          `--tls-private-key-file=${join(d, 'apiserver.key')}`,
+          `--client-ca-file=${join(d, 'ca.crt')}`,
+          '--authorization-mode=RBAC',
+          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+          `--service-account-key-file=${join(d, 'sa.pub')}`,
+          `--service-account-signing-key-file=${join(d, 'sa.key')}`,
+          '--service-cluster-ip-range=10.96.0.0/16',
+          '--allow-privileged=true',
+          '--profiling=false',
+          '--v=1',
+        ],
+      },
+      'controller-manager': {
+        name: 'controller-manager',
+        command: cp,
+        logPath: logPath('controller-manager'),
+        args: [
+          'controller-manager',
+          ...delegated,
+          `--secure-port=${p.controllerManager}`,
+          `--root-ca-file=${join(d, 'ca.crt')}`,
+          `--service-account-private-key-file=${join(d, 'sa.key')}`,
+          `--cluster-signing-cert-file=${join(d, 'ca.crt')}`,
+          `--cluster-signing-key-file=${join(d, 'ca.key')}`,
+          '--controllers=*',
+          '--profiling=false',
+          '--v=1',
+        ],
+      },
+      scheduler: {
+        name: 'scheduler',
+        command: cp,
+        logPath: logPath('scheduler'),
+        args: ['scheduler', ...delegated, `--secure-port=${p.scheduler}`, '--profiling=false', '--v=1'],
+      },
+      kwok: {
+        name: 'kwok',
+        command: this.binaries.kwok,
+        logPath: logPath('kwok'),
+        args: [
+          `--kubeconfig=${kubeconfig}`,
+          `--config=${join(d, 'kwok-stages.yaml')}`,
+          '--manage-all-nodes=false',
+          '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+          `--cidr=${this.podCidr}`,
+          `--node-ip=${this.podCidr.replace(/\.0\.0\/16$/, '.255.254')}`,
+          `--server-address=127.0.0.1:${p.kwok}`,
+        ],
+      },
+    };
+  }
+
+  private component(name: ComponentName): ComponentProcess {
+    let component = this.components.get(name);
+    if (!component) {
+      component = new ComponentProcess(this.specs()[name]);
+      this.components.set(name, component);
+    }
+    return component;
+  }
+
+  /** An error message if any component died on its own, naming its log. */
+  private failure(): string | undefined {
+    for (const [name, component] of this.components) {
+      if (component.unexpectedExit) return componentFailure(name, component);
+    }
+    return undefined;
+  }
+
+  private async boot(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const remaining = () => Math.max(1000, deadline - Date.now());
+    const started = Date.now();
+    for (const name of COMPONENTS) {
+      this.component(name).start();
+      // Record pids as soon as they exist, so a killed owner's components can be reaped.
+      await this.writeState(false);
+      await this.waitComponentReady(name, remaining());
+    }
+    await this.createNodes();
+    await this.waitNodesReady(remaining());
+    await waitFor('the default ServiceAccount (created by the controller-manager)', async () => {
+      const core = this.kubeConfig().makeApiClient(CoreV1Api);
+      return (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' })).metadata?.name;
+    }, { timeoutMs: remaining(), fail: () => this.failure() });
+    await this.writeState(true);
+    this.log(`cluster "${this.name}" ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${this.server}, ${this.nodes.length} nodes in ${new Set(this.nodes.map((n) => n.zone)).size} zones`);
+  }
+
+  private async waitComponentReady(name: ComponentName, timeoutMs: number): Promise<void> {
+    const p = this.ports;
+    const tls = { ca: this.pki.ca.cert, cert: this.pki.admin.cert, key: this.pki.admin.key };
+    const probes: Record<ComponentName, () => Promise<boolean>> = {
+      etcd: async () => (await httpStatus(`http://127.0.0.1:${p.etcdClient}/health`)) === 200,
+      apiserver: async () => (await httpStatus(`https://127.0.0.1:${p.apiserver}/readyz`, tls)) === 200,
+      // Their serving certificates are self-signed in memory: probe without verifying.
+      'controller-manager': async () => (await httpStatus(`https://127.0.0.1:${p.controllerManager}/healthz`)) === 200,
+      scheduler: async () => (await httpStatus(`https://127.0.0.1:${p.scheduler}/healthz`)) === 200,
+      kwok: async () => (await httpStatus(`http://127.0.0.1:${p.kwok}/healthz`)) === 200,
+    };
+    await waitFor(`${name} to become healthy (log: ${this.component(name).spec.logPath})`, probes[name], {
+      timeoutMs,
+      fail: () => this.failure(),
+    });
+  }
+
+  private async createNodes(): Promise<void> {
+    const core = this.kubeConfig().makeApiClient(CoreV1Api);
+    for (const node of this.nodes) {
+      try {
+        await core.createNode({
+          body: {
+            metadata: {
+              name: node.name,
+              labels: {
+                [ZONE_LABEL]: node.zone,
+                'topology.kubernetes.io/region': 'local',
+                'kubernetes.io/hostname': node.name,
+                'kubernetes.io/os': 'linux',
+                'kubernetes.io/arch': 'amd64',
+                type: 'kwok',
+              },
+              annotations: { 'kwok.x-k8s.io/node': 'fake' },
+            },
+          },
+        });
+      } catch (error) {
+        // A restarted owner reusing etcd data finds its nodes already there.
+        if ((error as { code?: number }).code !== 409) throw error;
+      }
+    }
+  }
+
+  async waitNodesReady(timeoutMs = 60_000): Promise<void> {
+    const core = this.kubeConfig().makeApiClient(CoreV1Api);
+    await waitFor(`${this.nodes.length} kwok nodes to become Ready (kwok log: ${this.component('kwok').spec.logPath})`, async () => {
+      const list = await core.listNode({ labelSelector: 'type=kwok' });
+      const ready = list.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      return ready.length >= this.nodes.length;
+    }, { timeoutMs, fail: () => this.failure() });
+  }
+
+  // ---- fault injection -------------------------------------------------
+
+  async stopComponent(name: ComponentName): Promise<void> {
+    await this.component(name).stop();
+    await this.writeState(true);
+  }
+
+  async killComponent(name: ComponentName): Promise<void> {
+    await this.component(name).kill();
+    await this.writeState(true);
+  }
+
+  async startComponent(name: ComponentName, timeoutMs = 60_000): Promise<void> {
+    const component = this.component(name);
+    component.start();
+    await this.waitComponentReady(name, timeoutMs);
+    await this.writeState(true);
+  }
+
+  async restartComponent(name: ComponentName, timeoutMs = 60_000): Promise<void> {
+    await this.component(name).stop();
+    await this.startComponent(name, timeoutMs);
+  }
+
+  componentStatus(): Record<ComponentName, { pid: number | undefined; log: string }> {
+    const status = {} as Record<ComponentName, { pid: number | undefined; log: string }>;
+    for (const name of COMPONENTS) {
+      const component = this.component(name);
+      status[name] = { pid: component.pid, log: component.spec.logPath };
+    }
+    return status;
+  }
+
+  state(ready: boolean): ClusterState {
+    return {
+      name: this.name,
+      stateDir: this.stateDir,
+      kubeconfig: this.kubeconfigPath,
+      server: this.server,
+      ownerPid: process.pid,
+      controlSocket: this.controlSocket,
+      nodes: this.nodes,
+      components: this.componentStatus(),
+      versions: this.binaries.versions,
+      podCidr: this.podCidr,
+      ready,
+    };
+  }
+
+  private async writeState(ready: boolean): Promise<void> {
+    if (this.tornDown) return;
+    const path = join(this.stateDir, 'state.json');
+    // Write-then-rename: a reader never sees half a file.
+    await writeFile(`${path}.tmp`, JSON.stringify(this.state(ready), null, 2));
+    await rename(`${path}.tmp`, path);
+  }
+
+  /** Stops every component (dependents first) and removes the state directory. */
+  async teardown(options: { keepState?: boolean } = {}): Promise<void> {
+    if (this.tornDown) return;
+    this.tornDown = true;
+    for (const name of [...COMPONENTS].reverse()) {
+      const component = this.components.get(name);
+      if (component) await component.stop(5000);
+    }
+    if (this.exitHook) process.off('exit', this.exitHook);
+    if (!options.keepState) await rm(this.stateDir, { recursive: true, force: true });
+  }
+
+  /** Last resort: if the owner exits without teardown, no component outlives it. */
+  private installExitHook(): void {
+    this.exitHook = () => {
+      for (const component of this.components.values()) component.killNow();
+      rmSync(this.stateDir, { recursive: true, force: true });
+    };
+    process.on('exit', this.exitHook);
+  }
+}
+
+function componentFailure(name: string, component: ComponentProcess): string {
+  let tail = '';
+  try {
+    tail = readFileSync(component.spec.logPath, 'utf8').trimEnd().split('\n').slice(-10).join('\n');
+  } catch {
+    // no log yet
+  }
+  return `${name} ${component.unexpectedExit ?? 'failed'}; log: ${component.spec.logPath}${tail ? `\n${tail}` : ''}`;
+}
+
+function adminKubeconfig(server: string, pki: ClusterPki): string {
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'stateward-local', cluster: { server, 'certificate-authority-data': b64(pki.ca.cert) } }],
+    users: [{ name: 'stateward-admin', user: { 'client-certificate-data': b64(pki.admin.cert), 'client-key-data': b64(pki.admin.key) } }],
+    contexts: [{ name: 'stateward-local', context: { cluster: 'stateward-local', user: 'stateward-admin', namespace: 'default' } }],
+    'current-context': 'stateward-local',
+  });
+}
+
+export function readState(stateDir: string): ClusterState | undefined {
+  const path = join(stateDir, 'state.json');
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as ClusterState;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Kills the components of clusters whose owner died without tearing down
+ * (SIGKILL, OOM, a closed terminal) and removes their state. A pid is killed
+ * only if it still runs one of our binaries, so a reused pid is left alone.
+ */
+export async function reapStaleClusters(log: (line: string) => void = () => {}): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(clustersRoot());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const stateDir = join(clustersRoot(), name);
+    const state = readState(stateDir);
+    if (state && processAlive(state.ownerPid)) continue;
+    if (!state) {
+      // A start still writing its state has an owner lock file; leave young dirs alone.
+      continue;
+    }
+    for (const [component, info] of Object.entries(state.components)) {
+      if (info.pid && processAlive(info.pid) && isOurProcess(info.pid)) {
+        log(`reaping ${component} (pid ${info.pid}) of stale cluster "${name}"`);
+        try {
+          process.kill(info.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    await rm(stateDir, { recursive: true, force: true });
+  }
+}
+
+function isOurProcess(pid: number): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('stateward-controlplane') || cmdline.includes('kwok');
+  } catch {
+    return false;
+  }
+}
