@@ -29,6 +29,8 @@ export interface ClusterOptions {
   /** Deadline for the whole start; default 120 s. */
   readyTimeoutMs?: number;
   log?: (line: string) => void;
+  /** Extra command-line flags per component, e.g. feature gates for one test. */
+  extraArgs?: Partial<Record<ComponentName, string[]>>;
 }
 
 export interface NodeInfo {
@@ -75,10 +77,11 @@ export class LocalCluster {
   private readonly ports: Ports;
   private readonly binaries: Binaries;
   private readonly podCidr: string;
+  private readonly extraArgs: Partial<Record<ComponentName, string[]>>;
   private exitHook: (() => void) | undefined;
   private tornDown = false;
 
-  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string }) {
+  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string; extraArgs: Partial<Record<ComponentName, string[]>> }) {
     this.name = init.name;
     this.stateDir = init.stateDir;
     this.nodes = init.nodes;
@@ -87,6 +90,7 @@ export class LocalCluster {
     this.ports = init.ports;
     this.binaries = init.binaries;
     this.podCidr = init.podCidr;
+    this.extraArgs = init.extraArgs;
   }
 
   get kubeconfigPath(): string {
@@ -131,7 +135,7 @@ export class LocalCluster {
     const octet = 100 + Math.floor(Math.random() * 100);
     const podCidr = `127.${octet}.0.0/16`;
     const nodes = zones.flatMap((zone) => Array.from({ length: nodesPerZone }, (_, i) => ({ name: `kwok-${zone}-${i + 1}`, zone })));
-    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr });
+    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr, extraArgs: options.extraArgs ?? {} });
     cluster.installExitHook();
     try {
       await cluster.writeFiles();
@@ -252,7 +256,8 @@ export class LocalCluster {
   private component(name: ComponentName): ComponentProcess {
     let component = this.components.get(name);
     if (!component) {
-      component = new ComponentProcess(this.specs()[name]);
+      const spec = this.specs()[name];
+      component = new ComponentProcess({ ...spec, args: [...spec.args, ...(this.extraArgs[name] ?? [])] });
       this.components.set(name, component);
     }
     return component;
