@@ -1,0 +1,126 @@
+// The plain-HTTP surface of the operator (-server.port, default 8001):
+// /ready, /healthz, /metrics, and whatever a capability registers (debug
+// pages, status). Admission webhooks are served over TLS elsewhere.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Gauge, Histogram, type Registry } from 'prom-client';
+import { type Logger, nopLogger } from '../log/logger.ts';
+
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+export interface HttpServerOptions {
+  port: number;
+  host?: string;
+  registry: Registry;
+  /** Readiness: 200 only when this returns true (caches synced). */
+  ready: () => boolean;
+  logger?: Logger;
+}
+
+const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
+
+/** Route names as rollout-operator's dskit middleware spells them: "/admission/pod-eviction" → "admission_pod_eviction". */
+export function routeName(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '').replace(/[^a-zA-Z0-9]+/g, '_') || 'root';
+}
+
+export class HttpServer {
+  private readonly options: HttpServerOptions;
+  private readonly routes = new Map<string, Handler>();
+  private readonly server: Server;
+  private readonly log: Logger;
+  private readonly duration: Histogram;
+  private readonly inflight: Gauge;
+
+  constructor(options: HttpServerOptions) {
+    this.options = options;
+    this.log = (options.logger ?? nopLogger).child({ component: 'http' });
+    this.duration = requestDurationMetric(options.registry);
+    this.inflight = inflightMetric(options.registry);
+    this.route('/healthz', (_req, res) => text(res, 200, 'ok\n'));
+    this.route('/ready', (_req, res) => (this.options.ready() ? text(res, 200, 'ready\n') : text(res, 503, 'not ready: caches are still syncing\n')));
+    this.route('/metrics', async (_req, res) => {
+      const body = await this.options.registry.metrics();
+      res.writeHead(200, { 'content-type': this.options.registry.contentType });
+      res.end(body);
+    });
+    this.server = createServer((req, res) => void this.dispatch(req, res));
+    // As rollout-operator's server: 10 s to read a request, 3 min idle keep-alive.
+    this.server.requestTimeout = 10_000;
+    this.server.headersTimeout = 10_000;
+    this.server.keepAliveTimeout = 180_000;
+  }
+
+  route(path: string, handler: Handler): void {
+    this.routes.set(path, handler);
+  }
+
+  private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const handler = this.routes.get(path);
+    const route = handler ? routeName(path) : 'other';
+    const method = req.method ?? 'GET';
+    const started = performance.now();
+    this.inflight.inc({ method, route });
+    try {
+      if (!handler) text(res, 404, `404 page not found\n`);
+      else await handler(req, res);
+    } catch (error) {
+      this.log.error('handler failed', { path, err: error instanceof Error ? error.message : String(error) });
+      if (!res.headersSent) text(res, 500, 'internal error\n');
+      else res.destroy();
+    } finally {
+      this.inflight.dec({ method, route });
+      this.duration.observe({ method, route, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
+    }
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port, this.options.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (this.server.address() as AddressInfo).port;
+    this.log.info('serving HTTP', { port });
+    return port;
+  }
+
+  /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes. */
+  async close(graceMs = 5000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
+    await closed;
+    clearTimeout(timer);
+  }
+}
+
+function text(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(body);
+}
+
+// Shared by the HTTP and the HTTPS (webhook) servers: same names and labels as rollout-operator.
+const requestDurations = new WeakMap<Registry, Histogram>();
+const inflights = new WeakMap<Registry, Gauge>();
+
+export function requestDurationMetric(registry: Registry): Histogram {
+  let metric = requestDurations.get(registry);
+  if (!metric) {
+    metric = new Histogram({ name: 'rollout_operator_request_duration_seconds', help: 'Time (in seconds) spent serving HTTP requests.', labelNames: ['method', 'route', 'status_code', 'ws'], buckets: DSKIT_BUCKETS, registers: [registry] });
+    requestDurations.set(registry, metric);
+  }
+  return metric;
+}
+
+export function inflightMetric(registry: Registry): Gauge {
+  let metric = inflights.get(registry);
+  if (!metric) {
+    metric = new Gauge({ name: 'rollout_operator_inflight_requests', help: 'Current number of inflight requests.', labelNames: ['method', 'route'], registers: [registry] });
+    inflights.set(registry, metric);
+  }
+  return metric;
+}

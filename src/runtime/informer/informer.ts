@@ -1,0 +1,349 @@
+// A list-then-watch cache of one kind of object, built to survive what real
+// clusters do to watches: apiserver restarts, 410 Gone after compaction,
+// half-open connections that never deliver another byte, and errors of every
+// kind. See docs/runtime.md for the guarantees.
+import { KubeApiError, isGone } from '../kube/errors.ts';
+import type { KubeClient, WatchEvent } from '../kube/client.ts';
+import type { KubeObject, ResourceType, Status } from '../kube/types.ts';
+import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
+import { type Logger, nopLogger } from '../log/logger.ts';
+import { IndexedStore, objectKey, stripManagedFields, type IndexFunc } from './store.ts';
+import type { InformerMetrics } from './metrics.ts';
+
+export interface InformerHandlers<T extends KubeObject> {
+  /** isInitialList: the object came with the first list, not a later change. */
+  onAdd?(object: T, isInitialList: boolean): void;
+  /** Also called with old === new on each periodic resync. */
+  onUpdate?(oldObject: T, newObject: T): void;
+  onDelete?(object: T): void;
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  client: KubeClient;
+  type: ResourceType;
+  /** One namespace, or every namespace when undefined. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Lists and watches PartialObjectMetadata only: apiVersion, kind, metadata. */
+  metadataOnly?: boolean;
+  /** Runs on every object before it is cached; default drops managedFields. */
+  transform?: (object: T) => T;
+  indexers?: Record<string, IndexFunc<T>>;
+  /** Re-deliver every cached object as an update this often; 0 = never. */
+  resyncPeriodMs?: number;
+  /** Restart a watch that delivered nothing (not even a bookmark) for this long. */
+  idleTimeoutMs?: number;
+  /** Items per list page. */
+  pageSize?: number;
+  backoff?: { initialMs: number; maxMs: number };
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: InformerMetrics;
+}
+
+const DEFAULTS = {
+  // The apiserver sends a bookmark about once a minute on an idle watch.
+  idleTimeoutMs: 5 * 60_000,
+  pageSize: 500,
+  backoff: { initialMs: 800, maxMs: 30_000 },
+};
+
+export class Informer<T extends KubeObject> {
+  private readonly options: InformerOptions<T>;
+  private readonly store: IndexedStore<T>;
+  private readonly handlers = new Set<InformerHandlers<T>>();
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly transform: (object: T) => T;
+  private resourceVersion = '';
+  private synced = false;
+  private syncWaiters: (() => void)[] = [];
+  private stopController: AbortController | undefined;
+  private loop: Promise<void> | undefined;
+  private resyncTimer: Timer | undefined;
+
+  constructor(options: InformerOptions<T>) {
+    this.options = options;
+    this.store = new IndexedStore(options.indexers ?? {});
+    this.clock = options.clock ?? systemClock;
+    this.transform = options.transform ?? stripManagedFields;
+    this.log = (options.logger ?? nopLogger).child({ informer: this.name });
+  }
+
+  get name(): string {
+    const scope = this.options.namespace ? `${this.options.namespace}/` : '';
+    return `${scope}${this.options.type.resource}${this.options.labelSelector ? `{${this.options.labelSelector}}` : ''}`;
+  }
+
+  /** Registers handlers; objects already cached are delivered to them as adds. Returns an unregister function. */
+  addHandlers(handlers: InformerHandlers<T>): () => void {
+    this.handlers.add(handlers);
+    if (this.synced) for (const object of this.store.list()) this.call(handlers, 'onAdd', object, true);
+    return () => this.handlers.delete(handlers);
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopController = new AbortController();
+    this.loop = this.run(this.stopController.signal);
+    this.scheduleResync();
+  }
+
+  async stop(): Promise<void> {
+    this.stopController?.abort(new Error('informer stopped'));
+    this.resyncTimer?.cancel();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Resolves once the first list is in the cache; rejects if the signal aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(abortReason(signal!));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.syncWaiters.push(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+    });
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.store.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  getByKey(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  list(): T[] {
+    return this.store.list();
+  }
+
+  byIndex(indexName: string, value: string): T[] {
+    return this.store.byIndex(indexName, value);
+  }
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  /** The resourceVersion the cache is current to. */
+  get lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  // ---- the reflector loop --------------------------------------------------------
+
+  private async run(signal: AbortSignal): Promise<void> {
+    const backoff = this.options.backoff ?? DEFAULTS.backoff;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        if (!this.resourceVersion) await this.relist(signal);
+        const delivered = await this.watch(signal);
+        // A watch that delivered events was healthy: start backing off from scratch.
+        // One that ended without a single event (not even a bookmark) is
+        // treated like a failure, so a server closing at once is not hammered.
+        if (delivered > 0) {
+          failures = 0;
+          continue;
+        }
+        failures++;
+        await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
+      } catch (error) {
+        if (signal.aborted) break;
+        if (isGone(error)) {
+          this.options.metrics?.watchRestart(this.options.type, 'gone');
+          this.log.info('resourceVersion too old (410 Gone); relisting', { resourceVersion: this.resourceVersion });
+          this.resourceVersion = '';
+          continue;
+        }
+        failures++;
+        const delay = jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1)));
+        this.options.metrics?.watchRestart(this.options.type, 'error');
+        this.log.warn('list/watch failed; retrying', { err: error instanceof Error ? error.message : String(error), retryInMs: Math.round(delay), failures });
+        try {
+          await this.clock.sleep(delay, signal);
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+
+  /** Lists everything (paged), replaces the cache, and emits the differences. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const { client, type, namespace, labelSelector, fieldSelector, metadataOnly } = this.options;
+    const items: T[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    let limit: number | undefined = this.options.pageSize ?? DEFAULTS.pageSize;
+    for (;;) {
+      let page;
+      try {
+        page = await client.list<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, limit, continue: continueToken, signal });
+      } catch (error) {
+        if (isGone(error) && continueToken) {
+          // The continue token expired mid-way (compaction): list again in one piece.
+          items.length = 0;
+          continueToken = undefined;
+          limit = undefined;
+          continue;
+        }
+        throw error;
+      }
+      for (const item of page.items) items.push(this.prepare(item, page.kind));
+      resourceVersion = page.metadata?.resourceVersion ?? '';
+      continueToken = page.metadata?.continue || undefined;
+      if (!continueToken) break;
+    }
+    this.options.metrics?.relist(type);
+    this.replace(items);
+    this.resourceVersion = resourceVersion;
+    if (!this.synced) {
+      this.synced = true;
+      this.log.debug('synced', { objects: items.length, resourceVersion });
+      for (const waiter of this.syncWaiters.splice(0)) waiter();
+    }
+  }
+
+  /** Watches from the current resourceVersion until the stream ends; returns how many events it applied. */
+  private async watch(signal: AbortSignal): Promise<number> {
+    const { client, type, namespace, labelSelector, fieldSelector, metadataOnly } = this.options;
+    const idleTimeoutMs = this.options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs;
+    const stream = new AbortController();
+    const combined = AbortSignal.any([signal, stream.signal]);
+    let idleTimer: Timer | undefined;
+    let idle = false;
+    const armWatchdog = () => {
+      idleTimer?.cancel();
+      idleTimer = this.clock.setTimer(idleTimeoutMs, () => {
+        idle = true;
+        stream.abort(new Error(`watch idle for ${idleTimeoutMs} ms`));
+      });
+    };
+    let delivered = 0;
+    armWatchdog();
+    try {
+      // The server ends a watch after timeoutSeconds; spread them so many
+      // informers do not reconnect in lockstep (5-10 minutes, as client-go).
+      const timeoutSeconds = Math.floor(300 + Math.random() * 300);
+      for await (const event of client.watch<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, resourceVersion: this.resourceVersion, timeoutSeconds, signal: combined })) {
+        armWatchdog();
+        this.apply(event);
+        delivered++;
+      }
+    } catch (error) {
+      if (idle && !signal.aborted) {
+        this.options.metrics?.watchRestart(type, 'idle');
+        this.log.warn('watch delivered nothing within the idle timeout; reconnecting', { idleTimeoutMs });
+        return delivered;
+      }
+      throw error;
+    } finally {
+      idleTimer?.cancel();
+    }
+    return delivered;
+  }
+
+  private apply(event: WatchEvent<T>): void {
+    const { type } = this.options;
+    if (event.type === 'ERROR') {
+      const status = event.object as unknown as Status;
+      throw new KubeApiError({ code: status.code ?? 500, reason: status.reason ?? 'WatchError', message: status.message ?? 'error event in watch stream', method: 'WATCH', path: type.resource });
+    }
+    const rv = event.object.metadata?.resourceVersion;
+    if (event.type === 'BOOKMARK') {
+      if (rv) this.resourceVersion = rv;
+      return;
+    }
+    this.options.metrics?.event(type, event.type);
+    const object = this.prepare(event.object);
+    const key = objectKey(object);
+    if (event.type === 'DELETED') {
+      const previous = this.store.delete(key);
+      this.emitDelete(previous ?? object);
+    } else {
+      this.upsert(key, object, false);
+    }
+    if (rv) this.resourceVersion = rv;
+  }
+
+  private prepare(object: T, listKind?: string): T {
+    let prepared = object;
+    // List items carry no apiVersion/kind; fill them so cached objects look alike.
+    if (!prepared.kind && listKind?.endsWith('List')) prepared = { ...prepared, kind: listKind.slice(0, -4) };
+    try {
+      return this.transform(prepared);
+    } catch (error) {
+      this.log.warn('transform failed; caching the object untransformed', { err: String(error), key: objectKey(object) });
+      return prepared;
+    }
+  }
+
+  private upsert(key: string, object: T, isInitialList: boolean): void {
+    const previous = this.store.set(key, object);
+    if (!previous) {
+      this.emit('onAdd', object, isInitialList);
+    } else if (previous.metadata?.uid && object.metadata?.uid && previous.metadata.uid !== object.metadata.uid) {
+      // Deleted and recreated under the same name while we were not looking.
+      this.emitDelete(previous);
+      this.emit('onAdd', object, isInitialList);
+    } else if (previous.metadata?.resourceVersion !== object.metadata?.resourceVersion) {
+      for (const handlers of this.handlers) this.call(handlers, 'onUpdate', previous, object);
+    }
+  }
+
+  private replace(items: T[]): void {
+    const initial = !this.synced;
+    const seen = new Set<string>();
+    for (const item of items) {
+      const key = objectKey(item);
+      seen.add(key);
+      this.upsert(key, item, initial);
+    }
+    for (const key of this.store.keys()) {
+      if (!seen.has(key)) this.emitDelete(this.store.delete(key)!);
+    }
+  }
+
+  private emit(kind: 'onAdd', object: T, isInitialList: boolean): void {
+    for (const handlers of this.handlers) this.call(handlers, kind, object, isInitialList);
+  }
+
+  private emitDelete(object: T): void {
+    for (const handlers of this.handlers) this.call(handlers, 'onDelete', object);
+  }
+
+  private call(handlers: InformerHandlers<T>, kind: 'onAdd' | 'onUpdate' | 'onDelete', a: T, b?: T | boolean): void {
+    try {
+      if (kind === 'onAdd') handlers.onAdd?.(a, b as boolean);
+      else if (kind === 'onUpdate') handlers.onUpdate?.(a, b as T);
+      else handlers.onDelete?.(a);
+    } catch (error) {
+      // A failing handler must not stop the cache from following the cluster.
+      this.log.error('informer handler threw', { handler: kind, key: objectKey(a), err: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  private scheduleResync(): void {
+    const period = this.options.resyncPeriodMs ?? 0;
+    if (period <= 0) return;
+    this.resyncTimer = this.clock.setTimer(period, () => {
+      if (this.synced) for (const object of this.store.list()) for (const handlers of this.handlers) this.call(handlers, 'onUpdate', object, object);
+      if (!this.stopController?.signal.aborted) this.scheduleResync();
+    });
+  }
+}
+
+/** ±20 % jitter, so many informers failing together do not retry together. */
+function jittered(ms: number): number {
+  return ms * (0.8 + Math.random() * 0.4);
+}

@@ -1,0 +1,340 @@
+// The one way Stateward talks to the Kubernetes API: JSON over undici with
+// one connection pool, client-side rate limiting per API group, request
+// timeouts, and one error type (KubeApiError) for every failure.
+//
+// Why not client-node's generated clients: they build a new connection pool
+// for every request, turn timestamps into Date objects (while watch events
+// carry strings), drop fields the client's schema does not know (dangerous
+// for read-modify-write), and throw errors whose body must be parsed by hand.
+// client-node still provides kubeconfig loading and authentication.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import type { RequestOptions as HttpsRequestOptions } from 'node:https';
+import { Agent, fetch, type Dispatcher } from 'undici';
+import { errorFromResponse, KubeApiError } from './errors.ts';
+import { apiGroupOfPath, resourcePath, type ObjectPath } from './paths.ts';
+import type { KubeObject, ObjectList, ResourceType } from './types.ts';
+import { apiVersionOf } from './types.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import type { ApiClientMetrics } from './metrics.ts';
+
+export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
+
+const patchContentType: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  json: 'application/json-patch+json',
+  // Server-side apply accepts JSON, which is valid YAML.
+  apply: 'application/apply-patch+yaml',
+};
+
+/** Waits for a token of an API group's bucket; rejects rather than outlive the caller's deadline. */
+export interface RequestLimiter {
+  wait(group: string, options: { deadline?: number; signal?: AbortSignal }): Promise<void>;
+}
+
+export interface KubeClientOptions {
+  kubeConfig: KubeConfig;
+  /** Per-request timeout for everything but watches (-kubernetes.client-timeout). */
+  timeoutMs: number;
+  limiter?: RequestLimiter;
+  metrics?: ApiClientMetrics;
+  clock?: Clock;
+  userAgent?: string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Overrides the client's timeout for this call. */
+  timeoutMs?: number;
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface ListOptions extends CallOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+  /** Ask for PartialObjectMetadata: only apiVersion, kind and metadata of each item. */
+  metadataOnly?: boolean;
+}
+
+export interface WriteOptions extends CallOptions {
+  fieldManager?: string;
+  dryRun?: boolean;
+}
+
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: T;
+}
+
+const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const METADATA_ACCEPT_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+
+export class KubeClient {
+  private readonly kc: KubeConfig;
+  private readonly timeoutMs: number;
+  private readonly limiter: RequestLimiter | undefined;
+  private readonly metrics: ApiClientMetrics | undefined;
+  private readonly clock: Clock;
+  private readonly userAgent: string;
+  private readonly server: string;
+  private agent: { key: string; dispatcher: Agent } | undefined;
+
+  constructor(options: KubeClientOptions) {
+    this.kc = options.kubeConfig;
+    this.timeoutMs = options.timeoutMs;
+    this.limiter = options.limiter;
+    this.metrics = options.metrics;
+    this.clock = options.clock ?? systemClock;
+    this.userAgent = options.userAgent ?? 'stateward';
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    if (cluster.proxyUrl) throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
+    this.server = cluster.server.replace(/\/+$/, '');
+  }
+
+  get serverUrl(): string {
+    return this.server;
+  }
+
+  /**
+   * Authentication headers and a pooled dispatcher. Headers are recomputed
+   * per request (bound ServiceAccount tokens rotate); the pool is rebuilt
+   * only when the TLS material changes.
+   */
+  private async connection(): Promise<{ headers: Record<string, string>; dispatcher: Dispatcher }> {
+    const options: HttpsRequestOptions = {};
+    await this.kc.applyToHTTPSOptions(options);
+    const tls = {
+      ca: options.ca as Buffer | string | undefined,
+      cert: options.cert as Buffer | string | undefined,
+      key: options.key as Buffer | string | undefined,
+      rejectUnauthorized: options.rejectUnauthorized,
+      servername: options.servername,
+    };
+    const key = createHash('sha256').update(JSON.stringify([String(tls.ca ?? ''), String(tls.cert ?? ''), String(tls.key ?? ''), tls.rejectUnauthorized, tls.servername])).digest('hex');
+    if (this.agent?.key !== key) {
+      const old = this.agent?.dispatcher;
+      // Timeouts are ours (AbortSignal per request, idle watchdog for watches), not undici's.
+      this.agent = { key, dispatcher: new Agent({ connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 }, bodyTimeout: 0, headersTimeout: 0 }) };
+      void old?.close().catch(() => undefined);
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    }
+    return { headers, dispatcher: this.agent.dispatcher };
+  }
+
+  /** Sends one request; resolves to the parsed JSON body (undefined for an empty one). */
+  async request<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
+    const url = this.url(path, init.query);
+    const timeoutMs = init.timeoutMs ?? this.timeoutMs;
+    const deadline = this.clock.now() + timeoutMs;
+    const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+    await this.limit(method, path, deadline, signal);
+    const started = performance.now();
+    let status = 'error';
+    try {
+      const { headers, dispatcher } = await this.connection();
+      const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+      let response;
+      try {
+        response = await fetch(url, {
+          method,
+          dispatcher,
+          signal,
+          headers: {
+            ...headers,
+            accept: init.accept ?? 'application/json',
+            'user-agent': this.userAgent,
+            ...(body !== undefined ? { 'content-type': init.contentType ?? 'application/json' } : {}),
+          },
+          body,
+        });
+      } catch (error) {
+        throw this.transportError(method, path, error, signal, timeoutMs);
+      }
+      status = String(response.status);
+      let text: string;
+      try {
+        text = await response.text();
+      } catch (error) {
+        throw this.transportError(method, path, error, signal, timeoutMs);
+      }
+      if (response.status < 200 || response.status > 299) {
+        throw errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
+      }
+      return (text ? JSON.parse(text) : undefined) as T;
+    } finally {
+      this.metrics?.observeRequest(method, path, status, (performance.now() - started) / 1000);
+    }
+  }
+
+  private url(path: string, query?: Query): string {
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    return url.toString();
+  }
+
+  private async limit(method: string, path: string, deadline: number, signal: AbortSignal): Promise<void> {
+    if (!this.limiter) return;
+    const group = apiGroupOfPath(path);
+    try {
+      await this.limiter.wait(group, { deadline, signal });
+    } catch (error) {
+      this.metrics?.rateLimited(group);
+      throw new KubeApiError({
+        code: 0,
+        reason: 'RateLimited',
+        message: `client-side rate limiter for Kubernetes API group "${group}": ${error instanceof Error ? error.message : String(error)}`,
+        method,
+        path,
+        cause: error,
+      });
+    }
+  }
+
+  private transportError(method: string, path: string, error: unknown, signal: AbortSignal, timeoutMs: number): KubeApiError {
+    const timedOut = signal.aborted && signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
+    if (timedOut) return new KubeApiError({ code: 0, reason: 'Timeout', message: `no answer within ${timeoutMs} ms`, method, path, cause: error });
+    if (signal.aborted) return new KubeApiError({ code: 0, reason: 'Canceled', message: 'request canceled by the caller', method, path, cause: error });
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    return new KubeApiError({ code: 0, reason: 'NetworkError', message: cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error)), method, path, cause: error });
+  }
+
+  // ---- typed helpers over request() ----------------------------------------
+
+  get<T extends KubeObject>(type: ResourceType, where: ObjectPath & { name: string }, options: CallOptions & { metadataOnly?: boolean } = {}): Promise<T> {
+    return this.request<T>('GET', resourcePath(type, where), { ...options, ...(options.metadataOnly ? { accept: METADATA_ACCEPT_OBJECT } : {}) });
+  }
+
+  list<T extends KubeObject>(type: ResourceType, options: ListOptions = {}): Promise<ObjectList<T>> {
+    const { namespace, labelSelector, fieldSelector, limit, resourceVersion, resourceVersionMatch, metadataOnly, ...call } = options;
+    return this.request<ObjectList<T>>('GET', resourcePath(type, namespace ? { namespace } : {}), {
+      ...call,
+      query: { labelSelector, fieldSelector, limit, continue: options.continue, resourceVersion, resourceVersionMatch },
+      ...(metadataOnly ? { accept: METADATA_ACCEPT } : {}),
+    });
+  }
+
+  create<T extends KubeObject>(type: ResourceType, object: T, options: WriteOptions = {}): Promise<T> {
+    const namespace = object.metadata?.namespace;
+    return this.request<T>('POST', resourcePath(type, namespace ? { namespace } : {}), {
+      ...options,
+      query: writeQuery(options),
+      body: { apiVersion: apiVersionOf(type), kind: type.kind, ...object },
+    });
+  }
+
+  /** PUT: optimistic concurrency through metadata.resourceVersion (409 on a stale one). */
+  update<T extends KubeObject>(type: ResourceType, object: T, options: WriteOptions & { subresource?: string } = {}): Promise<T> {
+    const name = object.metadata?.name;
+    if (!name) throw new Error(`update ${type.kind}: metadata.name is required`);
+    return this.request<T>('PUT', resourcePath(type, { namespace: object.metadata?.namespace, name, subresource: options.subresource }), {
+      ...options,
+      query: writeQuery(options),
+      body: { apiVersion: apiVersionOf(type), kind: type.kind, ...object },
+    });
+  }
+
+  patch<T extends KubeObject>(type: ResourceType, where: ObjectPath & { name: string }, patchType: PatchType, patch: unknown, options: WriteOptions & { force?: boolean } = {}): Promise<T> {
+    if (patchType === 'apply' && !options.fieldManager) throw new Error('server-side apply needs a fieldManager');
+    return this.request<T>('PATCH', resourcePath(type, where), {
+      ...options,
+      query: { ...writeQuery(options), force: patchType === 'apply' ? options.force : undefined },
+      body: patch,
+      contentType: patchContentType[patchType],
+    });
+  }
+
+  /** Server-side apply of a whole (partial) object under a field manager. */
+  apply<T extends KubeObject>(type: ResourceType, object: T, options: WriteOptions & { fieldManager: string; force?: boolean; subresource?: string }): Promise<T> {
+    const name = object.metadata?.name;
+    if (!name) throw new Error(`apply ${type.kind}: metadata.name is required`);
+    return this.patch<T>(type, { namespace: object.metadata?.namespace, name, subresource: options.subresource }, 'apply', { apiVersion: apiVersionOf(type), kind: type.kind, ...object }, options);
+  }
+
+  delete(type: ResourceType, where: ObjectPath & { name: string }, options: CallOptions & { uid?: string; resourceVersion?: string; gracePeriodSeconds?: number; propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' } = {}): Promise<unknown> {
+    const { uid, resourceVersion, gracePeriodSeconds, propagationPolicy, ...call } = options;
+    const preconditions = uid || resourceVersion ? { uid, resourceVersion } : undefined;
+    return this.request('DELETE', resourcePath(type, where), {
+      ...call,
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions, gracePeriodSeconds, propagationPolicy },
+    });
+  }
+
+  /**
+   * Opens a watch and yields its events until the server ends the stream or
+   * the signal aborts. An in-stream ERROR event is yielded as-is; the caller
+   * (the informer) decides what a 410 means. No request timeout applies: the
+   * caller's idle watchdog aborts a stream that went quiet.
+   */
+  async *watch<T extends KubeObject>(type: ResourceType, options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resourceVersion?: string; timeoutSeconds?: number; metadataOnly?: boolean; signal: AbortSignal }): AsyncGenerator<WatchEvent<T>> {
+    const path = resourcePath(type, options.namespace ? { namespace: options.namespace } : {});
+    const url = this.url(path, {
+      watch: true,
+      allowWatchBookmarks: true,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      resourceVersion: options.resourceVersion,
+      timeoutSeconds: options.timeoutSeconds,
+    });
+    await this.limit('WATCH', path, this.clock.now() + this.timeoutMs, options.signal);
+    const { headers, dispatcher } = await this.connection();
+    let response;
+    try {
+      response = await fetch(url, {
+        method: 'GET',
+        dispatcher,
+        signal: options.signal,
+        headers: { ...headers, accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
+      });
+    } catch (error) {
+      throw this.transportError('WATCH', path, error, options.signal, 0);
+    }
+    this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
+    if (response.status !== 200 || !response.body) {
+      throw errorFromResponse('WATCH', path, response.status, await response.text().catch(() => ''), response.headers.get('retry-after'));
+    }
+    const decoder = new TextDecoder();
+    let buffered = '';
+    try {
+      for await (const chunk of response.body) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        let newline: number;
+        while ((newline = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield parseWatchLine<T>(line, path);
+        }
+      }
+    } catch (error) {
+      throw this.transportError('WATCH', path, error, options.signal, 0);
+    }
+    if (buffered.trim()) yield parseWatchLine<T>(buffered.trim(), path);
+  }
+
+  async close(): Promise<void> {
+    await this.agent?.dispatcher.close();
+    this.agent = undefined;
+  }
+}
+
+function parseWatchLine<T extends KubeObject>(line: string, path: string): WatchEvent<T> {
+  try {
+    return JSON.parse(line) as WatchEvent<T>;
+  } catch {
+    throw new KubeApiError({ code: 0, reason: 'BadWatchEvent', message: `unparsable watch line: ${line.slice(0, 120)}`, method: 'WATCH', path });
+  }
+}
+
+function writeQuery(options: WriteOptions): Query {
+  return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
+}

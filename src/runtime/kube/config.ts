@@ -1,0 +1,69 @@
+// Which cluster to talk to, by rollout-operator's rule: -kubernetes.api-url
+// and -kubernetes.config-file together, or neither (in-cluster config).
+import { KubeConfig } from '@kubernetes/client-node';
+import { existsSync, readFileSync } from 'node:fs';
+
+export class KubeConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeConfigError';
+  }
+}
+
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export interface KubeConfigSource {
+  configFile: string;
+  apiUrl: string;
+  /** For tests: where the in-cluster ServiceAccount files live. */
+  serviceAccountDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
+  const { configFile, apiUrl } = source;
+  if (Boolean(configFile) !== Boolean(apiUrl)) {
+    throw new KubeConfigError(
+      '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)',
+    );
+  }
+  const kc = new KubeConfig();
+  if (!configFile) {
+    const env = source.env ?? process.env;
+    const dir = source.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
+    if (!env['KUBERNETES_SERVICE_HOST'] || !env['KUBERNETES_SERVICE_PORT']) {
+      throw new KubeConfigError(
+        'not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST/PORT are unset): pass -kubernetes.api-url and -kubernetes.config-file',
+      );
+    }
+    if (!existsSync(`${dir}/token`)) throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
+    kc.loadFromCluster(dir === SERVICE_ACCOUNT_DIR ? '' : dir.slice(0, -SERVICE_ACCOUNT_DIR.length));
+    return kc;
+  }
+  let text: string;
+  try {
+    text = readFileSync(configFile, 'utf8');
+  } catch (error) {
+    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  try {
+    kc.loadFromString(text);
+  } catch (error) {
+    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: not a valid kubeconfig: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const context = kc.getContextObject(kc.getCurrentContext());
+  if (!context) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: current-context "${kc.getCurrentContext()}" is not defined`);
+  const cluster = kc.getCluster(context.cluster);
+  if (!cluster) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: context "${context.name}" names cluster "${context.cluster}", which is not defined`);
+  let url: URL;
+  try {
+    url = new URL(apiUrl);
+  } catch {
+    throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: must be http or https`);
+  // Like client-go's BuildConfigFromFlags: the URL overrides the kubeconfig's server.
+  const clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server: apiUrl.replace(/\/+$/, '') } : c));
+  kc.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
+  return kc;
+}
