@@ -8,6 +8,7 @@
 // Files named *.int.test.ts need the cluster; all others must not.
 import { spawn } from 'node:child_process';
 import { glob } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { serveControl } from '../test/cluster/control.ts';
@@ -44,6 +45,7 @@ async function main(): Promise<number> {
   console.log(lint === 0 ? '# lint passed' : '# lint FAILED');
 
   let cluster: LocalCluster | undefined;
+  let control: Server | undefined;
   let tests: ReturnType<typeof run> | undefined;
   let interrupted = false;
   const interrupt = () => {
@@ -59,7 +61,7 @@ async function main(): Promise<number> {
   if (needsCluster) {
     try {
       cluster = await LocalCluster.start({ name: `test-${process.pid}` });
-      await serveControl(cluster, () => undefined);
+      control = await serveControl(cluster, () => undefined);
       env[TEST_CLUSTER_ENV] = cluster.stateDir;
     } catch (error) {
       console.error(`# local cluster failed to start: ${error instanceof Error ? error.message : String(error)}`);
@@ -73,6 +75,7 @@ async function main(): Promise<number> {
     tests = run(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...selected], env);
     testsCode = await tests.done;
   } finally {
+    control?.close();
     await cluster?.teardown();
   }
   if (interrupted) return 130;

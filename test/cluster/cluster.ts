@@ -44,6 +44,8 @@ export interface ClusterState {
   stateDir: string;
   kubeconfig: string;
   server: string;
+  /** etcd's client URL, for tests that act on storage directly (compaction). */
+  etcd: string;
   ownerPid: number;
   controlSocket: string;
   nodes: NodeInfo[];
@@ -363,6 +365,14 @@ export class LocalCluster {
     await this.writeState(true);
   }
 
+  pauseComponent(name: ComponentName): void {
+    this.component(name).pause();
+  }
+
+  resumeComponent(name: ComponentName): void {
+    this.component(name).resume();
+  }
+
   async restartComponent(name: ComponentName, timeoutMs = 60_000): Promise<void> {
     await this.component(name).stop();
     await this.startComponent(name, timeoutMs);
@@ -383,6 +393,7 @@ export class LocalCluster {
       stateDir: this.stateDir,
       kubeconfig: this.kubeconfigPath,
       server: this.server,
+      etcd: `http://127.0.0.1:${this.ports.etcdClient}`,
       ownerPid: process.pid,
       controlSocket: this.controlSocket,
       nodes: this.nodes,

@@ -7,8 +7,8 @@ import type { LocalCluster } from './cluster.ts';
 import { COMPONENTS } from './cluster.ts';
 import type { ComponentName } from './process.ts';
 
-export type ComponentAction = 'stop' | 'start' | 'kill' | 'restart';
-const ACTIONS: readonly ComponentAction[] = ['stop', 'start', 'kill', 'restart'];
+export type ComponentAction = 'stop' | 'start' | 'kill' | 'restart' | 'pause' | 'resume';
+const ACTIONS: readonly ComponentAction[] = ['stop', 'start', 'kill', 'restart', 'pause', 'resume'];
 
 export async function serveControl(cluster: LocalCluster, onShutdown: () => void): Promise<Server> {
   await rm(cluster.controlSocket, { force: true });
@@ -34,6 +34,8 @@ export async function serveControl(cluster: LocalCluster, onShutdown: () => void
         start: () => cluster.startComponent(name),
         kill: () => cluster.killComponent(name),
         restart: () => cluster.restartComponent(name),
+        pause: () => Promise.resolve(cluster.pauseComponent(name)),
+        resume: () => Promise.resolve(cluster.resumeComponent(name)),
       };
       operations[action]().then(
         () => reply(200, { ok: true, components: cluster.componentStatus() }),

@@ -66,6 +66,7 @@ export class ComponentProcess {
     const child = this.child;
     if (!child || !this.running) return this.exited;
     this.expectedStop = true;
+    child.kill('SIGCONT'); // a paused process cannot act on SIGTERM
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     await this.exited;
@@ -79,6 +80,18 @@ export class ComponentProcess {
     this.expectedStop = true;
     child.kill('SIGKILL');
     await this.exited;
+  }
+
+  /**
+   * Freezes the process (SIGSTOP): its sockets stay open but nothing answers,
+   * which is what a half-open connection looks like from the other side.
+   */
+  pause(): void {
+    if (this.running) this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    if (this.running) this.child?.kill('SIGCONT');
   }
 
   /** For process-exit handlers, where nothing asynchronous runs any more. */

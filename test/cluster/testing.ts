@@ -118,6 +118,32 @@ export class TestCluster {
     await this.component(name, 'restart');
   }
 
+  /** SIGSTOP: the component's connections stay open and go silent (half-open from the client's side). */
+  async pauseComponent(name: ComponentName): Promise<void> {
+    await this.component(name, 'pause');
+  }
+
+  async resumeComponent(name: ComponentName): Promise<void> {
+    await this.component(name, 'resume');
+  }
+
+  /**
+   * Compacts etcd's history up to its current revision, through etcd's JSON
+   * gateway. Afterwards any watch or list from an older resourceVersion that
+   * the apiserver cannot serve from its own cache gets 410 Gone.
+   */
+  async compactEtcd(): Promise<number> {
+    const post = async (path: string, body: unknown) => {
+      const response = await fetch(`${this.state.etcd}${path}`, { method: 'POST', body: JSON.stringify(body) });
+      if (!response.ok) throw new Error(`etcd ${path}: ${response.status} ${await response.text()}`);
+      return (await response.json()) as { header?: { revision?: string } };
+    };
+    const revision = Number((await post('/v3/kv/range', { key: Buffer.from('/').toString('base64') })).header?.revision);
+    if (!Number.isInteger(revision) || revision < 1) throw new Error(`etcd returned no revision`);
+    await post('/v3/kv/compaction', { revision, physical: true });
+    return revision;
+  }
+
   private async component(name: ComponentName, action: ComponentAction): Promise<void> {
     await controlRequest(this.state.controlSocket, 'POST', `/components/${name}/${action}`);
   }

@@ -122,7 +122,12 @@ export class KubeClient {
     if (this.agent?.key !== key) {
       const old = this.agent?.dispatcher;
       // Timeouts are ours (AbortSignal per request, idle watchdog for watches), not undici's.
-      this.agent = { key, dispatcher: new Agent({ connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 }, bodyTimeout: 0, headersTimeout: 0 }) };
+      // HTTP/1.1 only: over HTTP/2 every request shares one connection, and
+      // when that connection silently dies (a NAT or load balancer forgets
+      // it) aborting a stream leaves the dead connection in place for the
+      // next request. Over HTTP/1.1 an aborted request takes its socket with
+      // it, so a watch restarted by the idle watchdog gets a fresh connection.
+      this.agent = { key, dispatcher: new Agent({ allowH2: false, connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 }, bodyTimeout: 0, headersTimeout: 0 }) };
       void old?.close().catch(() => undefined);
     }
     const headers: Record<string, string> = {};

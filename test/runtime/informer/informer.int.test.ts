@@ -1,0 +1,161 @@
+// The informer against the real control plane: the faults it exists to
+// survive (apiserver restart, 410 Gone after compaction, a connection that
+// silently dies) end with a cache equal to a fresh list and no update lost.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { KubeClient } from '../../../src/runtime/kube/client.ts';
+import { resources, type ConfigMap, type KubeObject } from '../../../src/runtime/kube/types.ts';
+import { Informer } from '../../../src/runtime/informer/informer.ts';
+import { indexByLabel } from '../../../src/runtime/informer/store.ts';
+import { informerMetrics } from '../../../src/runtime/informer/metrics.ts';
+import { waitFor } from '../../cluster/probe.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { BlackholeProxy } from '../../support/blackhole-proxy.ts';
+
+const cluster = testCluster();
+
+function client(kc: KubeConfig = cluster.kubeConfig(), timeoutMs = 10_000): KubeClient {
+  return new KubeClient({ kubeConfig: kc, timeoutMs });
+}
+
+async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return Number(value?.value ?? 0);
+}
+
+/** The cache must equal a fresh list: same keys at the same resourceVersions. */
+async function assertCacheMatchesList(informer: Informer<ConfigMap>, kube: KubeClient, namespace: string): Promise<void> {
+  await waitFor('informer cache to equal a fresh list', async () => {
+    const fresh = await kube.list<ConfigMap>(resources.configMaps, { namespace });
+    const want = new Map(fresh.items.map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
+    const got = new Map(informer.list().map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
+    return want.size === got.size && [...want].every(([k, v]) => got.get(k) === v);
+  }, { timeoutMs: 60_000, intervalMs: 250 });
+}
+
+function configMap(namespace: string, name: string, value: string, labels: Record<string, string> = {}): ConfigMap {
+  return { metadata: { name, namespace, labels }, data: { v: value } };
+}
+
+describe('informer', () => {
+  it('lists, then follows adds, updates (old and new) and deletes, keeping indexes and dropping managedFields', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    await kube.create(resources.configMaps, configMap(namespace, 'a', '1', { tier: 'x', suite: 'informer' }));
+    await kube.create(resources.configMaps, configMap(namespace, 'b', '1', { tier: 'y', suite: 'informer' }));
+    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, labelSelector: 'suite=informer', indexers: { tier: indexByLabel('tier') } });
+    const seen: string[] = [];
+    informer.addHandlers({
+      onAdd: (o, initial) => seen.push(`add ${o.metadata?.name} ${initial}`),
+      onUpdate: (old, cur) => seen.push(`update ${cur.metadata?.name} ${old.data?.['v']}->${cur.data?.['v']}`),
+      onDelete: (o) => seen.push(`delete ${o.metadata?.name}`),
+    });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync();
+    assert.deepEqual(seen.sort(), ['add a true', 'add b true']);
+    assert.equal(informer.get(namespace, 'a')?.metadata?.managedFields, undefined, 'managedFields dropped by the default transform');
+    await kube.patch(resources.configMaps, { namespace, name: 'a' }, 'merge', { data: { v: '2' }, metadata: { labels: { tier: 'y' } } });
+    await waitFor('the update', () => seen.length === 3, { timeoutMs: 10_000 });
+    await kube.create(resources.configMaps, configMap(namespace, 'c', '1', { suite: 'informer' }));
+    await kube.delete(resources.configMaps, { namespace, name: 'b' });
+    await waitFor('update, add and delete events', () => seen.length === 5, { timeoutMs: 10_000 });
+    assert.deepEqual(seen.slice(2), ['update a 1->2', 'add c false', 'delete b']);
+    assert.deepEqual(informer.byIndex('tier', 'y').map((o) => o.metadata?.name), ['a']);
+    assert.deepEqual(informer.byIndex('tier', 'x'), []);
+  });
+
+  it('delivers every update of a busy object, in order', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    await kube.create(resources.configMaps, configMap(namespace, 'busy', '0'));
+    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace });
+    const values: string[] = [];
+    informer.addHandlers({ onUpdate: (_old, cur) => values.push(cur.data?.['v'] ?? '') });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync();
+    const n = 50;
+    for (let i = 1; i <= n; i++) await kube.patch(resources.configMaps, { namespace, name: 'busy' }, 'merge', { data: { v: String(i) } });
+    await waitFor(`${n} updates`, () => values.length >= n, { timeoutMs: 20_000 });
+    assert.deepEqual(values, Array.from({ length: n }, (_, i) => String(i + 1)));
+  });
+
+  it('survives an apiserver restart with etcd compacted meanwhile: relists on 410 and loses no update', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    for (let i = 0; i < 10; i++) await kube.create(resources.configMaps, configMap(namespace, `cm-${i}`, '0'));
+    const registry = new Registry();
+    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, metrics: informerMetrics(registry), backoff: { initialMs: 200, maxMs: 2000 } });
+    const latest = new Map<string, string>();
+    const deleted = new Set<string>();
+    informer.addHandlers({
+      onAdd: (o) => latest.set(o.metadata!.name!, o.data?.['v'] ?? ''),
+      onUpdate: (_old, o) => latest.set(o.metadata!.name!, o.data?.['v'] ?? ''),
+      onDelete: (o) => deleted.add(o.metadata!.name!),
+    });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync();
+
+    await cluster.stopComponent('apiserver');
+    await cluster.compactEtcd();
+    await cluster.startComponent('apiserver');
+    // Write while the informer is still reconnecting.
+    const writer = client(cluster.kubeConfig());
+    for (let i = 0; i < 10; i++) await writer.patch(resources.configMaps, { namespace, name: `cm-${i}` }, 'merge', { data: { v: `final-${i}` } });
+    await writer.delete(resources.configMaps, { namespace, name: 'cm-0' });
+    await writer.create(resources.configMaps, configMap(namespace, 'cm-new', 'new'));
+
+    await assertCacheMatchesList(informer, kube, namespace);
+    for (let i = 1; i < 10; i++) assert.equal(latest.get(`cm-${i}`), `final-${i}`, `cm-${i} final value observed`);
+    assert.equal(latest.get('cm-new'), 'new');
+    assert.ok(deleted.has('cm-0'), 'deletion observed');
+    assert.ok((await metricValue(registry, 'stateward_informer_watch_restarts_total', { reason: 'gone' })) >= 1, 'a 410 Gone was met and answered with a relist');
+    assert.ok((await metricValue(registry, 'stateward_informer_relists_total', {})) >= 2);
+  });
+
+  it('reconnects when its watch connection silently dies (half-open), within the idle timeout', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const apiPort = Number(new URL(cluster.state.server).port);
+    const proxy = new BlackholeProxy(apiPort);
+    const port = await proxy.listen();
+    t.after(() => proxy.close());
+    const kc = cluster.kubeConfig();
+    const viaProxy = new KubeConfig();
+    viaProxy.loadFromOptions({ ...kc, clusters: kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${port}` })), contexts: kc.contexts, users: kc.users, currentContext: kc.currentContext });
+    const registry = new Registry();
+    const informer = new Informer<ConfigMap>({ client: client(viaProxy, 3000), type: resources.configMaps, namespace, idleTimeoutMs: 3000, metrics: informerMetrics(registry), backoff: { initialMs: 100, maxMs: 500 } });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync();
+    // Seeing a change proves the watch stream is established through the proxy.
+    await client().create(resources.configMaps, configMap(namespace, 'before-blackhole', 'x'));
+    await waitFor('the watch to deliver an event', () => informer.get(namespace, 'before-blackhole'), { timeoutMs: 10_000 });
+    assert.ok(proxy.blackholeExisting() >= 1, 'the watch connection went through the proxy');
+    await client().create(resources.configMaps, configMap(namespace, 'after-blackhole', 'x'));
+    await waitFor('the informer to see an object created after its connection died', () => informer.get(namespace, 'after-blackhole'), { timeoutMs: 20_000 });
+    assert.ok((await metricValue(registry, 'stateward_informer_watch_restarts_total', { reason: 'idle' })) >= 1);
+  });
+
+  it('caches metadata only when asked, server-side filtered by label', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    await kube.create(resources.configMaps, configMap(namespace, 'wanted', 'big-data', { pick: 'yes' }));
+    await kube.create(resources.configMaps, configMap(namespace, 'other', 'x', { pick: 'no' }));
+    const informer = new Informer<KubeObject>({ client: kube, type: resources.configMaps, namespace, labelSelector: 'pick=yes', metadataOnly: true });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync();
+    assert.deepEqual(informer.list().map((o) => o.metadata?.name), ['wanted']);
+    const cached = informer.get(namespace, 'wanted') as KubeObject & { data?: unknown };
+    assert.equal(cached.data, undefined, 'no data in a metadata-only cache');
+    assert.equal(cached.metadata?.labels?.['pick'], 'yes');
+    await kube.create(resources.configMaps, configMap(namespace, 'late', 'y', { pick: 'yes' }));
+    await waitFor('the later object', () => informer.get(namespace, 'late'), { timeoutMs: 10_000 });
+    assert.equal((informer.get(namespace, 'late') as { data?: unknown }).data, undefined);
+  });
+});
