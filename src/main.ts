@@ -1,38 +1,72 @@
-// Entry point of the stateward executable. The operator's capabilities
-// (rollouts, replica coordination, webhooks, config-change restarts) plug in
-// here as they are built; until then it answers -version and -help.
+// Entry point of the stateward executable: flags, logging, the shared
+// runtime, the capabilities, and signal handling.
 import { readFileSync } from 'node:fs';
+import { registerRuntimeFlags } from './runtime/config.ts';
+import { FlagSet } from './runtime/flags/flagset.ts';
+import { loadKubeConfig, KubeConfigError } from './runtime/kube/config.ts';
+import { validateElectionTimings } from './runtime/leaderelection/elector.ts';
+import { createLogger } from './runtime/log/logger.ts';
+import { createRegistry } from './runtime/metrics.ts';
+import { Operator, type Capability } from './runtime/operator.ts';
+import { workloadsCapability } from './workloads/cache.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface Io {
   out: (text: string) => void;
   err: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  /** Where the process's signals are delivered (process, or a stand-in in tests). */
+  signals?: { on(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void };
 }
 
-const usage = `Usage of stateward:
-  -help
-    	Print this help and exit.
-  -version
-    	Print the version and exit.
-`;
+export const capabilities: Capability[] = [workloadsCapability];
 
-/** Runs the command line; returns the process exit code. */
-export function main(argv: readonly string[], io: Io): number {
-  for (const arg of argv) {
-    // Go's flag package treats -x and --x alike; so do we, for drop-in compatibility.
-    const name = arg.replace(/^--?/, '').split('=')[0];
-    if (name === 'version') {
-      io.out(`stateward ${version}\n`);
-      return 0;
-    }
-    if (name === 'help' || name === 'h') {
-      io.out(usage);
-      return 0;
-    }
-    io.err(`flag provided but not defined: ${arg}\n${usage}`);
+/** Runs the command line; resolves to the process exit code. */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  const fs = new FlagSet('stateward');
+  const showVersion = fs.bool('version', false, 'Print the version and exit.');
+  const runtimeFlags = registerRuntimeFlags(fs);
+  const parsed = fs.parse(argv, io.env);
+  if (parsed.kind === 'help') {
+    io.err(parsed.usage);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    io.err(`${parsed.message}\n${parsed.usage}`);
     return 2;
   }
-  io.err('stateward: no capability is enabled yet; see -help\n');
-  return 1;
+  if (showVersion.value) {
+    io.out(`stateward ${version}\n`);
+    return 0;
+  }
+  const invalid = runtimeFlags.validate();
+  const config = runtimeFlags.read();
+  const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
+  if (invalid || invalidElection) {
+    io.err(`${invalid ?? invalidElection}\n`);
+    return 2;
+  }
+  const logger = createLogger({ format: config.logFormat, level: config.logLevel, write: (line) => io.err(line) });
+  let kubeConfig;
+  try {
+    kubeConfig = loadKubeConfig({ configFile: config.kubeConfigFile, apiUrl: config.kubeApiUrl, env: io.env });
+  } catch (error) {
+    logger.error(error instanceof KubeConfigError ? error.message : `cannot load the Kubernetes configuration: ${String(error)}`);
+    return 1;
+  }
+  logger.info('starting stateward', { version, namespace: config.namespace, watchNamespaces: config.watchNamespaces.join(','), leaderElection: config.leaderElection.enabled });
+  const operator = new Operator({ config, kubeConfig, logger, registry: createRegistry(), capabilities, version });
+  const signals = io.signals ?? process;
+  signals.on('SIGTERM', () => operator.requestStop('SIGTERM'));
+  signals.on('SIGINT', () => operator.requestStop('SIGINT'));
+  try {
+    await operator.run();
+  } catch (error) {
+    logger.error('operator failed', { err: error instanceof Error ? error.message : String(error) });
+    logger.flush();
+    return 1;
+  }
+  logger.flush();
+  return 0;
 }

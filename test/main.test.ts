@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -7,27 +10,66 @@ import { main, version } from '../src/main.ts';
 
 const exec = promisify(execFile);
 
-function capture(argv: string[]): { code: number; out: string; err: string } {
+async function capture(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
+  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t), env });
   return { code, out, err };
 }
 
 describe('stateward command line', () => {
-  it('prints its version for -version and --version', () => {
+  it('prints its version for -version and --version', async () => {
     for (const flag of ['-version', '--version']) {
-      const result = capture([flag]);
+      const result = await capture([flag]);
       assert.equal(result.code, 0);
       assert.equal(result.out, `stateward ${version}\n`);
     }
   });
 
-  it('rejects an unknown flag with exit 2 and the usage, like Go flag', () => {
-    const result = capture(['-no-such-flag']);
+  it('lists every flag with its default for -help, and exits 0', async () => {
+    const result = await capture(['-help']);
+    assert.equal(result.code, 0);
+    for (const line of ['-server.port int', '(default 8001)', '-kubernetes.client-qps float', '-log.format string', '(default "logfmt")', '-leader-election.lease-duration duration', '(default 15s)']) {
+      assert.ok(result.err.includes(line), `help mentions ${line}`);
+    }
+  });
+
+  it('rejects an unknown flag with exit 2 and the usage, like Go flag', async () => {
+    const result = await capture(['-no-such-flag']);
     assert.equal(result.code, 2);
     assert.match(result.err, /flag provided but not defined: -no-such-flag/);
     assert.match(result.err, /Usage of stateward/);
+  });
+
+  it('rejects an invalid value with exit 2, naming the flag', async () => {
+    const result = await capture(['-server.port=eighty']);
+    assert.equal(result.code, 2);
+    assert.match(result.err, /invalid value "eighty" for flag -server.port/);
+  });
+
+  it('requires a namespace and pairs -kubernetes.api-url with -kubernetes.config-file (exit 2)', async () => {
+    assert.match((await capture([])).err, /the -kubernetes.namespace flag is required/);
+    const unpaired = await capture(['-kubernetes.namespace=ns', '-kubernetes.api-url=https://127.0.0.1:6443']);
+    assert.equal(unpaired.code, 2);
+    assert.match(unpaired.err, /must be set together/);
+  });
+
+  it('takes the namespace from POD_NAMESPACE when the flag is absent', async () => {
+    // Outside a cluster it then fails on the configuration, not on the namespace.
+    const result = await capture(['-log.format=json'], { POD_NAMESPACE: 'mimir' });
+    assert.equal(result.code, 1);
+    assert.doesNotMatch(result.err, /namespace flag is required/);
+    assert.match(result.err, /not running in a Kubernetes pod/);
+  });
+
+  it('reports a malformed kubeconfig clearly and exits 1 without a stack trace', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kc-'));
+    const path = join(dir, 'kubeconfig');
+    await writeFile(path, 'apiVersion: v1\nclusters: [ {name: x, cluster: {server: ');
+    const result = await capture(['-kubernetes.namespace=ns', `-kubernetes.config-file=${path}`, '-kubernetes.api-url=https://127.0.0.1:1']);
+    assert.equal(result.code, 1);
+    assert.match(result.err, /not a valid kubeconfig/);
+    assert.doesNotMatch(result.err, /\n\s+at /);
   });
 
   it('runs as the package bin on Node 24', async () => {

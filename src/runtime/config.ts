@@ -1,0 +1,87 @@
+// The runtime's flags: rollout-operator's names and defaults where it has the
+// flag, so its command lines work unchanged; new flags where it has none.
+import { hostname } from 'node:os';
+import type { FlagSet } from './flags/flagset.ts';
+import type { LogFormat, LogLevel } from './log/logger.ts';
+
+export interface RuntimeConfig {
+  logFormat: LogFormat;
+  logLevel: LogLevel;
+  serverPort: number;
+  kubeApiUrl: string;
+  kubeConfigFile: string;
+  clientTimeoutMs: number;
+  clientQps: number;
+  clientBurst: number;
+  /** The operator's own namespace: its Lease, Secrets and, by default, what it watches. */
+  namespace: string;
+  /** Namespaces whose objects are cached and acted on; ['*'] means the whole cluster. */
+  watchNamespaces: readonly string[];
+  leaderElection: {
+    enabled: boolean;
+    leaseName: string;
+    leaseNamespace: string;
+    identity: string;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
+  shutdownGraceMs: number;
+}
+
+/** Defines the runtime flags on fs; call read() after fs.parse(). */
+export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; validate: () => string | undefined } {
+  const logFormat = fs.enumString('log.format', 'logfmt', ['logfmt', 'json'], 'Output log messages in the given format. Valid formats: [logfmt, json]');
+  const logLevel = fs.enumString('log.level', 'info', ['debug', 'info', 'warn', 'error'], 'Only log messages with the given severity or above. Valid levels: [debug, info, warn, error]');
+  const serverPort = fs.int('server.port', 8001, 'Port for the HTTP server: /ready, /healthz, /metrics.');
+  const apiUrl = fs.string('kubernetes.api-url', '', 'The Kubernetes server API URL. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
+  const configFile = fs.string('kubernetes.config-file', '', 'The Kubernetes config file path. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
+  const clientTimeout = fs.duration('kubernetes.client-timeout', 5 * 60_000, 'Timeout of each request to the Kubernetes API (watches excepted).');
+  const qps = fs.float('kubernetes.client-qps', 5, 'Queries per second to the Kubernetes API, per API group. 0 disables client-side rate limiting.');
+  const burst = fs.int('kubernetes.client-burst', 10, 'Burst of queries to the Kubernetes API, per API group. Must be at least 1 when -kubernetes.client-qps is above 0.');
+  const namespace = fs.string('kubernetes.namespace', '', 'The Kubernetes namespace the operator runs in and, unless -kubernetes.watch-namespaces says otherwise, the one it manages.', { env: 'POD_NAMESPACE' });
+  const watch = fs.stringList('kubernetes.watch-namespaces', [], 'Comma-separated namespaces to manage instead of -kubernetes.namespace alone; "*" manages the whole cluster (needs ClusterRole permissions).');
+  const leEnabled = fs.bool('leader-election.enabled', false, 'Run several replicas with one active leader elected through a coordination.k8s.io Lease. Standbys keep warm caches and serve webhooks.');
+  const leName = fs.string('leader-election.lease-name', 'stateward-leader', 'Name of the leader-election Lease.');
+  const leNamespace = fs.string('leader-election.lease-namespace', '', 'Namespace of the leader-election Lease (default: -kubernetes.namespace).');
+  const leIdentity = fs.string('leader-election.identity', '', 'This replica\'s identity in the Lease (default: the pod name, from POD_NAME or the hostname).', { env: 'POD_NAME' });
+  const leDuration = fs.duration('leader-election.lease-duration', 15_000, 'How long standbys wait after the leader\'s last renewal before taking over.');
+  const leRenew = fs.duration('leader-election.renew-deadline', 10_000, 'How long the leader keeps retrying a renewal before it stops acting.');
+  const leRetry = fs.duration('leader-election.retry-period', 2_000, 'Interval between attempts to acquire or renew the Lease.');
+  const grace = fs.duration('server.shutdown-grace-period', 10_000, 'On SIGTERM, how long in-flight requests may take to finish.');
+
+  const read = (): RuntimeConfig => ({
+    logFormat: logFormat.value,
+    logLevel: logLevel.value,
+    serverPort: serverPort.value,
+    kubeApiUrl: apiUrl.value,
+    kubeConfigFile: configFile.value,
+    clientTimeoutMs: clientTimeout.value,
+    clientQps: qps.value,
+    clientBurst: burst.value,
+    namespace: namespace.value,
+    watchNamespaces: watch.value.length > 0 ? watch.value : [namespace.value],
+    leaderElection: {
+      enabled: leEnabled.value,
+      leaseName: leName.value,
+      leaseNamespace: leNamespace.value || namespace.value,
+      identity: leIdentity.value || hostname(),
+      leaseDurationMs: leDuration.value,
+      renewDeadlineMs: leRenew.value,
+      retryPeriodMs: leRetry.value,
+    },
+    shutdownGraceMs: grace.value,
+  });
+
+  const validate = (): string | undefined => {
+    if (!namespace.value) return 'the -kubernetes.namespace flag is required';
+    if (serverPort.value < 0 || serverPort.value > 65535) return `-server.port=${serverPort.value}: not a port number`;
+    if (qps.value < 0) return '-kubernetes.client-qps must not be negative';
+    if (qps.value > 0 && burst.value < 1) return '-kubernetes.client-burst must be at least 1 when -kubernetes.client-qps is above 0';
+    if (clientTimeout.value <= 0) return '-kubernetes.client-timeout must be positive';
+    if (watch.value.includes('*') && watch.value.length > 1) return '-kubernetes.watch-namespaces: "*" (the whole cluster) cannot be combined with other namespaces';
+    if (Boolean(apiUrl.value) !== Boolean(configFile.value)) return '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)';
+    return undefined;
+  };
+  return { read, validate };
+}

@@ -1,0 +1,221 @@
+// Assembles the shared runtime every capability uses — API client, caches,
+// events, HTTP surface, leader election — runs the capabilities, and shuts
+// everything down in order on SIGTERM.
+import { randomBytes } from 'node:crypto';
+import { Gauge, type Registry } from 'prom-client';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { type Clock, systemClock } from './clock.ts';
+import type { RuntimeConfig } from './config.ts';
+import { EventRecorder } from './events/recorder.ts';
+import type { EventSink, EventsV1EventJson } from './events/event.ts';
+import { HttpServer } from './http/server.ts';
+import { Informer, type InformerOptions } from './informer/informer.ts';
+import { informerMetrics, type InformerMetrics } from './informer/metrics.ts';
+import { KubeClient } from './kube/client.ts';
+import { apiClientMetrics } from './kube/metrics.ts';
+import { resources, type KubeObject, type ResourceType } from './kube/types.ts';
+import { LeaderElector } from './leaderelection/elector.ts';
+import type { Logger } from './log/logger.ts';
+import { PerKeyTokenBuckets } from './workqueue/tokenbucket.ts';
+
+/** What a capability gets from the runtime: the one way to do each thing. */
+export interface Runtime {
+  readonly config: RuntimeConfig;
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly clock: Clock;
+  readonly events: EventRecorder;
+  readonly http: HttpServer;
+  /** Shared informers: one per (type, namespace scope, selectors), created on first request. */
+  informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
+  /** True while this replica may act (always true without leader election). */
+  isLeader(): boolean;
+}
+
+export interface CapabilityHandle {
+  /** Runs only while this replica leads; must stop promptly when the signal aborts. */
+  lead?(signal: AbortSignal): Promise<void>;
+  /** Runs on every replica (webhooks), from start to shutdown. */
+  serve?(signal: AbortSignal): Promise<void>;
+}
+
+export interface Capability {
+  readonly name: string;
+  setup(runtime: Runtime): CapabilityHandle | Promise<CapabilityHandle>;
+}
+
+export interface OperatorOptions {
+  config: RuntimeConfig;
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  registry: Registry;
+  capabilities: Capability[];
+  clock?: Clock;
+  version: string;
+}
+
+export class Operator {
+  private readonly o: OperatorOptions;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  readonly client: KubeClient;
+  readonly http: HttpServer;
+  readonly events: EventRecorder;
+  private readonly informerMetrics: InformerMetrics;
+  private readonly informerCache = new Map<string, Informer<KubeObject>>();
+  private elector: LeaderElector | undefined;
+  private readonly stop = new AbortController();
+  private readonly tasks: Promise<void>[] = [];
+  private leading: AbortController | undefined;
+  private readonly leaderGauge: Gauge;
+  readonly identity: string;
+
+  constructor(options: OperatorOptions) {
+    this.o = options;
+    this.clock = options.clock ?? systemClock;
+    this.log = options.logger;
+    const { config, registry } = options;
+    this.client = new KubeClient({
+      kubeConfig: options.kubeConfig,
+      timeoutMs: config.clientTimeoutMs,
+      // qps 0 disables client-side limiting, as in rollout-operator since v0.38.
+      limiter: config.clientQps > 0 ? new PerKeyTokenBuckets(config.clientQps, config.clientBurst, this.clock) : undefined,
+      metrics: apiClientMetrics(registry),
+      clock: this.clock,
+      userAgent: `stateward/${options.version}`,
+    });
+    this.http = new HttpServer({ port: config.serverPort, registry, ready: () => this.ready(), logger: this.log });
+    this.identity = config.leaderElection.enabled ? `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}` : config.leaderElection.identity;
+    this.events = new EventRecorder({
+      sink: eventSink(this.client),
+      clock: this.clock,
+      reportingController: 'stateward.dev/operator',
+      reportingInstance: config.leaderElection.identity,
+      registry,
+      logger: (level, msg, fields) => this.log[level](msg, fields),
+    });
+    this.informerMetrics = informerMetrics(registry);
+    this.leaderGauge = new Gauge({ name: 'stateward_leader_is_leader', help: '1 while this replica is the elected leader (always 1 without leader election).', registers: [registry] });
+  }
+
+  /** Ready once every informer any capability asked for has synced. */
+  ready(): boolean {
+    return [...this.informerCache.values()].every((i) => i.hasSynced());
+  }
+
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : true;
+  }
+
+  private runtime(): Runtime {
+    const { config } = this.o;
+    return {
+      config,
+      client: this.client,
+      logger: this.log,
+      registry: this.o.registry,
+      clock: this.clock,
+      events: this.events,
+      http: this.http,
+      isLeader: () => this.isLeader(),
+      informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {
+        const scopes = !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
+        return scopes.map((namespace) => {
+          const key = JSON.stringify([type.group, type.resource, namespace, options.labelSelector, options.fieldSelector, options.metadataOnly]);
+          let informer = this.informerCache.get(key);
+          if (!informer) {
+            informer = new Informer<KubeObject>({ ...(options as InformerOptions<KubeObject>), client: this.client, type, namespace, clock: this.clock, logger: this.log, metrics: this.informerMetrics });
+            this.informerCache.set(key, informer);
+          }
+          return informer as unknown as Informer<T>;
+        });
+      },
+    };
+  }
+
+  /** Starts everything; resolves when the operator has shut down. */
+  async run(): Promise<void> {
+    const { config, capabilities } = this.o;
+    const runtime = this.runtime();
+    const handles: { name: string; handle: CapabilityHandle }[] = [];
+    for (const capability of capabilities) handles.push({ name: capability.name, handle: await capability.setup(runtime) });
+    await this.http.listen();
+    for (const informer of this.informerCache.values()) informer.start();
+    for (const { name, handle } of handles) {
+      if (handle.serve) this.tasks.push(this.guard(name, handle.serve(this.stop.signal)));
+    }
+    // Act only on a complete picture of the cluster.
+    await Promise.all([...this.informerCache.values()].map((i) => i.waitForSync(this.stop.signal))).catch(() => undefined);
+    if (this.stop.signal.aborted) return this.shutdown();
+    this.log.info('caches synced', { informers: this.informerCache.size });
+
+    const startLeading = (signal: AbortSignal) => {
+      this.leaderGauge.set(1);
+      for (const { name, handle } of handles) if (handle.lead) this.tasks.push(this.guard(name, handle.lead(signal)));
+    };
+    if (config.leaderElection.enabled) {
+      const le = config.leaderElection;
+      this.elector = new LeaderElector({
+        client: this.client,
+        namespace: le.leaseNamespace,
+        name: le.leaseName,
+        identity: this.identity,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        clock: this.clock,
+        logger: this.log,
+        onStartedLeading: startLeading,
+        onStoppedLeading: () => this.leaderGauge.set(0),
+      });
+      this.leaderGauge.set(0);
+      await this.elector.run(this.stop.signal);
+    } else {
+      this.leading = new AbortController();
+      startLeading(AbortSignal.any([this.leading.signal, this.stop.signal]));
+      await new Promise<void>((resolve) => this.stop.signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
+    await this.shutdown();
+  }
+
+  /** Begins graceful shutdown; run() resolves once it is done. */
+  requestStop(reason: string): void {
+    if (this.stop.signal.aborted) return;
+    this.log.info('shutting down', { reason });
+    this.stop.abort(new Error(reason));
+  }
+
+  private async shutdown(): Promise<void> {
+    // Order: stop acting (leader tasks see the abort; the elector already
+    // released the lease), drain in-flight HTTP requests, stop caches, flush events.
+    this.leaderGauge.set(0);
+    this.leading?.abort(new Error('shutting down'));
+    const grace = this.o.config.shutdownGraceMs;
+    await Promise.race([Promise.allSettled(this.tasks), this.clock.sleep(grace)]);
+    await this.http.close(grace);
+    await Promise.all([...this.informerCache.values()].map((i) => i.stop()));
+    await this.events.stop();
+    await this.client.close();
+    this.log.info('stopped');
+  }
+
+  private async guard(name: string, task: Promise<void>): Promise<void> {
+    try {
+      await task;
+    } catch (error) {
+      if (this.stop.signal.aborted) return;
+      // A capability that dies takes the process down: Kubernetes restarts it
+      // with fresh caches, which beats running half an operator.
+      this.log.error('capability failed; stopping', { capability: name, err: error instanceof Error ? error.message : String(error) });
+      this.requestStop(`capability ${name} failed`);
+    }
+  }
+}
+
+function eventSink(client: KubeClient): EventSink {
+  return {
+    create: (namespace: string, event: EventsV1EventJson) => client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } } as KubeObject),
+    patch: (namespace: string, name: string, mergePatch: object) => client.patch(resources.events, { namespace, name }, 'merge', mergePatch),
+  };
+}

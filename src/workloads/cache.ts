@@ -1,0 +1,41 @@
+// The view of workloads every capability shares: StatefulSets and their pods
+// in the managed namespaces, indexed the ways capabilities look them up.
+import type { Informer } from '../runtime/informer/informer.ts';
+import { indexByLabel, indexByNodeName, indexByOwnerUid, stripManagedFields } from '../runtime/informer/store.ts';
+import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
+import type { Capability, Runtime } from '../runtime/operator.ts';
+
+export const ROLLOUT_GROUP_LABEL = 'rollout-group';
+
+export const INDEX = {
+  podsByOwner: 'owner-uid',
+  podsByNode: 'node',
+  setsByGroup: 'rollout-group',
+} as const;
+
+export interface WorkloadCache {
+  statefulSets: Informer<StatefulSet>[];
+  pods: Informer<Pod>[];
+}
+
+export function workloadCache(runtime: Runtime): WorkloadCache {
+  return {
+    statefulSets: runtime.informers<StatefulSet>(resources.statefulSets, {
+      indexers: { [INDEX.setsByGroup]: indexByLabel(ROLLOUT_GROUP_LABEL) },
+      transform: stripManagedFields,
+    }),
+    pods: runtime.informers<Pod>(resources.pods, {
+      indexers: { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.podsByNode]: indexByNodeName },
+      transform: stripManagedFields,
+    }),
+  };
+}
+
+/** Registers the shared workload caches, so /ready waits for them. */
+export const workloadsCapability: Capability = {
+  name: 'workloads',
+  setup(runtime) {
+    workloadCache(runtime);
+    return {};
+  },
+};
