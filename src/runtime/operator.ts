@@ -215,7 +215,7 @@ export class Operator {
 
 function eventSink(client: KubeClient): EventSink {
   return {
-    create: (namespace: string, event: EventsV1EventJson) => client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } } as KubeObject),
+    create: (namespace: string, event: EventsV1EventJson) => client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } }),
     patch: (namespace: string, name: string, mergePatch: object) => client.patch(resources.events, { namespace, name }, 'merge', mergePatch),
   };
 }
