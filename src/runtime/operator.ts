@@ -7,13 +7,13 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventRecorder } from './events/recorder.ts';
-import type { EventSink, EventsV1EventJson } from './events/event.ts';
+import { kubeEventSink } from './events/sink.ts';
 import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
 import { informerMetrics, type InformerMetrics } from './informer/metrics.ts';
 import { KubeClient } from './kube/client.ts';
 import { apiClientMetrics } from './kube/metrics.ts';
-import { resources, type KubeObject, type ResourceType } from './kube/types.ts';
+import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
 import type { Logger } from './log/logger.ts';
 import { PerKeyTokenBuckets } from './workqueue/tokenbucket.ts';
@@ -81,14 +81,14 @@ export class Operator {
       timeoutMs: config.clientTimeoutMs,
       // qps 0 disables client-side limiting, as in rollout-operator since v0.38.
       limiter: config.clientQps > 0 ? new PerKeyTokenBuckets(config.clientQps, config.clientBurst, this.clock) : undefined,
-      metrics: apiClientMetrics(registry),
+      metrics: apiClientMetrics(registry, { qps: config.clientQps }),
       clock: this.clock,
       userAgent: `stateward/${options.version}`,
     });
     this.http = new HttpServer({ port: config.serverPort, registry, ready: () => this.ready(), logger: this.log });
     this.identity = config.leaderElection.enabled ? `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}` : config.leaderElection.identity;
     this.events = new EventRecorder({
-      sink: eventSink(this.client),
+      sink: kubeEventSink(this.client),
       clock: this.clock,
       reportingController: 'stateward.dev/operator',
       reportingInstance: config.leaderElection.identity,
@@ -211,11 +211,4 @@ export class Operator {
       this.requestStop(`capability ${name} failed`);
     }
   }
-}
-
-function eventSink(client: KubeClient): EventSink {
-  return {
-    create: (namespace: string, event: EventsV1EventJson) => client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } }),
-    patch: (namespace: string, name: string, mergePatch: object) => client.patch(resources.events, { namespace, name }, 'merge', mergePatch),
-  };
 }

@@ -29,6 +29,8 @@ export interface ClusterOptions {
   /** Deadline for the whole start; default 120 s. */
   readyTimeoutMs?: number;
   log?: (line: string) => void;
+  /** Pod capacity of each fake node; default 110, as a kubelet's. */
+  maxPodsPerNode?: number;
   /** Extra command-line flags per component, e.g. feature gates for one test. */
   extraArgs?: Partial<Record<ComponentName, string[]>>;
 }
@@ -80,10 +82,11 @@ export class LocalCluster {
   private readonly binaries: Binaries;
   private readonly podCidr: string;
   private readonly extraArgs: Partial<Record<ComponentName, string[]>>;
+  private readonly maxPodsPerNode: number | undefined;
   private exitHook: (() => void) | undefined;
   private tornDown = false;
 
-  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string; extraArgs: Partial<Record<ComponentName, string[]>> }) {
+  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string; extraArgs: Partial<Record<ComponentName, string[]>>; maxPodsPerNode?: number }) {
     this.name = init.name;
     this.stateDir = init.stateDir;
     this.nodes = init.nodes;
@@ -93,6 +96,7 @@ export class LocalCluster {
     this.binaries = init.binaries;
     this.podCidr = init.podCidr;
     this.extraArgs = init.extraArgs;
+    this.maxPodsPerNode = init.maxPodsPerNode;
   }
 
   get kubeconfigPath(): string {
@@ -137,7 +141,7 @@ export class LocalCluster {
     const octet = 100 + Math.floor(Math.random() * 100);
     const podCidr = `127.${octet}.0.0/16`;
     const nodes = zones.flatMap((zone) => Array.from({ length: nodesPerZone }, (_, i) => ({ name: `kwok-${zone}-${i + 1}`, zone })));
-    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr, extraArgs: options.extraArgs ?? {} });
+    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr, extraArgs: options.extraArgs ?? {}, maxPodsPerNode: options.maxPodsPerNode });
     cluster.installExitHook();
     try {
       await cluster.writeFiles();
@@ -326,7 +330,10 @@ export class LocalCluster {
                 'kubernetes.io/arch': 'amd64',
                 type: 'kwok',
               },
-              annotations: { 'kwok.x-k8s.io/node': 'fake' },
+              annotations: {
+                'kwok.x-k8s.io/node': 'fake',
+                ...(this.maxPodsPerNode ? { 'stateward.dev/max-pods': String(this.maxPodsPerNode) } : {}),
+              },
             },
           },
         });

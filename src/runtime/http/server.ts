@@ -91,9 +91,13 @@ export class HttpServer {
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes. */
   async close(graceMs = 5000): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // Keep-alive connections go idle as their last request finishes; close
+    // each as soon as it does, and everything once the grace period is over.
     this.server.closeIdleConnections();
+    const sweep = setInterval(() => this.server.closeIdleConnections(), 50);
     const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
     await closed;
+    clearInterval(sweep);
     clearTimeout(timer);
   }
 }

@@ -2,6 +2,7 @@
 // and -kubernetes.config-file together, or neither (in-cluster config).
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 
 export class KubeConfigError extends Error {
   constructor(message: string) {
@@ -37,7 +38,13 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
       );
     }
     if (!existsSync(`${dir}/token`)) throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
-    kc.loadFromCluster(dir === SERVICE_ACCOUNT_DIR ? '' : dir.slice(0, -SERVICE_ACCOUNT_DIR.length));
+    const host = env['KUBERNETES_SERVICE_HOST'];
+    const server = `https://${isIPv6(host) ? `[${host}]` : host}:${env['KUBERNETES_SERVICE_PORT']}`;
+    // The token file is re-read as it rotates (bound ServiceAccount tokens expire hourly).
+    kc.loadFromClusterAndUser(
+      { name: 'in-cluster', server, caFile: `${dir}/ca.crt`, skipTLSVerify: false },
+      { name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: `${dir}/token` } } },
+    );
     return kc;
   }
   let text: string;

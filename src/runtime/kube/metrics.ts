@@ -1,5 +1,5 @@
 // API client metrics under rollout-operator's names, so its dashboards work.
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { describePath } from './paths.ts';
 
 export interface ApiClientMetrics {
@@ -10,7 +10,12 @@ export interface ApiClientMetrics {
 // dskit's default buckets (.005 … 100 s), which rollout-operator uses.
 const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
 
-export function apiClientMetrics(registry: Registry): ApiClientMetrics {
+export function apiClientMetrics(registry: Registry, options: { qps?: number } = {}): ApiClientMetrics {
+  // Published only while limiting is on, so dashboards comparing throughput
+  // with it never divide by zero (as rollout-operator does).
+  if (options.qps && options.qps > 0) {
+    new Gauge({ name: 'rollout_operator_kubernetes_api_client_rate_limit_qps', help: 'The configured -kubernetes.client-qps: the per-API-group token bucket rate. Only exposed while client-side rate limiting is enabled.', registers: [registry] }).set(options.qps);
+  }
   const duration = new Histogram({
     name: 'rollout_operator_kubernetes_api_client_request_duration_seconds',
     help: 'Time spent doing Kubernetes API requests (excluding client-side rate-limit waits).',
@@ -20,7 +25,7 @@ export function apiClientMetrics(registry: Registry): ApiClientMetrics {
   });
   const limited = new Counter({
     name: 'rollout_operator_kubernetes_api_client_rate_limited_requests_total',
-    help: 'Kubernetes API requests refused by the client-side rate limiter because they would have waited past their deadline.',
+    help: 'Kubernetes API requests that could not get a client-side per-API-group rate limiter token and were not sent (would have waited past their deadline, or were cancelled while waiting).',
     labelNames: ['api_group'],
     registers: [registry],
   });

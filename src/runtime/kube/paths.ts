@@ -27,7 +27,7 @@ export function resourcePath(type: ResourceType, where: ObjectPath = {}): string
 export function apiGroupOfPath(path: string): string {
   const segments = path.split('?')[0]!.split('/').filter(Boolean);
   if (segments[0] === 'api') return 'core';
-  if (segments[0] === 'apis' && segments[1]) return segments[1];
+  if (segments[0] === 'apis') return segments[1] ?? 'apis';
   return `/${segments[0] ?? ''}`;
 }
 

@@ -82,6 +82,7 @@ export const resources = {
   secrets: { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
   nodes: { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false },
   namespaces: { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false },
+  serviceAccounts: { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true },
   statefulSets: { group: 'apps', version: 'v1', resource: 'statefulsets', kind: 'StatefulSet', namespaced: true },
   deployments: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
   leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },

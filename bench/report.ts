@@ -1,0 +1,18 @@
+import { cpus, totalmem } from 'node:os';
+
+export function machine(): string {
+  const cpu = cpus();
+  return `${cpu.length} × ${cpu[0]?.model ?? 'unknown cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+export function report(name: string, text: string): void {
+  console.log(`${name.padEnd(28)} ${text}`);
+}

@@ -1,0 +1,23 @@
+// `npm run bench [-- name ...]`: performance figures, reported with the
+// machine they ran on. Targets live here, never in timed tests.
+//   cluster   local cluster warm start and teardown
+//   informer  cache memory for 10,000 pods (transform on vs off), watch throughput
+import { clusterBench } from './cluster.bench.ts';
+import { informerBench } from './informer.bench.ts';
+import { machine } from './report.ts';
+
+const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
+const selected = process.argv.slice(2);
+const all: Record<string, () => Promise<boolean>> = {
+  cluster: () => clusterBench(runs),
+  informer: () => informerBench(),
+};
+for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
+
+console.log(`machine: ${machine()}`);
+let ok = true;
+for (const [name, bench] of Object.entries(all)) {
+  if (selected.length > 0 && !selected.includes(name)) continue;
+  ok = (await bench()) && ok;
+}
+process.exitCode = ok ? 0 : 1;
