@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type Lease } from '../../src/runtime/kube/types.ts';
-import { microTime } from '../../src/runtime/leaderelection/elector.ts';
+import { microTime } from '../../src/runtime/kube/time.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';

@@ -76,13 +76,9 @@ export function truncateUtf8(s: string, limit: number): string {
   return decoder.decode(bytes.subarray(0, end)) + marker;
 }
 
-/** RFC 3339 with microseconds, as metav1.MicroTime serialises: 2026-11-22T01:02:03.123456Z. */
-export function microTime(ms: number): string {
-  const whole = Math.floor(ms);
-  const micros = Math.round((ms - whole) * 1000);
-  const iso = new Date(whole).toISOString(); // ...T01:02:03.123Z
-  return `${iso.slice(0, -1)}${String(Math.min(micros, 999)).padStart(3, '0')}Z`;
-}
+import { microTime } from '../kube/time.ts';
+
+export { microTime };
 
 /** Events of cluster-scoped objects live in `default`, as the API server requires. */
 export function eventNamespace(regarding: ObjectRef): string {

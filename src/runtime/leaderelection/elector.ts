@@ -9,6 +9,7 @@
 import type { KubeClient } from '../kube/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/errors.ts';
 import { resources, type Lease } from '../kube/types.ts';
+import { microTime } from '../kube/time.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Logger, nopLogger } from '../log/logger.ts';
 
@@ -32,11 +33,6 @@ export function validateElectionTimings(o: Pick<ElectorOptions, 'leaseDurationMs
   if (o.renewDeadlineMs <= o.retryPeriodMs * 1.2) return '-leader-election.renew-deadline must be greater than 1.2 × -leader-election.retry-period';
   if (o.retryPeriodMs <= 0) return '-leader-election.retry-period must be positive';
   return undefined;
-}
-
-/** RFC 3339 with microseconds, the MicroTime format Leases use. */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 export class LeaderElector {
