@@ -78,4 +78,17 @@ describe('operator runtime', () => {
     assert.ok(Date.now() - stolenAt < 3000, 'within the renew deadline');
     assert.match(operator.logs, /stopped leading: lease now held by thief/);
   });
+
+  it('caches several namespaces with -kubernetes.watch-namespaces, or the whole cluster with "*"', async (t) => {
+    const [a, b] = [await cluster.namespace(t, 'scope-a'), await cluster.namespace(t, 'scope-b')];
+    const several = await OperatorProcess.start(cluster, a, [`-kubernetes.watch-namespaces=${a},${b}`]);
+    t.after(() => several.stop());
+    await several.waitReady();
+    for (const ns of [a, b]) assert.match(several.logs, new RegExp(`msg=synced informer=${ns}/statefulsets`));
+    const everything = await OperatorProcess.start(cluster, a, ['-kubernetes.watch-namespaces=*']);
+    t.after(() => everything.stop());
+    await everything.waitReady();
+    assert.match(everything.logs, /msg=synced informer=statefulsets /);
+    assert.match(everything.logs, /msg="caches synced" informers=2/);
+  });
 });
