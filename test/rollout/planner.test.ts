@@ -1,0 +1,179 @@
+// rollout-operator's controller table cases (its TestRolloutController_Reconcile
+// names), ported as planner unit tests, plus the cases where Stateward does
+// better.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { planGroup } from '../../src/rollout/planner.ts';
+import type { GroupSnapshot, PodView, StatefulSetView } from '../../src/rollout/snapshot.ts';
+
+type PodSpec = { rev?: 'old' | 'new'; ready?: boolean; terminating?: boolean; stuck?: string };
+
+function sts(zone: string, replicas: number, pods: PodSpec[], extra: Partial<StatefulSetView> = {}): StatefulSetView {
+  const name = `ingester-zone-${zone}`;
+  const views: PodView[] = pods.map((p, i) => ({
+    name: `${name}-${i}`,
+    uid: `${name}-${i}-uid`,
+    ordinal: i,
+    revision: (p.rev ?? 'old') === 'old' ? 'rev-1' : 'rev-2',
+    ready: (p.ready ?? true) && !p.terminating,
+    terminating: p.terminating ?? false,
+    ...(p.stuck ? { stuckReason: p.stuck } : {}),
+  }));
+  return {
+    name,
+    namespace: 'ns',
+    uid: `${name}-uid`,
+    updateStrategy: 'OnDelete',
+    replicas,
+    statusReplicas: views.length,
+    readyReplicas: views.filter((p) => p.ready).length,
+    currentRevision: 'rev-1',
+    updateRevision: 'rev-2',
+    paused: false,
+    pods: views,
+    ...extra,
+  };
+}
+
+const group = (...statefulSets: StatefulSetView[]): GroupSnapshot => ({ namespace: 'ns', group: 'ingester', statefulSets });
+const ready = (n: number, rev: 'old' | 'new' = 'old'): PodSpec[] => Array.from({ length: n }, () => ({ rev }));
+const deleted = (g: GroupSnapshot) => planGroup(g).deletions.map((d) => d.pod);
+
+describe('rollout planner: rollout-operator controller cases', () => {
+  it('should return error if some StatefulSet don\'t have OnDelete update strategy', () => {
+    const plan = planGroup(group(sts('a', 2, ready(2)), sts('b', 2, ready(2), { updateStrategy: 'RollingUpdate' })));
+    assert.equal(plan.blocked?.statefulSet, 'ingester-zone-b');
+    assert.equal(plan.blocked?.message, 'StatefulSet ingester-zone-b has RollingUpdate update strategy while OnDelete is expected, skipping reconcile');
+    assert.deepEqual(plan.deletions, []);
+  });
+
+  it('should do nothing if multiple StatefulSets have not-Ready pods reported by the StatefulSet', () => {
+    const g = group(sts('a', 2, [{}, { ready: false }]), sts('b', 2, [{ ready: false }, {}]), sts('c', 2, ready(2)));
+    const plan = planGroup(g);
+    assert.deepEqual(plan.deletions, []);
+    assert.equal(plan.waiting?.code, 'several-statefulsets-not-ready');
+    assert.equal(plan.errors.length, 0, 'a wait, not a failure');
+  });
+
+  it('should do nothing if multiple StatefulSets have not-Ready pods but NOT reported by the StatefulSet status yet', () => {
+    const g = group(sts('a', 2, [{}, { ready: false }], { readyReplicas: 2 }), sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }), sts('c', 2, ready(2)));
+    assert.deepEqual(deleted(g), []);
+  });
+
+  it('should do nothing if multiple StatefulSets have not-Ready pods but ONLY reported by 1 StatefulSet status', () => {
+    const g = group(sts('a', 2, [{}, { ready: false }]), sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }), sts('c', 2, ready(2)));
+    assert.deepEqual(deleted(g), []);
+  });
+
+  it('should do nothing if all pods are updated', () => {
+    const plan = planGroup(group(...['a', 'b', 'c'].map((z) => sts(z, 2, ready(2, 'new'), { currentRevision: 'rev-2' }))));
+    assert.deepEqual(plan.deletions, []);
+    assert.deepEqual(plan.revisionUpdates, []);
+    assert.ok(plan.complete);
+  });
+
+  it('should delete pods that needs to be updated, honoring the configured max unavailable', () => {
+    const g = group(sts('a', 3, ready(3), { maxUnavailableAnnotation: '2' }), sts('b', 3, ready(3)));
+    assert.deepEqual(deleted(g), ['ingester-zone-a-0', 'ingester-zone-a-1']);
+  });
+
+  it('should default max unavailable to 1 if set to an invalid value', () => {
+    const plan = planGroup(group(sts('a', 3, ready(3), { maxUnavailableAnnotation: 'invalid' }), sts('b', 3, ready(3))));
+    assert.deepEqual(plan.deletions.map((d) => d.pod), ['ingester-zone-a-0']);
+    assert.equal(plan.warnings[0]?.message, 'annotation rollout-max-unavailable="invalid" is not a number or a percentage; using 1');
+  });
+
+  it('should give priority to StatefulSet with not-Ready pods and take not-Ready pods in account when honoring max unavailable', () => {
+    const g = group(sts('a', 3, ready(3)), sts('b', 3, [{ rev: 'new', ready: false }, {}, {}], { maxUnavailableAnnotation: '2' }));
+    assert.deepEqual(deleted(g), ['ingester-zone-b-1'], 'zone-b first, one more pod within its budget of 2');
+  });
+
+  it('should do nothing if the number of not-Ready pods >= max unavailable', () => {
+    const plan = planGroup(group(sts('a', 3, ready(3)), sts('b', 3, [{ rev: 'new', ready: false }, { rev: 'new', ready: false }, {}], { maxUnavailableAnnotation: '2' })));
+    assert.deepEqual(plan.deletions, []);
+    assert.equal(plan.waiting?.message, 'waiting: 2 pods not Ready in ingester-zone-b (max unavailable 2)');
+  });
+
+  it('should not delete pods which are already terminating', () => {
+    const plan = planGroup(group(sts('a', 3, [{ terminating: true }, {}, {}])));
+    assert.deepEqual(plan.deletions, []);
+    assert.equal(plan.waiting?.code, 'pods-terminating');
+  });
+
+  it('should update StatefulSet once all pods have been updated and are Ready', () => {
+    const plan = planGroup(group(sts('a', 2, ready(2, 'new')), sts('b', 2, ready(2, 'new'), { currentRevision: 'rev-2' })));
+    assert.deepEqual(plan.revisionUpdates, [{ statefulSet: 'ingester-zone-a', revision: 'rev-2' }]);
+  });
+
+  it('should not update StatefulSet if all pods have been updated but some are not-Ready', () => {
+    const plan = planGroup(group(sts('a', 2, [{ rev: 'new' }, { rev: 'new', ready: false }])));
+    assert.deepEqual(plan.revisionUpdates, []);
+    assert.equal(plan.waiting?.code, 'updated-pods-not-ready');
+  });
+
+  it('should not update StatefulSet if there are missing pods but not reported by the StatefulSet yet', () => {
+    const plan = planGroup(group(sts('a', 3, ready(2, 'new'), { statusReplicas: 3, readyReplicas: 3 })));
+    assert.deepEqual(plan.revisionUpdates, []);
+  });
+
+  it('should not proceed with the next StatefulSet if there\'s another one with not-Ready pods reported by the StatefulSet', () => {
+    const g = group(sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2', readyReplicas: 1 }), sts('b', 2, ready(2)));
+    assert.deepEqual(deleted(g), []);
+  });
+
+  it('should not proceed with the next StatefulSet if there\'s another one with not-Ready pods NOT reported by the StatefulSet', () => {
+    const g = group(sts('a', 2, [{ rev: 'new' }, { rev: 'new', ready: false }], { currentRevision: 'rev-2', readyReplicas: 2 }), sts('b', 2, ready(2)));
+    assert.deepEqual(deleted(g), []);
+  });
+
+  it('should not proceed with the next StatefulSet if there\'s another one with missing pods', () => {
+    const g = group(sts('a', 3, ready(2, 'new'), { currentRevision: 'rev-2' }), sts('b', 2, ready(2)));
+    assert.deepEqual(deleted(g), []);
+  });
+
+  it('should not delete pods for a paused StatefulSet', () => {
+    const plan = planGroup(group(sts('a', 2, ready(2), { paused: true })));
+    assert.deepEqual(plan.deletions, []);
+    assert.equal(plan.sets[0]?.state, 'paused');
+  });
+
+  it('should skip paused StatefulSet and roll out the next one in the group', () => {
+    assert.deepEqual(deleted(group(sts('a', 2, ready(2), { paused: true }), sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
+  });
+
+  it('should roll out normally if rollout-paused annotation is not set to true', () => {
+    assert.deepEqual(deleted(group(sts('a', 2, ready(2)), sts('b', 2, ready(2)))), ['ingester-zone-a-0']);
+  });
+});
+
+describe('rollout planner: better than rollout-operator', () => {
+  it('replaces crash-looping old-revision pods at once, without spending the budget on healthy pods', () => {
+    // Zone a was given a broken template (rev-1) that crash-loops; the fixed template is rev-2.
+    const g = group(sts('a', 3, [{ ready: false, stuck: 'CrashLoopBackOff' }, { ready: false, stuck: 'CrashLoopBackOff' }, {}]), sts('b', 3, ready(3, 'new'), { currentRevision: 'rev-2' }));
+    const plan = planGroup(g);
+    assert.deepEqual(plan.deletions.map((d) => [d.pod, d.reason, d.detail]), [
+      ['ingester-zone-a-0', 'replace-unavailable', 'CrashLoopBackOff'],
+      ['ingester-zone-a-1', 'replace-unavailable', 'CrashLoopBackOff'],
+    ]);
+  });
+
+  it('holds the group when the one disrupted StatefulSet is paused, instead of rolling another zone', () => {
+    const plan = planGroup(group(sts('a', 2, [{}, { ready: false }], { paused: true }), sts('b', 2, ready(2))));
+    assert.deepEqual(plan.deletions, []);
+    assert.equal(plan.waiting?.code, 'paused-statefulset-not-ready');
+  });
+
+  it('takes a percentage of spec.replicas, floored, at least 1', () => {
+    assert.equal(deleted(group(sts('a', 10, ready(10), { maxUnavailableAnnotation: '25%' }))).length, 2);
+    assert.equal(deleted(group(sts('a', 3, ready(3), { maxUnavailableAnnotation: '10%' }))).length, 1);
+  });
+
+  it('summarises each StatefulSet for the group status', () => {
+    const plan = planGroup(group(sts('a', 3, [{ rev: 'new' }, {}, {}]), sts('b', 3, ready(3))));
+    assert.equal(plan.rolling, 'ingester-zone-a');
+    assert.deepEqual(plan.sets.map((s) => [s.name, s.state, s.updated, s.ready, s.replicas]), [
+      ['ingester-zone-a', 'rolling', 1, 3, 3],
+      ['ingester-zone-b', 'pending', 0, 3, 3],
+    ]);
+  });
+});
