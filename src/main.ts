@@ -9,6 +9,7 @@ import { createLogger } from './runtime/log/logger.ts';
 import { createRegistry } from './runtime/metrics.ts';
 import { Operator, type Capability } from './runtime/operator.ts';
 import { workloadsCapability } from './workloads/cache.ts';
+import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -20,13 +21,14 @@ export interface Io {
   signals?: { on(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void };
 }
 
-export const capabilities: Capability[] = [workloadsCapability];
 
 /** Runs the command line; resolves to the process exit code. */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const runtimeFlags = registerRuntimeFlags(fs);
+  const rolloutOptions = registerRolloutFlags(fs);
+  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);

@@ -1,0 +1,279 @@
+// The rollout capability: watches StatefulSets with a rollout-group label and
+// their pods, reconciles a group within milliseconds of any change to it (and
+// every -reconcile.interval regardless), plans with the pure planner and
+// carries out the plan: deletes pods, advances currentRevision, reports.
+import type { FlagSet } from '../runtime/flags/flagset.ts';
+import type { Informer } from '../runtime/informer/informer.ts';
+import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
+import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
+import type { Logger } from '../runtime/log/logger.ts';
+import type { Capability, Runtime } from '../runtime/operator.ts';
+import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
+import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
+import { RolloutMetrics } from './metrics.ts';
+import { planGroup, type Plan } from './planner.ts';
+import { podsOf, statefulSetView, type GroupSnapshot } from './snapshot.ts';
+import { groupStatus, StatusPublisher } from './status.ts';
+
+export interface RolloutOptions {
+  reconcileIntervalMs: number;
+}
+
+export function registerRolloutFlags(fs: FlagSet): () => RolloutOptions {
+  const interval = fs.duration('reconcile.interval', 5_000, 'Interval at which every rollout group is reconciled even without a change (changes are reconciled at once).');
+  return () => ({ reconcileIntervalMs: interval.value });
+}
+
+const groupKey = (namespace: string, group: string) => `${namespace}/${group}`;
+function splitKey(key: string): { namespace: string; group: string } {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), group: key.slice(slash + 1) };
+}
+
+/** How long a pod we deleted counts as going away even if the cache has not seen it yet. */
+const DELETE_EXPECTATION_MS = 60_000;
+
+export class RolloutController {
+  private readonly runtime: Runtime;
+  private readonly options: RolloutOptions;
+  private readonly log: Logger;
+  private readonly sets: Informer<StatefulSet>[];
+  private readonly pods: Informer<Pod>[];
+  private readonly metrics: RolloutMetrics;
+  private readonly status: StatusPublisher;
+  private queue: WorkQueue | undefined;
+  /** Pods we deleted whose deletion the cache may not show yet: uid → when. */
+  private readonly expectedDeletions = new Map<string, number>();
+  /** Last wait/blocked message per group, so repeats do not become new Events. */
+  private readonly lastReported = new Map<string, string>();
+  private readonly knownGroups = new Set<string>();
+
+  constructor(runtime: Runtime, options: RolloutOptions) {
+    this.runtime = runtime;
+    this.options = options;
+    this.log = runtime.logger.child({ controller: 'rollout' });
+    const cache = workloadCache(runtime);
+    this.sets = cache.statefulSets;
+    this.pods = cache.pods;
+    this.metrics = new RolloutMetrics(runtime.registry);
+    this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
+    const multiNamespace = runtime.config.watchNamespaces.length > 1 || runtime.config.watchNamespaces.includes('*');
+    this.metricGroup = (namespace, group) => (multiNamespace ? `${namespace}/${group}` : group);
+    for (const informer of this.sets) {
+      informer.addHandlers({
+        onAdd: (s) => this.enqueueSet(s),
+        onUpdate: (old, s) => {
+          this.enqueueSet(s);
+          if (old.metadata?.labels?.[ROLLOUT_GROUP_LABEL] !== s.metadata?.labels?.[ROLLOUT_GROUP_LABEL]) this.enqueueSet(old);
+        },
+        onDelete: (s) => this.enqueueSet(s),
+      });
+    }
+    for (const informer of this.pods) {
+      informer.addHandlers({
+        onAdd: (p) => this.enqueuePod(p),
+        onUpdate: (_old, p) => this.enqueuePod(p),
+        onDelete: (p) => {
+          this.expectedDeletions.delete(p.metadata?.uid ?? '');
+          this.enqueuePod(p);
+        },
+      });
+    }
+  }
+
+  private readonly metricGroup: (namespace: string, group: string) => string;
+
+  private enqueueSet(set: StatefulSet): void {
+    const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
+    if (group !== undefined && set.metadata?.namespace) this.queue?.add(groupKey(set.metadata.namespace, group));
+  }
+
+  private enqueuePod(pod: Pod): void {
+    const owner = pod.metadata?.ownerReferences?.find((r) => r.controller && r.kind === 'StatefulSet');
+    const namespace = pod.metadata?.namespace;
+    if (!owner || !namespace) return;
+    const set = this.setInformer(namespace)?.get(namespace, owner.name);
+    if (set) this.enqueueSet(set);
+  }
+
+  private setInformer(namespace: string): Informer<StatefulSet> | undefined {
+    return this.sets.length === 1 ? this.sets[0] : this.sets.find((i) => i.name.startsWith(`${namespace}/`));
+  }
+
+  private podInformer(namespace: string): Informer<Pod> | undefined {
+    return this.pods.length === 1 ? this.pods[0] : this.pods.find((i) => i.name.startsWith(`${namespace}/`));
+  }
+
+  private allGroups(): string[] {
+    const keys = new Set<string>();
+    for (const informer of this.sets) {
+      for (const set of informer.list()) {
+        const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
+        if (group !== undefined && set.metadata?.namespace) keys.add(groupKey(set.metadata.namespace, group));
+      }
+    }
+    return [...keys];
+  }
+
+  /** Runs while this replica leads: a fresh queue, workers, and the periodic resync. */
+  async lead(signal: AbortSignal): Promise<void> {
+    const queue = new WorkQueue({ clock: this.runtime.clock, metrics: workQueueMetrics(this.runtime.registry, 'rollout') });
+    this.queue = queue;
+    for (const key of this.allGroups()) queue.add(key);
+    const resync = async () => {
+      while (!signal.aborted) {
+        try {
+          await this.runtime.clock.sleep(this.options.reconcileIntervalMs, signal);
+        } catch {
+          return;
+        }
+        for (const key of new Set([...this.allGroups(), ...this.knownGroups])) queue.add(key);
+      }
+    };
+    signal.addEventListener('abort', () => queue.shutDown(), { once: true });
+    await Promise.all([
+      resync(),
+      runWorkers(queue, 4, (key) => this.reconcile(key), {
+        onError: (key, error) => this.log.warn('reconcile failed; retrying', { group: key, err: error instanceof Error ? error.message : String(error) }),
+      }),
+    ]);
+    this.queue = undefined;
+    await this.status.stop();
+  }
+
+  snapshot(namespace: string, group: string): GroupSnapshot {
+    const sets = this.setInformer(namespace)?.byIndex(INDEX.setsByGroup, group).filter((s) => s.metadata?.namespace === namespace) ?? [];
+    const podInformer = this.podInformer(namespace);
+    const now = this.runtime.clock.now();
+    for (const [uid, at] of this.expectedDeletions) if (now - at > DELETE_EXPECTATION_MS) this.expectedDeletions.delete(uid);
+    return {
+      namespace,
+      group,
+      statefulSets: sets.map((set) => {
+        const candidates = [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...(podInformer?.list().filter((p) => p.metadata?.namespace === namespace && !p.metadata?.ownerReferences?.some((r) => r.controller)) ?? [])];
+        const view = statefulSetView(set, podsOf(set, candidates));
+        // A pod we just deleted is going away even if the cache does not show it yet:
+        // counting it as Ready would let the next reconcile exceed the budget.
+        view.pods = view.pods.map((p) => (this.expectedDeletions.has(p.uid) ? { ...p, ready: false, terminating: true } : p));
+        return view;
+      }),
+    };
+  }
+
+  async reconcile(key: string): Promise<void> {
+    if (!this.runtime.isLeader()) return;
+    const { namespace, group } = splitKey(key);
+    const snapshot = this.snapshot(namespace, group);
+    const metricGroup = this.metricGroup(namespace, group);
+    if (snapshot.statefulSets.length === 0) {
+      this.knownGroups.delete(key);
+      this.metrics.forget(metricGroup);
+      this.status.remove(namespace, group);
+      this.lastReported.delete(key);
+      return;
+    }
+    this.knownGroups.add(key);
+    const done = this.metrics.begin(metricGroup);
+    const plan = planGroup(snapshot);
+    try {
+      await this.execute(key, plan, snapshot);
+      done(plan.blocked || plan.errors.length > 0 ? 'failure' : 'success');
+    } catch (error) {
+      done('failure');
+      throw error;
+    } finally {
+      this.status.publish(groupStatus(plan, this.runtime.clock.now()));
+    }
+    if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
+  }
+
+  private regarding(namespace: string, name: string, snapshot: GroupSnapshot) {
+    return { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name, uid: snapshot.statefulSets.find((s) => s.name === name)?.uid ?? '' };
+  }
+
+  private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<void> {
+    const { namespace, group } = plan;
+    const events = this.runtime.events;
+    const log = this.log.child({ namespace, group });
+    for (const warning of plan.warnings) {
+      this.reportOnce(`${key}#warn#${warning.statefulSet}`, warning.message, () => {
+        log.warn(warning.message, { statefulSet: warning.statefulSet });
+        events.event(this.regarding(namespace, warning.statefulSet, snapshot), 'Warning', 'InvalidAnnotation', 'Validate', warning.message);
+      });
+    }
+    this.metrics.setBlocked(this.metricGroup(namespace, group), plan.blocked !== undefined);
+    if (plan.blocked) {
+      const blocked = plan.blocked;
+      this.reportOnce(key, blocked.message, () => {
+        log.error(blocked.message, { statefulSet: blocked.statefulSet });
+        events.event(this.regarding(namespace, blocked.statefulSet, snapshot), 'Warning', 'RolloutBlocked', 'Rollout', `rollout group ${group}: ${blocked.message}`);
+      });
+      return;
+    }
+    for (const deletion of plan.deletions) {
+      // Re-check right before every write: a replica that lost its lease must not act.
+      if (!this.runtime.isLeader()) return;
+      const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
+      const why = deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
+      const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
+      try {
+        // The uid precondition: never delete a newer pod that took the name meanwhile.
+        await this.runtime.client.delete(resources.pods, { namespace, name: deletion.pod }, { uid: deletion.uid, timeoutMs: 30_000 });
+      } catch (error) {
+        if (isNotFound(error) || isConflict(error)) continue;
+        throw error;
+      }
+      this.expectedDeletions.set(deletion.uid, this.runtime.clock.now());
+      this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
+      log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
+      events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'DeletingPod', 'Rollout', note, { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid });
+    }
+    for (const update of plan.revisionUpdates) {
+      if (!this.runtime.isLeader()) return;
+      await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
+      events.event(this.regarding(namespace, update.statefulSet, snapshot), 'Normal', 'RolloutComplete', 'Rollout', `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`);
+    }
+    if (plan.waiting && plan.deletions.length === 0) {
+      const waiting = plan.waiting;
+      log.debug(waiting.message, { code: waiting.code });
+      // One Event per distinct wait (reason and StatefulSet), not per count
+      // change; pods merely terminating after our own delete is not news.
+      if (waiting.code !== 'pods-terminating') {
+        this.reportOnce(key, `${waiting.code}:${waiting.statefulSet ?? ''}`, () => {
+          if (waiting.statefulSet) events.event(this.regarding(namespace, waiting.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', waiting.message);
+        });
+      }
+    } else if (!plan.waiting) {
+      this.lastReported.delete(key);
+    }
+  }
+
+  /**
+   * With OnDelete the StatefulSet controller never advances currentRevision
+   * (kubernetes#73492), so we do, as rollout-operator does: a PUT of the
+   * status subresource with the cached resourceVersion (needs only
+   * statefulsets/status update); a conflict is retried on the next reconcile.
+   */
+  private async advanceCurrentRevision(namespace: string, name: string, revision: string, log: Logger): Promise<void> {
+    const cached = this.setInformer(namespace)?.get(namespace, name);
+    if (!cached?.status || cached.status.updateRevision !== revision) return;
+    await this.runtime.client.update<StatefulSet>(resources.statefulSets, { ...cached, status: { ...cached.status, currentRevision: revision } }, { subresource: 'status', timeoutMs: 30_000 });
+    log.info(`StatefulSet ${name} fully updated to revision ${revision}`, { statefulSet: name });
+  }
+
+  private reportOnce(key: string, message: string, report: () => void): void {
+    if (this.lastReported.get(key) === message) return;
+    this.lastReported.set(key, message);
+    report();
+  }
+}
+
+export function rolloutCapability(options: () => RolloutOptions): Capability {
+  return {
+    name: 'rollout',
+    setup(runtime) {
+      const controller = new RolloutController(runtime, options());
+      return { lead: (signal) => controller.lead(signal) };
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// Rollout groups on the test cluster, and an invariant monitor that watches
+// them independently of the operator and records every breach of the
+// guarantees it sees over a whole run.
+import { KubeClient } from '../../src/runtime/kube/client.ts';
+import { resources, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { Informer } from '../../src/runtime/informer/informer.ts';
+import { waitFor } from '../cluster/probe.ts';
+import type { TestCluster } from '../cluster/testing.ts';
+
+export const ZONES = ['a', 'b', 'c'];
+
+export interface ZoneSetOptions {
+  replicas?: number;
+  maxUnavailable?: string;
+  paused?: boolean;
+  strategy?: 'OnDelete' | 'RollingUpdate';
+  /** kwok readiness delay of each pod, e.g. "1s". */
+  readyDelay?: string;
+  group?: string;
+  /** Pod template labels, e.g. { 'stateward.dev/simulate': 'crash-loop' }. */
+  podLabels?: Record<string, string>;
+}
+
+export function zoneStatefulSet(namespace: string, zone: string, o: ZoneSetOptions = {}): StatefulSet {
+  const name = `ingester-zone-${zone}`;
+  const group = o.group ?? 'ingester';
+  return {
+    metadata: {
+      name,
+      namespace,
+      labels: { 'rollout-group': group },
+      annotations: { ...(o.maxUnavailable ? { 'rollout-max-unavailable': o.maxUnavailable } : {}), ...(o.paused ? { 'grafana.com/rollout-paused': 'true' } : {}) },
+    },
+    spec: {
+      replicas: o.replicas ?? 3,
+      serviceName: name,
+      podManagementPolicy: 'Parallel',
+      updateStrategy: { type: o.strategy ?? 'OnDelete' },
+      // No `name` label anywhere: Stateward finds pods by ownerReferences.
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name, 'rollout-group': group, ...(o.podLabels ?? {}) }, annotations: { 'pod-ready.stage.kwok.x-k8s.io/delay': o.readyDelay ?? '1s', version: '1' } },
+        spec: {
+          affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: [`zone-${zone}`] }] }] } } },
+          containers: [{ name: 'ingester', image: 'example.invalid/ingester:1' }],
+        },
+      },
+    },
+  };
+}
+
+export function testClient(cluster: TestCluster): KubeClient {
+  return new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+}
+
+export async function createGroup(kube: KubeClient, namespace: string, options: Partial<Record<string, ZoneSetOptions>> & { all?: ZoneSetOptions } = {}, zones = ZONES): Promise<void> {
+  for (const zone of zones) await kube.create(resources.statefulSets, zoneStatefulSet(namespace, zone, { ...options.all, ...options[zone] }));
+}
+
+const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+export async function waitGroupSettled(kube: KubeClient, namespace: string, timeoutMs = 120_000, zones = ZONES): Promise<StatefulSet[]> {
+  return waitFor('every StatefulSet of the group Ready', async () => {
+    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
+    return sets.length === zones.length && sets.every((s) => s.status?.readyReplicas === s.spec?.replicas && s.status?.observedGeneration === s.metadata?.generation) ? sets : undefined;
+  }, { timeoutMs, intervalMs: 250 });
+}
+
+/** Changes the pod template (a new revision); extra labels can break or fix it. */
+export async function changeTemplate(kube: KubeClient, namespace: string, zone: string, version: string, podLabels: Record<string, string | null> = {}): Promise<void> {
+  await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', { spec: { template: { metadata: { annotations: { version }, labels: podLabels } } } });
+}
+
+/** Waits until every StatefulSet runs its update revision everywhere and currentRevision caught up. */
+export async function waitRolledOut(kube: KubeClient, namespace: string, timeoutMs = 180_000, zones = ZONES): Promise<StatefulSet[]> {
+  return waitFor('the rollout to complete', async () => {
+    const sets = await waitGroupSettled(kube, namespace, timeoutMs, zones);
+    const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
+    const done = sets.every((s) => s.status?.currentRevision === s.status?.updateRevision && pods.filter((p) => p.metadata?.labels?.['app'] === s.metadata?.name).every((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision && isReady(p)));
+    return done ? sets : undefined;
+  }, { timeoutMs, intervalMs: 500 });
+}
+
+export interface Transition {
+  at: number;
+  pod: string;
+  from: string;
+  to: string;
+}
+
+/**
+ * Watches pods and StatefulSets of a namespace with its own informers and,
+ * after every event, checks: at most one StatefulSet of the group is
+ * disrupted (a pod not Ready, terminating or missing), and no StatefulSet has
+ * more unavailable pods than its budget allows.
+ */
+export class InvariantMonitor {
+  readonly violations: string[] = [];
+  readonly transitions: Transition[] = [];
+  maxDisruptedAtOnce = 0;
+  private readonly pods: Informer<Pod>;
+  private readonly sets: Informer<StatefulSet>;
+  private readonly budgets: Record<string, number>;
+  private readonly states = new Map<string, string>();
+  /** Checks start once both caches hold a complete picture. */
+  private synced = false;
+
+  constructor(kube: KubeClient, namespace: string, budgets: Record<string, number>) {
+    this.budgets = budgets;
+    this.pods = new Informer<Pod>({ client: kube, type: resources.pods, namespace });
+    this.sets = new Informer<StatefulSet>({ client: kube, type: resources.statefulSets, namespace });
+    const check = () => this.check();
+    this.pods.addHandlers({ onAdd: check, onUpdate: check, onDelete: check });
+    this.sets.addHandlers({ onAdd: check, onUpdate: check, onDelete: check });
+  }
+
+  async start(): Promise<void> {
+    this.pods.start();
+    this.sets.start();
+    await Promise.all([this.pods.waitForSync(), this.sets.waitForSync()]);
+    // What existed before the monitor started is the baseline, not a transition.
+    this.synced = true;
+    this.check();
+    this.transitions.length = 0;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.pods.stop(), this.sets.stop()]);
+  }
+
+  private check(): void {
+    if (!this.synced) return;
+    const now = Date.now();
+    for (const pod of this.pods.list()) {
+      const name = pod.metadata!.name!;
+      const state = `${pod.metadata?.labels?.['controller-revision-hash'] ?? '?'}/${pod.metadata?.deletionTimestamp ? 'terminating' : isReady(pod) ? 'ready' : 'not-ready'}`;
+      const previous = this.states.get(name) ?? 'absent';
+      if (previous !== state) this.transitions.push({ at: now, pod: name, from: previous, to: state });
+      this.states.set(name, state);
+    }
+    const disrupted: string[] = [];
+    for (const set of this.sets.list()) {
+      const name = set.metadata!.name!;
+      const pods = this.pods.list().filter((p) => p.metadata?.labels?.['app'] === name);
+      const unavailable = pods.filter((p) => !isReady(p)).length + Math.max(0, (set.spec?.replicas ?? 1) - pods.length);
+      if (unavailable > 0) disrupted.push(`${name}(${unavailable})`);
+      const budget = this.budgets[name] ?? 1;
+      if (unavailable > budget) this.violations.push(`${new Date(now).toISOString()} ${name} has ${unavailable} unavailable pods, budget ${budget}`);
+    }
+    this.maxDisruptedAtOnce = Math.max(this.maxDisruptedAtOnce, disrupted.length);
+    if (disrupted.length > 1) this.violations.push(`${new Date(now).toISOString()} ${disrupted.length} StatefulSets disrupted at once: ${disrupted.join(', ')}`);
+  }
+}
