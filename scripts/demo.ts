@@ -1,12 +1,15 @@
-// `npm run demo`: brings up the local cluster (building it on first use),
-// applies a 3-zone StatefulSet rollout group with the real kubectl, and
-// shows it becoming Ready. The cluster stays up afterwards for exploring.
-// Later issues extend this into the full operator demo.
+// `npm run demo`: the local cluster, a 3-zone StatefulSet rollout group,
+// Stateward running against it, and a template change rolled out zone by
+// zone with live progress. The cluster stays up afterwards for exploring.
 import { execFile, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { AppsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../src/runtime/kube/client.ts';
+import { resources, type ConfigMap, type Pod, type StatefulSet } from '../src/runtime/kube/types.ts';
 import { waitFor } from '../test/cluster/probe.ts';
+import { freePorts } from '../test/cluster/ports.ts';
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, '..');
@@ -27,33 +30,78 @@ async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
   return stdout;
 }
 
+const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+async function progressLine(kube: KubeClient): Promise<{ line: string; done: boolean }> {
+  const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group=ingester' })).items;
+  const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
+  const zones = sets.map((s) => {
+    const mine = pods.filter((p) => p.metadata?.ownerReferences?.some((r) => r.uid === s.metadata?.uid));
+    const updated = mine.filter((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision && isReady(p)).length;
+    const down = mine.filter((p) => !isReady(p)).length + Math.max(0, (s.spec?.replicas ?? 0) - mine.length);
+    const bar = '█'.repeat(updated) + '░'.repeat(Math.max(0, (s.spec?.replicas ?? 0) - updated));
+    return { text: `${s.metadata?.name?.replace('ingester-', '')} ${bar} ${updated}/${s.spec?.replicas}${down ? ` (${down} restarting)` : ''}`, done: s.status?.currentRevision === s.status?.updateRevision && updated === s.spec?.replicas };
+  });
+  let waiting = '';
+  try {
+    const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
+    const status = JSON.parse(cm.data?.['ingester'] ?? '{}') as { waitingFor?: { message: string }; phase?: string };
+    waiting = status.waitingFor?.message ?? status.phase ?? '';
+  } catch {
+    // not written yet
+  }
+  return { line: `${zones.map((z) => z.text).join('   ')}   ${waiting}`, done: zones.length === 3 && zones.every((z) => z.done) };
+}
+
 async function main(): Promise<number> {
   console.log('==> starting the local cluster (kube-apiserver, controller-manager, scheduler, etcd, kwok)');
   const kubeconfig = await clusterUp();
   console.log(await kubectl(kubeconfig, 'get', 'nodes', '-L', 'topology.kubernetes.io/zone'));
 
-  console.log('==> applying examples/zone-aware-statefulsets.yaml with kubectl');
+  console.log('==> applying examples/zone-aware-statefulsets.yaml (3 zones × 2 pods, OnDelete, rollout-group=ingester)');
   process.stdout.write(await kubectl(kubeconfig, 'apply', '-f', join(root, 'examples/zone-aware-statefulsets.yaml')));
-
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
-  const apps = kc.makeApiClient(AppsV1Api);
-  console.log('==> waiting for every StatefulSet of rollout-group=ingester to be Ready');
-  let last = '';
+  const kube = new KubeClient({ kubeConfig: kc, timeoutMs: 15_000 });
   await waitFor('the ingester rollout group to be Ready', async () => {
-    const list = await apps.listNamespacedStatefulSet({ namespace, labelSelector: 'rollout-group=ingester' });
-    const line = list.items.map((s) => `${s.metadata?.name} ${s.status?.readyReplicas ?? 0}/${s.spec?.replicas}`).join('   ');
-    if (line !== last) console.log(`    ${line}`);
-    last = line;
+    const list = await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group=ingester' });
     return list.items.length === 3 && list.items.every((s) => s.status?.readyReplicas === s.spec?.replicas);
   }, { timeoutMs: 120_000, intervalMs: 500 });
 
-  console.log('\n==> the group, one StatefulSet per zone');
-  console.log(await kubectl(kubeconfig, '-n', namespace, 'get', 'statefulsets', '-L', 'rollout-group'));
-  console.log(await kubectl(kubeconfig, '-n', namespace, 'get', 'pods', '-o', 'custom-columns=POD:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,NODE:.spec.nodeName,REVISION:.metadata.labels.controller-revision-hash'));
+  const [port] = await freePorts(1);
+  const logPath = join(root, '.stateward', 'demo-operator.log');
+  await exec('mkdir', ['-p', join(root, '.stateward')]);
+  console.log(`==> starting stateward (log: ${logPath})`);
+  const operator = spawn(process.execPath, [join(root, 'bin/stateward.ts'), `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${kubeconfig}`, `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`, `-server.port=${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = createWriteStream(logPath);
+  operator.stdout.pipe(log);
+  operator.stderr.pipe(log);
+  try {
+    await waitFor('stateward to be ready', async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200, { timeoutMs: 30_000, fail: () => (operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined) });
+    const version = `demo-${Date.now().toString(36)}`;
+    console.log(`==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`);
+    for (const zone of ['a', 'b', 'c']) {
+      await kubectl(kubeconfig, '-n', namespace, 'patch', 'statefulset', `ingester-zone-${zone}`, '--type=merge', '-p', JSON.stringify({ spec: { template: { metadata: { annotations: { version } } } } }));
+    }
+    const started = Date.now();
+    let last = '';
+    await waitFor('the rollout to complete', async () => {
+      const { line, done } = await progressLine(kube);
+      if (line !== last) console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${line}`);
+      last = line;
+      return done;
+    }, { timeoutMs: 180_000, intervalMs: 200 });
+    console.log(`==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`);
+  } finally {
+    operator.kill('SIGTERM');
+    await new Promise((resolve) => operator.once('exit', resolve));
+    await kube.close();
+  }
+  console.log(await kubectl(kubeconfig, '-n', namespace, 'get', 'events', '--field-selector', 'reason=DeletingPod', '-o', 'custom-columns=TIME:.eventTime,STATEFULSET:.involvedObject.name,MESSAGE:.message', '--sort-by=.eventTime'));
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
-  console.log(`  kubectl -n ${namespace} get pods -o wide`);
+  console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);
+  console.log(`  kubectl -n ${namespace} get configmap stateward-rollout-status -o jsonpath='{.data.ingester}'`);
   console.log('Stop it with: npm run cluster -- down');
   return 0;
 }

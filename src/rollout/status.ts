@@ -86,7 +86,7 @@ export class StatusPublisher {
 
   private groups(namespace: string): Map<string, GroupStatus | undefined> {
     let groups = this.latest.get(namespace);
-    if (!groups) this.latest.set(namespace, (groups = new Map()));
+    if (!groups) this.latest.set(namespace, (groups = new Map<string, GroupStatus | undefined>()));
     return groups;
   }
 

@@ -3,7 +3,7 @@
 // every pod transition of the run.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { resources, type Event, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
@@ -50,10 +50,10 @@ describe('rollouts', () => {
     assert.equal(monitor.maxDisruptedAtOnce, 1);
     assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
     for (const set of sets) assert.equal(set.status?.currentRevision, set.status?.updateRevision);
-    const status = await kube.get<{ data?: Record<string, string> } & import('../../src/runtime/kube/types.ts').KubeObject>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
+    const status = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
     const group = JSON.parse(status.data!['ingester']!) as { phase: string; statefulSets: { updated: number; replicas: number }[] };
     await waitFor('status to say complete', async () => {
-      const cm = await kube.get<{ data?: Record<string, string> } & import('../../src/runtime/kube/types.ts').KubeObject>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
+      const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
       return (JSON.parse(cm.data!['ingester']!) as { phase: string }).phase === 'complete';
     }, { timeoutMs: 10_000 });
     assert.equal(group.statefulSets.length, 3);
@@ -136,7 +136,7 @@ describe('rollouts', () => {
     await startOperator(t, namespace);
     await changeTemplate(kube, namespace, 'a', 'broken', { 'stateward.dev/simulate': 'crash-loop' });
     await waitFor('zone a stuck with a crash-looping pod', async () => {
-      const pod = await kube.get<import('../../src/runtime/kube/types.ts').Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' }).catch(() => undefined);
+      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' }).catch(() => undefined);
       return pod?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
     }, { timeoutMs: 30_000 });
     const monitor = new InvariantMonitor(kube, namespace, {});
@@ -144,6 +144,45 @@ describe('rollouts', () => {
     t.after(() => monitor.stop());
     await changeTemplate(kube, namespace, 'a', 'fixed', { 'stateward.dev/simulate': null });
     await waitRolledOut(kube, namespace, 60_000);
+    assert.deepEqual(monitor.violations, []);
+  });
+
+  it('completes a rollout while the operator is SIGKILLed at random points and restarted, guarantees intact', async (t) => {
+    const { namespace, kube, monitor } = await setup(t);
+    let operator = await startOperator(t, namespace);
+    for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    const kills: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      // Wait for a random amount of rollout progress, then kill without warning.
+      const target = monitor.transitions.length + 1 + Math.floor(Math.random() * 6);
+      await waitFor('some rollout progress', () => monitor.transitions.length >= target, { timeoutMs: 60_000, intervalMs: 20 });
+      operator.signal('SIGKILL');
+      await operator.exited;
+      kills.push(monitor.transitions.length);
+      operator = await startOperator(t, namespace);
+    }
+    await waitRolledOut(kube, namespace);
+    assert.equal(kills.length, 4);
+    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+  });
+
+  it('hands a rollout in flight to the standby when the leader dies', async (t) => {
+    const { namespace, kube, monitor } = await setup(t);
+    const election = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
+    const replicas = [await startOperator(t, namespace, election), await startOperator(t, namespace, election)];
+    const leader = await waitFor('a leader', async () => {
+      for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
+      return undefined;
+    }, { timeoutMs: 15_000 });
+    const standby = replicas.find((r) => r !== leader)!;
+    for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    await waitFor('zone a half rolled', () => monitor.transitions.filter((tr) => tr.pod.startsWith('ingester-zone-a-') && tr.to.endsWith('/terminating')).length >= 2, { timeoutMs: 60_000, intervalMs: 50 });
+    leader.signal('SIGKILL');
+    await waitRolledOut(kube, namespace);
+    assert.equal(await standby.metric('stateward_leader_is_leader'), 1);
+    assert.match(standby.logs, /became leader/);
+    assert.match(standby.logs, /deleting pod ingester-zone-[bc]-/, 'the standby carried the rollout on');
     assert.deepEqual(monitor.violations, []);
   });
 });
