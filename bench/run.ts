@@ -2,8 +2,10 @@
 // machine they ran on. Targets live here, never in timed tests.
 //   cluster   local cluster warm start and teardown
 //   informer  cache memory for 10,000 pods (transform on vs off), watch throughput
+//   rollout   reaction latency and makespan of a 3-zone × 10-pod rollout
 import { clusterBench } from './cluster.bench.ts';
 import { informerBench } from './informer.bench.ts';
+import { rolloutBench } from './rollout.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -11,6 +13,7 @@ const selected = process.argv.slice(2);
 const all: Record<string, () => Promise<boolean>> = {
   cluster: () => clusterBench(runs),
   informer: () => informerBench(),
+  rollout: () => rolloutBench(),
 };
 for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
 
