@@ -8,7 +8,7 @@
 // token is not taken, so a backlog cannot grow behind callers that will give
 // up anyway. qps 0 (or Infinity) means unlimited.
 
-import { systemClock, type Clock } from '../clock.ts';
+import { abortReason, systemClock, type Clock } from '../clock.ts';
 
 /** Defaults of the API client limiter, per API group. */
 export const DEFAULT_CLIENT_QPS = 5;
@@ -207,9 +207,6 @@ export class TokenBucket {
   }
 }
 
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
-}
 
 /** One bucket per key (e.g. per API group), all with the same qps and burst. */
 export class PerKeyTokenBuckets {

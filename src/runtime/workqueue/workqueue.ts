@@ -12,7 +12,7 @@
 // runWorkers() runs N async workers over a queue, the way a controller does.
 
 import { Counter, Gauge, Histogram, exponentialBuckets, type Registry } from 'prom-client';
-import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { abortReason, systemClock, type Clock, type Timer } from '../clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
 
 // ---------------------------------------------------------------- metrics
@@ -352,9 +352,6 @@ export class WorkQueue {
   }
 }
 
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
-}
 
 // ---------------------------------------------------------------- workers
 
