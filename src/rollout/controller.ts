@@ -150,7 +150,9 @@ export class RolloutController {
       namespace,
       group,
       statefulSets: sets.map((set) => {
-        const candidates = [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...(podInformer?.list().filter((p) => p.metadata?.namespace === namespace && !p.metadata?.ownerReferences?.some((r) => r.controller)) ?? [])];
+        // Indexed lookups only: a reconcile must not scan every pod of the namespace.
+        const orphans = podInformer?.byIndex(INDEX.orphanPods, '').filter((p) => p.metadata?.namespace === namespace) ?? [];
+        const candidates = [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...orphans];
         const view = statefulSetView(set, podsOf(set, candidates));
         // A pod we just deleted is going away even if the cache does not show it yet:
         // counting it as Ready would let the next reconcile exceed the budget.

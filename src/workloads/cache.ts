@@ -9,6 +9,8 @@ export const ROLLOUT_GROUP_LABEL = 'rollout-group';
 
 export const INDEX = {
   podsByOwner: 'owner-uid',
+  /** Pods with no controller ownerReference, under the single value "". */
+  orphanPods: 'orphan',
   podsByNode: 'node',
   setsByGroup: 'rollout-group',
 } as const;
@@ -25,7 +27,7 @@ export function workloadCache(runtime: Runtime): WorkloadCache {
       transform: stripManagedFields,
     }),
     pods: runtime.informers<Pod>(resources.pods, {
-      indexers: { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.podsByNode]: indexByNodeName },
+      indexers: { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.podsByNode]: indexByNodeName, [INDEX.orphanPods]: (p) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']) },
       transform: stripManagedFields,
     }),
   };
