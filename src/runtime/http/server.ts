@@ -90,16 +90,23 @@ export class HttpServer {
 
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes. */
   async close(graceMs = 5000): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    // Keep-alive connections go idle as their last request finishes; close
-    // each as soon as it does, and everything once the grace period is over.
-    this.server.closeIdleConnections();
-    const sweep = setInterval(() => this.server.closeIdleConnections(), 50);
-    const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
-    await closed;
-    clearInterval(sweep);
-    clearTimeout(timer);
+    await closeGracefully(this.server, graceMs);
   }
+}
+
+/**
+ * Stops accepting, lets in-flight requests finish, then closes. Keep-alive
+ * connections go idle as their last request finishes; each is closed as soon
+ * as it does, and everything once the grace period is over.
+ */
+export async function closeGracefully(server: Pick<Server, 'close' | 'closeIdleConnections' | 'closeAllConnections'>, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearInterval(sweep);
+  clearTimeout(timer);
 }
 
 function text(res: ServerResponse, status: number, body: string): void {
