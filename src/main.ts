@@ -10,6 +10,8 @@ import { createRegistry } from './runtime/metrics.ts';
 import { Operator, type Capability } from './runtime/operator.ts';
 import { workloadsCapability } from './workloads/cache.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
+import { registerWebhookFlags } from './webhooks/config.ts';
+import { webhooksCapability } from './webhooks/capability.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -28,7 +30,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const runtimeFlags = registerRuntimeFlags(fs);
   const rolloutOptions = registerRolloutFlags(fs);
-  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions)];
+  const webhookFlags = registerWebhookFlags(fs);
+  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(webhookFlags.read)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);
@@ -42,7 +45,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.out(`stateward ${version}\n`);
     return 0;
   }
-  const invalid = runtimeFlags.validate();
+  const invalid = runtimeFlags.validate() ?? webhookFlags.validate();
   const config = runtimeFlags.read();
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {

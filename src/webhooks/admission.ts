@@ -1,0 +1,327 @@
+// The AdmissionReview serving layer shared by every webhook, independent of
+// the HTTP transport: the server hands over the Content-Type header and the
+// (already size-limited) body, and sends back whatever status, content type
+// and body this returns.
+//
+// Behaviour follows rollout-operator's pkg/admission/serve.go:
+// - Content-Type must be exactly "application/json": the whole header is
+//   compared, so "application/json; charset=utf-8" is refused too. The API
+//   server always sends the bare value; being as strict as the anchor keeps
+//   Stateward a drop-in replacement (same 400 for the same request).
+// - Errors before the handler runs are HTTP 400 (413 for an oversized body)
+//   with a text/plain message, as Go's http.Error writes them (message + "\n").
+// - admission.k8s.io/v1 and v1beta1 AdmissionReview are accepted; their
+//   request/response shapes are the same for every field we use, so v1beta1
+//   needs no conversion, and the response keeps the request's apiVersion/kind.
+// - Whether a webhook fails open or closed is the handler's decision. A
+//   handler that throws (a bug) or outlives the request's deadline gets HTTP
+//   500, so the API server applies the webhook's failurePolicy.
+import type { Readable } from 'node:stream';
+import { nopLogger, type Logger } from '../runtime/log/logger.ts';
+
+/**
+ * Largest AdmissionReview body accepted. The API server accepts request bodies
+ * up to 3 MiB, and an UPDATE review carries both the new object (up to that
+ * size) and the old one (likewise), plus the envelope. A 3 MiB cap could thus
+ * refuse a legitimate review of a large StatefulSet, and with failurePolicy
+ * Fail that refusal would block the update; 7 MiB covers 2 × 3 MiB + 1 MiB of
+ * envelope while still bounding memory per request.
+ */
+export const MAX_ADMISSION_BODY_BYTES = 7 * 1024 * 1024;
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+export interface AdmissionRequestV1 {
+  uid: string;
+  kind?: GroupVersionKind;
+  resource: GroupVersionResource;
+  subResource?: string;
+  requestKind?: GroupVersionKind;
+  requestResource?: GroupVersionResource;
+  requestSubResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: string;
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  object?: unknown;
+  oldObject?: unknown;
+  dryRun?: boolean;
+  options?: unknown;
+}
+
+export interface AdmissionStatus {
+  code?: number;
+  message?: string;
+  reason?: string;
+}
+
+export interface AdmissionResponseV1 {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  warnings?: string[];
+  patchType?: 'JSONPatch';
+  patch?: string;
+}
+
+export type AdmissionDecision = Omit<AdmissionResponseV1, 'uid'>;
+
+export type AdmissionHandler = (request: AdmissionRequestV1, signal: AbortSignal) => Promise<AdmissionDecision> | AdmissionDecision;
+
+export interface AdmissionHttpResponse {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export const ADMISSION_API_VERSIONS: readonly string[] = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json';
+
+export const HANDLER_DEADLINE_MESSAGE = 'webhook handler deadline exceeded';
+
+/** Thrown by readLimitedBody when the body is longer than the limit. */
+export class BodyTooLargeError extends Error {
+  readonly limit: number;
+  /** Bytes received when reading stopped (more than limit). */
+  readonly received: number;
+
+  constructor(limit: number, received: number) {
+    super(`request body exceeds ${limit} bytes`);
+    this.name = 'BodyTooLargeError';
+    this.limit = limit;
+    this.received = received;
+  }
+}
+
+/**
+ * Reads a whole body, refusing one longer than `limit` bytes. On overflow it
+ * drops what it holds, detaches and pauses the stream (it does not destroy it,
+ * so an HTTP server can still answer 413 — best with `Connection: close`), and
+ * rejects with BodyTooLargeError. At most limit + one chunk is ever held.
+ * Rejects with the signal's reason on abort, and with the stream's error, or
+ * an Error if it closes before its end.
+ */
+export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      return;
+    }
+    let chunks: Buffer[] = [];
+    let received = 0;
+    const detach = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const fail = (error: unknown) => {
+      detach();
+      chunks = [];
+      stream.pause();
+      reject(error instanceof Error ? error : new Error(String(error)));
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += buffer.length;
+      if (received > limit) {
+        fail(new BodyTooLargeError(limit, received));
+        return;
+      }
+      chunks.push(buffer);
+    };
+    const onEnd = () => {
+      detach();
+      resolve(Buffer.concat(chunks, received));
+    };
+    const onError = (error: unknown) => fail(error);
+    const onClose = () => fail(new Error('request body stream closed before its end'));
+    const onAbort = () => fail(signal.reason);
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+    stream.once('close', onClose);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function textResponse(status: number, message: string): AdmissionHttpResponse {
+  return { status, contentType: TEXT, body: `${message}\n` };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** apiVersion as Go prints a GroupVersion inside a GVK: the core group shows as "/v1". */
+function goGroupVersion(apiVersion: string): string {
+  return apiVersion.includes('/') ? apiVersion : `/${apiVersion}`;
+}
+
+const optionalString = (value: unknown) => value === undefined || value === null || typeof value === 'string';
+
+/** Checks the fields the handlers rely on; returns the problem, or undefined when fine. */
+function requestProblem(request: Record<string, unknown>): string | undefined {
+  if (request.uid === undefined || request.uid === null || request.uid === '') return 'AdmissionReview request has no uid';
+  if (typeof request.uid !== 'string') return 'Request could not be decoded: request.uid is not a string';
+  for (const field of ['name', 'namespace', 'operation', 'subResource'] as const) {
+    if (!optionalString(request[field])) return `Request could not be decoded: request.${field} is not a string`;
+  }
+  const resource = request.resource;
+  if (resource !== undefined && resource !== null) {
+    if (!isRecord(resource)) return 'Request could not be decoded: request.resource is not an object';
+    for (const field of ['group', 'version', 'resource'] as const) {
+      if (!optionalString(resource[field])) return `Request could not be decoded: request.resource.${field} is not a string`;
+    }
+  }
+  const userInfo = request.userInfo;
+  if (userInfo !== undefined && userInfo !== null) {
+    if (!isRecord(userInfo)) return 'Request could not be decoded: request.userInfo is not an object';
+    if (!optionalString(userInfo.username)) return 'Request could not be decoded: request.userInfo.username is not a string';
+  }
+  if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
+    return 'Request could not be decoded: request.dryRun is not a boolean';
+  }
+  return undefined;
+}
+
+/** Fills in what Go's decoder would leave as zero values, so handlers can rely on the declared type. */
+function normalise(request: Record<string, unknown>): AdmissionRequestV1 {
+  const resource = isRecord(request.resource) ? request.resource : {};
+  const str = (value: unknown) => (typeof value === 'string' ? value : '');
+  const normalised = { ...request } as unknown as AdmissionRequestV1;
+  normalised.resource = { ...resource, group: str(resource.group), version: str(resource.version), resource: str(resource.resource) };
+  normalised.operation = str(request.operation);
+  for (const field of ['name', 'namespace', 'subResource', 'userInfo', 'dryRun'] as const) {
+    if (request[field] === null) delete normalised[field];
+  }
+  return normalised;
+}
+
+type Settled = { ok: true; value: AdmissionDecision } | { ok: false; error: unknown } | { ok: false; deadline: true };
+
+/** Runs the handler, giving up (without waiting) as soon as the signal aborts. */
+function runHandler(handler: AdmissionHandler, request: AdmissionRequestV1, signal: AbortSignal): Promise<Settled> {
+  if (signal.aborted) return Promise.resolve({ ok: false, deadline: true });
+  return new Promise<Settled>((resolve) => {
+    const onAbort = () => resolve({ ok: false, deadline: true });
+    signal.addEventListener('abort', onAbort, { once: true });
+    const settle = (result: Settled) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    try {
+      Promise.resolve(handler(request, signal)).then(
+        (value) => settle({ ok: true, value }),
+        (error: unknown) => settle({ ok: false, error }),
+      );
+    } catch (error) {
+      settle({ ok: false, error });
+    }
+  });
+}
+
+/**
+ * Serves one AdmissionReview. Never throws: every outcome is an HTTP answer.
+ * `input.body` should already be limited by readLimitedBody; it is checked
+ * against MAX_ADMISSION_BODY_BYTES again here.
+ */
+export async function serveAdmission(
+  input: { contentType: string | undefined; body: Buffer; signal: AbortSignal },
+  handler: AdmissionHandler,
+  log: Logger = nopLogger,
+): Promise<AdmissionHttpResponse> {
+  if (input.body.length > MAX_ADMISSION_BODY_BYTES) {
+    log.warn('admission request body too large', { bytes: input.body.length, limit: MAX_ADMISSION_BODY_BYTES });
+    return textResponse(413, `request body too large: ${input.body.length} bytes, limit ${MAX_ADMISSION_BODY_BYTES}`);
+  }
+  if (input.contentType !== JSON_TYPE) {
+    log.warn('wrong content type', { contentType: input.contentType ?? '', expected: JSON_TYPE });
+    return textResponse(400, 'wrong content type');
+  }
+
+  let review: unknown;
+  try {
+    review = JSON.parse(input.body.toString('utf8'));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    log.warn('request could not be decoded', { err: reason });
+    return textResponse(400, `Request could not be decoded: ${reason}`);
+  }
+  if (!isRecord(review)) {
+    log.warn('request could not be decoded', { err: 'not a JSON object' });
+    return textResponse(400, 'Request could not be decoded: body is not a JSON object');
+  }
+  const { apiVersion, kind } = review;
+  if (typeof kind !== 'string' || kind === '') return textResponse(400, "Request could not be decoded: Object 'Kind' is missing");
+  if (typeof apiVersion !== 'string' || apiVersion === '') return textResponse(400, "Request could not be decoded: Object 'apiVersion' is missing");
+  if (kind !== 'AdmissionReview' || !ADMISSION_API_VERSIONS.includes(apiVersion)) {
+    log.warn('unsupported group version kind', { apiVersion, kind });
+    return textResponse(400, `Unsupported group version kind: ${goGroupVersion(apiVersion)}, Kind=${kind}`);
+  }
+  if (!isRecord(review.request)) {
+    const message = review.request === undefined || review.request === null ? 'AdmissionReview has no request' : 'Request could not be decoded: request is not an object';
+    log.warn('bad admission review', { err: message });
+    return textResponse(400, message);
+  }
+  const problem = requestProblem(review.request);
+  if (problem !== undefined) {
+    log.warn('bad admission review', { err: problem });
+    return textResponse(400, problem);
+  }
+  const request = normalise(review.request);
+  const fields = {
+    uid: request.uid,
+    username: request.userInfo?.username ?? '',
+    resource: request.subResource ? `${request.resource.resource}/${request.subResource}` : request.resource.resource,
+    name: request.name ?? '',
+    namespace: request.namespace ?? '',
+    operation: request.operation,
+  };
+
+  const settled = await runHandler(handler, request, input.signal);
+  if (!settled.ok) {
+    if ('deadline' in settled) {
+      log.error('admission handler did not answer before the deadline', fields);
+      return textResponse(500, HANDLER_DEADLINE_MESSAGE);
+    }
+    log.error('admission handler failed', { ...fields, err: settled.error });
+    const reason = settled.error instanceof Error ? settled.error.message : String(settled.error);
+    return textResponse(500, `webhook handler failed: ${reason}`);
+  }
+  const decision = settled.value;
+  if (!isRecord(decision) || typeof decision.allowed !== 'boolean') {
+    log.error('admission handler returned no decision', fields);
+    return textResponse(500, 'webhook handler returned no decision');
+  }
+
+  let body: string;
+  try {
+    const response: AdmissionResponseV1 = { uid: request.uid, ...decision };
+    response.uid = request.uid; // a stray uid from the handler never wins
+    body = JSON.stringify({ apiVersion, kind, response });
+  } catch (error) {
+    log.error('error marshaling response', { ...fields, err: error });
+    return textResponse(500, `error marshaling response: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  log.debug('admission request handled', {
+    ...fields,
+    decision: decision.allowed ? 'allowed' : 'denied',
+    ...(decision.status?.message ? { message: decision.status.message } : {}),
+    ...(decision.warnings?.length ? { warnings: decision.warnings } : {}),
+  });
+  return { status: 200, contentType: JSON_TYPE, body };
+}

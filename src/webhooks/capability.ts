@@ -1,0 +1,125 @@
+// The admission-webhook capability: the HTTPS server (every replica), its
+// certificate (self-signed in a Secret and renewed, or files reloaded on
+// change), CA injection into labelled webhook configurations (leader), and
+// the webhooks themselves.
+import type { ResourceType, KubeObject, Secret } from '../runtime/kube/types.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
+import { resources } from '../runtime/kube/types.ts';
+import type { Capability, Runtime } from '../runtime/operator.ts';
+import type { AdmissionHandler } from './admission.ts';
+import { CaInjector, WebhookConfigurations } from './cainjection.ts';
+import type { WebhookConfig } from './config.ts';
+import { noDownscaleHandler, SCALE_PARENT_RESOURCES } from './nodownscale.ts';
+import { WebhookServer, type TlsPair } from './server.ts';
+import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
+import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
+import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';
+
+export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
+
+const parentTypes: Record<string, ResourceType> = {
+  statefulsets: resources.statefulSets,
+  deployments: resources.deployments,
+  replicasets: resources.replicaSets,
+};
+
+/**
+ * How long a new CA is trusted alongside the old one before the new serving
+ * certificate is used, and again before the old CA is dropped: long enough
+ * for the API server to see the updated caBundle, so no handshake fails.
+ */
+const CA_PROPAGATION_MS = 10_000;
+
+function secretStore(runtime: Runtime, namespace: string, name: string): CertificateStoreDeps {
+  const client = runtime.client;
+  return {
+    get: () => client.get<Secret>(resources.secrets, { namespace, name }, { timeoutMs: 10_000 }).catch((error: unknown) => {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }),
+    create: (data) => client.create<Secret>(resources.secrets, { metadata: { name, namespace }, data }, { timeoutMs: 10_000 }),
+    update: (secret, data) => client.update<Secret>(resources.secrets, { ...(secret as Secret), data }, { timeoutMs: 10_000 }),
+    isConflict,
+    isAlreadyExists,
+    clock: runtime.clock,
+    log: runtime.logger.child({ component: 'webhook-certificate' }),
+  };
+}
+
+export function webhookHandlers(runtime: Runtime): Map<string, AdmissionHandler> {
+  const log = runtime.logger.child({ webhook: 'no-downscale' });
+  return new Map([
+    [NO_DOWNSCALE_PATH, noDownscaleHandler({
+      log,
+      getParentLabels: async (resource, namespace, name, signal) => {
+        const type = parentTypes[resource];
+        if (!type || !SCALE_PARENT_RESOURCES.includes(resource)) throw new Error(`unsupported resource ${resource}`);
+        const parent = await runtime.client.get<KubeObject>(type, { namespace, name }, { signal, metadataOnly: true });
+        return parent.metadata?.labels;
+      },
+    })],
+  ]);
+}
+
+export function webhooksCapability(read: () => WebhookConfig): Capability {
+  return {
+    name: 'webhooks',
+    setup(runtime) {
+      const config = read();
+      if (!config.tlsEnabled) return {};
+      const namespace = runtime.config.namespace;
+      const log = runtime.logger.child({ component: 'webhooks' });
+      const configurations = new WebhookConfigurations(runtime, namespace);
+      configurations.registerFailurePolicyGauge(runtime.registry);
+      const injector = config.selfSigned && config.updateCaBundle ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations }) : undefined;
+      const handlers = webhookHandlers(runtime);
+
+      const serve = async (signal: AbortSignal): Promise<void> => {
+        // Set once the certificate is known; the rotation callbacks read it.
+        const live: { server?: WebhookServer } = {};
+        const stops: (() => void)[] = [];
+        let tls: TlsPair;
+        if (config.selfSigned) {
+          const dnsNames = serviceDnsNames(config.dnsName || defaultDnsName(namespace), namespace);
+          const rotator = new CertificateRotator({
+            ensure: () => ensureCertificate(secretStore(runtime, namespace, config.secretName), { org: config.org, dnsNames, validityMs: config.expirationMs }),
+            clock: runtime.clock,
+            log,
+          });
+          const first = await rotator.start();
+          tls = first;
+          injector?.setCa(first.ca);
+          let trustedCa = first.ca;
+          stops.push(() => rotator.stop());
+          rotator.onChange((next) => {
+            // Trust old and new CA together, serve the new certificate once
+            // the API server has seen that, then trust only the new CA.
+            const previousCa = trustedCa;
+            trustedCa = next.ca;
+            injector?.setCa(`${next.ca}${previousCa}`);
+            void runtime.clock.sleep(CA_PROPAGATION_MS, signal).then(async () => {
+              live.server?.setCertificate(next);
+              await runtime.clock.sleep(CA_PROPAGATION_MS, signal);
+              if (trustedCa === next.ca) injector?.setCa(next.ca);
+            }, () => undefined);
+          });
+        } else {
+          const watch = await watchCertFiles(config.certFile, config.keyFile, (pair) => live.server?.setCertificate(pair), { clock: runtime.clock, log });
+          tls = watch.current;
+          stops.push(() => watch.stop());
+        }
+        const server = new WebhookServer({ port: config.port, requestTimeoutMs: config.requestTimeoutMs, registry: runtime.registry, logger: runtime.logger, tls });
+        live.server = server;
+        for (const [path, handler] of handlers) server.handle(path, handler);
+        await server.listen();
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+        for (const stop of stops) stop();
+        await server.close(runtime.config.shutdownGraceMs);
+      };
+      return {
+        serve,
+        ...(injector ? { lead: (signal: AbortSignal) => injector.run(signal) } : {}),
+      };
+    },
+  };
+}

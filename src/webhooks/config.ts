@@ -1,0 +1,58 @@
+// rollout-operator's -server-tls.* and -webhooks.* flags, same names and
+// defaults, plus -webhooks.ca-bundle-configurations (its issue #38).
+import type { FlagSet } from '../runtime/flags/flagset.ts';
+
+export interface WebhookConfig {
+  tlsEnabled: boolean;
+  port: number;
+  requestTimeoutMs: number;
+  certFile: string;
+  keyFile: string;
+  selfSigned: boolean;
+  secretName: string;
+  dnsName: string;
+  org: string;
+  expirationMs: number;
+  updateCaBundle: boolean;
+  caBundleConfigurations: readonly string[];
+}
+
+export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; validate: () => string | undefined } {
+  const enabled = fs.bool('server-tls.enabled', false, 'Enable the HTTPS server for the admission webhooks.');
+  const port = fs.int('server-tls.port', 8443, 'Port for the HTTPS server.');
+  const timeout = fs.duration('server-tls.request-timeout', 10_000, 'Read and write timeout of the HTTPS server; webhook handlers get 90% of it.');
+  const certFile = fs.string('server-tls.cert-file', '', 'Certificate file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
+  const keyFile = fs.string('server-tls.key-file', '', 'Private key file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
+  const selfSigned = fs.bool('server-tls.self-signed-cert.enabled', true, 'Generate a self-signed certificate, stored in a Secret, renewed before it expires.');
+  const secretName = fs.string('server-tls.self-signed-cert.secret-name', 'rollout-operator-self-signed-certificate', 'Secret holding the self-signed certificate (data keys ca, cert, key).');
+  const dnsName = fs.string('server-tls.self-signed-cert.dns-name', '', 'DNS name of the webhook Service for the certificate (default rollout-operator.<namespace>.svc); its shorter and longer forms are added too.');
+  const org = fs.string('server-tls.self-signed-cert.org', 'Grafana Labs', 'Organization of the self-signed certificate.');
+  const expiration = fs.promDuration('server-tls.self-signed-cert.expiration', 365 * 86_400_000, 'Validity of the self-signed certificate (Prometheus duration, e.g. 1y).');
+  const updateCaBundle = fs.bool('webhooks.update-ca-bundle', true, 'Inject the self-signed CA into webhook configurations labelled grafana.com/inject-rollout-operator-ca=true and grafana.com/namespace=<namespace>.');
+  const only = fs.stringList('webhooks.ca-bundle-configurations', [], 'Comma-separated names of the webhook configurations to inject the CA into; empty means every labelled one. Lets a ClusterRole be restricted with resourceNames.');
+  return {
+    read: () => ({
+      tlsEnabled: enabled.value,
+      port: port.value,
+      requestTimeoutMs: timeout.value,
+      certFile: certFile.value,
+      keyFile: keyFile.value,
+      selfSigned: selfSigned.value,
+      secretName: secretName.value,
+      dnsName: dnsName.value,
+      org: org.value,
+      expirationMs: expiration.value,
+      updateCaBundle: updateCaBundle.value,
+      caBundleConfigurations: only.value,
+    }),
+    validate: () => {
+      if (!enabled.value) return undefined;
+      if (timeout.value <= 0) return '-server-tls.request-timeout must be greater than 0';
+      if (port.value < 0 || port.value > 65535) return `-server-tls.port=${port.value}: not a port number`;
+      if (!selfSigned.value && updateCaBundle.value) return '-webhooks.update-ca-bundle must be false when -server-tls.self-signed-cert.enabled=false (there is no CA to inject)';
+      if (!selfSigned.value && (!certFile.value || !keyFile.value)) return '-server-tls.cert-file and -server-tls.key-file are required when -server-tls.self-signed-cert.enabled=false';
+      if (selfSigned.value && expiration.value <= 0) return '-server-tls.self-signed-cert.expiration must be positive';
+      return undefined;
+    },
+  };
+}

@@ -1,0 +1,172 @@
+// /admission/no-downscale (validating): refuses any decrease of the replicas
+// of a StatefulSet, Deployment or ReplicaSet labelled
+// grafana.com/no-downscale=true, whether through an UPDATE of the object or
+// of its /scale subresource. Behaviour of rollout-operator's
+// pkg/admission/no_downscale.go.
+//
+// Fail-open on every error. The label is a guard rail against an accidental
+// downscale, not a security boundary, and the webhook sits in the path of
+// every replicas change of the workloads it matches (the operator's own
+// scaling included). If we cannot tell what the change is (an undecodable or
+// unexpected object) or cannot read the parent's labels (a /scale request
+// whose parent GET fails), blocking would turn a transient API error into a
+// stuck rollout; so we allow and say why in a warning the client sees.
+// A deny carries no exception for dry-run: a dry-run downscale is denied too,
+// so `kubectl scale --dry-run=server` tells the truth.
+import { nopLogger, type Logger } from '../runtime/log/logger.ts';
+import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from './admission.ts';
+
+export const NO_DOWNSCALE_LABEL_KEY = 'grafana.com/no-downscale';
+export const NO_DOWNSCALE_LABEL_VALUE = 'true';
+
+/** Workload resources whose /scale requests we can resolve to a parent object. */
+export const SCALE_PARENT_RESOURCES: readonly string[] = ['statefulsets', 'deployments', 'replicasets'];
+
+export interface NoDownscaleDeps {
+  /** Labels of the live parent of a Scale (a GET); may throw. undefined = no labels. */
+  getParentLabels(resource: string, namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
+  log?: Logger;
+}
+
+type Decoded = { apiVersion: string; kind: string; object: Record<string, unknown> } | { error: string };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What Go's universal deserializer checks before it can pick a type: an object with apiVersion and kind. */
+function decode(obj: unknown): Decoded {
+  if (!isRecord(obj)) return { error: obj === undefined || obj === null ? 'object is missing' : 'object is not a JSON object' };
+  const { apiVersion, kind } = obj;
+  if (typeof kind !== 'string' || kind === '') return { error: "Object 'Kind' is missing" };
+  if (typeof apiVersion !== 'string' || apiVersion === '') return { error: "Object 'apiVersion' is missing" };
+  return { apiVersion, kind, object: obj };
+}
+
+const WORKLOAD_KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'ReplicaSet'];
+const INT32_MAX = 2 ** 31 - 1;
+
+function isInt32(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= -(INT32_MAX + 1) && value <= INT32_MAX;
+}
+
+/**
+ * The replicas of an apps/v1 Deployment, StatefulSet or ReplicaSet
+ * (`spec.replicas`: undefined when absent, null when null) or of an
+ * autoscaling/v1 Scale (`spec.replicas`, 0 when absent, as Go decodes it).
+ * Anything else, or a malformed spec, is an error.
+ */
+export function replicasOf(obj: unknown): { kind: string; replicas: number | undefined | null } | { error: string } {
+  const decoded = decode(obj);
+  if ('error' in decoded) return decoded;
+  const { apiVersion, kind, object } = decoded;
+  const workload = apiVersion === 'apps/v1' && WORKLOAD_KINDS.includes(kind);
+  const scale = apiVersion === 'autoscaling/v1' && kind === 'Scale';
+  if (!workload && !scale) {
+    return { error: `unsupported type ${apiVersion.includes('/') ? apiVersion : `/${apiVersion}`}, Kind=${kind}` };
+  }
+  const spec = object.spec;
+  if (spec !== undefined && spec !== null && !isRecord(spec)) return { error: `${kind} spec is not an object` };
+  const replicas = spec?.replicas;
+  if (replicas === undefined || replicas === null) return { kind, replicas: scale ? 0 : replicas };
+  if (!isInt32(replicas)) return { error: `${kind} spec.replicas is not a 32-bit integer: ${JSON.stringify(replicas)}` };
+  return { kind, replicas };
+}
+
+function labelsOf(obj: Record<string, unknown>): Record<string, unknown> {
+  const metadata = obj.metadata;
+  return isRecord(metadata) && isRecord(metadata.labels) ? metadata.labels : {};
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function noDownscaleHandler(deps: NoDownscaleDeps): AdmissionHandler {
+  const baseLog = deps.log ?? nopLogger;
+  return async (request: AdmissionRequestV1, signal: AbortSignal): Promise<AdmissionDecision> => {
+    const resource = request.resource.resource;
+    const name = request.name ?? '';
+    const namespace = request.namespace ?? '';
+    const log = baseLog.child({ webhook: 'no-downscale', uid: request.uid, resource, name, namespace });
+
+    const allowErr = (msg: string, err: string): AdmissionDecision => {
+      log.error(msg, { err });
+      return { allowed: true, warnings: [`${msg}, err: ${err}`] };
+    };
+    const allowWarn = (warning: string): AdmissionDecision => {
+      log.warn(warning);
+      return { allowed: true, warnings: [warning] };
+    };
+
+    const oldDecoded = decode(request.oldObject);
+    if ('error' in oldDecoded) return allowErr("can't decode old object, allowing the change", oldDecoded.error);
+    const oldReplicas = replicasOf(request.oldObject);
+    if ('error' in oldReplicas) return allowErr("can't get old replicas, allowing the change", oldReplicas.error);
+    const newDecoded = decode(request.object);
+    if ('error' in newDecoded) return allowErr("can't decode new object, allowing the change", newDecoded.error);
+    const newReplicas = replicasOf(request.object);
+    if ('error' in newReplicas) return allowErr("can't get new replicas, allowing the change", newReplicas.error);
+
+    const before = oldReplicas.replicas ?? undefined;
+    const after = newReplicas.replicas ?? undefined;
+    if (before === undefined && after === undefined) {
+      log.debug('no replicas change, allowing');
+      return { allowed: true };
+    }
+    // From or to an unset replicas count is not a downscale strictly speaking.
+    if (before === undefined || after === undefined) return allowWarn('old/new replicas is nil, allowing the change');
+    if (before < after) {
+      log.debug('upscale allowed', { old: before, new: after });
+      return { allowed: true };
+    }
+    if (before === after) {
+      log.debug('no replicas change, allowing', { replicas: before });
+      return { allowed: true };
+    }
+
+    // A downscale: the typed object's own labels (as they were before this
+    // change), or for a Scale those of its parent, read live.
+    let labels: Record<string, unknown>;
+    if (oldReplicas.kind === 'Scale') {
+      const cannotGet = `can't get ${resource}/${name} in namespace ${namespace}, allowing the change`;
+      if (!SCALE_PARENT_RESOURCES.includes(resource)) {
+        const err = `unsupported resource ${resource}`;
+        log.error(cannotGet, { err });
+        return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
+      }
+      try {
+        labels = (await deps.getParentLabels(resource, namespace, name, signal)) ?? {};
+      } catch (error) {
+        const err = errorText(error);
+        log.error(cannotGet, { err });
+        return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
+      }
+    } else {
+      labels = labelsOf(oldDecoded.object);
+    }
+
+    const value = labels[NO_DOWNSCALE_LABEL_KEY];
+    if (value === undefined) {
+      log.info(`downscale allowed because resource does not have the label "${NO_DOWNSCALE_LABEL_KEY}"`, { old: before, new: after });
+      return { allowed: true };
+    }
+    if (value !== NO_DOWNSCALE_LABEL_VALUE) {
+      log.info(`downscale allowed because resource's label "${NO_DOWNSCALE_LABEL_KEY}" value is not "${NO_DOWNSCALE_LABEL_VALUE}"`, {
+        label_value: value,
+        old: before,
+        new: after,
+      });
+      return { allowed: true };
+    }
+
+    const message =
+      `downscale of ${resource}/${name} in ${namespace} from ${before} to ${after} replicas is not allowed ` +
+      `because it has the label '${NO_DOWNSCALE_LABEL_KEY}=${NO_DOWNSCALE_LABEL_VALUE}'`;
+    log.warn('downscale not allowed', { old: before, new: after });
+    // Code and reason left empty, as rollout-operator leaves them: the API
+    // server reports 403 either way, and kubectl's output stays identical
+    // (`Error from server: admission webhook "…" denied the request: …`).
+    return { allowed: false, status: { message } };
+  };
+}

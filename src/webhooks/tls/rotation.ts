@@ -1,0 +1,275 @@
+// Keeping the webhook server's certificate fresh without a restart.
+//
+// rollout-operator sets a timer at the certificate's NotAfter that stops the
+// process, and relies on the kubelet restarting it to get a new certificate;
+// a cert-manager rotation of -server-tls.cert-file/-key-file is not noticed
+// at all. Stateward instead swaps the new pair into the running server
+// (the listener calls server.setSecureContext):
+//   - CertificateRotator: self-signed mode; calls ensure (store.ts) again at
+//     renewAt, and tells listeners when the certificate changed (another
+//     replica may have renewed first; ensure then adopts its certificate);
+//   - watchCertFiles: file mode; re-reads the files when their content
+//     changes, and swaps in only a pair that parses and matches.
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Clock, Timer } from '../../runtime/clock.ts';
+import { type Logger, nopLogger } from '../../runtime/log/logger.ts';
+import { parseBundle } from './bundle.ts';
+import type { EnsuredCertificate } from './store.ts';
+
+/**
+ * Longest single timer. Node's setTimeout overflows past ~24.8 days (and
+ * then fires after 1ms), and a certificate lives a year; waking daily and
+ * re-checking the time also copes with a host that slept.
+ */
+export const MAX_TIMER_MS = 86_400_000;
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export interface RotatorOptions {
+  /** Reads, reuses or renews the certificate Secret: ensureCertificate bound to its deps and options. */
+  ensure: () => Promise<EnsuredCertificate>;
+  clock: Clock;
+  log?: Logger;
+  /** Delay before retrying a failed renewal; default 30s. */
+  retryMs?: number;
+}
+
+export type CertificateListener = (bundle: EnsuredCertificate) => void;
+
+export class CertificateRotator {
+  private readonly ensure: () => Promise<EnsuredCertificate>;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly retryMs: number;
+  private readonly listeners = new Set<CertificateListener>();
+  private bundle: EnsuredCertificate | undefined;
+  private timer: Timer | undefined;
+  private stopped = false;
+
+  constructor(options: RotatorOptions) {
+    this.ensure = options.ensure;
+    this.clock = options.clock;
+    this.log = options.log ?? nopLogger;
+    this.retryMs = options.retryMs ?? 30_000;
+  }
+
+  /** The certificate being served; undefined before start() resolved. */
+  get current(): EnsuredCertificate | undefined {
+    return this.bundle;
+  }
+
+  /** Called with each new certificate after the first; returns an unsubscribe function. */
+  onChange(listener: CertificateListener): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  /** Ensures the first certificate (rejecting if that fails) and schedules its renewal. */
+  async start(): Promise<EnsuredCertificate> {
+    const bundle = await this.ensure();
+    if (!this.stopped) {
+      this.bundle = bundle;
+      this.scheduleAt(bundle.renewAt);
+    }
+    return bundle;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+  }
+
+  private scheduleAt(at: number): void {
+    if (this.stopped) return;
+    this.timer?.cancel();
+    const delay = Math.max(0, at - this.clock.now());
+    this.timer = this.clock.setTimer(Math.min(delay, MAX_TIMER_MS), () => {
+      this.timer = undefined;
+      if (this.clock.now() < at) this.scheduleAt(at);
+      else void this.renew();
+    });
+  }
+
+  private async renew(): Promise<void> {
+    let next: EnsuredCertificate;
+    try {
+      next = await this.ensure();
+    } catch (e) {
+      if (this.stopped) return;
+      this.log.warn('renewing the webhook certificate failed; retrying', { err: message(e), retryInMs: this.retryMs });
+      this.scheduleAt(this.clock.now() + this.retryMs);
+      return;
+    }
+    if (this.stopped) return;
+    const changed = next.cert !== this.bundle?.cert || next.key !== this.bundle?.key;
+    this.bundle = next;
+    // A renewAt already past would spin; wait retryMs instead.
+    this.scheduleAt(next.renewAt > this.clock.now() ? next.renewAt : this.clock.now() + this.retryMs);
+    if (!changed) return;
+    this.log.info('webhook certificate renewed', { notAfter: new Date(next.notAfter).toISOString() });
+    for (const listener of this.listeners) {
+      try {
+        listener(next);
+      } catch (e) {
+        this.log.error('webhook certificate listener failed', { err: message(e) });
+      }
+    }
+  }
+}
+
+export interface FileCertificate {
+  cert: string;
+  key: string;
+  notBefore: number;
+  notAfter: number;
+  dnsNames: string[];
+}
+
+export interface WatchCertFilesOptions {
+  clock: Clock;
+  /** Poll interval; default 60s. Polling always runs, fs.watch only speeds it up. */
+  pollMs?: number;
+  log?: Logger;
+  /** Also react to fs.watch events on the files' directories; default true. */
+  fsWatch?: boolean;
+}
+
+export interface CertFileWatch {
+  /** The pair being served. */
+  readonly current: FileCertificate;
+  /** Re-reads the files now; resolves true if a new pair was swapped in. */
+  check(): Promise<boolean>;
+  stop(): void;
+}
+
+function contentHash(cert: string, key: string): string {
+  return createHash('sha256').update(cert).update('\0').update(key).digest('hex');
+}
+
+/**
+ * Watches -server-tls.cert-file/-key-file. Reads them first, rejecting if
+ * that pair is unreadable, mismatched or expired (rollout-operator exits in
+ * that case too). Afterwards, whenever the files' content changes, the new
+ * pair is validated: a good one becomes current and goes to onChange; a bad
+ * one (half-written, mismatched, expired) is ignored with a warning, once per
+ * distinct content, and the previous pair stays in service.
+ *
+ * The directories are watched rather than the files: Kubernetes Secret
+ * volumes (cert-manager) replace files by swapping a `..data` symlink, which
+ * a watch on the old file never sees.
+ */
+export async function watchCertFiles(
+  certFile: string,
+  keyFile: string,
+  onChange: (pair: FileCertificate) => void,
+  options: WatchCertFilesOptions,
+): Promise<CertFileWatch> {
+  const { clock } = options;
+  const log = options.log ?? nopLogger;
+  const pollMs = options.pollMs ?? 60_000;
+  const files = { certFile, keyFile };
+
+  const read = async () => {
+    const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
+    return { cert, key };
+  };
+
+  const initial = await read();
+  const first = parseBundle(initial, clock.now());
+  if (!first.ok) throw new Error(`TLS certificate files ${certFile} and ${keyFile} are unusable: ${first.reason}`);
+  let current: FileCertificate = { ...initial, notBefore: first.notBefore, notAfter: first.notAfter, dnsNames: first.dnsNames };
+  let currentHash = contentHash(initial.cert, initial.key);
+  let lastHash = currentHash;
+  let stopped = false;
+
+  const doCheck = async (): Promise<boolean> => {
+    if (stopped) return false;
+    let pair: { cert: string; key: string };
+    try {
+      pair = await read();
+    } catch (e) {
+      const hash = `unreadable:${message(e)}`;
+      if (hash !== lastHash) log.warn('cannot read the TLS certificate files; keeping the current certificate', { ...files, err: message(e) });
+      lastHash = hash;
+      return false;
+    }
+    const hash = contentHash(pair.cert, pair.key);
+    if (hash === lastHash || stopped) return false;
+    lastHash = hash;
+    if (hash === currentHash) return false;
+    const check = parseBundle(pair, clock.now());
+    if (!check.ok) {
+      log.warn('the TLS certificate files changed to an unusable pair; keeping the current certificate', { ...files, reason: check.reason });
+      return false;
+    }
+    current = { ...pair, notBefore: check.notBefore, notAfter: check.notAfter, dnsNames: check.dnsNames };
+    currentHash = hash;
+    log.info('TLS certificate files changed; swapping in the new certificate', { ...files, notAfter: new Date(check.notAfter).toISOString() });
+    try {
+      onChange(current);
+    } catch (e) {
+      log.error('TLS certificate listener failed', { err: message(e) });
+    }
+    return true;
+  };
+
+  // One check at a time; a burst of requests while one runs shares the next.
+  let chain: Promise<unknown> = Promise.resolve();
+  let queued: Promise<boolean> | undefined;
+  const check = (): Promise<boolean> => {
+    if (queued) return queued;
+    const run = chain.then(() => {
+      queued = undefined;
+      return doCheck();
+    });
+    queued = run;
+    chain = run.catch(() => undefined);
+    return run;
+  };
+
+  let timer: Timer | undefined;
+  const poll = () => {
+    if (stopped) return;
+    timer = clock.setTimer(pollMs, () => {
+      void check().then(poll, (e: unknown) => {
+        log.warn('checking the TLS certificate files failed', { ...files, err: message(e) });
+        poll();
+      });
+    });
+  };
+  poll();
+
+  const watchers: FSWatcher[] = [];
+  if (options.fsWatch ?? true) {
+    for (const dir of new Set([dirname(certFile), dirname(keyFile)])) {
+      try {
+        const watcher = watch(dir, { persistent: false }, () => void check());
+        watcher.on('error', (e) => {
+          log.debug('watching TLS certificate directory failed; relying on polling', { dir, err: message(e) });
+          watcher.close();
+        });
+        watchers.push(watcher);
+      } catch (e) {
+        log.debug('cannot watch TLS certificate directory; relying on polling', { dir, err: message(e) });
+      }
+    }
+  }
+
+  return {
+    get current() {
+      return current;
+    },
+    check,
+    stop() {
+      stopped = true;
+      timer?.cancel();
+      for (const w of watchers) w.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// Admission webhooks end to end: the real apiserver calls Stateward's HTTPS
+// server on loopback, trusting the CA that Stateward itself injected, while
+// the real kubectl scales and patches StatefulSets.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, it, type TestContext } from 'node:test';
+import { resources, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
+import { freePorts } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
+
+const exec = promisify(execFile);
+const cluster = testCluster();
+
+async function kubectl(...args: string[]): Promise<{ ok: boolean; out: string }> {
+  try {
+    const { stdout, stderr } = await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+    return { ok: true, out: stdout + stderr };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+async function startWithWebhooks(t: TestContext, namespace: string, extra: string[] = []) {
+  const [port] = await freePorts(1);
+  const operator = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extra]);
+  t.after(() => operator.stop());
+  await operator.waitReady();
+  return { operator, port: port! };
+}
+
+async function noDownscaleWebhook(t: TestContext, namespace: string, port: number): Promise<string> {
+  const kube = testClient(cluster);
+  const name = `no-downscale-${namespace}`;
+  await kube.create<WebhookConfiguration>(resources.validatingWebhookConfigurations, {
+    metadata: { name, labels: { 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace } },
+    webhooks: [{
+      name: `${name}.grafana.com`,
+      admissionReviewVersions: ['v1'],
+      clientConfig: { url: `https://localhost:${port}/admission/no-downscale` },
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+      rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
+      sideEffects: 'None',
+      timeoutSeconds: 10,
+    }],
+  } as unknown as WebhookConfiguration);
+  t.after(() => kube.delete(resources.validatingWebhookConfigurations, { name }).catch(() => undefined));
+  return name;
+}
+
+async function caBundleOf(name: string): Promise<string | undefined> {
+  const config = await testClient(cluster).get<WebhookConfiguration>(resources.validatingWebhookConfigurations, { name });
+  return config.webhooks?.[0]?.clientConfig?.caBundle;
+}
+
+describe('admission webhooks', () => {
+  it('persists its self-signed CA in the rollout-operator Secret and injects it into labelled webhook configurations, again after a wipe', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const { port } = await startWithWebhooks(t, namespace);
+    const name = await noDownscaleWebhook(t, namespace, port);
+    const kube = testClient(cluster);
+    const secret = await waitFor('the certificate Secret', () => kube.get<Secret>(resources.secrets, { namespace, name: 'rollout-operator-self-signed-certificate' }).catch(() => undefined), { timeoutMs: 15_000 });
+    assert.deepEqual(Object.keys(secret.data ?? {}).sort(), ['ca', 'cert', 'key']);
+    const ca = secret.data!['ca']!;
+    const injected = await waitFor('the CA in caBundle', async () => ((await caBundleOf(name)) === ca ? ca : undefined), { timeoutMs: 15_000 });
+    assert.equal(Buffer.from(injected, 'base64').toString().includes('BEGIN CERTIFICATE'), true);
+    await kube.patch(resources.validatingWebhookConfigurations, { name }, 'json', [{ op: 'remove', path: '/webhooks/0/clientConfig/caBundle' }]);
+    await waitFor('the CA to reappear after a wipe', async () => (await caBundleOf(name)) === ca, { timeoutMs: 15_000 });
+  });
+
+  it('denies downscales of a labelled StatefulSet through kubectl scale, patch and dry-run, allows the rest', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const { port } = await startWithWebhooks(t, namespace);
+    const name = await noDownscaleWebhook(t, namespace, port);
+    const kube = testClient(cluster);
+    const labelled = zoneStatefulSet(namespace, 'a', { replicas: 2 });
+    labelled.metadata!.labels!['grafana.com/no-downscale'] = 'true';
+    await kube.create(resources.statefulSets, labelled);
+    await kube.create(resources.statefulSets, zoneStatefulSet(namespace, 'b', { replicas: 2 }));
+    await waitFor('CA injected', async () => Boolean(await caBundleOf(name)), { timeoutMs: 15_000 });
+    const message = `downscale of statefulsets/ingester-zone-a in ${namespace} from 2 to 1 replicas is not allowed because it has the label 'grafana.com/no-downscale=true'`;
+
+    const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
+    assert.equal(scaled.ok, false);
+    assert.ok(scaled.out.includes(message), scaled.out);
+    const patched = await kubectl('-n', namespace, 'patch', 'statefulset', 'ingester-zone-a', '--type=merge', '-p', '{"spec":{"replicas":1}}');
+    assert.equal(patched.ok, false);
+    assert.ok(patched.out.includes(message), patched.out);
+    const dryRun = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1', '--dry-run=server');
+    assert.equal(dryRun.ok, false, 'dry-run downscales are denied too, as in rollout-operator');
+    assert.ok(dryRun.out.includes(message), dryRun.out);
+
+    assert.ok((await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=3')).ok, 'upscale allowed');
+    assert.ok((await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=1')).ok, 'unlabelled downscale allowed');
+    const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
+    assert.equal(a.spec?.replicas, 3);
+  });
+});
