@@ -39,10 +39,14 @@ export function sanDnsNames(cert: X509Certificate): string[] {
   return names;
 }
 
-export function parseBundle(
-  { ca, cert, key }: Record<string, string | undefined>,
-  now: number,
-): BundleCheck {
+/** PEM strings; a Secret's decoded data or a GeneratedCertificate fit as they are. */
+export interface BundleInput {
+  ca?: string | undefined;
+  cert?: string | undefined;
+  key?: string | undefined;
+}
+
+export function parseBundle({ ca, cert, key }: BundleInput, now: number): BundleCheck {
   if (!cert) return { ok: false, reason: 'no certificate' };
   if (!key) return { ok: false, reason: 'no private key' };
 
