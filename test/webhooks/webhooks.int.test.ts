@@ -102,4 +102,50 @@ describe('admission webhooks', () => {
     const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
     assert.equal(a.spec?.replicas, 3);
   });
+
+  it('reports each webhook\'s failure policy as kube_validating_webhook_failure_policy', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const { operator, port } = await startWithWebhooks(t, namespace);
+    const name = await noDownscaleWebhook(t, namespace, port);
+    const series = (policy: string, value: number) => `kube_validating_webhook_failure_policy{type="ValidatingWebhook",webhook="${name}.grafana.com",policy="${policy}"} ${value}`;
+    await waitFor('the failure policy gauge', async () => (await operator.get('/metrics'))?.body.includes(series('Fail', 1)), { timeoutMs: 10_000 });
+    assert.ok((await operator.get('/metrics'))!.body.includes(series('Ignore', 0)));
+    await testClient(cluster).delete(resources.validatingWebhookConfigurations, { name });
+    await waitFor('the series to go with the configuration', async () => !(await operator.get('/metrics'))?.body.includes(`webhook="${name}.grafana.com"`), { timeoutMs: 10_000 });
+  });
+
+  it('renews its certificate before expiry while the apiserver keeps calling, without a failed call', async (t) => {
+    const namespace = await cluster.namespace(t);
+    // 60 s validity: renewed at 40 s (a third before expiry), new CA trusted
+    // alongside the old, new certificate served 10 s later.
+    const { port } = await startWithWebhooks(t, namespace, ['-server-tls.self-signed-cert.expiration=60s']);
+    const name = await noDownscaleWebhook(t, namespace, port);
+    const kube = testClient(cluster);
+    await kube.create(resources.statefulSets, zoneStatefulSet(namespace, 'a', { replicas: 1 }));
+    const secretName = 'rollout-operator-self-signed-certificate';
+    const first = await waitFor('the certificate', () => kube.get<Secret>(resources.secrets, { namespace, name: secretName }).catch(() => undefined), { timeoutMs: 15_000 });
+    await waitFor('CA injected', async () => Boolean(await caBundleOf(name)), { timeoutMs: 15_000 });
+    let calls = 0;
+    const failures: string[] = [];
+    const deadline = Date.now() + 58_000;
+    let renewedAt: number | undefined;
+    while (Date.now() < deadline) {
+      // A server-side dry-run upscale goes through the webhook and changes nothing.
+      try {
+        await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { spec: { replicas: 2 } }, { dryRun: true });
+      } catch (error) {
+        failures.push(error instanceof Error ? error.message : String(error));
+      }
+      calls++;
+      if (!renewedAt) {
+        const now = await kube.get<Secret>(resources.secrets, { namespace, name: secretName });
+        if (now.data?.['cert'] !== first.data?.['cert']) renewedAt = Date.now();
+      } else if (Date.now() - renewedAt > 15_000) {
+        break; // the new certificate has been served for a while
+      }
+    }
+    assert.ok(renewedAt, 'the certificate was renewed before it expired');
+    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+    assert.ok(calls > 50);
+  });
 });
