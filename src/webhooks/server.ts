@@ -4,9 +4,8 @@
 // connections: new handshakes use the new one.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { closeGracefully, inflightMetric, requestDurationMetric, routeName } from '../runtime/http/server.ts';
+import { closeGracefully, inflightMetric, listenOn, requestDurationMetric, routeName } from '../runtime/http/server.ts';
 import { type Logger, nopLogger } from '../runtime/log/logger.ts';
 import { type AdmissionHandler, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
 
@@ -96,14 +95,7 @@ export class WebhookServer {
   }
 
   async listen(): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.o.port, this.o.host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const port = (this.server.address() as AddressInfo).port;
+    const port = await listenOn(this.server, this.o.port, this.o.host);
     this.log.info('serving admission webhooks over HTTPS', { port, paths: [...this.handlers.keys()].join(',') });
     return port;
   }

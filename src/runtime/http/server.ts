@@ -76,14 +76,7 @@ export class HttpServer {
   }
 
   async listen(): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.options.port, this.options.host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const port = (this.server.address() as AddressInfo).port;
+    const port = await listenOn(this.server, this.options.port, this.options.host);
     this.log.info('serving HTTP', { port });
     return port;
   }
@@ -92,6 +85,18 @@ export class HttpServer {
   async close(graceMs = 5000): Promise<void> {
     await closeGracefully(this.server, graceMs);
   }
+}
+
+/** Listens (port 0 = any free one) and resolves to the bound port; a bind error rejects. */
+export async function listenOn(server: Server, port: number, host: string | undefined): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
 }
 
 /**
