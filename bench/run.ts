@@ -3,9 +3,11 @@
 //   cluster   local cluster warm start and teardown
 //   informer  cache memory for 10,000 pods (transform on vs off), watch throughput
 //   rollout   reaction latency and makespan of a 3-zone × 10-pod rollout
+//   webhooks  no-downscale webhook over HTTPS at 500 req/s: latency, server CPU, API calls
 import { clusterBench } from './cluster.bench.ts';
 import { informerBench } from './informer.bench.ts';
 import { rolloutBench } from './rollout.bench.ts';
+import { webhooksBench } from './webhooks.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -14,6 +16,7 @@ const all: Record<string, () => Promise<boolean>> = {
   cluster: () => clusterBench(runs),
   informer: () => informerBench(),
   rollout: () => rolloutBench(),
+  webhooks: () => webhooksBench(),
 };
 for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
 
