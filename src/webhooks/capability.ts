@@ -11,11 +11,13 @@ import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import type { WebhookConfig } from './config.ts';
 import { noDownscaleHandler, SCALE_PARENT_RESOURCES } from './nodownscale.ts';
 import { WebhookServer, type TlsPair } from './server.ts';
+import { prepareDownscaleHandler } from './preparedownscale/handler.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
 import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
 import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';
 
 export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
+export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
 
 const parentTypes: Record<string, ResourceType> = {
   statefulsets: resources.statefulSets,
@@ -46,9 +48,19 @@ function secretStore(runtime: Runtime, namespace: string, name: string): Certifi
   };
 }
 
-export function webhookHandlers(runtime: Runtime): Map<string, AdmissionHandler> {
+export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<string, AdmissionHandler> {
   const log = runtime.logger.child({ webhook: 'no-downscale' });
   return new Map([
+    [PREPARE_DOWNSCALE_PATH, prepareDownscaleHandler({
+      client: runtime.client,
+      clock: runtime.clock,
+      log: runtime.logger.child({ webhook: 'prepare-downscale' }),
+      mode: config.useZoneTracker ? 'zone-tracker' : 'annotation',
+      zoneTrackerConfigMap: config.zoneTrackerConfigMap,
+      clusterDomain: config.clusterDomain,
+      podTimeoutMs: config.podTimeoutMs,
+      identity: runtime.config.leaderElection.identity,
+    })],
     [NO_DOWNSCALE_PATH, noDownscaleHandler({
       log,
       getParentLabels: async (resource, namespace, name, signal) => {
@@ -72,7 +84,7 @@ export function webhooksCapability(read: () => WebhookConfig): Capability {
       const configurations = new WebhookConfigurations(runtime, namespace);
       configurations.registerFailurePolicyGauge(runtime.registry);
       const injector = config.selfSigned && config.updateCaBundle ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations }) : undefined;
-      const handlers = webhookHandlers(runtime);
+      const handlers = webhookHandlers(runtime, config);
 
       const serve = async (signal: AbortSignal): Promise<void> => {
         // Set once the certificate is known; the rotation callbacks read it.

@@ -15,6 +15,10 @@ export interface WebhookConfig {
   expirationMs: number;
   updateCaBundle: boolean;
   caBundleConfigurations: readonly string[];
+  useZoneTracker: boolean;
+  zoneTrackerConfigMap: string;
+  clusterDomain: string;
+  podTimeoutMs: number;
 }
 
 export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; validate: () => string | undefined } {
@@ -30,6 +34,10 @@ export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; 
   const expiration = fs.promDuration('server-tls.self-signed-cert.expiration', 365 * 86_400_000, 'Validity of the self-signed certificate (Prometheus duration, e.g. 1y).');
   const updateCaBundle = fs.bool('webhooks.update-ca-bundle', true, 'Inject the self-signed CA into webhook configurations labelled grafana.com/inject-rollout-operator-ca=true and grafana.com/namespace=<namespace>.');
   const only = fs.stringList('webhooks.ca-bundle-configurations', [], 'Comma-separated names of the webhook configurations to inject the CA into; empty means every labelled one. Lets a ClusterRole be restricted with resourceNames.');
+  const useZoneTracker = fs.bool('use-zone-tracker', false, 'Record prepared downscales in a ConfigMap (the zone tracker) instead of the grafana.com/last-downscale annotation.');
+  const trackerName = fs.string('zone-tracker.config-map-name', 'rollout-operator-zone-tracker', 'Name of the zone tracker ConfigMap.');
+  const clusterDomain = fs.string('kubernetes.cluster-domain', 'cluster.local.', 'Kubernetes cluster domain, for pod DNS names.');
+  const podTimeout = fs.duration('pods.client-timeout', 5_000, 'Timeout of each HTTP call to a pod (prepare-downscale).');
   return {
     read: () => ({
       tlsEnabled: enabled.value,
@@ -44,8 +52,15 @@ export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; 
       expirationMs: expiration.value,
       updateCaBundle: updateCaBundle.value,
       caBundleConfigurations: only.value,
+      useZoneTracker: useZoneTracker.value,
+      zoneTrackerConfigMap: trackerName.value,
+      clusterDomain: clusterDomain.value,
+      podTimeoutMs: podTimeout.value,
     }),
     validate: () => {
+      if (!clusterDomain.value) return '-kubernetes.cluster-domain must not be empty';
+      if (podTimeout.value <= 0) return '-pods.client-timeout must be greater than 0';
+      if (useZoneTracker.value && !trackerName.value) return '-zone-tracker.config-map-name must not be empty when -use-zone-tracker is set';
       if (!enabled.value) return undefined;
       if (timeout.value <= 0) return '-server-tls.request-timeout must be greater than 0';
       if (port.value < 0 || port.value > 65535) return `-server-tls.port=${port.value}: not a port number`;

@@ -1,0 +1,264 @@
+// The prepare-downscale webhook's imperative shell: the API reads and
+// writes, the calls to the pods going away, and a group lock that holds
+// across requests and across operator replicas. Every decision is made by
+// the pure steps in plan.ts.
+//
+// Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
+// (deny) on group-check errors, failed pod preparation and a failed record.
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import type { KubeClient } from '../../runtime/kube/client.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
+import { microTime } from '../../runtime/kube/time.ts';
+import { resources, type ConfigMap, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
+import type { Clock } from '../../runtime/clock.ts';
+import type { Logger } from '../../runtime/log/logger.ts';
+import type { AdmissionHandler } from '../admission.ts';
+import {
+  afterPrepare,
+  afterRecord,
+  endpoints,
+  executorFailed,
+  firstChecks,
+  groupChecks,
+  groupSelector,
+  lastDownscaleAnnotationPatch,
+  lastDownscalesFromAnnotations,
+  lastDownscalesFromZones,
+  lookupFailed,
+  stsInfo,
+  toAdmissionDecision,
+  type CallResult,
+  type Downscale,
+  type Endpoint,
+  type TrackerMode,
+} from './plan.ts';
+import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
+
+export interface PrepareDownscaleDeps {
+  client: KubeClient;
+  clock: Clock;
+  log: Logger;
+  mode: TrackerMode;
+  zoneTrackerConfigMap: string;
+  clusterDomain: string;
+  /** -pods.client-timeout */
+  podTimeoutMs: number;
+  /** This replica, as the holder of group locks. */
+  identity: string;
+}
+
+const LOCK_SECONDS = 30;
+const MAX_PARALLEL_CALLS = 32;
+
+/** A Lease name for a group's downscale lock: a DNS label, unique per group value. */
+export function lockName(group: string): string {
+  const safe = group.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30);
+  return `stateward-downscale-${safe || 'group'}-${createHash('sha256').update(group).digest('hex').slice(0, 8)}`;
+}
+
+const ownerUid = (pod: Pod) => pod.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
+
+/**
+ * How long a downscale this replica just allowed counts as done. The
+ * apiserver retries a PATCH whose update conflicted — and our own
+ * last-downscale write is such a conflict — running admission again for the
+ * same change; within this window the repeat is allowed at once instead of
+ * preparing the pods and recording a second time.
+ */
+const RECENTLY_ALLOWED_MS = 15_000;
+
+export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
+  const { client, log } = deps;
+  const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
+  const key = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
+
+  /** Holds the group's Lease for this request; undefined when another holder has it. */
+  async function lock(namespace: string, group: string, signal: AbortSignal): Promise<(() => Promise<void>) | undefined> {
+    const name = lockName(group);
+    const now = deps.clock.now();
+    const spec = { holderIdentity: deps.identity, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(now), renewTime: microTime(now) };
+    let lease: Lease;
+    try {
+      lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+      const current = await client.get<Lease>(resources.leases, { namespace, name }, { signal });
+      const renewed = Date.parse(current.spec?.renewTime ?? '') || 0;
+      const held = Boolean(current.spec?.holderIdentity) && now - renewed < (current.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000;
+      if (held) return undefined;
+      try {
+        // Taking over a free or stale lock: the resourceVersion makes two takers race to exactly one winner.
+        lease = await client.update<Lease>(resources.leases, { metadata: current.metadata, spec }, { signal });
+      } catch (takeover) {
+        if (isConflict(takeover)) return undefined;
+        throw takeover;
+      }
+    }
+    return async () => {
+      await client.delete(resources.leases, { namespace, name }, { uid: lease.metadata?.uid, timeoutMs: 5000 }).catch((error: unknown) => {
+        if (!isNotFound(error) && !isConflict(error)) log.warn('could not release the downscale lock; it expires by itself', { lease: name, err: String(error) });
+      });
+    };
+  }
+
+  /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
+  async function callPods(method: 'POST' | 'DELETE', call: readonly Endpoint[], pods: ReadonlyMap<string, Pod>, signal: AbortSignal): Promise<CallResult[]> {
+    const results: CallResult[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < call.length) {
+        const endpoint = call[next++]!;
+        results.push(await callPod(method, endpoint, pods.get(endpoint.pod), signal));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, call.length) }, worker));
+    return results;
+  }
+
+  function callPod(method: string, endpoint: Endpoint, pod: Pod | undefined, signal: AbortSignal): Promise<CallResult> {
+    const ip = pod?.status?.podIP;
+    if (!ip) return Promise.resolve({ url: endpoint.url, error: `pod ${endpoint.pod} has no IP address` });
+    const url = new URL(endpoint.url);
+    return new Promise((resolve) => {
+      const req = httpRequest({
+        host: ip,
+        port: url.port || 80,
+        path: url.pathname + url.search,
+        method,
+        // The pod's DNS name as the Host, as if it had been dialled by name.
+        headers: { host: url.host, 'content-type': 'application/json', 'content-length': 0 },
+        timeout: deps.podTimeoutMs,
+        signal,
+      }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ url: endpoint.url, status: res.statusCode ?? 0 }));
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${deps.podTimeoutMs} ms`)));
+      req.on('error', (error) => resolve({ url: endpoint.url, error: error.message }));
+      req.end();
+    });
+  }
+
+  async function zoneTracker(namespace: string, names: string[], signal: AbortSignal): Promise<ConfigMap> {
+    const where = { namespace, name: deps.zoneTrackerConfigMap };
+    try {
+      return await client.get<ConfigMap>(resources.configMaps, where, { signal });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    try {
+      return await client.create<ConfigMap>(resources.configMaps, { metadata: { ...where }, data: initialZoneTracker(names, deps.clock.now()) }, { signal });
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+      return client.get<ConfigMap>(resources.configMaps, where, { signal });
+    }
+  }
+
+  async function record(downscale: Downscale, tracker: ConfigMap | undefined, signal: AbortSignal): Promise<string | undefined> {
+    try {
+      if (deps.mode === 'annotation') {
+        await client.patch(resources.statefulSets, { namespace: downscale.namespace, name: downscale.name }, 'strategic', lastDownscaleAnnotationPatch(deps.clock.now()), { signal });
+        return undefined;
+      }
+      // Optimistic concurrency: we hold the group lock, so a conflict means an outside edit; retry from fresh.
+      let current = tracker;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        current ??= await client.get<ConfigMap>(resources.configMaps, { namespace: downscale.namespace, name: deps.zoneTrackerConfigMap }, { signal });
+        try {
+          await client.update<ConfigMap>(resources.configMaps, { ...current, data: recordDownscale(current.data, downscale.name, deps.clock.now()) }, { signal });
+          return undefined;
+        } catch (error) {
+          if (!isConflict(error)) throw error;
+          current = undefined;
+        }
+      }
+      return 'the zone ConfigMap kept changing';
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  return async (request, signal) => {
+    const first = firstChecks(request);
+    if (first.kind === 'allow') return toAdmissionDecision(first);
+    const { downscale } = first;
+    let statefulSet: StatefulSet;
+    if (first.source.kind === 'old-object') {
+      statefulSet = first.source.statefulSet;
+    } else {
+      try {
+        statefulSet = await client.get<StatefulSet>(resources.statefulSets, { namespace: first.source.namespace, name: first.source.name }, { signal });
+      } catch (error) {
+        return toAdmissionDecision(lookupFailed(error instanceof Error ? error.message : String(error)));
+      }
+    }
+    const info = stsInfo(statefulSet, downscale);
+    if (info.kind !== 'proceed') return toAdmissionDecision(info);
+    const now = deps.clock.now();
+    for (const [k, v] of recentlyAllowed) if (now - v.at > RECENTLY_ALLOWED_MS) recentlyAllowed.delete(k);
+    const repeat = recentlyAllowed.get(key(downscale));
+    if (repeat) return toAdmissionDecision({ kind: 'allow', ...(repeat.message ? { message: repeat.message } : {}) });
+    const { namespace } = downscale;
+    const group = info.info.rolloutGroup;
+
+    let release: (() => Promise<void>) | undefined;
+    try {
+      let pods: Pod[];
+      try {
+        pods = (await client.list<Pod>(resources.pods, { namespace, signal })).items;
+      } catch {
+        return toAdmissionDecision(executorFailed(downscale, { kind: 'list-pods' }));
+      }
+      let tracker: ConfigMap | undefined;
+      if (info.next === 'group-checks') {
+        let sets: StatefulSet[];
+        try {
+          sets = (await client.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: groupSelector(group), signal })).items;
+        } catch {
+          return toAdmissionDecision(executorFailed(downscale, { kind: 'list-statefulsets' }));
+        }
+        // One downscale per group at a time, whichever replica serves it.
+        release = await lock(namespace, group, signal);
+        if (!release) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
+        let lastDownscales;
+        if (deps.mode === 'zone-tracker') {
+          try {
+            tracker = await zoneTracker(namespace, sets.map((s) => s.metadata?.name ?? ''), signal);
+          } catch {
+            return toAdmissionDecision(executorFailed(downscale, { kind: 'load-zones' }));
+          }
+          const zones = parseZoneTracker(tracker.data);
+          lastDownscales = 'error' in zones ? new Map(sets.map((s) => [s.metadata?.name ?? '', { error: String(zones.error) }])) : lastDownscalesFromZones(zones);
+        } else {
+          lastDownscales = lastDownscalesFromAnnotations(sets);
+        }
+        const othersPods = new Map(sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]));
+        const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now() });
+        if (checks.kind === 'deny') {
+          log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
+          return toAdmissionDecision(checks);
+        }
+      }
+      const mine = pods.filter((p) => ownerUid(p) === statefulSet.metadata?.uid);
+      const podsByName = new Map(mine.map((p) => [p.metadata?.name ?? '', p]));
+      const { call, skipped } = endpoints({ sts: downscale.name, namespace, serviceName: info.info.serviceName, port: info.info.port, path: info.info.path, clusterDomain: deps.clusterDomain, from: downscale.from, to: downscale.to, existingPods: new Set(podsByName.keys()) });
+      if (skipped.length > 0) log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
+      const prepared = afterPrepare({ downscale, call, results: await callPods('POST', call, podsByName, signal) });
+      if (prepared.kind !== 'record') {
+        await callPods('DELETE', prepared.undo, podsByName, signal);
+        return toAdmissionDecision(prepared);
+      }
+      const outcome = afterRecord({ downscale, mode: deps.mode, call, ...(await record(downscale, tracker, signal).then((e) => (e === undefined ? {} : { recordError: e }))) });
+      if (outcome.kind === 'deny') {
+        await callPods('DELETE', outcome.undo, podsByName, signal);
+        return toAdmissionDecision(outcome);
+      }
+      log.info(outcome.message ?? 'downscale allowed', { statefulSet: downscale.name, namespace });
+      recentlyAllowed.set(key(downscale), { at: deps.clock.now(), message: outcome.message });
+      return toAdmissionDecision(outcome);
+    } finally {
+      await release?.();
+    }
+  };
+}

@@ -1,0 +1,145 @@
+// prepare-downscale end to end: the apiserver calls the webhook on a real
+// `kubectl scale`, the webhook calls the leaving pods (served on their kwok
+// loopback IPs), records the downscale, and holds the next zone's downscale
+// back for min-time — across two operator replicas too.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, it, type TestContext } from 'node:test';
+import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
+import { freePorts } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { PodEndpoints } from '../support/pod-endpoints.ts';
+import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
+
+const exec = promisify(execFile);
+const cluster = testCluster();
+
+async function kubectl(...args: string[]): Promise<{ ok: boolean; out: string }> {
+  try {
+    const { stdout, stderr } = await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+    return { ok: true, out: stdout + stderr };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+/**
+ * A group of two zones with prepare-downscale set up, simulated pod
+ * endpoints, and `replicas` operator processes. With one replica a single
+ * webhook serves both zones; with two, each zone's StatefulSet updates go to
+ * a different replica (an objectSelector on the StatefulSet's zone label),
+ * so concurrent downscales of the group meet in two processes.
+ */
+async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
+  const namespace = await cluster.namespace(t);
+  const kube = testClient(cluster);
+  const [podPort, ...webhookPorts] = await freePorts(1 + replicas);
+  await createGroup(kube, namespace, { all: { replicas: 3 } }, ['a', 'b']);
+  for (const zone of ['a', 'b']) {
+    await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+      metadata: {
+        labels: { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': '1h', zone },
+        annotations: { 'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown', 'grafana.com/prepare-downscale-http-port': String(podPort) },
+      },
+    });
+  }
+  await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
+  const pods = (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({ name: p.metadata!.name!, ip: p.status!.podIP! }));
+  const endpoints = new PodEndpoints();
+  await endpoints.serve(pods, podPort!);
+  t.after(() => endpoints.close());
+  const operators: OperatorProcess[] = [];
+  for (const port of webhookPorts) {
+    const operator = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extraFlags]);
+    t.after(() => operator.stop());
+    operators.push(operator);
+  }
+  await Promise.all(operators.map((o) => o.waitReady()));
+  const name = `prepare-downscale-${namespace}`;
+  await kube.create<WebhookConfiguration>(resources.mutatingWebhookConfigurations, {
+    metadata: { name, labels: { 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace } },
+    webhooks: webhookPorts.map((port, i) => ({
+      name: `prepare-downscale-${i}-${namespace}.grafana.com`,
+      ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
+      admissionReviewVersions: ['v1'],
+      clientConfig: { url: `https://localhost:${port}/admission/prepare-downscale` },
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+      rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
+      sideEffects: 'NoneOnDryRun',
+      timeoutSeconds: 10,
+    })),
+  } as unknown as WebhookConfiguration);
+  t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name }).catch(() => undefined));
+  await waitFor('CA injected', async () => {
+    const config = await kube.get<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { name });
+    return config.webhooks?.every((w) => w.clientConfig?.caBundle);
+  }, { timeoutMs: 20_000 });
+  return { namespace, kube, endpoints, operators };
+}
+
+describe('prepare-downscale webhook', () => {
+  it('prepares the leaving pods on their own IPs, records the downscale, and denies the next zone inside min-time', async (t) => {
+    const { namespace, kube, endpoints } = await setup(t);
+    const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
+    assert.ok(scaled.ok, scaled.out);
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod} ${c.path}`).sort(), ['POST ingester-zone-a-1 /ingester/prepare-shutdown', 'POST ingester-zone-a-2 /ingester/prepare-shutdown']);
+    assert.match(endpoints.calls[0]!.host, new RegExp(`^ingester-zone-a-\\d\\.ingester-zone-a\\.${namespace}\\.svc\\.cluster\\.local\\.:\\d+$`));
+    const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
+    const recorded = Date.parse(a.metadata?.annotations?.['grafana.com/last-downscale'] ?? '');
+    assert.ok(Math.abs(Date.now() - recorded) < 60_000, 'last-downscale recorded');
+
+    const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.equal(denied.ok, false);
+    assert.match(denied.out, new RegExp(`downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is labelled to wait 1h0m0s between zone downscales`));
+    assert.equal(endpoints.calls.filter((c) => c.pod.startsWith('ingester-zone-b')).length, 0, 'no pod of zone b was called');
+    // Dry-run has no side effects: allowed without calling anyone.
+    const before = endpoints.calls.length;
+    assert.ok((await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2', '--dry-run=server')).ok);
+    assert.equal(endpoints.calls.length, before);
+  });
+
+  it('undoes the preparation with DELETE and denies when a pod fails to prepare', async (t) => {
+    const { namespace, endpoints } = await setup(t);
+    endpoints.status.set('ingester-zone-a-1', 500);
+    const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
+    assert.equal(denied.ok, false);
+    assert.match(denied.out, /because one or more pods failed to prepare for shutdown\./);
+    const deletes = endpoints.calls.filter((c) => c.method === 'DELETE').map((c) => c.pod).sort();
+    assert.deepEqual(deletes, ['ingester-zone-a-1', 'ingester-zone-a-2']);
+  });
+
+  it('lets exactly one of two concurrent downscales of a group through, served by two operator replicas', async (t) => {
+    const { namespace, kube } = await setup(t, 2);
+    // kubectl patch updates the StatefulSet itself, whose labels the objectSelectors see.
+    const [a, b] = await Promise.all(['a', 'b'].map((zone) => kubectl('-n', namespace, 'patch', 'statefulset', `ingester-zone-${zone}`, '--type=merge', '-p', '{"spec":{"replicas":2}}')));
+    assert.equal([a!, b!].filter((r) => r.ok).length, 1, `${a!.out}\n${b!.out}`);
+    const loser = a!.ok ? b! : a!;
+    assert.match(loser.out, /is already in process of updating replicas|was downscaled at .* and is labelled to wait/);
+    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
+    assert.equal(sets.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']).length, 1, 'exactly one downscale recorded');
+    assert.deepEqual(sets.map((s) => s.spec?.replicas).sort(), [2, 3]);
+  });
+
+  it('records in the zone tracker ConfigMap with -use-zone-tracker', async (t) => {
+    const { namespace, kube } = await setup(t, 1, ['-use-zone-tracker']);
+    const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+    const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
+    assert.ok(scaled.ok, scaled.out);
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
+    const recorded = Date.parse((JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled);
+    assert.ok(Date.now() - recorded < 60_000, 'zone a recorded now');
+    const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
+    assert.equal(a.metadata?.annotations?.['grafana.com/last-downscale'], undefined, 'no annotation in tracker mode');
+    const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.equal(denied.ok, false);
+    assert.match(denied.out, /statefulset ingester-zone-a was downscaled at .* and is labelled to wait 1h0m0s between zone downscales/);
+  });
+});
