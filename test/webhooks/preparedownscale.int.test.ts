@@ -75,7 +75,7 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
       sideEffects: 'NoneOnDryRun',
       timeoutSeconds: 10,
     })),
-  } as unknown as WebhookConfiguration);
+  });
   t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name }).catch(() => undefined));
   await waitFor('CA injected', async () => {
     const config = await kube.get<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { name });
