@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { closeGracefully, inflightMetric, listenOn, requestDurationMetric, routeName } from '../runtime/http/server.ts';
 import { type Logger, nopLogger } from '../runtime/log/logger.ts';
-import { type AdmissionHandler, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
+import { type AdmissionHandler, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
 
 export interface TlsPair {
   cert: string;
@@ -81,8 +81,10 @@ export class WebhookServer {
     try {
       body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal);
     } catch (error) {
-      const tooLarge = (error as { code?: string }).code === 'BODY_TOO_LARGE';
+      const tooLarge = error instanceof BodyTooLargeError;
       this.log.warn('rejected admission request body', { path: req.url, err: error instanceof Error ? error.message : String(error) });
+      // The rest of an oversized body is not read: close the connection after answering.
+      if (tooLarge) res.setHeader('connection', 'close');
       return reply(tooLarge ? 413 : 400, 'text/plain; charset=utf-8', tooLarge ? `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n` : 'could not read the request body\n');
     }
     try {
