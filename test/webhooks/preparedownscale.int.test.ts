@@ -3,30 +3,20 @@
 // loopback IPs), records the downscale, and holds the next zone's downscale
 // back for min-time — across two operator replicas too.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
+import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
-const exec = promisify(execFile);
 const cluster = testCluster();
 
-async function kubectl(...args: string[]): Promise<{ ok: boolean; out: string }> {
-  try {
-    const { stdout, stderr } = await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
-    return { ok: true, out: stdout + stderr };
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string };
-    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+const kubectl = (...args: string[]) => run(cluster, ...args);
 
 /**
  * A group of two zones with prepare-downscale set up, simulated pod

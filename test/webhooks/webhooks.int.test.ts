@@ -2,29 +2,19 @@
 // server on loopback, trusting the CA that Stateward itself injected, while
 // the real kubectl scales and patches StatefulSets.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
+import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 
-const exec = promisify(execFile);
 const cluster = testCluster();
 
-async function kubectl(...args: string[]): Promise<{ ok: boolean; out: string }> {
-  try {
-    const { stdout, stderr } = await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
-    return { ok: true, out: stdout + stderr };
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string };
-    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+const kubectl = (...args: string[]) => run(cluster, ...args);
 
 async function startWithWebhooks(t: TestContext, namespace: string, extra: string[] = []) {
   const [port] = await freePorts(1);
