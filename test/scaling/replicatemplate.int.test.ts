@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { KubeClient } from '../../src/runtime/kube/client.ts';
+import type { KubeObject } from '../../src/runtime/kube/types.ts';
+import { ScaleClient } from '../../src/scaling/scaleclient.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/replica-templates.yaml', import.meta.url));
@@ -34,5 +37,24 @@ describe('ReplicaTemplate CRD', () => {
     const scale = JSON.parse((await kubectl(cluster, '-n', namespace, 'get', '--raw', `/apis/rollout-operator.grafana.com/v1/namespaces/${namespace}/replicatemplates/ingester/scale`)).out) as { spec: { replicas: number }; status: { selector?: string } };
     assert.equal(scale.spec.replicas, 5);
     assert.equal(scale.status.selector, 'name=ingester');
+  });
+});
+
+describe('scale client', () => {
+  it('finds a kind\'s scale subresource through discovery, reads it, writes status back, and says why when it cannot', async (t) => {
+    const namespace = await cluster.namespace(t);
+    assert.ok((await kubectl(cluster, 'apply', '-f', crd)).ok);
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
+    const scales = new ScaleClient(kube);
+    const type = await waitFor('the CRD to be served', () => scales.resolve('rollout-operator.grafana.com/v1', 'ReplicaTemplate').catch(() => undefined), { timeoutMs: 30_000 });
+    assert.equal(type.resource, 'replicatemplates');
+    await kube.create(type, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name: 'rt', namespace }, spec: { replicas: 4 } } as KubeObject);
+    const ref = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', namespace, name: 'rt' };
+    assert.equal((await scales.getScale(ref)).spec?.replicas, 4);
+    await scales.writeBackStatusReplicas(ref, 3);
+    assert.equal((await scales.getScale(ref)).status?.replicas, 3);
+    await assert.rejects(scales.resolve('v1', 'ConfigMap'), /has no scale subresource/);
+    await assert.rejects(scales.resolve('nope.example.com/v1', 'Thing'), /is not served/);
+    assert.equal((await scales.resolve('apps/v1', 'StatefulSet')).resource, 'statefulsets');
   });
 });
