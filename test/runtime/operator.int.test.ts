@@ -60,8 +60,10 @@ describe('operator runtime', () => {
     leader!.signal('SIGKILL');
     await waitFor('the standby to take over', async () => (await standby.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 15_000, intervalMs: 100 });
     const handover = Date.now() - killedAt;
-    // Lease duration 4 s, plus at most one retry period and scrape slack.
-    assert.ok(handover <= 4000 + 500 + 1000, `handover took ${handover} ms`);
+    // The standby sees the lease expire 4 s after it last saw it change: at
+    // most the lease duration plus two retry periods (with jitter), plus
+    // scheduling and scrape slack on a loaded machine.
+    assert.ok(handover <= 4000 + 2 * 600 + 1500, `handover took ${handover} ms`);
   });
 
   it('stops acting at once when its lease is stolen', async (t) => {
