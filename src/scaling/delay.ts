@@ -1,0 +1,159 @@
+// Delayed downscale (rollout-operator's pkg/controller/delay.go), pure parts.
+// A mirroring StatefulSet with both annotations set asks each pod about to
+// go (POST) when it was first asked, and scales down only the tail of pods
+// whose delay has passed; pods staying get a DELETE (cancel). The executor
+// makes the HTTP calls (≤32 at a time) and feeds the results back here.
+import type { StatefulSet } from '../runtime/kube/types.ts';
+import { formatGoDuration, parsePromDuration } from '../runtime/flags/duration.ts';
+import {
+  DEFAULT_CLUSTER_DOMAIN,
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  annotationsOf,
+} from './keys.ts';
+
+export interface DelayedDownscaleConfig {
+  delayMs: number;
+  /** The URL template; its host is replaced per pod by podUrl. */
+  url: string;
+}
+
+// scheme://[userinfo@]host[:port][/path][?query][#fragment]
+const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(?:([^/?#@]*)@)?([^/?#]*)(.*)$/s;
+
+function splitUrl(url: string): { scheme: string; userinfo: string | undefined; host: string; port: string; rest: string } | undefined {
+  const m = URL_PARTS.exec(url);
+  if (!m) return undefined;
+  const hostPort = m[3]!;
+  // Go's url.Port(): the digits after the last colon (after "]" for IPv6).
+  const colon = hostPort.lastIndexOf(':');
+  const afterBracket = hostPort.startsWith('[') ? hostPort.indexOf(']') < colon : true;
+  const portText = colon >= 0 && afterBracket ? hostPort.slice(colon + 1) : '';
+  const hasPort = colon >= 0 && afterBracket && /^[0-9]*$/.test(portText);
+  if (colon >= 0 && afterBracket && !hasPort) return undefined;
+  return { scheme: m[1]!, userinfo: m[2], host: hasPort ? hostPort.slice(0, colon) : hostPort, port: hasPort ? portText : '', rest: m[4]! };
+}
+
+/**
+ * Both annotations non-empty and a delay > 0 → the config; otherwise
+ * undefined (delayed downscale off). The delay is a Prometheus duration
+ * (`1h`, `2d`, `1w`); an unparsable or negative one, or a URL without
+ * scheme and host, is an error.
+ */
+export function delayedDownscaleConfig(sts: StatefulSet): DelayedDownscaleConfig | undefined | { error: string } {
+  const annotations = annotationsOf(sts);
+  const delayText = annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '';
+  const url = annotations[DELAYED_DOWNSCALE_URL_ANNOTATION_KEY] ?? '';
+  if (delayText === '' || url === '') return undefined;
+  if (delayText.startsWith('-')) return { error: `negative value of ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation: ${delayText}` };
+  let delayMs: number;
+  try {
+    delayMs = parsePromDuration(delayText);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return { error: `failed to parse ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation value as duration: ${why}` };
+  }
+  if (splitUrl(url) === undefined) {
+    return { error: `failed to parse ${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY} annotation value as URL: ${JSON.stringify(url)} is not scheme://host[:port]/path` };
+  }
+  if (delayMs <= 0) return undefined;
+  return { delayMs, url };
+}
+
+export interface PodAddress {
+  /** The pod name, `<sts>-<ordinal>`. */
+  pod: string;
+  /** spec.serviceName of the StatefulSet. */
+  serviceName: string;
+  namespace: string;
+  /** Default 'cluster.local.' (trailing dot kept: an absolute FQDN). */
+  clusterDomain?: string;
+}
+
+/**
+ * The template with its host replaced by `<pod>.<serviceName>.<ns>.svc.<domain>`;
+ * scheme, userinfo, port, path, query and fragment are kept verbatim.
+ */
+export function podUrl(template: string, address: PodAddress): string | { error: string } {
+  const parts = splitUrl(template);
+  if (parts === undefined) return { error: `${JSON.stringify(template)} is not scheme://host[:port]/path` };
+  const { pod, serviceName, namespace, clusterDomain = DEFAULT_CLUSTER_DOMAIN } = address;
+  const host = `${pod}.${serviceName}.${namespace}.svc.${clusterDomain}`;
+  const userinfo = parts.userinfo === undefined ? '' : `${parts.userinfo}@`;
+  return `${parts.scheme}${userinfo}${host}${parts.port === '' ? '' : `:${parts.port}`}${parts.rest}`;
+}
+
+/**
+ * The pod calls for a replica change: DELETE (cancel) to the pods that stay,
+ * POST (prepare) to the pods that would go. Upscale or no change: cancel
+ * [0, current), prepare nothing.
+ */
+export function delayedDownscaleCalls(input: { current: number; desired: number }): { cancel: number[]; prepare: number[] } {
+  const { current, desired } = input;
+  const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+  if (desired >= current) return { cancel: range(0, current), prepare: [] };
+  return { cancel: range(0, desired), prepare: range(desired, current) };
+}
+
+/** A DELETE (cancel) succeeded: any 2xx, or 409 Conflict ("partition state locked"). Failures are only logged. */
+export function cancelSucceeded(status: number): boolean {
+  return (status >= 200 && status < 300) || status === 409;
+}
+
+/**
+ * A pod's POST answer: 2xx with JSON `{"timestamp": <unix seconds ≠ 0>}`
+ * → the timestamp; anything else → an error.
+ */
+export function parsePrepareResponse(response: { status: number; body: string }): number | { error: string } {
+  if (response.status < 200 || response.status >= 300) return { error: `HTTP POST request returned non-2xx status code: ${response.status}` };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(response.body);
+  } catch (error) {
+    return { error: `cannot decode response: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) return { error: 'cannot decode response: not a JSON object' };
+  const timestamp = parsed === null ? undefined : (parsed as Record<string, unknown>)['timestamp'];
+  if (timestamp === undefined || timestamp === null || timestamp === 0) return { error: 'no timestamp in response' };
+  if (typeof timestamp !== 'number' || !Number.isSafeInteger(timestamp)) return { error: `cannot decode response: timestamp ${JSON.stringify(timestamp)} is not an integer` };
+  return timestamp;
+}
+
+/** Per pod ordinal: its POST timestamp (unix seconds) or why the call failed. */
+export type PrepareResults = ReadonlyMap<number, number | { error: string }>;
+
+/**
+ * How far a downscale from `current` to `desired` may go at `now`: walking
+ * from ordinal current−1 down to desired, the consecutive pods whose
+ * now − timestamp ≥ delay may go. Any failed POST in [desired, current)
+ * → error (no scaling this time); none may go → the anchor's error.
+ */
+export function delayedDownscaleDecision(input: {
+  current: number;
+  desired: number;
+  timestamps: PrepareResults;
+  delayMs: number;
+  now: number;
+}): { allowed: number } | { error: string } {
+  const { current, desired, timestamps, delayMs, now } = input;
+  if (desired >= current || delayMs <= 0) return { allowed: desired };
+  for (let ordinal = desired; ordinal < current; ordinal++) {
+    const result = timestamps.get(ordinal);
+    const failure =
+      result === undefined ? `no response from pod ordinal ${ordinal}`
+      : typeof result !== 'number' ? `pod ordinal ${ordinal}: ${result.error}`
+      : result === 0 ? `pod ordinal ${ordinal}: no timestamp in response`
+      : undefined;
+    if (failure !== undefined) return { error: `failed prepare pods for delayed downscale: ${failure}` };
+  }
+  let allowed = current;
+  for (let ordinal = current - 1; ordinal >= desired; ordinal--) {
+    const seconds = timestamps.get(ordinal) as number;
+    if (now - seconds * 1000 < delayMs) break;
+    allowed--;
+  }
+  if (allowed === current) {
+    return { error: `configured downscale delay ${formatGoDuration(delayMs)} has not been reached for any pods at the end of statefulset replicas range` };
+  }
+  return { allowed };
+}

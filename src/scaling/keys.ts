@@ -1,0 +1,72 @@
+// The labels and annotations that drive replica scaling (follow-leader,
+// mirror-resource, delayed downscale, force-replicas), with rollout-operator's
+// exact names. Keys shared with the webhooks are re-used from there so the two
+// places can never drift apart.
+import type { StatefulSet } from '../runtime/kube/types.ts';
+
+export {
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+  ROLLOUT_GROUP_LABEL_KEY,
+  DEFAULT_CLUSTER_DOMAIN,
+} from '../webhooks/preparedownscale/plan.ts';
+export { NO_DOWNSCALE_LABEL_KEY } from '../webhooks/nodownscale.ts';
+
+export const DOWNSCALE_LEADER_ANNOTATION_KEY = 'grafana.com/rollout-downscale-leader';
+export const UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY = 'grafana.com/rollout-upscale-only-when-leader-ready';
+export const FORCE_REPLICAS_ANNOTATION_KEY = 'grafana.com/rollout-force-replicas';
+export const MIRROR_NAME_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-name';
+export const MIRROR_KIND_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-kind';
+export const MIRROR_API_VERSION_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-api-version';
+export const MIRROR_WRITE_BACK_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-write-back';
+export const DELAYED_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/rollout-delayed-downscale';
+export const DELAYED_DOWNSCALE_URL_ANNOTATION_KEY = 'grafana.com/rollout-prepare-delayed-downscale-url';
+
+export function nameOf(sts: StatefulSet): string {
+  return sts.metadata?.name ?? '';
+}
+
+/** spec.replicas; the API server defaults a missing value to 1. */
+export function replicasOf(sts: StatefulSet): number {
+  return sts.spec?.replicas ?? 1;
+}
+
+export function annotationsOf(sts: StatefulSet): Record<string, string> {
+  return sts.metadata?.annotations ?? {};
+}
+
+export function labelsOf(sts: StatefulSet): Record<string, string> {
+  return sts.metadata?.labels ?? {};
+}
+
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * strconv.ParseInt(s, 10, 32): an optional sign and decimal digits, within
+ * int32. Returns undefined when Go would return an error.
+ */
+export function parseInt32(s: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const n = Number(s);
+  if (n > INT32_MAX || n < -INT32_MAX - 1) return undefined;
+  return n === 0 ? 0 : n; // no -0
+}
+
+export type ForceReplicas = { replicas: number } | { warning: string } | undefined;
+
+/**
+ * grafana.com/rollout-force-replicas: an int32 ≥ 0. Absent → undefined;
+ * invalid or negative → a warning (the anchor ignores it silently, and so do
+ * we, but we say so).
+ */
+export function forceReplicasOverride(sts: StatefulSet): ForceReplicas {
+  const raw = annotationsOf(sts)[FORCE_REPLICAS_ANNOTATION_KEY];
+  if (raw === undefined) return undefined;
+  const n = parseInt32(raw);
+  if (n === undefined) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${JSON.stringify(raw)} on ${nameOf(sts)}: not a 32-bit integer` };
+  if (n < 0) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${JSON.stringify(raw)} on ${nameOf(sts)}: must not be negative` };
+  return { replicas: n };
+}

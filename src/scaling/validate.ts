@@ -1,0 +1,145 @@
+// Warnings about scaling metadata the anchor would silently ignore or only
+// log: a label key set as an annotation (or the reverse), and values that do
+// not parse. Issue #306: prepare-shutdown was never called because the user
+// set grafana.com/prepare-downscale and min-time-between-zones-downscale as
+// annotations, and nothing said so.
+import type { StatefulSet } from '../runtime/kube/types.ts';
+import { parseGoDuration, parsePromDuration } from '../runtime/flags/duration.ts';
+import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
+import { parseGoBool } from '../runtime/flags/gostrconv.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  NO_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+  ROLLOUT_GROUP_LABEL_KEY,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+  annotationsOf,
+  forceReplicasOverride,
+  labelsOf,
+  nameOf,
+} from './keys.ts';
+import { delayedDownscaleConfig } from './delay.ts';
+import { mirrorReference } from './mirror.ts';
+
+/** Keys rollout-operator reads only from metadata.labels. */
+export const SCALING_LABEL_KEYS: readonly string[] = [
+  ROLLOUT_GROUP_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  NO_DOWNSCALE_LABEL_KEY,
+];
+
+/** Keys rollout-operator reads only from metadata.annotations. */
+export const SCALING_ANNOTATION_KEYS: readonly string[] = [
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+];
+
+// Keys whose only effective value is exactly "true" (anything else is off).
+const EXACTLY_TRUE: readonly { key: string; where: 'label' | 'annotation' }[] = [
+  { key: PREPARE_DOWNSCALE_LABEL_KEY, where: 'label' },
+  { key: NO_DOWNSCALE_LABEL_KEY, where: 'label' },
+  { key: UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, where: 'annotation' },
+];
+
+/** Human-readable warnings about one StatefulSet's scaling labels and annotations; [] when all is well. */
+export function validateScalingMetadata(sts: StatefulSet): string[] {
+  const name = nameOf(sts);
+  const labels = labelsOf(sts);
+  const annotations = annotationsOf(sts);
+  const warnings: string[] = [];
+  const misplaced = (key: string, is: 'label' | 'annotation', mustBe: 'label' | 'annotation', other: Record<string, string>) =>
+    `${name}: ${key} is set as ${is === 'label' ? 'a' : 'an'} ${is} but is only read as ${mustBe === 'label' ? 'a' : 'an'} ${mustBe}; ` +
+    (key in other ? `the ${is} is ignored` : `it has no effect until it is moved to metadata.${mustBe}s`);
+
+  for (const key of SCALING_LABEL_KEYS) {
+    if (key in annotations) warnings.push(misplaced(key, 'annotation', 'label', labels));
+  }
+  for (const key of SCALING_ANNOTATION_KEYS) {
+    if (key in labels) warnings.push(misplaced(key, 'label', 'annotation', annotations));
+  }
+  for (const { key, where } of EXACTLY_TRUE) {
+    const value = (where === 'label' ? labels : annotations)[key];
+    if (value !== undefined && value !== 'true' && value.toLowerCase() === 'true') {
+      warnings.push(`${name}: ${where} ${key}=${JSON.stringify(value)} is treated as false; only "true" (lower case) enables it`);
+    }
+  }
+
+  const minTime = labels[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
+  if (minTime !== undefined) {
+    try {
+      parseGoDuration(minTime);
+    } catch (error) {
+      warnings.push(`${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${JSON.stringify(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`);
+    }
+  }
+  const minTimeAnnotation = annotations[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
+  if (minTimeAnnotation !== undefined && minTime === undefined) {
+    // Checked as well so the user fixes the value when moving it to a label.
+    try {
+      parseGoDuration(minTimeAnnotation);
+    } catch {
+      warnings.push(`${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${JSON.stringify(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`);
+    }
+  }
+
+  const last = annotations[LAST_DOWNSCALE_ANNOTATION_KEY];
+  if (last !== undefined) {
+    const parsed = parseRfc3339(last);
+    if (typeof parsed !== 'number') warnings.push(`${name}: annotation ${LAST_DOWNSCALE_ANNOTATION_KEY} does not parse, so downscales in its group fail: ${parsed.error}`);
+  }
+
+  const force = forceReplicasOverride(sts);
+  if (force !== undefined && 'warning' in force) warnings.push(force.warning);
+  if (force !== undefined && 'replicas' in force && annotations[DOWNSCALE_LEADER_ANNOTATION_KEY] === undefined && mirrorReference(sts) === undefined) {
+    warnings.push(`${name}: ${FORCE_REPLICAS_ANNOTATION_KEY} has no effect: it applies only to followers (${DOWNSCALE_LEADER_ANNOTATION_KEY}) and mirrors`);
+  }
+
+  const mirror = mirrorReference(sts);
+  if (mirror !== undefined && 'error' in mirror) warnings.push(`${name}: ${mirror.error}`);
+  const writeBackValue = annotations[MIRROR_WRITE_BACK_ANNOTATION_KEY];
+  if (writeBackValue !== undefined) {
+    try {
+      parseGoBool(writeBackValue);
+    } catch {
+      warnings.push(`${name}: annotation ${MIRROR_WRITE_BACK_ANNOTATION_KEY}=${JSON.stringify(writeBackValue)} is not a boolean, so write-back is off`);
+    }
+  }
+
+  const delayed = delayedDownscaleConfig(sts);
+  if (delayed !== undefined && 'error' in delayed) warnings.push(`${name}: ${delayed.error}`);
+  const delayText = annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '';
+  const urlText = annotations[DELAYED_DOWNSCALE_URL_ANNOTATION_KEY] ?? '';
+  if ((delayText === '') !== (urlText === '')) {
+    const [set, missing] = delayText === '' ? [DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DELAYED_DOWNSCALE_ANNOTATION_KEY] : [DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY];
+    warnings.push(`${name}: ${set} is set without ${missing}, so delayed downscale is off`);
+  } else if (delayText !== '' && delayed === undefined) {
+    try {
+      if (parsePromDuration(delayText) === 0) warnings.push(`${name}: ${DELAYED_DOWNSCALE_ANNOTATION_KEY} is 0, so delayed downscale is off`);
+    } catch {
+      // reported above
+    }
+  }
+  return warnings;
+}
