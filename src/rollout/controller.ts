@@ -14,6 +14,7 @@ import { RolloutMetrics } from './metrics.ts';
 import { planGroup, type Plan } from './planner.ts';
 import { podsOf, statefulSetView, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher } from './status.ts';
+import { ReplicaCoordinator } from '../scaling/executor.ts';
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;
@@ -47,6 +48,7 @@ export class RolloutController {
   /** Last wait/blocked message per group, so repeats do not become new Events. */
   private readonly lastReported = new Map<string, string>();
   private readonly knownGroups = new Set<string>();
+  private readonly scaling: ReplicaCoordinator | undefined;
 
   constructor(runtime: Runtime, options: RolloutOptions) {
     this.runtime = runtime;
@@ -57,6 +59,7 @@ export class RolloutController {
     this.pods = cache.pods;
     this.metrics = new RolloutMetrics(runtime.registry);
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
+    this.scaling = new ReplicaCoordinator(runtime);
     const multiNamespace = runtime.config.watchNamespaces.length > 1 || runtime.config.watchNamespaces.includes('*');
     this.metricGroup = (namespace, group) => (multiNamespace ? `${namespace}/${group}` : group);
     for (const informer of this.sets) {
@@ -176,6 +179,18 @@ export class RolloutController {
     }
     this.knownGroups.add(key);
     const done = this.metrics.begin(metricGroup);
+    // Replicas first, as rollout-operator: a group whose replicas just changed
+    // is rolled on the next reconcile, which the change itself triggers.
+    if (this.scaling) {
+      const sets = this.setInformer(namespace)?.byIndex(INDEX.setsByGroup, group).filter((s) => s.metadata?.namespace === namespace) ?? [];
+      if (await this.scaling.adjust(sets).catch((error: unknown) => {
+        this.log.warn('replica adjustment failed; rolling out anyway', { group: key, err: error instanceof Error ? error.message : String(error) });
+        return false;
+      })) {
+        done('success');
+        return;
+      }
+    }
     const plan = planGroup(snapshot);
     try {
       await this.execute(key, plan, snapshot);
