@@ -19,14 +19,12 @@
 // another there. One rule means: what the controller attempts, the webhook
 // admits.
 import type { StatefulSet } from '../runtime/kube/types.ts';
-import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
+import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations } from '../workloads/downscale.ts';
 import { formatRfc3339, parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
-import { goTimeString } from '../webhooks/preparedownscale/plan.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   FORCE_REPLICAS_ANNOTATION_KEY,
   LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
   PREPARE_DOWNSCALE_LABEL_KEY,
   UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
   annotationsOf,
@@ -79,34 +77,8 @@ export type MinTimeOutcome =
 
 /** The MIN-TIME RULE above, for downscaling `zone` (a StatefulSet name) at `now`. */
 export function minimumTimeHasElapsed(input: { zone: string; group: readonly StatefulSet[]; now: number }): MinTimeOutcome {
-  const { zone, group, now } = input;
-  for (const sts of group) {
-    const name = nameOf(sts);
-    if (name === zone) continue;
-    const rawLast = annotationsOf(sts)[LAST_DOWNSCALE_ANNOTATION_KEY];
-    if (rawLast === undefined) continue;
-    const last = parseRfc3339(rawLast);
-    if (typeof last !== 'number') return { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${last.error}` };
-    const rawMin = labelsOf(sts)[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-    if (rawMin === undefined) continue;
-    let minTime: number;
-    try {
-      minTime = parseGoDuration(rawMin);
-    } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      return { error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${why}` };
-    }
-    if (now - last < minTime) {
-      return {
-        elapsed: false,
-        blockedBy: name,
-        lastDownscale: last,
-        minTime,
-        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales`,
-      };
-    }
-  }
-  return { elapsed: true };
+  const check = checkMinTimeBetweenZoneDownscales({ self: input.zone, group: input.group, lastDownscales: lastDownscalesFromAnnotations(input.group), now: input.now });
+  return 'error' in check ? { error: check.error } : check;
 }
 
 // ------------------------------------------------------------ follow-leader

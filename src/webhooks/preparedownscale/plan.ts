@@ -21,10 +21,10 @@
 // prepare errors, as the anchor. Every deny message is the anchor's text.
 import type { AdmissionDecision, AdmissionRequestV1 } from '../admission.ts';
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
-import { formatGoDuration, parseGoDuration } from '../../runtime/flags/duration.ts';
 import { podView } from '../../rollout/snapshot.ts';
 import { replicasOf } from '../nodownscale.ts';
 import { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
+import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type LastDownscale } from '../../workloads/downscale.ts';
 import type { ZoneInfo } from './zonetracker.ts';
 
 export { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
@@ -42,8 +42,7 @@ export const PREPARE_DOWNSCALE_LABEL_VALUE = 'true';
 export const PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-path';
 export const PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-port';
 export const ROLLOUT_GROUP_LABEL_KEY = 'rollout-group';
-export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
-export const LAST_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/last-downscale';
+export { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../workloads/downscale.ts';
 /** Pods of a StatefulSet are found by this pod-template label (anchor's rule, issue #15). */
 export const POD_NAME_LABEL_KEY = 'name';
 /** The anchor's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
@@ -253,21 +252,7 @@ export function podSelector(statefulSet: StatefulSet): string {
 
 // ------------------------------------------------------------ c. groupChecks
 
-/** A last downscale time (epoch ms), or why its recorded value does not parse. */
-export type LastDownscale = number | { error: string };
 
-/** Annotation mode: each StatefulSet's grafana.com/last-downscale annotation, when present. */
-export function lastDownscalesFromAnnotations(statefulSets: readonly StatefulSet[]): Map<string, LastDownscale> {
-  const out = new Map<string, LastDownscale>();
-  for (const sts of statefulSets) {
-    const value = annotationsOf(sts)[LAST_DOWNSCALE_ANNOTATION_KEY];
-    if (value === undefined) continue;
-    const parsed = parseRfc3339(value);
-    const name = sts.metadata?.name ?? '';
-    out.set(name, typeof parsed === 'number' ? parsed : { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${parsed.error}` });
-  }
-  return out;
-}
 
 /** Tracker mode: each zone's `lastDownscaled` (an empty value is a parse error, as in Go). */
 export function lastDownscalesFromZones(zones: ReadonlyMap<string, ZoneInfo>): Map<string, LastDownscale> {
@@ -318,35 +303,14 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
     block: { reason: 'parse-error', statefulSet, error },
   });
 
-  // Min-time: the time to wait is the label of the OTHER StatefulSet that was
-  // downscaled, as the anchor's webhook does. NB the anchor's controller
-  // (follow-leader) gates a follower's downscale on the follower's OWN label
-  // instead; the lead will pick one rule for both.
-  for (const sts of others) {
-    const name = sts.metadata?.name ?? '';
-    if (name === self) continue;
-    const last = lastDownscales.get(name);
-    if (last === undefined) continue;
-    if (typeof last !== 'number') return parseFailed(name, last.error);
-    const label = labelsOf(sts)[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-    if (label === undefined) continue;
-    let minTime: number;
-    try {
-      minTime = parseGoDuration(label);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return parseFailed(name, `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${reason}`);
-    }
-    if (now - last < minTime) {
-      // Go's time.Time String form, as rollout-operator prints it.
-      return {
-        ...deny(
-          downscale,
-          `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales`,
-        ),
-        block: { reason: 'min-time', statefulSet: name, lastDownscale: last, minTime },
-      };
-    }
+  // Min-time: the one rule shared with the replica coordinator (src/workloads/downscale.ts).
+  const minTime = checkMinTimeBetweenZoneDownscales({ self, group: others, lastDownscales, now });
+  if ('error' in minTime) return parseFailed(minTime.statefulSet, minTime.error);
+  if (!minTime.elapsed) {
+    return {
+      ...deny(downscale, minTime.reason),
+      block: { reason: 'min-time', statefulSet: minTime.blockedBy, lastDownscale: minTime.lastDownscale, minTime: minTime.minTime },
+    };
   }
 
   // Rollout in progress: ready = the other StatefulSet's pods that are
@@ -473,11 +437,4 @@ export function afterRecord(input: {
 /** Annotation mode: the strategic-merge patch recording the downscale on the StatefulSet. */
 export function lastDownscaleAnnotationPatch(now: number): { metadata: { annotations: Record<string, string> } } {
   return { metadata: { annotations: { [LAST_DOWNSCALE_ANNOTATION_KEY]: formatRfc3339(now) } } };
-}
-
-/** Go's time.Time.String() for a UTC instant: "2006-01-02 15:04:05 +0000 UTC" (fraction only when non-zero). */
-export function goTimeString(ms: number): string {
-  const iso = new Date(ms).toISOString(); // 2006-01-02T15:04:05.000Z
-  const fraction = iso.slice(20, 23).replace(/0+$/, '');
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction ? `.${fraction}` : ''} +0000 UTC`;
 }

@@ -1,0 +1,72 @@
+// The one rule for the minimum time between zone downscales, used by both the
+// replica coordinator (before it scales a follower down) and the
+// prepare-downscale webhook (before it admits a downscale): a zone may be
+// downscaled only when, for every OTHER StatefulSet of the group that was
+// downscaled (grafana.com/last-downscale, or the zone tracker) and carries
+// the LABEL grafana.com/min-time-between-zones-downscale, that much time has
+// passed since. rollout-operator's controller read the follower's own label
+// while its webhook read the other zone's: the controller could attempt a
+// downscale the webhook then denied, again and again.
+import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
+import type { StatefulSet } from '../runtime/kube/types.ts';
+import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
+
+export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
+export const LAST_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/last-downscale';
+
+/** When a StatefulSet was last downscaled (epoch ms), or why that cannot be read. */
+export type LastDownscale = number | { error: string };
+
+/** Go's time.Time.String() for a UTC instant: "2006-01-02 15:04:05 +0000 UTC" (fraction only when non-zero). */
+export function goTimeString(ms: number): string {
+  const iso = new Date(ms).toISOString(); // 2006-01-02T15:04:05.000Z
+  const fraction = iso.slice(20, 23).replace(/0+$/, '');
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction ? `.${fraction}` : ''} +0000 UTC`;
+}
+
+/** Annotation mode: each StatefulSet's grafana.com/last-downscale. */
+export function lastDownscalesFromAnnotations(statefulSets: readonly StatefulSet[]): Map<string, LastDownscale> {
+  const out = new Map<string, LastDownscale>();
+  for (const sts of statefulSets) {
+    const value = sts.metadata?.annotations?.[LAST_DOWNSCALE_ANNOTATION_KEY];
+    if (value === undefined) continue;
+    const parsed = parseRfc3339(value);
+    const name = sts.metadata?.name ?? '';
+    out.set(name, typeof parsed === 'number' ? parsed : { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${parsed.error}` });
+  }
+  return out;
+}
+
+export type MinTimeCheck =
+  | { elapsed: true }
+  | { elapsed: false; blockedBy: string; lastDownscale: number; minTime: number; reason: string }
+  | { error: string; statefulSet: string };
+
+export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: readonly StatefulSet[]; lastDownscales: ReadonlyMap<string, LastDownscale>; now: number }): MinTimeCheck {
+  for (const sts of input.group) {
+    const name = sts.metadata?.name ?? '';
+    if (name === input.self) continue;
+    const last = input.lastDownscales.get(name);
+    if (last === undefined) continue;
+    if (typeof last !== 'number') return { error: last.error, statefulSet: name };
+    const label = sts.metadata?.labels?.[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
+    if (label === undefined) continue;
+    let minTime: number;
+    try {
+      minTime = parseGoDuration(label);
+    } catch (error) {
+      return { error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${error instanceof Error ? error.message : String(error)}`, statefulSet: name };
+    }
+    if (input.now - last < minTime) {
+      return {
+        elapsed: false,
+        blockedBy: name,
+        lastDownscale: last,
+        minTime,
+        // Go's time format in the message, as rollout-operator prints it.
+        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales`,
+      };
+    }
+  }
+  return { elapsed: true };
+}
