@@ -18,6 +18,11 @@ export class ReplicaCoordinator {
   private readonly scales: ScaleClient;
   /** Warnings already reported, so a repeat is not a new Event every reconcile. */
   private readonly reported = new Set<string>();
+  /**
+   * Replicas we just set, until the cache shows them: a reconcile that runs
+   * before the watch delivers our own patch must not act on the old count.
+   */
+  private readonly expected = new Map<string, { replicas: number; at: number }>();
 
   constructor(runtime: Runtime) {
     this.runtime = runtime;
@@ -42,13 +47,27 @@ export class ReplicaCoordinator {
       this.warn(set, 'ScaleFailed', `could not scale ${nameOf(set)} to ${replicas}: ${error instanceof Error ? error.message : String(error)}`);
       return false;
     }
+    this.expected.set(`${set.metadata?.namespace}/${nameOf(set)}`, { replicas, at: this.runtime.clock.now() });
     this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, { statefulSet: nameOf(set) });
     this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, 'Normal', 'ScaledReplicas', 'Scale', `scaled from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`);
     return true;
   }
 
+  private withExpectedReplicas(set: StatefulSet): StatefulSet {
+    const key = `${set.metadata?.namespace}/${nameOf(set)}`;
+    const expected = this.expected.get(key);
+    if (!expected) return set;
+    if (set.spec?.replicas === expected.replicas || this.runtime.clock.now() - expected.at > 30_000) {
+      this.expected.delete(key);
+      return set;
+    }
+    // A copy: the cache's objects are shared and never mutated.
+    return { ...set, spec: { ...set.spec!, replicas: expected.replicas } };
+  }
+
   /** Adjusts the group's replicas; true when a StatefulSet was changed (the rollout step then waits for the next reconcile). */
-  async adjust(sets: StatefulSet[]): Promise<boolean> {
+  async adjust(cached: StatefulSet[]): Promise<boolean> {
+    const sets = cached.map((set) => this.withExpectedReplicas(set));
     for (const set of sets) for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
     const plan = planGroupReplicas({ group: sets, now: this.runtime.clock.now() });
     for (const error of plan.errors) {
