@@ -11,6 +11,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { CA_INJECTION_LABELS, loopbackWebhook } from '../support/webhooks.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
@@ -52,18 +53,14 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
   await Promise.all(operators.map((o) => o.waitReady()));
   const name = `prepare-downscale-${namespace}`;
   await kube.create<WebhookConfiguration>(resources.mutatingWebhookConfigurations, {
-    metadata: { name, labels: { 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace } },
-    webhooks: webhookPorts.map((port, i) => ({
+    metadata: { name, labels: CA_INJECTION_LABELS(namespace) },
+    webhooks: webhookPorts.map((port, i) => loopbackWebhook({
       name: `prepare-downscale-${i}-${namespace}.grafana.com`,
-      ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
-      admissionReviewVersions: ['v1'],
-      clientConfig: { url: `https://localhost:${port}/admission/prepare-downscale` },
-      failurePolicy: 'Fail',
-      matchPolicy: 'Equivalent',
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
-      rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
+      namespace,
+      port,
+      path: '/admission/prepare-downscale',
       sideEffects: 'NoneOnDryRun',
-      timeoutSeconds: 10,
+      ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
     })),
   });
   t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name }).catch(() => undefined));

@@ -10,6 +10,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { CA_INJECTION_LABELS, loopbackWebhook } from '../support/webhooks.ts';
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -28,19 +29,9 @@ async function noDownscaleWebhook(t: TestContext, namespace: string, port: numbe
   const kube = testClient(cluster);
   const name = `no-downscale-${namespace}`;
   await kube.create<WebhookConfiguration>(resources.validatingWebhookConfigurations, {
-    metadata: { name, labels: { 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace } },
-    webhooks: [{
-      name: `${name}.grafana.com`,
-      admissionReviewVersions: ['v1'],
-      clientConfig: { url: `https://localhost:${port}/admission/no-downscale` },
-      failurePolicy: 'Fail',
-      matchPolicy: 'Equivalent',
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
-      rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
-      sideEffects: 'None',
-      timeoutSeconds: 10,
-    }],
-  } as unknown as WebhookConfiguration);
+    metadata: { name, labels: CA_INJECTION_LABELS(namespace) },
+    webhooks: [loopbackWebhook({ name: `${name}.grafana.com`, namespace, port, path: '/admission/no-downscale', sideEffects: 'None' })],
+  });
   t.after(() => kube.delete(resources.validatingWebhookConfigurations, { name }).catch(() => undefined));
   return name;
 }
