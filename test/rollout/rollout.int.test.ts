@@ -7,7 +7,7 @@ import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } fro
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES, type Transition } from '../support/rollout-group.ts';
+import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES, type Transition } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const FAST = ['-reconcile.interval=1s'];
@@ -43,8 +43,9 @@ function zoneOrder(transitions: Transition[]): string[] {
 describe('rollouts', () => {
   it('rolls 3 zones × 3 pods one zone at a time and advances currentRevision everywhere', async (t) => {
     const { namespace, kube, monitor } = await setup(t);
-    await startOperator(t, namespace);
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    await waitRevisionsPending(kube, namespace);
+    await startOperator(t, namespace);
     const sets = await waitRolledOut(kube, namespace);
     assert.deepEqual(monitor.violations, []);
     assert.equal(monitor.maxDisruptedAtOnce, 1);
@@ -149,8 +150,9 @@ describe('rollouts', () => {
 
   it('completes a rollout while the operator is SIGKILLed at random points and restarted, guarantees intact', async (t) => {
     const { namespace, kube, monitor } = await setup(t);
-    let operator = await startOperator(t, namespace);
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    await waitRevisionsPending(kube, namespace);
+    let operator = await startOperator(t, namespace);
     const kills: number[] = [];
     for (let i = 0; i < 4; i++) {
       // Wait for a random amount of rollout progress, then kill without warning.

@@ -71,6 +71,19 @@ export async function changeTemplate(kube: KubeClient, namespace: string, zone: 
   await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', { spec: { template: { metadata: { annotations: { version }, labels: podLabels } } } });
 }
 
+/**
+ * Waits until the StatefulSet controller has published a new update revision
+ * for every zone. The controller handles sets in no fixed order, so a test
+ * asserting the order zones roll in must let all revisions land before the
+ * operator looks; otherwise the first set to get its revision rolls first.
+ */
+export async function waitRevisionsPending(kube: KubeClient, namespace: string, zones = ZONES): Promise<void> {
+  await waitFor('every zone to have a pending update revision', async () => {
+    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
+    return sets.length === zones.length && sets.every((s) => s.status?.observedGeneration === s.metadata?.generation && s.status?.updateRevision !== s.status?.currentRevision);
+  }, { timeoutMs: 30_000, intervalMs: 100 });
+}
+
 /** Waits until every StatefulSet runs its update revision everywhere and currentRevision caught up. */
 export async function waitRolledOut(kube: KubeClient, namespace: string, timeoutMs = 180_000, zones = ZONES): Promise<StatefulSet[]> {
   return waitFor('the rollout to complete', async () => {
