@@ -9,6 +9,7 @@ import { createLogger } from './runtime/log/logger.ts';
 import { createRegistry } from './runtime/metrics.ts';
 import { Operator, type Capability } from './runtime/operator.ts';
 import { workloadsCapability } from './workloads/cache.ts';
+import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
 import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
@@ -29,8 +30,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const runtimeFlags = registerRuntimeFlags(fs);
-  const rolloutOptions = registerRolloutFlags(fs);
-  const webhookFlags = registerWebhookFlags(fs);
+  const podCallFlags = registerPodCallFlags(fs);
+  const rolloutOptions = registerRolloutFlags(fs, podCallFlags.read);
+  const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(webhookFlags.read)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
@@ -45,7 +47,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.out(`stateward ${version}\n`);
     return 0;
   }
-  const invalid = runtimeFlags.validate() ?? webhookFlags.validate();
+  const invalid = runtimeFlags.validate() ?? podCallFlags.validate() ?? webhookFlags.validate();
   const config = runtimeFlags.read();
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {

@@ -10,6 +10,7 @@ import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
+import type { PodCallConfig } from '../workloads/podclient.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, type Plan } from './planner.ts';
 import { podsOf, statefulSetView, type GroupSnapshot } from './snapshot.ts';
@@ -18,11 +19,13 @@ import { ReplicaCoordinator } from '../scaling/executor.ts';
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;
+  /** Delayed downscale calls pods. */
+  podCalls: PodCallConfig;
 }
 
-export function registerRolloutFlags(fs: FlagSet): () => RolloutOptions {
+export function registerRolloutFlags(fs: FlagSet, podCalls: () => PodCallConfig): () => RolloutOptions {
   const interval = fs.duration('reconcile.interval', 5_000, 'Interval at which every rollout group is reconciled even without a change (changes are reconciled at once).');
-  return () => ({ reconcileIntervalMs: interval.value });
+  return () => ({ reconcileIntervalMs: interval.value, podCalls: podCalls() });
 }
 
 const groupKey = (namespace: string, group: string) => `${namespace}/${group}`;
@@ -59,7 +62,13 @@ export class RolloutController {
     this.pods = cache.pods;
     this.metrics = new RolloutMetrics(runtime.registry);
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
-    this.scaling = new ReplicaCoordinator(runtime);
+    this.scaling = new ReplicaCoordinator(runtime, {
+      podCalls: options.podCalls,
+      requeue: (namespace, name) => {
+        const set = this.setInformer(namespace)?.get(namespace, name);
+        if (set) this.enqueueSet(set);
+      },
+    });
     const multiNamespace = runtime.config.watchNamespaces.length > 1 || runtime.config.watchNamespaces.includes('*');
     this.metricGroup = (namespace, group) => (multiNamespace ? `${namespace}/${group}` : group);
     for (const informer of this.sets) {
@@ -141,6 +150,7 @@ export class RolloutController {
       }),
     ]);
     this.queue = undefined;
+    this.scaling?.stop();
     await this.status.stop();
   }
 

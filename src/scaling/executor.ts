@@ -5,37 +5,99 @@
 // ordinary patches, so the admission webhooks see them. Errors are reported
 // and the rollout goes on (rollout-operator's choice, which avoided an
 // HPA/rollout live-lock).
+import { Counter } from 'prom-client';
 import type { Runtime } from '../runtime/operator.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import { resources, type StatefulSet } from '../runtime/kube/types.ts';
-import { delayedDownscaleConfig, mirrorReference, mirrorTarget, nameOf, planGroupReplicas, writeBack, MIRROR_WRITE_BACK_ANNOTATION_KEY } from './plan.ts';
+import { formatGoDuration } from '../runtime/flags/duration.ts';
+import { workloadCache } from '../workloads/cache.ts';
+import type { PodCallConfig } from '../workloads/podclient.ts';
+import {
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  annotationsOf,
+  delayedDownscaleConfig,
+  delayedDownscaleDecision,
+  mirrorReference,
+  mirrorTarget,
+  nameOf,
+  planGroupReplicas,
+  writeBack,
+} from './plan.ts';
 import { validateScalingMetadata } from './validate.ts';
-import { ScaleClient } from './scaleclient.ts';
+import { ScaleClient, type ScaleRef } from './scaleclient.ts';
+import { DelayedDownscaleCalls, type DelayTarget } from './delaycalls.ts';
+
+export interface ReplicaCoordinatorOptions {
+  podCalls: PodCallConfig;
+  /** The answers a StatefulSet's delayed downscale waited for are in: reconcile its group. */
+  requeue: (namespace: string, statefulSet: string) => void;
+}
+
+/** A repeated warning is logged and recorded again after this long, not on every reconcile. */
+const REPORT_AGAIN_MS = 10 * 60_000;
 
 export class ReplicaCoordinator {
   private readonly runtime: Runtime;
+  private readonly options: ReplicaCoordinatorOptions;
   private readonly log: Logger;
   private readonly scales: ScaleClient;
-  /** Warnings already reported, so a repeat is not a new Event every reconcile. */
-  private readonly reported = new Set<string>();
+  private readonly podCalls: Counter;
+  private delays: DelayedDownscaleCalls;
+  /** Messages reported per object, and when, so a repeat is not a new Event every reconcile. */
+  private readonly reported = new Map<string, number>();
   /**
    * Replicas we just set, until the cache shows them: a reconcile that runs
    * before the watch delivers our own patch must not act on the old count.
    */
   private readonly expected = new Map<string, { replicas: number; at: number }>();
 
-  constructor(runtime: Runtime) {
+  constructor(runtime: Runtime, options: ReplicaCoordinatorOptions) {
     this.runtime = runtime;
+    this.options = options;
     this.log = runtime.logger.child({ controller: 'scaling' });
     this.scales = new ScaleClient(runtime.client);
+    this.podCalls = new Counter({ name: 'stateward_delayed_downscale_pod_calls_total', help: 'HTTP calls to pods for delayed downscale, by method (POST prepares, DELETE cancels) and result.', labelNames: ['method', 'result'], registers: [runtime.registry] });
+    this.delays = this.newDelayCalls();
+  }
+
+  private newDelayCalls(): DelayedDownscaleCalls {
+    const pods = workloadCache(this.runtime).pods;
+    return new DelayedDownscaleCalls({
+      clock: this.runtime.clock,
+      log: this.log,
+      clusterDomain: this.options.podCalls.clusterDomain,
+      timeoutMs: this.options.podCalls.podTimeoutMs,
+      lookupPod: (namespace, name) => {
+        const informer = pods.length === 1 ? pods[0] : pods.find((i) => i.name.startsWith(`${namespace}/`));
+        return informer?.get(namespace, name);
+      },
+      onSettled: this.options.requeue,
+      calls: this.podCalls,
+    });
+  }
+
+  /** Leadership ended: abandon pod calls in flight; the next leader starts from what the pods say. */
+  stop(): void {
+    this.delays.stop();
+    this.delays = this.newDelayCalls();
+  }
+
+  private report(set: StatefulSet, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const key = `${set.metadata?.namespace}/${nameOf(set)}:${reason}:${message}`;
+    const now = this.runtime.clock.now();
+    const last = this.reported.get(key);
+    if (last !== undefined && now - last < REPORT_AGAIN_MS) return;
+    for (const [k, at] of this.reported) if (now - at >= REPORT_AGAIN_MS) this.reported.delete(k);
+    this.reported.set(key, now);
+    const fields = { statefulSet: nameOf(set), namespace: set.metadata?.namespace };
+    if (type === 'Warning') this.log.warn(message, fields);
+    else this.log.info(message, fields);
+    this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, type, reason, 'Scale', message);
   }
 
   private warn(set: StatefulSet, reason: string, message: string): void {
-    const key = `${set.metadata?.namespace}/${nameOf(set)}:${message}`;
-    if (this.reported.has(key)) return;
-    this.reported.add(key);
-    this.log.warn(message, { statefulSet: nameOf(set), namespace: set.metadata?.namespace });
-    this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, 'Warning', reason, 'Scale', message);
+    this.report(set, 'Warning', reason, message);
   }
 
   private async setReplicas(set: StatefulSet, replicas: number, why: string): Promise<boolean> {
@@ -86,40 +148,84 @@ export class ReplicaCoordinator {
     }
     if (changed) return true;
     for (const set of sets) {
-      const reference = mirrorReference(set);
-      if (!reference) continue;
-      if ('error' in reference) {
-        this.warn(set, 'InvalidScalingMetadata', reference.error);
-        continue;
-      }
-      const ref = { apiVersion: reference.apiVersion, kind: reference.kind, namespace: set.metadata?.namespace ?? '', name: reference.name };
-      let scale;
-      try {
-        scale = await this.scales.getScale(ref);
-      } catch (error) {
-        this.warn(set, 'ScalingError', `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`);
-        continue;
-      }
-      const target = mirrorTarget({ sts: set, referenceReplicas: scale.spec?.replicas ?? 0 });
-      if (target.warning) this.warn(set, 'InvalidScalingMetadata', target.warning);
-      let replicas = target.current;
-      if (target.action === 'scale-up' || (target.action === 'scale-down' && delayedDownscaleConfig(set) === undefined)) {
-        if (await this.setReplicas(set, target.target, target.reason)) {
-          replicas = target.target;
-          changed = true;
-        }
-      } else if (target.action === 'scale-down') {
-        this.warn(set, 'DelayedDownscaleNotSupported', `${set.metadata?.name} asks for a delayed downscale, which Stateward does not carry out yet; staying at ${target.current} replicas`);
-      }
-      if (scale.status?.replicas !== replicas && writeBack(set.metadata?.annotations?.[MIRROR_WRITE_BACK_ANNOTATION_KEY])) {
-        try {
-          await this.scales.writeBackStatusReplicas(ref, replicas);
-        } catch (error) {
-          this.log.warn('could not write status.replicas back to the reference resource', { statefulSet: nameOf(set), err: error instanceof Error ? error.message : String(error) });
-        }
-      }
-      if (changed) return true;
+      if (await this.mirror(set)) return true;
     }
     return changed;
+  }
+
+  /**
+   * Mirror mode for one StatefulSet: follow the reference's scale (through
+   * delayed downscale when configured) and write status.replicas back.
+   * True when spec.replicas was changed.
+   */
+  private async mirror(set: StatefulSet): Promise<boolean> {
+    const reference = mirrorReference(set);
+    if (!reference) return false;
+    if ('error' in reference) {
+      this.warn(set, 'InvalidScalingMetadata', reference.error);
+      return false;
+    }
+    const ref: ScaleRef = { apiVersion: reference.apiVersion, kind: reference.kind, namespace: set.metadata?.namespace ?? '', name: reference.name };
+    let scale;
+    try {
+      scale = await this.scales.getScale(ref);
+    } catch (error) {
+      this.warn(set, 'ScalingError', `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`);
+      return false;
+    }
+    const current = set.spec?.replicas ?? 1;
+    const backTo = async (replicas: number) => {
+      if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY])) return;
+      try {
+        await this.scales.writeBackStatusReplicas(ref, replicas);
+      } catch (error) {
+        this.log.warn('could not write status.replicas back to the reference resource', { statefulSet: nameOf(set), err: error instanceof Error ? error.message : String(error) });
+      }
+    };
+    // A follower's replicas come from its leader; its reference resource only
+    // hears about them (status.replicas), so an HPA on it sees the truth
+    // (rollout-operator #255: never written back there).
+    if ((annotationsOf(set)[DOWNSCALE_LEADER_ANNOTATION_KEY] ?? '') !== '') {
+      await backTo(current);
+      return false;
+    }
+    const delay = delayedDownscaleConfig(set);
+    if (delay && 'error' in delay) {
+      // As the anchor: a broken delay configuration stops this StatefulSet's scaling both ways.
+      this.warn(set, 'InvalidScalingMetadata', `not scaling ${nameOf(set)}: ${delay.error}`);
+      await backTo(current);
+      return false;
+    }
+    const target = mirrorTarget({ sts: set, referenceReplicas: scale.spec?.replicas ?? 0 });
+    if (target.warning) this.warn(set, 'InvalidScalingMetadata', target.warning);
+    const pods: DelayTarget | undefined = delay && { namespace: set.metadata?.namespace ?? '', statefulSet: nameOf(set), serviceName: set.spec?.serviceName ?? '', urlTemplate: delay.url };
+    let replicas = current;
+    let why = target.reason;
+    if (target.action === 'in-sync' || target.action === 'scale-up') {
+      // Pods [0, current) stay: withdraw any downscale they were prepared for.
+      if (pods) this.delays.cancel(pods, current);
+      replicas = target.target;
+    } else if (!pods || !delay) {
+      replicas = target.target;
+    } else {
+      const answer = this.delays.prepare(pods, current, target.target);
+      if (answer === 'pending') {
+        this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', { statefulSet: nameOf(set), from: current, to: target.target });
+      } else {
+        const decision = delayedDownscaleDecision({ current, desired: target.target, timestamps: answer.results, delayMs: delay.delayMs, now: this.runtime.clock.now() });
+        if ('error' in decision) {
+          const waiting = decision.error.startsWith('configured downscale delay');
+          this.report(set, waiting ? 'Normal' : 'Warning', waiting ? 'DelayedDownscaleWaiting' : 'DelayedDownscaleFailed', `not scaling ${nameOf(set)} from ${current} to ${target.target} yet: ${decision.error}`);
+        } else {
+          replicas = decision.allowed;
+          why = `${target.reason}; ${current - replicas} pod(s) at the end prepared for at least ${formatGoDuration(delay.delayMs)}`;
+        }
+      }
+    }
+    if (replicas !== current) {
+      if (!(await this.setReplicas(set, replicas, why))) replicas = current;
+    }
+    await backTo(replicas);
+    return replicas !== current;
   }
 }

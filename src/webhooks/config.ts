@@ -1,8 +1,9 @@
 // rollout-operator's -server-tls.* and -webhooks.* flags, same names and
 // defaults, plus -webhooks.ca-bundle-configurations (its issue #38).
 import type { FlagSet } from '../runtime/flags/flagset.ts';
+import type { PodCallConfig } from '../workloads/podclient.ts';
 
-export interface WebhookConfig {
+export interface WebhookConfig extends PodCallConfig {
   tlsEnabled: boolean;
   port: number;
   requestTimeoutMs: number;
@@ -17,11 +18,9 @@ export interface WebhookConfig {
   caBundleConfigurations: readonly string[];
   useZoneTracker: boolean;
   zoneTrackerConfigMap: string;
-  clusterDomain: string;
-  podTimeoutMs: number;
 }
 
-export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; validate: () => string | undefined } {
+export function registerWebhookFlags(fs: FlagSet, podCalls: () => PodCallConfig): { read: () => WebhookConfig; validate: () => string | undefined } {
   const enabled = fs.bool('server-tls.enabled', false, 'Enable the HTTPS server for the admission webhooks.');
   const port = fs.int('server-tls.port', 8443, 'Port for the HTTPS server.');
   const timeout = fs.duration('server-tls.request-timeout', 10_000, 'Read and write timeout of the HTTPS server; webhook handlers get 90% of it.');
@@ -36,8 +35,6 @@ export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; 
   const only = fs.stringList('webhooks.ca-bundle-configurations', [], 'Comma-separated names of the webhook configurations to inject the CA into; empty means every labelled one. Lets a ClusterRole be restricted with resourceNames.');
   const useZoneTracker = fs.bool('use-zone-tracker', false, 'Record prepared downscales in a ConfigMap (the zone tracker) instead of the grafana.com/last-downscale annotation.');
   const trackerName = fs.string('zone-tracker.config-map-name', 'rollout-operator-zone-tracker', 'Name of the zone tracker ConfigMap.');
-  const clusterDomain = fs.string('kubernetes.cluster-domain', 'cluster.local.', 'Kubernetes cluster domain, for pod DNS names.');
-  const podTimeout = fs.duration('pods.client-timeout', 5_000, 'Timeout of each HTTP call to a pod (prepare-downscale).');
   return {
     read: () => ({
       tlsEnabled: enabled.value,
@@ -54,12 +51,9 @@ export function registerWebhookFlags(fs: FlagSet): { read: () => WebhookConfig; 
       caBundleConfigurations: only.value,
       useZoneTracker: useZoneTracker.value,
       zoneTrackerConfigMap: trackerName.value,
-      clusterDomain: clusterDomain.value,
-      podTimeoutMs: podTimeout.value,
+      ...podCalls(),
     }),
     validate: () => {
-      if (!clusterDomain.value) return '-kubernetes.cluster-domain must not be empty';
-      if (podTimeout.value <= 0) return '-pods.client-timeout must be greater than 0';
       if (useZoneTracker.value && !trackerName.value) return '-zone-tracker.config-map-name must not be empty when -use-zone-tracker is set';
       if (!enabled.value) return undefined;
       if (timeout.value <= 0) return '-server-tls.request-timeout must be greater than 0';

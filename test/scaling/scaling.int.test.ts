@@ -2,16 +2,15 @@
 // ReplicaTemplate, and Stateward moves the followers and mirrors.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { resources, type KubeObject, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { resources, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { createReplicaTemplate, mirrorAnnotations } from '../support/replica-templates.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
-const crd = fileURLToPath(new URL('../../deploy/crds/replica-templates.yaml', import.meta.url));
 
 async function replicas(namespace: string): Promise<Record<string, number | undefined>> {
   const sets = (await testClient(cluster).list<StatefulSet>(resources.statefulSets, { namespace })).items;
@@ -46,16 +45,10 @@ describe('replica coordination', () => {
 
   it('mirrors a ReplicaTemplate that kubectl scales, and writes status.replicas back', async (t) => {
     const namespace = await cluster.namespace(t);
-    assert.ok((await kubectl(cluster, 'apply', '-f', crd)).ok);
     const kube = testClient(cluster);
-    const type = { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'replicatemplates', kind: 'ReplicaTemplate', namespaced: true };
-    await waitFor('the ReplicaTemplate to be created', () => kube.create(type, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name: 'ingester', namespace }, spec: { replicas: 2 } } as KubeObject).catch(() => undefined), { timeoutMs: 30_000 });
+    await createReplicaTemplate(cluster, kube, namespace, 'ingester', 2);
     await createGroup(kube, namespace, { all: { replicas: 2 } }, ['a']);
-    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { annotations: {
-      'grafana.com/rollout-mirror-replicas-from-resource-name': 'ingester',
-      'grafana.com/rollout-mirror-replicas-from-resource-kind': 'ReplicaTemplate',
-      'grafana.com/rollout-mirror-replicas-from-resource-api-version': 'rollout-operator.grafana.com/v1',
-    } } });
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { annotations: mirrorAnnotations('ingester') } });
     await operator(t, namespace);
     assert.ok((await kubectl(cluster, '-n', namespace, 'scale', 'replicatemplate', 'ingester', '--replicas=3')).ok);
     await waitFor('zone a at 3', async () => (await replicas(namespace))['a'] === 3, { timeoutMs: 20_000 });

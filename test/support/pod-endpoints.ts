@@ -1,7 +1,12 @@
 // Simulated pod HTTP endpoints: kwok gives pods loopback addresses
 // (127.x.y.z), so a test can serve each "pod" on its own IP on this machine
 // and see exactly which pods the operator called, with what.
+//
+// Each pod also keeps the state a delayed-downscale endpoint has (Mimir's
+// prepare-delayed-downscale): the first POST records the time and every POST
+// answers {"timestamp": <that time>}; a DELETE forgets it.
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 
 export interface PodCall {
   pod: string;
@@ -13,23 +18,54 @@ export interface PodCall {
 export class PodEndpoints {
   readonly calls: PodCall[] = [];
   private readonly servers: Server[] = [];
+  private readonly sockets = new Set<Socket>();
   /** Status to answer per pod (default 200). */
   readonly status = new Map<string, number>();
+  /** Pods that accept a call and never answer it. */
+  readonly hang = new Set<string>();
+  /** Per pod: unix seconds of the first POST since the last DELETE. Tests may backdate it. */
+  readonly preparedAt = new Map<string, number>();
+  /** The clock of the simulated pods (unix seconds). */
+  now: () => number = () => Math.floor(Date.now() / 1000);
 
   async serve(pods: { name: string; ip: string }[], port: number): Promise<void> {
     for (const pod of pods) {
       const server = createServer((req, res) => {
         this.calls.push({ pod: pod.name, method: req.method ?? '', path: req.url ?? '', host: req.headers.host ?? '' });
         req.resume();
-        res.statusCode = this.status.get(pod.name) ?? 200;
+        if (this.hang.has(pod.name)) return;
+        const status = this.status.get(pod.name) ?? 200;
+        res.statusCode = status;
+        if (status >= 300) {
+          res.end();
+          return;
+        }
+        if (req.method === 'DELETE') this.preparedAt.delete(pod.name);
+        if (req.method === 'POST') {
+          if (!this.preparedAt.has(pod.name)) this.preparedAt.set(pod.name, this.now());
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ timestamp: this.preparedAt.get(pod.name) }));
+          return;
+        }
         res.end();
+      });
+      server.on('connection', (socket) => {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
       });
       await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, pod.ip, () => resolve()));
       this.servers.push(server);
     }
   }
 
+  /** The calls made to one pod, as "METHOD path". */
+  callsTo(pod: string): string[] {
+    return this.calls.filter((c) => c.pod === pod).map((c) => `${c.method} ${c.path}`);
+  }
+
   async close(): Promise<void> {
+    // Hanging calls would keep close() waiting for their connections.
+    for (const socket of this.sockets) socket.destroy();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
 }

@@ -1,6 +1,10 @@
 // Webhook configuration entries that make the test apiserver call an
 // operator's HTTPS server on loopback. Labelled for CA injection, so the
 // caBundle is the one the operator itself injects.
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { resources } from '../../src/runtime/kube/types.ts';
+import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
+import { waitFor } from '../cluster/probe.ts';
 
 export const CA_INJECTION_LABELS = (namespace: string) => ({ 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace });
 
@@ -18,4 +22,22 @@ export function loopbackWebhook(o: { name: string; namespace: string; port: numb
     sideEffects: o.sideEffects,
     timeoutSeconds: 10,
   };
+}
+
+/**
+ * Creates a mutating webhook configuration calling the operator on loopback
+ * (labelled for CA injection), deletes it when the test ends, and waits until
+ * the operator injected its CA, so admission works from then on.
+ */
+export async function installLoopbackMutatingWebhook(
+  t: { after: (fn: () => Promise<unknown>) => void },
+  kube: KubeClient,
+  o: { name: string; namespace: string; webhooks: ReturnType<typeof loopbackWebhook>[] },
+): Promise<void> {
+  await kube.create<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { metadata: { name: o.name, labels: CA_INJECTION_LABELS(o.namespace) }, webhooks: o.webhooks });
+  t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name: o.name }).catch(() => undefined));
+  await waitFor('the CA injected', async () => {
+    const config = await kube.get<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { name: o.name });
+    return config.webhooks?.every((w) => w.clientConfig?.caBundle);
+  }, { timeoutMs: 20_000 });
 }

@@ -5,13 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
 import { freePorts } from '../cluster/ports.ts';
-import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { CA_INJECTION_LABELS, loopbackWebhook } from '../support/webhooks.ts';
+import { installLoopbackMutatingWebhook, loopbackWebhook } from '../support/webhooks.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
@@ -51,9 +49,9 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
     operators.push(operator);
   }
   await Promise.all(operators.map((o) => o.waitReady()));
-  const name = `prepare-downscale-${namespace}`;
-  await kube.create<WebhookConfiguration>(resources.mutatingWebhookConfigurations, {
-    metadata: { name, labels: CA_INJECTION_LABELS(namespace) },
+  await installLoopbackMutatingWebhook(t, kube, {
+    name: `prepare-downscale-${namespace}`,
+    namespace,
     webhooks: webhookPorts.map((port, i) => loopbackWebhook({
       name: `prepare-downscale-${i}-${namespace}.grafana.com`,
       namespace,
@@ -63,11 +61,6 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
       ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
     })),
   });
-  t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name }).catch(() => undefined));
-  await waitFor('CA injected', async () => {
-    const config = await kube.get<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { name });
-    return config.webhooks?.every((w) => w.clientConfig?.caBundle);
-  }, { timeoutMs: 20_000 });
   return { namespace, kube, endpoints, operators };
 }
 

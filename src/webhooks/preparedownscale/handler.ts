@@ -6,7 +6,6 @@
 // Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
 // (deny) on group-check errors, failed pod preparation and a failed record.
 import { createHash } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
 import { microTime } from '../../runtime/kube/time.ts';
@@ -33,6 +32,7 @@ import {
   type Endpoint,
   type TrackerMode,
 } from './plan.ts';
+import { callPod, mapBounded } from '../../workloads/podclient.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
 
 export interface PrepareDownscaleDeps {
@@ -104,39 +104,9 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
 
   /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
   async function callPods(method: 'POST' | 'DELETE', call: readonly Endpoint[], pods: ReadonlyMap<string, Pod>, signal: AbortSignal): Promise<CallResult[]> {
-    const results: CallResult[] = [];
-    let next = 0;
-    const worker = async () => {
-      while (next < call.length) {
-        const endpoint = call[next++]!;
-        results.push(await callPod(method, endpoint, pods.get(endpoint.pod), signal));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, call.length) }, worker));
-    return results;
-  }
-
-  function callPod(method: string, endpoint: Endpoint, pod: Pod | undefined, signal: AbortSignal): Promise<CallResult> {
-    const ip = pod?.status?.podIP;
-    if (!ip) return Promise.resolve({ url: endpoint.url, error: `pod ${endpoint.pod} has no IP address` });
-    const url = new URL(endpoint.url);
-    return new Promise((resolve) => {
-      const req = httpRequest({
-        host: ip,
-        port: url.port || 80,
-        path: url.pathname + url.search,
-        method,
-        // The pod's DNS name as the Host, as if it had been dialled by name.
-        headers: { host: url.host, 'content-type': 'application/json', 'content-length': 0 },
-        timeout: deps.podTimeoutMs,
-        signal,
-      }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ url: endpoint.url, status: res.statusCode ?? 0 }));
-      });
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${deps.podTimeoutMs} ms`)));
-      req.on('error', (error) => resolve({ url: endpoint.url, error: error.message }));
-      req.end();
+    return mapBounded(call, MAX_PARALLEL_CALLS, async (endpoint) => {
+      const result = await callPod({ method, url: endpoint.url, pod: pods.get(endpoint.pod), podName: endpoint.pod, timeoutMs: deps.podTimeoutMs, signal });
+      return 'error' in result ? result : { url: result.url, status: result.status };
     });
   }
 
