@@ -78,12 +78,22 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     const name = lockName(group);
     const now = deps.clock.now();
     const spec = { holderIdentity: deps.identity, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(now), renewTime: microTime(now) };
-    let lease: Lease;
-    try {
-      lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
-    } catch (error) {
-      if (!isAlreadyExists(error)) throw error;
-      const current = await client.get<Lease>(resources.leases, { namespace, name }, { signal });
+    let lease: Lease | undefined;
+    // The holder may release the lock between our create and our read: then try again.
+    for (let attempt = 0; attempt < 3 && lease === undefined; attempt++) {
+      try {
+        lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
+        break;
+      } catch (error) {
+        if (!isAlreadyExists(error)) throw error;
+      }
+      let current: Lease;
+      try {
+        current = await client.get<Lease>(resources.leases, { namespace, name }, { signal });
+      } catch (error) {
+        if (isNotFound(error)) continue;
+        throw error;
+      }
       const renewed = Date.parse(current.spec?.renewTime ?? '') || 0;
       const held = Boolean(current.spec?.holderIdentity) && now - renewed < (current.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000;
       if (held) return undefined;
@@ -92,11 +102,14 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         lease = await client.update<Lease>(resources.leases, { metadata: current.metadata, spec }, { signal });
       } catch (takeover) {
         if (isConflict(takeover)) return undefined;
-        throw takeover;
+        if (!isNotFound(takeover)) throw takeover;
       }
     }
+    // Still contended after three rounds: as good as held by someone else.
+    if (lease === undefined) return undefined;
+    const held = lease;
     return async () => {
-      await client.delete(resources.leases, { namespace, name }, { uid: lease.metadata?.uid, timeoutMs: 5000 }).catch((error: unknown) => {
+      await client.delete(resources.leases, { namespace, name }, { uid: held.metadata?.uid, timeoutMs: 5000 }).catch((error: unknown) => {
         if (!isNotFound(error) && !isConflict(error)) log.warn('could not release the downscale lock; it expires by itself', { lease: name, err: String(error) });
       });
     };
