@@ -439,6 +439,29 @@ describe('delayed downscale', { timeout: 10000 }, () => {
     const done = delayedDownscaleDecision({ current: t.current, desired: t.target, timestamps: new Map([[1, secondsAgo(2 * HOUR)], [2, secondsAgo(2 * HOUR)]]), delayMs: config.delayMs, now: NOW });
     assert.deepEqual(done, { allowed: 1 });
   });
+
+  it('property: only a tail of pods past the delay goes, and the pod above it stays for a reason', () => {
+    fc.assert(fc.property(
+      fc.integer({ min: 1, max: 12 }),
+      fc.integer({ min: 0, max: 11 }),
+      fc.array(fc.integer({ min: 1, max: 4 * 3600 }), { minLength: 12, maxLength: 12 }),
+      fc.integer({ min: 1, max: 3 * 3600 }),
+      (current, desiredRaw, agesSeconds, delaySeconds) => {
+        const desired = desiredRaw % current;
+        const timestamps = new Map(agesSeconds.slice(desired, current).map((age, i) => [desired + i, Math.floor(NOW / 1000) - age] as [number, number]));
+        const r = delayedDownscaleDecision({ current, desired, timestamps, delayMs: delaySeconds * 1000, now: NOW });
+        const past = (ordinal: number) => NOW - timestamps.get(ordinal)! * 1000 >= delaySeconds * 1000;
+        if ('error' in r) {
+          // Nothing may go exactly when the last pod is not past the delay.
+          assert.equal(past(current - 1), false);
+          return;
+        }
+        assert.ok(r.allowed >= desired && r.allowed < current, `allowed ${r.allowed}`);
+        for (let o = r.allowed; o < current; o++) assert.ok(past(o), `pod ${o} removed before its delay`);
+        if (r.allowed > desired) assert.equal(past(r.allowed - 1), false, 'stopped short of a pod that was past the delay');
+      },
+    ));
+  });
 });
 
 describe('validateScalingMetadata (#306)', { timeout: 10000 }, () => {
