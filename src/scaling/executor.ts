@@ -25,7 +25,7 @@ import {
   writeBack,
 } from './plan.ts';
 import { validateScalingMetadata } from './validate.ts';
-import { ScaleClient, type ScaleRef } from './scaleclient.ts';
+import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';
 import { DelayedDownscaleCalls, type DelayTarget } from './delaycalls.ts';
 
 export interface ReplicaCoordinatorOptions {
@@ -33,6 +33,10 @@ export interface ReplicaCoordinatorOptions {
   /** The answers a StatefulSet's delayed downscale waited for are in: reconcile its group. */
   requeue: (namespace: string, statefulSet: string) => void;
 }
+
+/** How long a reference resource's scale read is reused. */
+const SCALE_READ_TTL_MS = 1000;
+const scaleKey = (ref: ScaleRef) => `${ref.namespace}/${ref.apiVersion}/${ref.kind}/${ref.name}`;
 
 /** A repeated warning is logged and recorded again after this long, not on every reconcile. */
 const REPORT_AGAIN_MS = 10 * 60_000;
@@ -51,6 +55,7 @@ export class ReplicaCoordinator {
    * before the watch delivers our own patch must not act on the old count.
    */
   private readonly expected = new Map<string, { replicas: number; at: number }>();
+  private readonly scaleReads = new Map<string, { at: number; scale: Scale }>();
 
   constructor(runtime: Runtime, options: ReplicaCoordinatorOptions) {
     this.runtime = runtime;
@@ -127,6 +132,22 @@ export class ReplicaCoordinator {
     return { ...set, spec: { ...set.spec!, replicas: expected.replicas } };
   }
 
+  /**
+   * The reference's scale, read at most once per SCALE_READ_TTL_MS:
+   * reconciles are event-driven, and a rollout's pod events must not each
+   * cost a GET (rollout-operator reads it once per 5 s tick).
+   */
+  private async readScale(ref: ScaleRef): Promise<Scale> {
+    const key = scaleKey(ref);
+    const now = this.runtime.clock.now();
+    const cached = this.scaleReads.get(key);
+    if (cached && now - cached.at < SCALE_READ_TTL_MS) return cached.scale;
+    const scale = await this.scales.getScale(ref);
+    for (const [k, v] of this.scaleReads) if (now - v.at >= SCALE_READ_TTL_MS) this.scaleReads.delete(k);
+    this.scaleReads.set(key, { at: now, scale });
+    return scale;
+  }
+
   /** Adjusts the group's replicas; true when a StatefulSet was changed (the rollout step then waits for the next reconcile). */
   async adjust(cached: StatefulSet[]): Promise<boolean> {
     const sets = cached.map((set) => this.withExpectedReplicas(set));
@@ -168,7 +189,7 @@ export class ReplicaCoordinator {
     const ref: ScaleRef = { apiVersion: reference.apiVersion, kind: reference.kind, namespace: set.metadata?.namespace ?? '', name: reference.name };
     let scale;
     try {
-      scale = await this.scales.getScale(ref);
+      scale = await this.readScale(ref);
     } catch (error) {
       this.warn(set, 'ScalingError', `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`);
       return false;
@@ -178,6 +199,7 @@ export class ReplicaCoordinator {
       if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY])) return;
       try {
         await this.scales.writeBackStatusReplicas(ref, replicas);
+        this.scaleReads.delete(scaleKey(ref));
       } catch (error) {
         this.log.warn('could not write status.replicas back to the reference resource', { statefulSet: nameOf(set), err: error instanceof Error ? error.message : String(error) });
       }

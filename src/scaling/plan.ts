@@ -105,13 +105,9 @@ export function desiredFollowerReplicas(input: { follower: StatefulSet; group: r
   const leader = leaderFor(follower, group);
 
   if (leader === undefined) {
-    const stay = { desired: current, cause: 'none' as const, reason: `${name} has no ${DOWNSCALE_LEADER_ANNOTATION_KEY} annotation` };
-    if (force === undefined) return stay;
-    const why = 'replicas' in force ? '' : ` (${force.warning})`;
-    return {
-      ...stay,
-      warning: `${FORCE_REPLICAS_ANNOTATION_KEY} on ${name} has no effect: it applies only to followers (${DOWNSCALE_LEADER_ANNOTATION_KEY}) and mirrors${why}`,
-    };
+    // force-replicas here is the mirror's business, or has no effect;
+    // validateScalingMetadata reports the latter (it knows about mirrors).
+    return { desired: current, cause: 'none', reason: `${name} has no ${DOWNSCALE_LEADER_ANNOTATION_KEY} annotation` };
   }
   if ('error' in leader) return leader;
 

@@ -47,6 +47,11 @@ async function setup(t: TestContext, zones: string[], replicas: number, flags: s
   return { namespace, kube, endpoints, operator };
 }
 
+/** Stateward withdraws any earlier preparation on first sight; a test backdating one must wait for that. */
+async function waitFirstCancel(endpoints: PodEndpoints, pods: string[]): Promise<void> {
+  await waitFor('a DELETE to every pod', () => pods.every((pod) => endpoints.callsTo(pod).includes('DELETE /prepare-delayed-downscale')), { timeoutMs: 20_000 });
+}
+
 async function replicasOf(namespace: string, zone: string): Promise<number | undefined> {
   return (await testClient(cluster).get<StatefulSet>(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` })).spec?.replicas;
 }
@@ -70,7 +75,7 @@ describe('delayed downscale', () => {
     const { namespace, endpoints } = await setup(t, ['a'], 5);
     const zone = (i: number) => `ingester-zone-a-${i}`;
     // On first sight nothing is being scaled down: any earlier preparation is withdrawn.
-    await waitFor('a DELETE to every pod', () => [0, 1, 2, 3, 4].every((i) => endpoints.callsTo(zone(i)).includes('DELETE /prepare-delayed-downscale')), { timeoutMs: 20_000 });
+    await waitFirstCancel(endpoints, [0, 1, 2, 3, 4].map(zone));
     const start = endpoints.calls.length;
     const since = (pod: string) => endpoints.calls.slice(start).filter((c) => c.pod === pod).map((c) => `${c.method} ${c.path}`);
     const now = Math.floor(Date.now() / 1000);
@@ -105,6 +110,7 @@ describe('delayed downscale', () => {
   it('a hanging pod holds back only its own group; a failing one gets a Warning Event', async (t) => {
     // Pod calls may take 60 s here: far longer than the whole test may wait.
     const { namespace, endpoints, operator } = await setup(t, ['a', 'b', 'c'], 2, ['-pods.client-timeout=60s']);
+    await waitFirstCancel(endpoints, ['a', 'b', 'c'].flatMap((zone) => [`ingester-zone-${zone}-0`, `ingester-zone-${zone}-1`]));
     const now = Math.floor(Date.now() / 1000);
     for (const zone of ['a', 'b', 'c']) endpoints.preparedAt.set(`ingester-zone-${zone}-1`, now - 2 * HOUR_S);
     endpoints.hang.add('ingester-zone-a-1');

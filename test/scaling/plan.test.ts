@@ -118,11 +118,13 @@ describe('desiredFollowerReplicas (TestReconcileStsReplicas)', { timeout: 10000 
   const follower = (replicas: number, annotations: Record<string, string> = {}, labels: Record<string, string> = {}) =>
     sts('zone-b', { replicas, annotations: { [LEADER]: 'zone-a', ...annotations }, labels });
 
-  it('no leader annotation keeps current replicas; force-replicas there only warns', () => {
+  it('no leader annotation keeps current replicas, force-replicas or not (validateScalingMetadata warns)', () => {
     const plain = sts('zone-a', { replicas: 3, annotations: { [FORCE]: '1' } });
     const d = desiredFollowerReplicas({ follower: plain, group: [plain], now: NOW });
     assert.equal(desired(d), 3);
-    assert.ok('warning' in d && d.warning?.includes('has no effect'));
+    assert.ok(validateScalingMetadata(plain).some((w) => w.includes('has no effect: it applies only to followers')));
+    const mirror = sts('zone-a', { replicas: 3, annotations: { [FORCE]: '1', [MIRROR_NAME]: 'ingester', [MIRROR_KIND]: 'ReplicaTemplate', [MIRROR_API]: 'rollout-operator.grafana.com/v1' } });
+    assert.ok(!validateScalingMetadata(mirror).some((w) => w.includes('has no effect')), 'a mirror uses force-replicas');
     const noForce = desiredFollowerReplicas({ follower: sts('x'), group: [sts('x')], now: NOW });
     assert.ok('desired' in noForce && noForce.warning === undefined);
   });
