@@ -1,0 +1,410 @@
+// The ZoneAwarePodDisruptionBudget (ZPDB) custom resource: its wire shape,
+// parsing and validation (shared by the /admission/zpdb-validation webhook
+// and the config cache, as in rollout-operator's pkg/zpdb/config.go), and the
+// small pure questions the eviction decision asks of a parsed budget:
+// how many pods may be unavailable, which budget covers a pod, and which
+// partition a pod serves.
+//
+// Every validation message is the anchor's text, because users and alerts
+// grep for them. Where Go and JavaScript differ (regular expressions, error
+// texts of the Go runtime) the closest faithful text is produced and the
+// difference is noted next to the code.
+import type { KubeObject, ObjectMeta, Pod, ResourceType, StatefulSet } from '../../runtime/kube/types.ts';
+import { parseGoDuration } from '../../runtime/flags/duration.ts';
+
+export const ZPDB_GROUP = 'rollout-operator.grafana.com';
+export const ZPDB_VERSION = 'v1';
+export const ZPDB_API_VERSION = `${ZPDB_GROUP}/${ZPDB_VERSION}`;
+export const ZPDB_KIND = 'ZoneAwarePodDisruptionBudget';
+export const ZPDB_PLURAL = 'zoneawarepoddisruptionbudgets';
+export const ZPDB_SINGULAR = 'zoneawarepoddisruptionbudget';
+export const ZPDB_SHORT_NAME = 'zpdb';
+
+export const zpdbResource = {
+  group: ZPDB_GROUP,
+  version: ZPDB_VERSION,
+  resource: ZPDB_PLURAL,
+  kind: ZPDB_KIND,
+  namespaced: true,
+} as const satisfies ResourceType;
+
+/** spec field names, as the anchor's messages spell them. */
+export const FIELD_MAX_UNAVAILABLE = 'maxUnavailable';
+export const FIELD_MAX_UNAVAILABLE_PERCENTAGE = 'maxUnavailablePercentage';
+export const FIELD_POD_NAME_PARTITION_REGEX = 'podNamePartitionRegex';
+export const FIELD_POD_NAME_REGEX_GROUP = 'podNameRegexGroup';
+export const FIELD_CROSS_ZONE_EVICTION_DELAY = 'crossZoneEvictionDelay';
+
+/** The budget when neither maxUnavailable nor maxUnavailablePercentage is set. */
+export const DEFAULT_MAX_UNAVAILABLE = 1;
+
+export const MULTIPLE_ZPDBS_MESSAGE = 'multiple zoned pod disruption budgets found for pod';
+export const PARTITION_NOT_FOUND_MESSAGE = 'failed to extract partition from pod Name regular expression';
+
+/** The object as it travels over the wire (the CRD's openAPIV3Schema). */
+export interface ZoneAwarePodDisruptionBudgetSpec {
+  maxUnavailable?: number;
+  maxUnavailablePercentage?: number;
+  selector: { matchLabels: Record<string, string> };
+  podNamePartitionRegex?: string;
+  podNameRegexGroup?: number;
+  /** A Go duration string, e.g. "20m". */
+  crossZoneEvictionDelay?: string;
+}
+
+export interface ZoneAwarePodDisruptionBudget extends KubeObject {
+  metadata?: ObjectMeta;
+  spec?: ZoneAwarePodDisruptionBudgetSpec;
+  /** The CRD has a status subresource; nothing writes it. */
+  status?: Record<string, unknown>;
+}
+
+/** The budget per zone (zone mode) or per partition across zones (partition mode). */
+export type MaxUnavailable =
+  | { kind: 'count'; value: number }
+  /** Of the evicted pod's StatefulSet replicas; never combined with a partition regex. */
+  | { kind: 'percentage'; value: number };
+
+export interface PartitionRule {
+  /** podNamePartitionRegex as written. */
+  source: string;
+  /** Compiled, anchored to the whole pod name. */
+  regex: RegExp;
+  /** 1-based capture group holding the partition name. */
+  group: number;
+}
+
+/** A parsed, valid ZPDB. */
+export interface ZpdbConfig {
+  name: string;
+  namespace: string;
+  generation: number;
+  maxUnavailable: MaxUnavailable;
+  /** spec.selector.matchLabels; selects both pods and StatefulSets. */
+  matchLabels: Readonly<Record<string, string>>;
+  /** Set: partition mode. Unset: zone mode. */
+  partition?: PartitionRule;
+  /** 0 when unset. Only ever > 0 in partition mode. */
+  crossZoneEvictionDelayMs: number;
+}
+
+export type ParseResult = { config: ZpdbConfig } | { error: string };
+
+// -------------------------------------------------------------- Go-isms
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What unstructured JSON decodes to in Go: integers are int64 there. */
+function isGoInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+// Go's %T and %v of a decoded JSON value, for the accessor errors that
+// apimachinery's unstructured helpers produce (and the anchor passes on).
+function goType(value: unknown): string {
+  if (value === null || value === undefined) return '<nil>';
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'boolean') return 'bool';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'int64' : 'float64';
+  if (Array.isArray(value)) return '[]interface {}';
+  return 'map[string]interface {}';
+}
+
+function goValue(value: unknown): string {
+  if (value === null || value === undefined) return '<nil>';
+  if (Array.isArray(value)) return `[${value.map(goValue).join(' ')}]`;
+  if (isRecord(value)) return `map[${Object.keys(value).sort().map((k) => `${k}:${goValue(value[k])}`).join(' ')}]`;
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : typeof value;
+}
+
+function notAMap(path: string, value: unknown): string {
+  return `${path} accessor error: ${goValue(value)} is of the type ${goType(value)}, expected map[string]interface{}`;
+}
+
+// ----------------------------------------------------------------- regex
+
+/**
+ * Go RE2 syntax → JavaScript. Both engines give the leftmost-first match, so
+ * ordinary patterns (classes, groups, `?`, `+`, `\-`, `\d`) mean the same.
+ * Go's named group `(?P<n>…)`, the text anchors `\A` / `\z` and a leading
+ * flag group (in parsePartitionRule) are translated; RE2 features that
+ * JavaScript would silently read differently (POSIX classes `[[:alpha:]]`,
+ * `\Q…\E`, `\p{…}` without the `u` flag) are refused rather than misread.
+ * No `u` flag: Go accepts `\-` outside a class (the anchor's own examples
+ * use it) and `u` would reject it.
+ */
+function translateGoRegex(source: string): string | { error: string } {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === '\\') {
+      const next = source[i + 1];
+      if (next === 'Q' || next === 'p' || next === 'P') return { error: `Go regular expression syntax \\${next} is not supported` };
+      if (!inClass && next === 'A') out += '^';
+      else if (!inClass && next === 'z') out += '(?![\\s\\S])';
+      else out += c + (next ?? '');
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === '[' && source[i + 1] === ':') return { error: 'Go POSIX character classes ([:name:]) are not supported' };
+      if (c === ']') inClass = false;
+      out += c;
+      continue;
+    }
+    if (c === '[') {
+      inClass = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal in Go, the class continues.
+      if (source[i + 1] === '^') out += source[++i];
+      if (source[i + 1] === ']') out += '\\' + source[++i];
+      if (source[i + 1] === '[' && source[i + 2] === ':') return { error: 'Go POSIX character classes ([:name:]) are not supported' };
+      continue;
+    }
+    if (c === '(' && source.startsWith('?P<', i + 1)) {
+      out += '(?<';
+      i += 3;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+function captureGroups(regex: RegExp): number {
+  // Matching the empty alternative fills every group slot with undefined.
+  return new RegExp(`${regex.source}|`, regex.flags).exec('')!.length - 1;
+}
+
+function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | undefined | { error: string } {
+  if (!Object.hasOwn(spec, FIELD_POD_NAME_PARTITION_REGEX)) return undefined;
+  const source = spec[FIELD_POD_NAME_PARTITION_REGEX];
+  if (typeof source !== 'string') return { error: `failed to extract regex value from config field ${FIELD_POD_NAME_PARTITION_REGEX}` };
+  // An empty regex is "no regex" (and podNameRegexGroup is then not looked at).
+  if (source === '') return undefined;
+
+  const groupSet = Object.hasOwn(spec, FIELD_POD_NAME_REGEX_GROUP);
+  const rawGroup = spec[FIELD_POD_NAME_REGEX_GROUP];
+  if (groupSet && !isGoInt(rawGroup)) return { error: `failed to extract group value from config field ${FIELD_POD_NAME_REGEX_GROUP}` };
+  const group = groupSet ? (rawGroup as number) : 1;
+
+  // Go's leading flag group, e.g. `(?i)`, becomes JavaScript flags. `m` only
+  // changes ^ and $ around newlines, which pod names cannot contain.
+  const leading = /^\(\?([imsU]+)\)/.exec(source);
+  if (leading?.[1]?.includes('U')) return { error: 'error parsing regexp: Go ungreedy flag (?U) is not supported' };
+  const flags = [...new Set(leading?.[1]?.replace('m', '') ?? '')].join('');
+  const translated = translateGoRegex(leading ? source.slice(leading[0].length) : source);
+  if (typeof translated !== 'string') return { error: `error parsing regexp: ${translated.error}` };
+  let regex: RegExp;
+  try {
+    // The anchor compiles "^" + regex + "$", which anchors only the outer
+    // branches of an alternation (`a|b` → `^a|b$`). The group makes every
+    // branch match the whole pod name, which is what the CRD documents.
+    regex = new RegExp(`^(?:${translated})$`, flags);
+  } catch (e) {
+    // Go's text would be e.g. "error parsing regexp: missing closing ]: `[$`";
+    // the detail here is V8's.
+    return { error: `error parsing regexp: ${(e as Error).message}` };
+  }
+
+  const groups = captureGroups(regex);
+  if (groups === 0) return { error: 'regular expression requires at least one subexpression' };
+  if (groups > 1 && !groupSet) return { error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set` };
+  // The anchor accepts a group < 1: 0 makes every pod name its own partition
+  // and a negative group panics on the first eviction. The CRD schema says
+  // minimum 1; refuse it here too (same message as a group past the end).
+  if (group < 1 || group > groups) return { error: 'regular expression subexpression index out of range' };
+  return { source, regex, group };
+}
+
+// ----------------------------------------------------------------- parse
+
+function parseSpecInteger(spec: Record<string, unknown>, field: string): number | { error: string } {
+  const value = spec[field];
+  if (!isGoInt(value)) return { error: `failed to extract value from config field ${field}` };
+  return value;
+}
+
+/**
+ * rollout-operator's ParseAndValidate: the decoded object (any JSON value)
+ * to a config, or the first problem found, checked in the anchor's order.
+ */
+export function parseZpdb(obj: unknown): ParseResult {
+  const fail = (error: string): ParseResult => ({ error });
+  if (!isRecord(obj) || !Object.hasOwn(obj, 'spec')) return fail('no spec found in unstructured object');
+  const spec = obj.spec;
+  if (!isRecord(spec)) return fail(notAMap('.spec', spec));
+  // apiVersion is not checked (the anchor does not; the webhook registration
+  // and the informer only ever deliver rollout-operator.grafana.com/v1).
+  if (obj.kind !== ZPDB_KIND) return fail(`unexpected object kind - expecting ${ZPDB_KIND}`);
+
+  const hasCount = Object.hasOwn(spec, FIELD_MAX_UNAVAILABLE);
+  const hasPercentage = Object.hasOwn(spec, FIELD_MAX_UNAVAILABLE_PERCENTAGE);
+  if (hasCount && hasPercentage) return fail('invalid value: only one of maxUnavailable or maxUnavailablePercentage may be set');
+
+  let maxUnavailable: MaxUnavailable = { kind: 'count', value: DEFAULT_MAX_UNAVAILABLE };
+  if (hasCount) {
+    const value = parseSpecInteger(spec, FIELD_MAX_UNAVAILABLE);
+    if (typeof value !== 'number') return value;
+    if (value < 0) return fail(`invalid value: max unavailable must be 0 <= val, got ${value}`);
+    maxUnavailable = { kind: 'count', value };
+  } else if (hasPercentage) {
+    const value = parseSpecInteger(spec, FIELD_MAX_UNAVAILABLE_PERCENTAGE);
+    if (typeof value !== 'number') return value;
+    if (value < 0 || value > 100) return fail(`invalid value: max unavailable percentage must be 0 <= val <= 100, got ${value}`);
+    maxUnavailable = { kind: 'percentage', value };
+  }
+
+  const partition = parsePartitionRule(spec);
+  if (partition !== undefined && 'error' in partition) return fail(`invalid value: regex is not valid, got ${partition.error}`);
+
+  const matchLabels = parseMatchLabels(spec);
+  if ('error' in matchLabels) return matchLabels;
+
+  let crossZoneEvictionDelayMs = 0;
+  if (Object.hasOwn(spec, FIELD_CROSS_ZONE_EVICTION_DELAY)) {
+    const raw = spec[FIELD_CROSS_ZONE_EVICTION_DELAY];
+    if (typeof raw !== 'string') return fail(`failed to extract value from config field ${FIELD_CROSS_ZONE_EVICTION_DELAY}`);
+    if (raw !== '') {
+      try {
+        crossZoneEvictionDelayMs = parseGoDuration(raw);
+      } catch (e) {
+        return fail(`invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} is not a valid duration, got ${(e as Error).message}`);
+      }
+      if (crossZoneEvictionDelayMs < 0) return fail(`invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} must be >= 0, got ${raw}`);
+    }
+  }
+  // The delay guards a partition's other replicas; zone mode has no peers to wait for.
+  if (crossZoneEvictionDelayMs > 0 && partition === undefined) {
+    return fail('invalid value: crossZoneEvictionDelay requires podNamePartitionRegex to be set');
+  }
+  // A percentage is of a zone's replicas, while a partition budget spans zones.
+  if (maxUnavailable.kind === 'percentage' && maxUnavailable.value > 0 && partition !== undefined) {
+    return fail('invalid value: max unavailable percentage can not be used with partition awareness');
+  }
+
+  const metadata = isRecord(obj.metadata) ? obj.metadata : {};
+  return {
+    config: {
+      name: typeof metadata.name === 'string' ? metadata.name : '',
+      namespace: typeof metadata.namespace === 'string' ? metadata.namespace : '',
+      generation: isGoInt(metadata.generation) ? metadata.generation : 0,
+      maxUnavailable,
+      matchLabels: matchLabels.matchLabels,
+      ...(partition !== undefined ? { partition } : {}),
+      crossZoneEvictionDelayMs,
+    },
+  };
+}
+
+/** spec.selector.matchLabels as apimachinery's NestedStringMap reads it. */
+function parseMatchLabels(spec: Record<string, unknown>): { matchLabels: Record<string, string> } | { error: string } {
+  const invalid = (why: string) => ({ error: `invalid value: selector is not valid, got ${why}` });
+  const notFound = { error: 'invalid value: selector is not found' };
+  if (!Object.hasOwn(spec, 'selector')) return notFound;
+  const selector = spec.selector;
+  if (!isRecord(selector)) return invalid(notAMap('.spec.selector.matchLabels', selector));
+  if (!Object.hasOwn(selector, 'matchLabels')) return notFound;
+  const labels = selector.matchLabels;
+  if (!isRecord(labels)) return invalid(notAMap('.spec.selector.matchLabels', labels));
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(labels)) {
+    if (typeof value !== 'string') {
+      return invalid(`.spec.selector.matchLabels accessor error: contains non-string value in the map under key ${JSON.stringify(key)}: ${goValue(value)} is of the type ${goType(value)}, expected string`);
+    }
+    out[key] = value;
+  }
+  return { matchLabels: out };
+}
+
+/**
+ * The validating webhook's view: the request's raw object (JSON text) to a
+ * config. An absent object fails with Go's encoding/json text, as the anchor
+ * answers it.
+ */
+export function parseZpdbJson(raw: string | undefined): ParseResult {
+  if (raw === undefined || raw.trim() === '') return { error: 'unexpected end of JSON input' };
+  let obj: unknown;
+  try {
+    obj = JSON.parse(raw);
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+  return parseZpdb(obj);
+}
+
+// ----------------------------------------------------------- the budget
+
+/**
+ * The replica count a percentage applies to: min(spec.replicas,
+ * status.replicas), the more conservative of desired and created. As the
+ * anchor, an unset spec.replicas gives 0 (the API server always sets it).
+ */
+export function budgetReplicas(statefulSet: StatefulSet): number {
+  const spec = statefulSet.spec?.replicas;
+  if (spec === undefined || spec === null) return 0;
+  return Math.max(0, Math.min(spec, statefulSet.status?.replicas ?? 0));
+}
+
+/**
+ * Pods that may be unavailable for a zone (or partition) of `replicas`: the
+ * count as set, or floor(percentage × replicas / 100) but at least 1, and 0
+ * for no replicas or a 0% budget. 0 means no voluntary evictions.
+ */
+export function maxUnavailableForReplicas(config: Pick<ZpdbConfig, 'maxUnavailable'>, replicas: number): number {
+  const budget = config.maxUnavailable;
+  if (budget.kind === 'count') return budget.value;
+  if (budget.value <= 0 || replicas <= 0) return 0;
+  return Math.max(1, Math.floor((budget.value * replicas) / 100));
+}
+
+/** The budget for an eviction from this StatefulSet (the evicted pod's owner). */
+export function maxUnavailablePods(config: Pick<ZpdbConfig, 'maxUnavailable'>, statefulSet: StatefulSet): number {
+  return maxUnavailableForReplicas(config, budgetReplicas(statefulSet));
+}
+
+// ------------------------------------------------------------- matching
+
+/**
+ * Whether the budget's matchLabels select these labels. As a Kubernetes
+ * PodDisruptionBudget (and the anchor), empty matchLabels select everything.
+ */
+export function zpdbSelects(config: Pick<ZpdbConfig, 'matchLabels'>, labels: Readonly<Record<string, string>> | undefined): boolean {
+  return Object.entries(config.matchLabels).every(([k, v]) => labels?.[k] === v);
+}
+
+export type ZpdbLookup =
+  | { kind: 'none' }
+  | { kind: 'match'; config: ZpdbConfig }
+  /** The anchor, like Kubernetes' own eviction, refuses to pick one. */
+  | { kind: 'multiple'; error: string; names: string[] };
+
+/**
+ * The ZPDB covering a pod: the one whose selector matches the pod's labels.
+ * Several → an error (the pod's eviction is then denied), none → the pod is
+ * not in any ZPDB's scope. A budget only covers pods of its own namespace
+ * (the anchor watches a single namespace, so it never needed the check).
+ */
+export function findZpdbForPod(configs: Iterable<ZpdbConfig>, pod: Pod): ZpdbLookup {
+  const namespace = pod.metadata?.namespace ?? '';
+  const matches = [...configs].filter((c) => (c.namespace === '' || namespace === '' || c.namespace === namespace) && zpdbSelects(c, pod.metadata?.labels));
+  if (matches.length === 0) return { kind: 'none' };
+  if (matches.length === 1) return { kind: 'match', config: matches[0]! };
+  return { kind: 'multiple', error: MULTIPLE_ZPDBS_MESSAGE, names: matches.map((c) => c.name).sort() };
+}
+
+/**
+ * The partition a pod serves: the configured capture group of the regex on
+ * its name. undefined in zone mode (no regex); an error when the name does
+ * not match or the group is empty.
+ */
+export function podPartition(config: Pick<ZpdbConfig, 'partition'>, podName: string): string | undefined | { error: string } {
+  const rule = config.partition;
+  if (rule === undefined) return undefined;
+  const value = rule.regex.exec(podName)?.[rule.group];
+  if (value === undefined || value === '') return { error: PARTITION_NOT_FOUND_MESSAGE };
+  return value;
+}

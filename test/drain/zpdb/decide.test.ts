@@ -1,0 +1,646 @@
+// The ZPDB eviction decision. Ports rollout-operator's
+// pkg/zpdb/eviction_controller_test.go (the decision part: request checks and
+// the pod GET belong to the webhook), validator_partition_aware_test.go
+// (TestIsReady_*) and the ZPDB e2e scenarios, then property tests of the
+// budget guarantees.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { parseZpdb, type ZpdbConfig } from '../../../src/drain/zpdb/config.ts';
+import {
+  admitEviction,
+  decideEviction,
+  decideRolloutDelete,
+  EVICTION_CACHE_TTL_MS,
+  evictionScope,
+  maxUnavailableZeroOverride,
+  READY_TIME_ANNOTATION,
+  recordEviction,
+  type EvictionDecision,
+  type PendingEvictions,
+} from '../../../src/drain/zpdb/decide.ts';
+import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { formatRfc3339 } from '../../../src/webhooks/preparedownscale/rfc3339.ts';
+
+const NS = 'ns';
+const NOW = Date.parse('2026-07-01T12:00:00Z');
+const SEC = 1000;
+const MIN = 60 * SEC;
+const HOUR = 60 * MIN;
+const GROUP = { 'rollout-group': 'ingester' };
+const PARTITION_REGEX = '[a-z\\-]+-zone-[a-z]-([0-9]+)';
+
+type PodState = 'ready' | 'unready' | 'failed' | 'pending' | 'succeeded' | 'terminating';
+
+interface PodOptions {
+  /** Seconds since grafana.com/ready-time; null: no annotation. Default: an hour. */
+  readyAgo?: number | null;
+  annotation?: string;
+  readyConditionAt?: number;
+}
+
+function statefulSet(name: string, replicas = 3, statusReplicas = replicas, labels: Record<string, string> = GROUP): StatefulSet {
+  return {
+    metadata: { name, namespace: NS, uid: `${name}-uid`, labels },
+    spec: { replicas, selector: { matchLabels: { name } }, serviceName: name, template: { metadata: { labels: { name, ...GROUP } } } },
+    status: { replicas: statusReplicas },
+  };
+}
+
+const readyContainer = { name: 'c', image: 'i', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-07-01T00:00:00Z' } } };
+const unreadyContainer = { ...readyContainer, ready: false };
+
+function pod(name: string, owner: string, state: PodState = 'ready', options: PodOptions = {}): Pod {
+  const readyAgo = options.readyAgo === undefined ? 3600 : options.readyAgo;
+  const annotations: Record<string, string> = {};
+  if (options.annotation !== undefined) annotations[READY_TIME_ANNOTATION] = options.annotation;
+  else if (readyAgo !== null && (state === 'ready' || state === 'terminating')) annotations[READY_TIME_ANNOTATION] = formatRfc3339(NOW - readyAgo * SEC);
+  const phase = { ready: 'Running', unready: 'Running', failed: 'Failed', pending: 'Pending', succeeded: 'Succeeded', terminating: 'Running' }[state];
+  return {
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `${name}-uid`,
+      labels: { name: owner, ...GROUP },
+      annotations,
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner, uid: `${owner}-uid`, controller: true }],
+      ...(state === 'terminating' ? { deletionTimestamp: formatRfc3339(NOW - SEC) } : {}),
+    },
+    status: {
+      phase,
+      containerStatuses: [state === 'unready' ? unreadyContainer : readyContainer],
+      ...(options.readyConditionAt !== undefined ? { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: formatRfc3339(options.readyConditionAt) }] } : {}),
+    },
+  };
+}
+
+/** StatefulSets ingester-zone-<z> with `replicas` pods each, all ready. */
+class World {
+  statefulSets: StatefulSet[];
+  pods: Pod[];
+  pending: PendingEvictions = new Map();
+
+  constructor(zones: string[] = ['a', 'b', 'c'], replicas = 3) {
+    this.statefulSets = zones.map((z) => statefulSet(`ingester-zone-${z}`, replicas));
+    this.pods = zones.flatMap((z) => Array.from({ length: replicas }, (_, i) => pod(`ingester-zone-${z}-${i}`, `ingester-zone-${z}`)));
+  }
+
+  get(name: string): Pod {
+    const found = this.pods.find((p) => p.metadata?.name === name);
+    assert.ok(found, name);
+    return found;
+  }
+
+  set(name: string, state: PodState, options: PodOptions = {}): this {
+    const owner = name.replace(/-\d+$/, '');
+    this.pods = this.pods.map((p) => (p.metadata?.name === name ? pod(name, owner, state, options) : p));
+    return this;
+  }
+
+  remove(name: string): this {
+    this.pods = this.pods.filter((p) => p.metadata?.name !== name);
+    return this;
+  }
+
+  sts(name: string): StatefulSet {
+    return this.statefulSets.find((s) => s.metadata?.name === name)!;
+  }
+
+  evict(name: string, config: ZpdbConfig, options: { now?: number; override?: number; dryRun?: boolean; record?: boolean } = {}): EvictionDecision {
+    const now = options.now ?? NOW;
+    const decision = decideEviction({
+      pod: this.get(name),
+      config,
+      statefulSets: this.statefulSets,
+      pods: this.pods,
+      pendingEvictions: this.pending,
+      now,
+      ...(options.override !== undefined ? { maxUnavailableZeroOverride: options.override } : {}),
+      ...(options.dryRun ? { dryRun: true } : {}),
+    });
+    if (decision.allowed && decision.record && options.record !== false) this.pending = recordEviction(this.pending, decision.record, now);
+    return decision;
+  }
+}
+
+function zpdb(spec: Record<string, unknown>, name = 'ingester-rollout'): ZpdbConfig {
+  const r = parseZpdb({ apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace: NS }, spec: { selector: { matchLabels: GROUP }, ...spec } });
+  assert.ok('config' in r, JSON.stringify(r));
+  return r.config;
+}
+
+const maxUnavailable = (n: number) => zpdb({ maxUnavailable: n });
+const partitioned = (n: number, extra: Record<string, unknown> = {}) => zpdb({ maxUnavailable: n, podNamePartitionRegex: PARTITION_REGEX, ...extra });
+
+function assertAllowed(d: EvictionDecision, message?: string): void {
+  assert.equal(d.allowed, true, JSON.stringify(d));
+  if (message !== undefined) assert.equal(d.allowed && d.message, message);
+}
+
+function assertDenied(d: EvictionDecision, code: number, message: string): void {
+  assert.deepEqual(d.allowed ? d : { code: d.code, message: d.message }, { code, message });
+}
+
+describe('before the budget', { timeout: 10000 }, () => {
+  it('a pod that is finished, pending or terminating is let go with a warning (TestPodEviction_PodNotReady)', () => {
+    for (const state of ['failed', 'pending', 'succeeded', 'terminating'] as const) {
+      const w = new World().set('ingester-zone-a-0', state);
+      assert.deepEqual(w.evict('ingester-zone-a-0', maxUnavailable(0)), { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' }, state);
+      assert.equal(w.pending.size, 0, 'not recorded');
+    }
+  });
+
+  it('a pod outside every ZPDB is allowed (TestPodEviction_PodNotInScope); several ZPDBs deny 400', () => {
+    const w = new World();
+    const snapshot = { pod: w.get('ingester-zone-a-0'), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW };
+    assert.deepEqual(admitEviction({ ...snapshot, configs: [zpdb({ selector: { matchLabels: { 'rollout-group': 'other' } } })] }), { allowed: true, reason: 'pod-not-in-scope' });
+    assert.deepEqual(admitEviction({ ...snapshot, configs: [maxUnavailable(1), zpdb({}, 'second')] }), {
+      allowed: false, code: 400, reason: 'cfg-not-found', message: 'multiple zoned pod disruption budgets found for pod',
+    });
+    const scope = evictionScope(w.get('ingester-zone-a-0'), [maxUnavailable(1)]);
+    assert.equal(scope.kind, 'in-scope');
+  });
+
+  it('an ignorable pod is allowed even under several ZPDBs, as the anchor orders its checks', () => {
+    const w = new World().set('ingester-zone-a-0', 'failed');
+    const d = admitEviction({ pod: w.get('ingester-zone-a-0'), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, configs: [maxUnavailable(1), zpdb({}, 'second')] });
+    assert.equal(d.allowed && d.reason, 'pod-not-ready');
+  });
+
+  it('the owner must be a StatefulSet that exists (TestPodEviction_PodWithNoOwner)', () => {
+    const w = new World();
+    const orphan = { ...w.get('ingester-zone-a-0'), metadata: { ...w.get('ingester-zone-a-0').metadata, ownerReferences: [] } };
+    const input = { config: maxUnavailable(1), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW };
+    assertDenied(decideEviction({ ...input, pod: orphan }), 500, 'unable to find a StatefulSet pod owner');
+    const fromReplicaSet = { ...orphan, metadata: { ...orphan.metadata, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs-uid', controller: true }] } };
+    assertDenied(decideEviction({ ...input, pod: fromReplicaSet }), 500, 'pod owner is not a StatefulSet - ingester-zone-a-0 has owner rs (ReplicaSet)');
+    const w2 = new World();
+    w2.statefulSets = w2.statefulSets.filter((s) => s.metadata?.name !== 'ingester-zone-a');
+    assertDenied(w2.evict('ingester-zone-a-0', maxUnavailable(1)), 500, 'unable to find StatefulSet ingester-zone-a by name: statefulsets.apps "ingester-zone-a" not found');
+  });
+
+  it('maxUnavailable 0 denies 403 (TestPodEviction_MaxUnavailableEq0, _MaxUnavailablePercentageEq0)', () => {
+    const w = new World(['a']);
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(0)), 403, 'max unavailable = 0');
+    assertDenied(w.evict('ingester-zone-a-0', zpdb({ maxUnavailablePercentage: 0 })), 403, 'max unavailable = 0');
+    const d = w.evict('ingester-zone-a-0', maxUnavailable(0));
+    assert.equal(!d.allowed && d.reason, 'max-unavailable-0');
+  });
+
+  it('a single zone can never evict (TestPodEviction_SingleZoneMultiplePodsUpscale)', () => {
+    const w = new World(['a'], 2);
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(1)), 400, 'minimum number of StatefulSets not found');
+  });
+
+  it('a pod name the partition regex does not match denies 400', () => {
+    const w = new World(['a', 'b']);
+    assertDenied(w.evict('ingester-zone-a-0', zpdb({ podNamePartitionRegex: 'mimir-([0-9]+)' })), 400, 'failed to extract partition from pod Name regular expression');
+  });
+});
+
+describe('zone mode', { timeout: 10000 }, () => {
+  it('classic 3 zones × 3 pods (TestPodEviction_MultiZoneClassic)', () => {
+    const w = new World();
+    const d = w.evict('ingester-zone-a-0', maxUnavailable(1));
+    assertAllowed(d, 'zpdb met across 3 zones');
+    assert.deepEqual(d.allowed && d.record, { uid: 'ingester-zone-a-0-uid', name: 'ingester-zone-a-0', allowedAt: NOW });
+    assert.ok(w.pending.has('ingester-zone-a-0-uid'), 'recorded in the eviction cache');
+
+    const failedInZone = () => new World().set('ingester-zone-a-2', 'failed');
+    assertDenied(failedInZone().evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+    assertAllowed(failedInZone().evict('ingester-zone-a-0', maxUnavailable(2)));
+
+    const failedElsewhere = () => failedInZone().set('ingester-zone-c-2', 'failed');
+    assertDenied(failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-c');
+    assertDenied(failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(2)), 429, '1 pod not ready in ingester-zone-c');
+
+    const missing = new World();
+    missing.sts('ingester-zone-b').status!.replicas = 4;
+    assertDenied(missing.evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod unknown in ingester-zone-b');
+  });
+
+  it('the rollout controller path records, then the next delete in the zone is denied (TestPodEviction_Allowed_ViaMarkPodAsDeleted)', () => {
+    const w = new World();
+    const ask = (name: string) => {
+      const d = decideRolloutDelete({ pod: w.get(name), configs: [maxUnavailable(1)], statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, rolloutMaxUnavailable: 1 });
+      if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+      return d;
+    };
+    assertAllowed(ask('ingester-zone-a-0'));
+    assert.ok(w.pending.has('ingester-zone-a-0-uid'));
+    assertDenied(ask('ingester-zone-a-2'), 429, '1 pod not ready in ingester-zone-a');
+  });
+
+  it('the override applies only when maxUnavailable is 0 (TestPodEviction_MultiZoneClassicOverrideHasNoEffectWhenNotZero, _MaxUnavailableEq0_Override)', () => {
+    const w = new World();
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1), { override: 0 }));
+    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(1), { override: 2 }), 429, '1 pod not ready in ingester-zone-a');
+
+    const zero = new World();
+    const d = zero.evict('ingester-zone-a-0', maxUnavailable(0), { override: 1 });
+    assertAllowed(d);
+    assert.ok(zero.pending.has('ingester-zone-a-0-uid'));
+    assertDenied(new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: 0 }), 403, 'max unavailable = 0');
+    assertDenied(new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: -3 }), 403, 'max unavailable = 0');
+  });
+
+  it('e2e MaxUnavailableEq1: a-0 goes, then a-1 and b-0 wait, until a-0 is back', () => {
+    const w = new World(['a', 'b'], 2);
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)));
+    w.set('ingester-zone-a-0', 'pending');
+    assertDenied(w.evict('ingester-zone-a-1', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+    w.set('ingester-zone-a-0', 'ready');
+    w.pending = new Map();
+    assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1)));
+  });
+
+  it('e2e MaxUnavailableEq2: a-0 goes, b-0 waits (other zone), a-1 goes (same zone, within budget)', () => {
+    const w = new World(['a', 'b'], 2);
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(2)));
+    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(2)), 429, '1 pod not ready in ingester-zone-a');
+    assertAllowed(w.evict('ingester-zone-a-1', maxUnavailable(2)));
+    assertDenied(w.evict('ingester-zone-b-1', maxUnavailable(2)), 429, '2 pods not ready in ingester-zone-a');
+  });
+
+  it('a percentage budget uses the evicted pod\'s StatefulSet', () => {
+    const w = new World(['a', 'b'], 4);
+    const half = zpdb({ maxUnavailablePercentage: 50 });
+    assertAllowed(w.evict('ingester-zone-a-0', half));
+    assertAllowed(w.evict('ingester-zone-a-1', half));
+    assertDenied(w.evict('ingester-zone-a-2', half), 429, '2 pods not ready in ingester-zone-a');
+  });
+
+  it('messages name both not-ready and unknown pods', () => {
+    const w = new World().set('ingester-zone-a-1', 'unready');
+    w.sts('ingester-zone-a').spec!.replicas = 5;
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(3)), 429, '1 pod not ready, 2 pods unknown in ingester-zone-a');
+  });
+
+  it('an eviction cache entry expires after two minutes', () => {
+    const w = new World();
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)));
+    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(1), { now: NOW + EVICTION_CACHE_TTL_MS - 1, record: false }), 429, '1 pod not ready in ingester-zone-a');
+    assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1), { now: NOW + EVICTION_CACHE_TTL_MS }));
+    assert.deepEqual([...w.pending.keys()], ['ingester-zone-b-0-uid'], 'expired entries are dropped when recording');
+  });
+
+  it('a dry run is judged but not recorded (the anchor records it)', () => {
+    const w = new World();
+    const d = w.evict('ingester-zone-a-0', maxUnavailable(1), { dryRun: true });
+    assertAllowed(d);
+    assert.equal(d.allowed && d.record, undefined);
+    assert.equal(w.pending.size, 0);
+    assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1)));
+  });
+
+  it('a recreated pod (new UID, same name) is judged on its own state', () => {
+    const w = new World();
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)));
+    w.pods = w.pods.map((p) => (p.metadata?.name === 'ingester-zone-a-0' ? { ...p, metadata: { ...p.metadata, uid: 'new-uid' } } : p));
+    assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1)));
+  });
+
+  it('the owner counts as a zone even when the selector misses it (the anchor crashes)', () => {
+    const w = new World();
+    w.statefulSets = w.statefulSets.map((s) => (s.metadata?.name === 'ingester-zone-a' ? { ...s, metadata: { ...s.metadata, labels: {} } } : s));
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)), 'zpdb met across 3 zones');
+    w.set('ingester-zone-a-1', 'unready');
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+  });
+
+  it('StatefulSets and pods of other namespaces are ignored', () => {
+    const w = new World();
+    const elsewhere = { ...statefulSet('ingester-zone-z'), metadata: { ...statefulSet('ingester-zone-z').metadata, namespace: 'other' } };
+    w.statefulSets.push(elsewhere);
+    assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)), 'zpdb met across 3 zones');
+  });
+});
+
+describe('partition mode', { timeout: 10000 }, () => {
+  it('3 zones × 3 partitions (TestPodEviction_PartitionZones)', () => {
+    const w = () => new World();
+    assertAllowed(w().evict('ingester-zone-a-0', partitioned(1)), 'zpdb met for partition 0 across 3 zones');
+    // Another partition unavailable, in the same zone, then in another zone too.
+    assertAllowed(w().set('ingester-zone-a-1', 'failed').evict('ingester-zone-a-0', partitioned(1)));
+    assertAllowed(w().set('ingester-zone-a-1', 'failed').set('ingester-zone-c-2', 'failed').evict('ingester-zone-a-0', partitioned(1)));
+    assertDenied(w().set('ingester-zone-b-0', 'failed').evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod not ready in partition 0');
+
+    const missing = w();
+    missing.sts('ingester-zone-b').status!.replicas = 4;
+    assertDenied(missing.evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod unknown in partition 0');
+    assertDenied(missing.evict('ingester-zone-a-0', zpdb({ maxUnavailable: 1, podNamePartitionRegex: 'ingester(-foo)?-zone-[a-z]-([0-9]+)', podNameRegexGroup: 2 })), 429, '1 pod unknown in partition 0');
+  });
+
+  it('maxUnavailable 2 tolerates one unavailable peer (TestPodEviction_PartitionZonesMaxUnavailable2)', () => {
+    const w = new World().set('ingester-zone-b-0', 'failed');
+    assertDenied(w.evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod not ready in partition 0');
+    assertAllowed(w.evict('ingester-zone-a-0', partitioned(2), { record: false }));
+    w.set('ingester-zone-c-0', 'failed');
+    assertDenied(w.evict('ingester-zone-a-0', partitioned(2)), 429, '2 pods not ready in partition 0');
+  });
+
+  it('a partition already gone from another zone denies (TestPodEviction_PartitionAwareDownscale)', () => {
+    // 3 → 2 replicas: zone a is done, zone b still runs its pod 2.
+    const w = new World(['a', 'b']).remove('ingester-zone-a-2');
+    w.sts('ingester-zone-a').spec!.replicas = 2;
+    w.sts('ingester-zone-a').status!.replicas = 2;
+    w.sts('ingester-zone-b').spec!.replicas = 2;
+    assertDenied(w.evict('ingester-zone-b-2', partitioned(1)), 429, '1 pod unknown in partition 2');
+  });
+
+  it('downscaled zone plus an unready peer (TestPodEviction_PartitionAwareDownscaleMaxUnavailable2)', () => {
+    const w = new World().remove('ingester-zone-a-1').remove('ingester-zone-a-2').set('ingester-zone-b-2', 'failed');
+    w.sts('ingester-zone-a').spec!.replicas = 1;
+    w.sts('ingester-zone-a').status!.replicas = 1;
+    assertDenied(w.evict('ingester-zone-c-2', partitioned(2)), 429, '1 pod not ready, 1 pod unknown in partition 2');
+  });
+
+  it('e2e partition mode: a-0 goes; b-0 waits; b-1 goes; a-1 waits; b-0 goes once a-0 is back', () => {
+    const w = new World(['a', 'b'], 2);
+    assertAllowed(w.evict('ingester-zone-a-0', partitioned(1)));
+    assertDenied(w.evict('ingester-zone-b-0', partitioned(1)), 429, '1 pod not ready in partition 0');
+    assertAllowed(w.evict('ingester-zone-b-1', partitioned(1)));
+    assertDenied(w.evict('ingester-zone-a-1', partitioned(1)), 429, '1 pod not ready in partition 1');
+    w.pending = new Map([...w.pending].filter(([uid]) => uid !== 'ingester-zone-a-0-uid'));
+    assertAllowed(w.evict('ingester-zone-b-0', partitioned(1)));
+  });
+
+  it('other pods of the partition in the evicted pod\'s own zone count too (the anchor skips that zone)', () => {
+    const onePartition = zpdb({ maxUnavailable: 1, podNamePartitionRegex: '(ingester)-zone-[a-z]-[0-9]+' });
+    assertAllowed(new World().evict('ingester-zone-a-0', onePartition));
+    assertDenied(new World().set('ingester-zone-a-1', 'unready').evict('ingester-zone-a-0', onePartition), 429, '1 pod not ready in partition ingester');
+  });
+});
+
+describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
+  // Evict a-0; its partition peer is b-0.
+  const two = () => new World(['a', 'b'], 1);
+  const delayed = (delay: string) => partitioned(1, { crossZoneEvictionDelay: delay });
+  const peerNotReady = '1 pod not ready in partition 0';
+
+  it('a peer with a pending eviction is not ready', () => {
+    const w = two();
+    w.pending = new Map([['ingester-zone-b-0-uid', NOW]]);
+    assertDenied(w.evict('ingester-zone-a-0', partitioned(1)), 429, peerNotReady);
+  });
+
+  it('a peer that is not running and ready is not ready', () => {
+    assertDenied(two().set('ingester-zone-b-0', 'unready').evict('ingester-zone-a-0', delayed('0s')), 429, peerNotReady);
+  });
+
+  it('without a delay a ready peer is ready, annotation or not', () => {
+    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', partitioned(1)));
+  });
+
+  it('a pending eviction beats an old annotation', () => {
+    const w = two();
+    w.pending = new Map([['ingester-zone-b-0-uid', NOW]]);
+    assertDenied(w.evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+  });
+
+  it('no annotation: not ready while a delay is configured', () => {
+    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+  });
+
+  it('an annotation older than the delay: ready', () => {
+    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600 }).evict('ingester-zone-a-0', delayed('1m')));
+  });
+
+  it('an annotation inside the delay window: not ready', () => {
+    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: 0 }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+  });
+
+  it('a malformed annotation counts as now: not ready', () => {
+    assertDenied(two().set('ingester-zone-b-0', 'ready', { annotation: 'not-a-timestamp' }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+  });
+
+  it('becomes ready once the clock is strictly past annotation + delay', () => {
+    const w = two().set('ingester-zone-b-0', 'ready', { readyAgo: 0 });
+    assertDenied(w.evict('ingester-zone-a-0', delayed('1s'), { record: false }), 429, peerNotReady);
+    assertDenied(w.evict('ingester-zone-a-0', delayed('1s'), { now: NOW + SEC, record: false }), 429, peerNotReady);
+    assertAllowed(w.evict('ingester-zone-a-0', delayed('1s'), { now: NOW + SEC + 1 }));
+  });
+
+  it('a later Ready transition than the annotation restarts the wait (stale annotation)', () => {
+    const w = two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600, readyConditionAt: NOW - 10 * SEC });
+    assertDenied(w.evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+    assertAllowed(w.evict('ingester-zone-a-0', delayed('1m'), { now: NOW + MIN }));
+    // A transition older than the annotation changes nothing.
+    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600, readyConditionAt: NOW - HOUR * 2 }).evict('ingester-zone-a-0', delayed('1m')));
+  });
+
+  it('another partition is unaffected by a recovering peer', () => {
+    const w = new World(['a', 'b'], 2).set('ingester-zone-b-0', 'ready', { readyAgo: 0 });
+    assertAllowed(w.evict('ingester-zone-a-1', delayed('15s')));
+  });
+});
+
+describe('rollout controller check', { timeout: 10000 }, () => {
+  const ask = (w: World, name: string, configs: ZpdbConfig[], rolloutMaxUnavailable: number) => {
+    const d = decideRolloutDelete({ pod: w.get(name), configs, statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, rolloutMaxUnavailable });
+    if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+    return d;
+  };
+
+  it('the override is the rollout max unavailable, or 1 under a partition-aware ZPDB', () => {
+    assert.equal(maxUnavailableZeroOverride(maxUnavailable(0), 3), 3);
+    assert.equal(maxUnavailableZeroOverride(partitioned(0), 3), 1);
+  });
+
+  it('zone mode with maxUnavailable 0: rolls within rollout-max-unavailable, one zone at a time', () => {
+    const w = new World();
+    assertAllowed(ask(w, 'ingester-zone-a-0', [maxUnavailable(0)], 2));
+    assertAllowed(ask(w, 'ingester-zone-a-1', [maxUnavailable(0)], 2));
+    assertDenied(ask(w, 'ingester-zone-a-2', [maxUnavailable(0)], 2), 429, '2 pods not ready in ingester-zone-a');
+    assertDenied(ask(w, 'ingester-zone-b-0', [maxUnavailable(0)], 2), 429, '2 pods not ready in ingester-zone-a');
+  });
+
+  it('partition mode with maxUnavailable 0: one pod per partition', () => {
+    const w = new World();
+    assertAllowed(ask(w, 'ingester-zone-a-0', [partitioned(0)], 5));
+    assertDenied(ask(w, 'ingester-zone-b-0', [partitioned(0)], 5), 429, '1 pod not ready in partition 0');
+    assertAllowed(ask(w, 'ingester-zone-b-1', [partitioned(0)], 5));
+  });
+
+  it('a pod out of scope may be deleted; a non-zero ZPDB budget is not overridden', () => {
+    const w = new World();
+    assert.deepEqual(ask(w, 'ingester-zone-a-0', [], 1), { allowed: true, reason: 'pod-not-in-scope' });
+    assertAllowed(ask(w, 'ingester-zone-a-0', [maxUnavailable(1)], 3));
+    assertDenied(ask(w, 'ingester-zone-a-1', [maxUnavailable(1)], 3), 429, '1 pod not ready in ingester-zone-a');
+  });
+});
+
+// ------------------------------------------------------------- properties
+
+const DISRUPTED = ['unready', 'failed', 'pending', 'terminating', 'missing'] as const;
+type Slot = 'ready' | (typeof DISRUPTED)[number];
+const ZONES = ['a', 'b', 'c', 'd'];
+const SLOTS = 5;
+
+// Mostly healthy pods, so that allowed evictions are common enough to check.
+const rarely = <T,>(usual: T, unusual: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(usual), weight: 12 }, { arbitrary: unusual, weight: 1 });
+const perSlot = <T,>(arb: fc.Arbitrary<T>) => fc.array(arb, { minLength: 4 * SLOTS, maxLength: 4 * SLOTS });
+
+const scenario = fc.record({
+  partitionMode: fc.boolean(),
+  zones: fc.integer({ min: 2, max: 4 }),
+  specReplicas: fc.array(fc.integer({ min: 1, max: SLOTS }), { minLength: 4, maxLength: 4 }),
+  statusDelta: fc.array(rarely(0, fc.constantFrom(-1, 1)), { minLength: 4, maxLength: 4 }),
+  slots: perSlot(rarely<Slot>('ready', fc.constantFrom(...DISRUPTED))),
+  pending: perSlot(rarely(false, fc.constant(true))),
+  readyAgo: perSlot(fc.oneof(fc.constant(3600), fc.integer({ min: 0, max: 600 }), fc.constant(null))),
+  budget: fc.oneof(fc.record({ count: fc.integer({ min: 0, max: 3 }) }), fc.record({ percentage: fc.integer({ min: 0, max: 100 }) })),
+  delaySeconds: fc.constantFrom(0, 0, 30, 120),
+  target: fc.record({ zone: fc.integer({ min: 0, max: 3 }), ordinal: fc.integer({ min: 0, max: SLOTS - 1 }) }),
+  shuffleKeys: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 4 * SLOTS + 4, maxLength: 4 * SLOTS + 4 }),
+});
+type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
+
+interface Built {
+  statefulSets: StatefulSet[];
+  pods: Pod[];
+  pending: Map<string, number>;
+  config: ZpdbConfig;
+  target: Pod;
+  /** Our own reading of each pod slot, to check the decision against. */
+  slot: (zone: number, ordinal: number) => { state: Slot; available: boolean };
+  expected: (zone: number) => number;
+}
+
+function build(s: Scenario): Built | undefined {
+  const budget = 'count' in s.budget ? { maxUnavailable: s.budget.count } : { maxUnavailablePercentage: s.budget.percentage };
+  const spec = s.partitionMode
+    ? { maxUnavailable: 'count' in s.budget ? s.budget.count : 1, podNamePartitionRegex: PARTITION_REGEX, ...(s.delaySeconds ? { crossZoneEvictionDelay: `${s.delaySeconds}s` } : {}) }
+    : budget;
+  const config = zpdb(spec);
+  const statefulSets: StatefulSet[] = [];
+  const pods: Pod[] = [];
+  const pending = new Map<string, number>();
+  const delayMs = s.partitionMode ? s.delaySeconds * SEC : 0;
+  const index = (z: number, i: number) => z * SLOTS + i;
+  const slot = (z: number, i: number) => {
+    const state: Slot = i < SLOTS ? s.slots[index(z, i)]! : 'missing';
+    const ago = s.readyAgo[index(z, i)];
+    const isPending = s.pending[index(z, i)]!;
+    const available = state === 'ready' && !isPending && (delayMs === 0 || (ago !== null && ago !== undefined && ago * SEC > delayMs));
+    return { state, available };
+  };
+  for (let z = 0; z < s.zones; z++) {
+    const name = `ingester-zone-${ZONES[z]!}`;
+    const replicas = s.specReplicas[z]!;
+    statefulSets.push(statefulSet(name, replicas, Math.max(0, replicas + s.statusDelta[z]!)));
+    for (let i = 0; i < replicas; i++) {
+      const { state } = slot(z, i);
+      if (state === 'missing') continue;
+      const p = pod(`${name}-${i}`, name, state, { readyAgo: s.readyAgo[index(z, i)] ?? null });
+      pods.push(p);
+      if (s.pending[index(z, i)]) pending.set(p.metadata!.uid!, NOW - SEC);
+    }
+  }
+  const target = pods.find((p) => p.metadata?.name === `ingester-zone-${ZONES[s.target.zone]!}-${s.target.ordinal}`);
+  if (!target) return undefined;
+  const expected = (z: number) => Math.max(s.specReplicas[z]!, Math.max(0, s.specReplicas[z]! + s.statusDelta[z]!));
+  const present = (z: number, i: number) => i < s.specReplicas[z]! && slot(z, i).state !== 'missing';
+  return {
+    statefulSets, pods, pending, config, target, expected,
+    slot: (z, i) => (present(z, i) ? slot(z, i) : { state: 'missing', available: false }),
+  };
+}
+
+function effectiveMax(s: Scenario, b: Built): number {
+  if ('count' in s.budget || s.partitionMode) return 'count' in s.budget ? s.budget.count : 1;
+  const own = b.statefulSets[s.target.zone]!;
+  const replicas = Math.min(own.spec!.replicas!, own.status!.replicas);
+  if (s.budget.percentage === 0 || replicas === 0) return 0;
+  return Math.max(1, Math.floor((s.budget.percentage * replicas) / 100));
+}
+
+function shuffled<T>(items: readonly T[], keys: readonly number[]): T[] {
+  return items.map((item, i) => ({ item, key: keys[i % keys.length]! + i * 1e-9 })).sort((a, b) => a.key - b.key).map((x) => x.item);
+}
+
+describe('properties', { timeout: 10000 }, () => {
+  it('an allowed eviction never leaves more than maxUnavailable unavailable pods in the zone (partition), and never while another zone is disrupted', () => {
+    fc.assert(fc.property(scenario, (s) => {
+      fc.pre(s.target.zone < s.zones);
+      const b = build(s);
+      fc.pre(b !== undefined);
+      const d = decideEviction({ pod: b.target, config: b.config, statefulSets: b.statefulSets, pods: b.pods, pendingEvictions: b.pending, now: NOW });
+      const targetState = b.slot(s.target.zone, s.target.ordinal).state;
+      if (targetState === 'failed' || targetState === 'pending' || targetState === 'terminating') {
+        assert.equal(d.allowed && d.reason, 'pod-not-ready');
+        return;
+      }
+      const max = effectiveMax(s, b);
+      if (max === 0) {
+        assert.equal(!d.allowed && d.code, 403);
+        return;
+      }
+      if (!d.allowed) {
+        assert.ok(d.code === 429, JSON.stringify(d));
+        return;
+      }
+      const others = Array.from({ length: s.zones }, (_, z) => z).filter((z) => z !== s.target.zone);
+      if (!s.partitionMode) {
+        for (const z of others) {
+          for (let i = 0; i < b.expected(z); i++) assert.ok(b.slot(z, i).available, `zone ${z} pod ${i} unavailable, yet ${JSON.stringify(d)}`);
+        }
+        let unavailable = 1; // the evicted pod
+        for (let i = 0; i < b.expected(s.target.zone); i++) if (i !== s.target.ordinal && !b.slot(s.target.zone, i).available) unavailable++;
+        assert.ok(unavailable <= max, `${unavailable} unavailable in own zone with budget ${max}`);
+      } else {
+        // One pod per partition per zone: the peer is the pod with the same ordinal.
+        let unavailable = 1;
+        for (const z of others) if (!b.slot(z, s.target.ordinal).available) unavailable++;
+        assert.ok(unavailable <= max, `${unavailable} unavailable in partition ${s.target.ordinal} with budget ${max}`);
+        if (max === 1) for (const z of others) assert.ok(b.slot(z, s.target.ordinal).available);
+      }
+    }), { numRuns: 2000 });
+  });
+
+  it('the decision is deterministic: the order of StatefulSets, pods and cache entries does not matter', () => {
+    fc.assert(fc.property(scenario, (s) => {
+      fc.pre(s.target.zone < s.zones);
+      const b = build(s);
+      fc.pre(b !== undefined);
+      const input = { pod: b.target, config: b.config, statefulSets: b.statefulSets, pods: b.pods, pendingEvictions: b.pending, now: NOW };
+      const first = decideEviction(input);
+      assert.deepEqual(decideEviction(input), first);
+      const reordered = {
+        ...input,
+        statefulSets: shuffled(b.statefulSets, s.shuffleKeys),
+        pods: shuffled(b.pods, s.shuffleKeys.slice(4)),
+        pendingEvictions: new Map(shuffled([...b.pending], s.shuffleKeys)),
+      };
+      assert.deepEqual(decideEviction(reordered), first);
+    }), { numRuns: 500 });
+  });
+
+  it('evictions racing ahead of pod state changes never exceed the budget (only the eviction cache moves)', () => {
+    fc.assert(fc.property(
+      fc.boolean(),
+      fc.integer({ min: 2, max: 4 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.integer({ min: 1, max: 3 }),
+      fc.array(fc.record({ zone: fc.integer({ min: 0, max: 3 }), ordinal: fc.integer({ min: 0, max: 3 }) }), { minLength: 1, maxLength: 30 }),
+      (partitionMode, zones, replicas, max, requests) => {
+        const w = new World(ZONES.slice(0, zones), replicas);
+        const config = partitionMode ? partitioned(max) : maxUnavailable(max);
+        for (const r of requests) {
+          if (r.zone >= zones || r.ordinal >= replicas) continue;
+          w.evict(`ingester-zone-${ZONES[r.zone]!}-${r.ordinal}`, config);
+          const evicted = [...w.pending.keys()].map((uid) => uid.replace(/-uid$/, ''));
+          if (partitionMode) {
+            const perPartition = Map.groupBy(evicted, (name) => name.replace(/^.*-/, ''));
+            for (const [p, names] of perPartition) assert.ok(names.length <= max, `partition ${p}: ${names.join(', ')}`);
+          } else {
+            const perZone = Map.groupBy(evicted, (name) => name.replace(/-\d+$/, ''));
+            assert.ok(perZone.size <= 1, `zones disrupted at once: ${[...perZone.keys()].join(', ')}`);
+            for (const [zone, names] of perZone) assert.ok(names.length <= max, `${zone}: ${names.join(', ')}`);
+          }
+        }
+      },
+    ), { numRuns: 500 });
+  });
+});
