@@ -2,7 +2,7 @@
 // clusters do to watches: apiserver restarts, 410 Gone after compaction,
 // half-open connections that never deliver another byte, and errors of every
 // kind. See docs/runtime.md for the guarantees.
-import { KubeApiError, isGone } from '../kube/errors.ts';
+import { KubeApiError, isGone, isNotFound } from '../kube/errors.ts';
 import type { KubeClient, WatchEvent } from '../kube/client.ts';
 import type { KubeObject, ResourceType, Status } from '../kube/types.ts';
 import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
@@ -37,6 +37,12 @@ export interface InformerOptions<T extends KubeObject> {
   /** Items per list page. */
   pageSize?: number;
   backoff?: { initialMs: number; maxMs: number };
+  /**
+   * The resource may not be served (a CRD not installed yet): a 404 on list
+   * counts as an empty, synced cache — readiness must not wait for it — and
+   * the list is retried with backoff until the resource appears.
+   */
+  optional?: boolean;
   clock?: Clock;
   logger?: Logger;
   metrics?: InformerMetrics;
@@ -159,6 +165,16 @@ export class Informer<T extends KubeObject> {
         await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
       } catch (error) {
         if (signal.aborted) break;
+        if (this.options.optional && isNotFound(error)) {
+          failures++;
+          this.notServed();
+          try {
+            await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
+          } catch {
+            break;
+          }
+          continue;
+        }
         if (isGone(error)) {
           this.options.metrics?.watchRestart(this.options.type, 'gone');
           this.log.info('resourceVersion too old (410 Gone); relisting', { resourceVersion: this.resourceVersion });
@@ -175,6 +191,22 @@ export class Informer<T extends KubeObject> {
           break;
         }
       }
+    }
+  }
+
+  private reportedNotServed = false;
+
+  /** An optional resource is not served: an empty cache, synced, relisted later. */
+  private notServed(): void {
+    this.replace([]);
+    this.resourceVersion = '';
+    if (!this.reportedNotServed) {
+      this.reportedNotServed = true;
+      this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', { resource: this.options.type.resource });
+    }
+    if (!this.synced) {
+      this.synced = true;
+      for (const waiter of this.syncWaiters.splice(0)) waiter();
     }
   }
 
@@ -205,6 +237,10 @@ export class Informer<T extends KubeObject> {
       if (!continueToken) break;
     }
     this.options.metrics?.relist(type);
+    if (this.reportedNotServed) {
+      this.reportedNotServed = false;
+      this.log.info('resource served now', { resource: type.resource });
+    }
     this.replace(items);
     this.resourceVersion = resourceVersion;
     if (!this.synced) {

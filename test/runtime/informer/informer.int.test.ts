@@ -2,6 +2,8 @@
 // survive (apiserver restart, 410 Gone after compaction, a connection that
 // silently dies) end with a cache equal to a fresh list and no update lost.
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
@@ -13,6 +15,7 @@ import { informerMetrics } from '../../../src/runtime/informer/metrics.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { BlackholeProxy } from '../../support/blackhole-proxy.ts';
+import { kubectl } from '../../support/kubectl.ts';
 
 const cluster = testCluster();
 
@@ -158,4 +161,29 @@ describe('informer', () => {
     await waitFor('the later object', () => informer.get(namespace, 'late'), { timeoutMs: 10_000 });
     assert.equal((informer.get(namespace, 'late') as { data?: unknown }).data, undefined);
   });
+
+  it('treats a resource that is not served yet as empty and synced, and picks it up once its CRD appears', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const group = `${namespace}.stateward.test`;
+    const type = { group, version: 'v1', resource: 'widgets', kind: 'Widget', namespaced: true };
+    const kube = client();
+    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, backoff: { initialMs: 100, maxMs: 500 } });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    assert.equal(informer.size, 0);
+    const crd = join(cluster.state.stateDir, `crd-${namespace}.json`);
+    await writeFile(crd, JSON.stringify({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `widgets.${group}` },
+      spec: { group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    }));
+    const applied = await kubectl(cluster, 'apply', '-f', crd);
+    assert.ok(applied.ok, applied.out);
+    t.after(() => kubectl(cluster, 'delete', '-f', crd, '--wait=false'));
+    await waitFor('a widget created', () => kube.create(type, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace } }).catch(() => undefined), { timeoutMs: 30_000 });
+    await waitFor('the informer to see it', () => informer.get(namespace, 'w1'), { timeoutMs: 15_000 });
+  });
 });
+
