@@ -1,0 +1,248 @@
+// /admission/pod-eviction: the imperative shell around decide.ts. Every
+// input comes from the shared informer caches (pods, StatefulSets, ZPDBs,
+// ledgers); the only API calls are the ledger write an allowed eviction
+// needs, a re-read after a conflict, and a pod GET when the cache does not
+// know the pod yet. rollout-operator makes 4+ live calls per eviction (the
+// rate-limit storms of its #391/#441).
+//
+// Failure answers are chosen for `kubectl drain`, which retries 429 and
+// treats 404 as "already gone" but aborts on anything else: a missing pod
+// is a 404, a transient failure a 429, never a 500 or 400 that would abort
+// a drain for a reason a retry fixes.
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Clock } from '../../runtime/clock.ts';
+import type { Informer } from '../../runtime/informer/informer.ts';
+import type { KubeClient } from '../../runtime/kube/client.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
+import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
+import type { Logger } from '../../runtime/log/logger.ts';
+import { INDEX } from '../../workloads/cache.ts';
+import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
+import { parseZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import { admitEviction, evictionScope, type EvictionDecision } from './decide.ts';
+import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
+
+export interface ZpdbCaches {
+  pods: Informer<Pod>[];
+  statefulSets: Informer<StatefulSet>[];
+  zpdbs: Informer<ZoneAwarePodDisruptionBudget>[];
+  ledgers: Informer<Lease>[];
+}
+
+export interface EvictionDeps {
+  client: KubeClient;
+  clock: Clock;
+  log: Logger;
+  registry: Registry;
+  caches: ZpdbCaches;
+}
+
+/** Ledger writes per eviction before answering "retry" (each conflict means another allow committed first). */
+const MAX_LEDGER_ATTEMPTS = 5;
+
+const forNamespace = <T extends { name: string }>(informers: T[], namespace: string): T | undefined =>
+  informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
+
+type Answer = { decision: AdmissionDecision; reason: string; status: number };
+
+const allow = (reason: string, warning?: string): Answer => ({ decision: { allowed: true, ...(warning ? { warnings: [warning] } : {}) }, reason, status: 200 });
+const deny = (code: number, reason: string, message: string): Answer => ({
+  decision: { allowed: false, status: { code, message, reason: code === 429 ? 'TooManyRequests' : code === 404 ? 'NotFound' : code === 403 ? 'Forbidden' : code === 400 ? 'BadRequest' : 'InternalError' } },
+  reason,
+  status: code,
+});
+
+function fromDecision(d: EvictionDecision): Answer {
+  return d.allowed ? allow(d.reason, d.warning) : deny(d.code, d.reason, d.message);
+}
+
+/** A dry run by the request or by the eviction's deleteOptions. */
+function isDryRun(request: AdmissionRequestV1): boolean {
+  const options = (request.object as { deleteOptions?: { dryRun?: unknown } } | undefined)?.deleteOptions;
+  return request.dryRun === true || (Array.isArray(options?.dryRun) && options.dryRun.length > 0);
+}
+
+export class EvictionWebhook {
+  private readonly d: EvictionDeps;
+  private readonly requests: Counter;
+  private readonly inflight: Gauge;
+  private readonly observed: Counter;
+  /** Parsed ZPDBs by uid, reparsed when the generation changes. */
+  private readonly parsed = new Map<string, { generation: number; config?: ZpdbConfig }>();
+  /** One ledger write at a time per ZPDB in this process; other replicas meet at the resourceVersion. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Ledgers this process wrote last, until the cache catches up. */
+  private readonly written = new Map<string, Lease>();
+
+  constructor(deps: EvictionDeps) {
+    this.d = deps;
+    this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
+    this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
+    this.observed = new Counter({ name: 'rollout_operator_zpdb_configurations_observed_total', help: 'Zone-aware pod disruption budgets seen, by result.', labelNames: ['result'], registers: [deps.registry] });
+    for (const informer of deps.caches.zpdbs) {
+      informer.addHandlers({
+        onAdd: (z) => this.observe(z),
+        onUpdate: (_old, z) => this.observe(z),
+        onDelete: (z) => {
+          this.parsed.delete(z.metadata?.uid ?? '');
+          this.observed.inc({ result: 'deleted' });
+        },
+      });
+    }
+  }
+
+  readonly handler: AdmissionHandler = async (request, signal) => {
+    this.inflight.inc();
+    try {
+      const answer = await this.judge(request, signal);
+      this.requests.inc({ reason: answer.reason, status: String(answer.status) });
+      return answer.decision;
+    } finally {
+      this.inflight.dec();
+    }
+  };
+
+  private observe(z: ZoneAwarePodDisruptionBudget): void {
+    const uid = z.metadata?.uid ?? '';
+    const generation = z.metadata?.generation ?? 0;
+    const known = this.parsed.get(uid);
+    if (known && known.generation > generation) {
+      this.observed.inc({ result: 'ignored' });
+      return;
+    }
+    if (known && known.generation === generation) return;
+    const result = parseZpdb(z);
+    if ('error' in result) {
+      this.d.log.warn('ignoring an invalid ZoneAwarePodDisruptionBudget', { namespace: z.metadata?.namespace, name: z.metadata?.name, err: result.error });
+      this.parsed.set(uid, { generation });
+      this.observed.inc({ result: 'invalid' });
+      return;
+    }
+    this.parsed.set(uid, { generation, config: result.config });
+    this.observed.inc({ result: 'updated' });
+  }
+
+  private configs(namespace: string): ZpdbConfig[] {
+    const informer = forNamespace(this.d.caches.zpdbs, namespace);
+    const configs: ZpdbConfig[] = [];
+    for (const z of informer?.list() ?? []) {
+      if (z.metadata?.namespace !== namespace) continue;
+      if (!this.parsed.has(z.metadata.uid ?? '')) this.observe(z);
+      const config = this.parsed.get(z.metadata.uid ?? '')?.config;
+      if (config) configs.push(config);
+    }
+    return configs;
+  }
+
+  private synced(): boolean {
+    const { pods, statefulSets, zpdbs, ledgers } = this.d.caches;
+    return [...pods, ...statefulSets, ...zpdbs, ...ledgers].every((i) => i.hasSynced());
+  }
+
+  private async judge(request: AdmissionRequestV1, signal: AbortSignal): Promise<Answer> {
+    // Judging on half-filled caches could allow what a full picture denies.
+    if (!this.synced()) return deny(429, 'denied', 'the eviction webhook is starting (caches not synced yet), retry');
+    if (request.operation !== 'CREATE') return deny(400, 'invalid-request', `request operation is not create, got: ${request.operation}`);
+    if (request.subResource !== 'eviction') return deny(400, 'invalid-request', `request SubResource is not eviction, got: ${request.subResource ?? ''}`);
+    const { namespace, name } = request;
+    if (!namespace || !name) return deny(400, 'invalid-request', 'request did not include both a namespace and a name');
+
+    let pod = forNamespace(this.d.caches.pods, namespace)?.get(namespace, name);
+    if (!pod) {
+      try {
+        pod = await this.d.client.get<Pod>(resources.pods, { namespace, name }, { signal });
+      } catch (error) {
+        // Gone: kubectl drain counts the pod as evicted. Anything else: retry.
+        if (isNotFound(error)) return deny(404, 'pod-not-found', `pods "${name}" not found`);
+        return deny(429, 'pod-not-found', `unable to read pod ${name}, retry: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    const wanted = (request.object as { deleteOptions?: { preconditions?: { uid?: string } } } | undefined)?.deleteOptions?.preconditions?.uid;
+    // The eviction is for another incarnation: the API server answers 409 itself.
+    if (wanted && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
+
+    const configs = this.configs(namespace);
+    const scope = evictionScope(pod, configs);
+    if (scope.kind === 'decided') return fromDecision(scope.decision);
+    const { config } = scope;
+    const ledger = this.cachedLedger(namespace, ledgerName(config.name));
+    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    const pending = pendingFrom(pruneLedger(decodeLedger(ledger).ledger, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName)));
+    // A dry run, or a denial, is answered from the caches and writes nothing.
+    const first = this.decide(pod, configs, pending, isDryRun(request));
+    if (!first.allowed || !first.record) return fromDecision(first);
+    const fresh = pod;
+    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, configs, signal));
+  }
+
+  /** The decision on the caches, with these pending evictions. */
+  private decide(pod: Pod, configs: ZpdbConfig[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
+    const namespace = pod.metadata?.namespace ?? '';
+    const statefulSets = (forNamespace(this.d.caches.statefulSets, namespace)?.list() ?? []).filter((s) => s.metadata?.namespace === namespace);
+    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    // Indexed: the pods of the namespace's StatefulSets and the orphans, never a scan of every pod.
+    const pods = [
+      ...statefulSets.flatMap((s) => podInformer?.byIndex(INDEX.podsByOwner, s.metadata?.uid ?? '') ?? []),
+      ...(podInformer?.byIndex(INDEX.orphanPods, '') ?? []),
+    ].filter((p) => p.metadata?.namespace === namespace);
+    return admitEviction({ pod, statefulSets, pods, pendingEvictions: pending, now: this.d.clock.now(), dryRun, configs });
+  }
+
+  /** Decide again on the budget's ledger and commit the allow to it; a conflict means decide again. */
+  private async commit(pod: Pod, config: ZpdbConfig, configs: ZpdbConfig[], signal: AbortSignal): Promise<Answer> {
+    const namespace = config.namespace;
+    const name = ledgerName(config.name);
+    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    let lease: Lease | undefined = this.cachedLedger(namespace, name);
+    for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
+      const decoded = decodeLedger(lease);
+      if (decoded.warning) this.d.log.warn(decoded.warning, { namespace });
+      const now = this.d.clock.now();
+      const ledger: Ledger = pruneLedger(decoded.ledger, now, (podName) => podInformer?.get(namespace, podName));
+      const decision = this.decide(pod, configs, pendingFrom(ledger), false);
+      if (!decision.allowed || !decision.record) return fromDecision(decision);
+      ledger.set(decision.record.uid, { pod: decision.record.name, at: decision.record.allowedAt });
+      const annotations = { ...(lease?.metadata?.annotations ?? {}), [LEDGER_ANNOTATION]: encodeLedger(ledger) };
+      try {
+        const saved = lease
+          ? await this.d.client.update<Lease>(resources.leases, { ...lease, metadata: { ...lease.metadata, annotations } }, { signal })
+          : await this.d.client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'stateward' }, annotations }, spec: {} }, { signal });
+        this.written.set(`${namespace}/${name}`, saved);
+        this.d.log.info('eviction allowed', { namespace, pod: pod.metadata?.name, zpdb: config.name, why: decision.message });
+        return fromDecision(decision);
+      } catch (error) {
+        if (!isConflict(error) && !isAlreadyExists(error) && !isNotFound(error)) {
+          return deny(429, 'denied', `unable to record the eviction in the budget's ledger, retry: ${error instanceof Error ? error.message : String(error)}`);
+        }
+        // Someone else committed first (or the Lease vanished): read it fresh and decide again.
+        lease = await this.d.client.get<Lease>(resources.leases, { namespace, name }, { signal }).catch((e: unknown) => {
+          if (isNotFound(e)) return undefined;
+          throw e;
+        });
+      }
+    }
+    return deny(429, 'denied', `too many concurrent evictions against ZoneAwarePodDisruptionBudget ${config.name}, retry`);
+  }
+
+  /** The ledger as the cache has it, or as this process last wrote it if the cache has not caught up. */
+  private cachedLedger(namespace: string, name: string): Lease | undefined {
+    const cached = forNamespace(this.d.caches.ledgers, namespace)?.get(namespace, name);
+    const written = this.written.get(`${namespace}/${name}`);
+    if (!written) return cached;
+    if (!cached || cached.metadata?.resourceVersion === written.metadata?.resourceVersion) return written;
+    // The cache moved on past our write (or is behind it): a stale pick costs one conflict, never a wrong allow.
+    this.written.delete(`${namespace}/${name}`);
+    return cached;
+  }
+
+  private withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(key) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const tail = next.catch(() => undefined);
+    this.locks.set(key, tail);
+    void tail.then(() => {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    });
+    return next;
+  }
+}

@@ -1,0 +1,13 @@
+// /admission/zpdb-validation: rejects a ZoneAwarePodDisruptionBudget the
+// eviction webhook could not use, with the anchor's messages (code 400).
+// No API calls. Fail-closed is safe here: a rejected budget is a clear
+// error for whoever applies it, while an accepted broken one would be
+// silently ignored at eviction time.
+import type { AdmissionHandler } from '../../webhooks/admission.ts';
+import { parseZpdb } from './config.ts';
+
+export const zpdbValidationHandler: AdmissionHandler = (request) => {
+  const result = parseZpdb(request.object);
+  if ('error' in result) return { allowed: false, status: { code: 400, message: result.error, reason: 'BadRequest' } };
+  return { allowed: true };
+};
