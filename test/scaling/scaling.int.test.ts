@@ -9,7 +9,7 @@ import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
-import { installLoopbackMutatingWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 import { createReplicaTemplate, mirrorAnnotations } from '../support/replica-templates.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
@@ -77,7 +77,7 @@ describe('replica coordination', () => {
     const op = await OperatorProcess.start(cluster, namespace, ['-reconcile.interval=1s', '-server-tls.enabled', `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost']);
     t.after(() => op.stop());
     await op.waitReady();
-    await installLoopbackMutatingWebhook(t, kube, {
+    await installLoopbackWebhook(t, kube, {
       name: `prepare-downscale-${namespace}`,
       namespace,
       webhooks: [loopbackWebhook({ name: `prepare-downscale-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/prepare-downscale', sideEffects: 'NoneOnDryRun' })],

@@ -9,7 +9,7 @@ import { waitFor } from '../cluster/probe.ts';
 export const CA_INJECTION_LABELS = (namespace: string) => ({ 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace });
 
 /** One webhook entry for UPDATEs of StatefulSets (and their /scale) in `namespace`. */
-export function loopbackWebhook(o: { name: string; namespace: string; port: number; path: string; sideEffects: 'None' | 'NoneOnDryRun'; objectSelector?: object }): { name: string; clientConfig: { url: string } } & Record<string, unknown> {
+export function loopbackWebhook(o: { name: string; namespace: string; port: number; path: string; sideEffects: 'None' | 'NoneOnDryRun'; objectSelector?: object; rules?: object[] }): { name: string; clientConfig: { url: string } } & Record<string, unknown> {
   return {
     name: o.name,
     ...(o.objectSelector ? { objectSelector: o.objectSelector } : {}),
@@ -18,26 +18,27 @@ export function loopbackWebhook(o: { name: string; namespace: string; port: numb
     failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': o.namespace } },
-    rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
+    rules: o.rules ?? [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
     sideEffects: o.sideEffects,
     timeoutSeconds: 10,
   };
 }
 
 /**
- * Creates a mutating webhook configuration calling the operator on loopback
+ * Creates a mutating (or validating) webhook configuration calling the operator on loopback
  * (labelled for CA injection), deletes it when the test ends, and waits until
  * the operator injected its CA, so admission works from then on.
  */
-export async function installLoopbackMutatingWebhook(
+export async function installLoopbackWebhook(
   t: { after: (fn: () => Promise<unknown>) => void },
   kube: KubeClient,
-  o: { name: string; namespace: string; webhooks: ReturnType<typeof loopbackWebhook>[] },
+  o: { name: string; namespace: string; webhooks: ReturnType<typeof loopbackWebhook>[]; validating?: boolean },
 ): Promise<void> {
-  await kube.create<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { metadata: { name: o.name, labels: CA_INJECTION_LABELS(o.namespace) }, webhooks: o.webhooks });
-  t.after(() => kube.delete(resources.mutatingWebhookConfigurations, { name: o.name }).catch(() => undefined));
+  const type = o.validating ? resources.validatingWebhookConfigurations : resources.mutatingWebhookConfigurations;
+  await kube.create<WebhookConfiguration>(type, { metadata: { name: o.name, labels: CA_INJECTION_LABELS(o.namespace) }, webhooks: o.webhooks });
+  t.after(() => kube.delete(type, { name: o.name }).catch(() => undefined));
   await waitFor('the CA injected', async () => {
-    const config = await kube.get<WebhookConfiguration>(resources.mutatingWebhookConfigurations, { name: o.name });
+    const config = await kube.get<WebhookConfiguration>(type, { name: o.name });
     return config.webhooks?.every((w) => w.clientConfig?.caBundle);
   }, { timeoutMs: 20_000 });
 }

@@ -9,7 +9,7 @@ import { freePorts } from '../cluster/ports.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { installLoopbackMutatingWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
@@ -49,7 +49,7 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
     operators.push(operator);
   }
   await Promise.all(operators.map((o) => o.waitReady()));
-  await installLoopbackMutatingWebhook(t, kube, {
+  await installLoopbackWebhook(t, kube, {
     name: `prepare-downscale-${namespace}`,
     namespace,
     webhooks: webhookPorts.map((port, i) => loopbackWebhook({
