@@ -23,18 +23,25 @@ const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
 const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
-/** 3 zones × 2 pods under a ZPDB of maxUnavailable 1, `replicas` operators behind one webhook address, and a monitor. */
-async function setup(t: TestContext, replicas = 1) {
+const SELECTOR = { matchLabels: { 'rollout-group': 'ingester' } };
+
+/**
+ * Zones × 2 pods under a ZPDB (default maxUnavailable 1), `replicas`
+ * operators behind one webhook address (eviction and ZPDB validation), and
+ * a monitor.
+ */
+async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; spec?: Record<string, unknown>; readyDelay?: string } = {}) {
+  const { replicas = 1, zones = ZONES, spec = { maxUnavailable: 1, selector: SELECTOR }, readyDelay = '4s' } = o;
   const namespace = await cluster.namespace(t);
   const kube = testClient(cluster);
   // Drains select only this test's pods: other namespaces' pods on the node are not ours to move.
   const tag = randomBytes(4).toString('hex');
-  await createGroup(kube, namespace, { all: { replicas: 2, readyDelay: '4s', podLabels: { 'stateward.dev/drain-test': tag } } });
+  await createGroup(kube, namespace, { all: { replicas: 2, readyDelay, podLabels: { 'stateward.dev/drain-test': tag } } }, zones);
   const applied = await kubectl(cluster, 'apply', '-f', crd);
   assert.ok(applied.ok, applied.out);
-  const zpdb = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject;
+  const zpdb = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec } as KubeObject;
   await waitFor('the ZPDB to be created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
-  await waitGroupSettled(kube, namespace);
+  await waitGroupSettled(kube, namespace, 60_000, zones);
   const ports = await freePorts(replicas);
   const operators: OperatorProcess[] = [];
   for (const port of ports) {
@@ -61,9 +68,16 @@ async function setup(t: TestContext, replicas = 1) {
       path: '/admission/pod-eviction',
       sideEffects: 'NoneOnDryRun',
       rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }],
+    }), loopbackWebhook({
+      name: `zpdb-validation-${namespace}.grafana.com`,
+      namespace,
+      port,
+      path: '/admission/zpdb-validation',
+      sideEffects: 'None',
+      rules: [{ apiGroups: ['rollout-operator.grafana.com'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['zoneawarepoddisruptionbudgets'], scope: 'Namespaced' }],
     })],
   });
-  const monitor = new InvariantMonitor(kube, namespace, Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])));
+  const monitor = new InvariantMonitor(kube, namespace, Object.fromEntries(zones.map((z) => [`ingester-zone-${z}`, 1])));
   await monitor.start();
   t.after(() => monitor.stop());
   return { namespace, kube, tag, monitor, operators, proxy };
@@ -127,7 +141,7 @@ describe('zone-aware pod disruption budgets', () => {
   });
 
   it('two operator replicas serving one budget never allow two disruptions at once, under 20 concurrent evictions', async (t) => {
-    const { namespace, kube, monitor, proxy, operators } = await setup(t, 2);
+    const { namespace, kube, monitor, proxy, operators } = await setup(t, { replicas: 2 });
     const pods = (await podsOf(kube, namespace)).map((p) => p.metadata!.name!);
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => evict(kube, namespace, pods[i % pods.length]!)));
     const allowed = results.filter((r) => r.code === 201).length;
@@ -142,4 +156,39 @@ describe('zone-aware pod disruption budgets', () => {
     // Both replicas judged requests (not just accepted connections).
     for (const op of operators) assert.ok(((await op.metric('rollout_operator_zpdb_eviction_requests_total{reason="denied",status="429"}')) ?? 0) + ((await op.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}')) ?? 0) > 0);
   });
+
+  it('partition mode: a partition is disrupted in one zone at a time, other partitions are free; invalid budgets are refused', async (t) => {
+    const { namespace, kube } = await setup(t, { zones: ['a', 'b'], spec: { maxUnavailable: 1, podNamePartitionRegex: '[a-z\\-]+-zone-[a-z]-([0-9]+)', selector: SELECTOR } });
+    const invalid = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'broken', namespace }, spec: { maxUnavailable: 1, maxUnavailablePercentage: 50, selector: SELECTOR } } as KubeObject;
+    await assert.rejects(kube.create(zpdbResource, invalid), /invalid value: only one of maxUnavailable or maxUnavailablePercentage may be set/);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-a-0')).code, 201);
+    const b0 = await evict(kube, namespace, 'ingester-zone-b-0');
+    assert.equal(b0.code, 429);
+    assert.match(b0.message, /1 pod not ready in partition 0/);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-1')).code, 201, 'another partition is free');
+    const a1 = await evict(kube, namespace, 'ingester-zone-a-1');
+    assert.equal(a1.code, 429);
+    assert.match(a1.message, /1 pod not ready in partition 1/);
+    await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201, 'allowed once a-0 is back');
+  });
+
+  it('crossZoneEvictionDelay: the same partition in another zone waits until the recovered pod has been Ready that long', async (t) => {
+    const DELAY_MS = 6000;
+    const { namespace, kube } = await setup(t, { zones: ['a', 'b'], readyDelay: '1s', spec: { maxUnavailable: 1, podNamePartitionRegex: '[a-z\\-]+-zone-[a-z]-([0-9]+)', crossZoneEvictionDelay: '6s', selector: SELECTOR } });
+    // The first eviction waits out the initial window after the pods became Ready.
+    await waitFor('a-0 evicted', async () => (await evict(kube, namespace, 'ingester-zone-a-0')).code === 201, { timeoutMs: 30_000, intervalMs: 500 });
+    const readyAt = await waitFor('the new a-0 Ready', async () => {
+      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' }).catch(() => undefined);
+      const ready = pod && isReady(pod) ? pod.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime : undefined;
+      return ready ? Date.parse(ready) : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-1')).code, 201, 'another partition is unaffected');
+    const first = await evict(kube, namespace, 'ingester-zone-b-0');
+    assert.equal(first.code, 429, 'the same partition waits for the delay');
+    const allowedAt = await waitFor('b-0 evicted', async () => ((await evict(kube, namespace, 'ingester-zone-b-0')).code === 201 ? Date.now() : undefined), { timeoutMs: 30_000, intervalMs: 250 });
+    // Condition times have one-second resolution.
+    assert.ok(allowedAt - readyAt >= DELAY_MS - 1000, `allowed ${allowedAt - readyAt} ms after a-0 became Ready`);
+  });
 });
+

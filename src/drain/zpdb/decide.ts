@@ -187,19 +187,21 @@ function parsedTime(value: string | undefined): number | undefined {
 }
 
 /**
- * Since when the pod has been Ready, for crossZoneEvictionDelay: the
- * grafana.com/ready-time annotation, and `now` when it is missing or
- * unparsable (so the pod is not yet past any delay) — the anchor's rule.
- * Beyond the anchor: a later Ready-condition transition wins, so a pod that
- * restarted while the annotation went stale (the observer missed the
- * not-ready moment, e.g. during an operator restart) still waits out the delay.
+ * Since when the pod has been Ready, for crossZoneEvictionDelay: the later
+ * of the grafana.com/ready-time annotation (rollout-operator's pod observer
+ * writes it; honoured when present) and the Ready condition's
+ * lastTransitionTime. Stateward does not write the annotation: the
+ * condition the kubelet keeps says the same without a patch per pod, and a
+ * later transition also catches an annotation gone stale (a restart the
+ * observer missed). Neither known → `now` (not yet past any delay), the
+ * anchor's rule for a missing annotation.
  */
 export function readySince(pod: Pod, now: number): number {
   const annotated = parsedTime(pod.metadata?.annotations?.[READY_TIME_ANNOTATION]);
-  if (annotated === undefined) return now;
   const condition = pod.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
   const transitioned = parsedTime(condition?.lastTransitionTime);
-  return transitioned !== undefined && transitioned > annotated ? transitioned : annotated;
+  if (annotated === undefined && transitioned === undefined) return now;
+  return Math.max(annotated ?? -Infinity, transitioned ?? -Infinity);
 }
 
 /** Whether a pod other than the evicted one counts as available. */

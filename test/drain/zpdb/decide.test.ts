@@ -403,6 +403,11 @@ describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
     assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
   });
 
+  it('no annotation but a Ready condition: ready since its transition (Stateward writes no annotation)', () => {
+    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 2 * 60 * SEC }).evict('ingester-zone-a-0', delayed('1m')));
+    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 30 * SEC }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+  });
+
   it('an annotation older than the delay: ready', () => {
     assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600 }).evict('ingester-zone-a-0', delayed('1m')));
   });
