@@ -16,6 +16,7 @@ import { planGroup, type Plan } from './planner.ts';
 import { podsOf, statefulSetView, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher } from './status.ts';
 import { ReplicaCoordinator } from '../scaling/executor.ts';
+import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;
@@ -52,6 +53,7 @@ export class RolloutController {
   private readonly lastReported = new Map<string, string>();
   private readonly knownGroups = new Set<string>();
   private readonly scaling: ReplicaCoordinator | undefined;
+  private readonly budgets: ZpdbBudgets;
 
   constructor(runtime: Runtime, options: RolloutOptions) {
     this.runtime = runtime;
@@ -62,6 +64,7 @@ export class RolloutController {
     this.pods = cache.pods;
     this.metrics = new RolloutMetrics(runtime.registry);
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
+    this.budgets = zpdbBudgets(runtime);
     this.scaling = new ReplicaCoordinator(runtime, {
       podCalls: options.podCalls,
       requeue: (namespace, name) => {
@@ -241,6 +244,18 @@ export class RolloutController {
       // Re-check right before every write: a replica that lost its lease must not act.
       if (!this.runtime.isLeader()) return;
       const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
+      // A zone-aware disruption budget covers rolling deletes as it covers
+      // evictions; a denial waits for the next reconcile.
+      const pod = this.podInformer(namespace)?.get(namespace, deletion.pod);
+      if (pod) {
+        const verdict = await this.budgets.allowRolloutDelete(pod, plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1);
+        if (!verdict.allowed) {
+          const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
+          log.debug(message, { statefulSet: deletion.statefulSet });
+          this.reportOnce(key, `zpdb:${verdict.message}`, () => events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', message));
+          break;
+        }
+      }
       const why = deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
       const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
       try {

@@ -2,11 +2,8 @@
 // certificate (self-signed in a Secret and renewed, or files reloaded on
 // change), CA injection into labelled webhook configurations (leader), and
 // the webhooks themselves.
-import type { ResourceType, KubeObject, Lease, Secret } from '../runtime/kube/types.ts';
-import { workloadCache } from '../workloads/cache.ts';
-import { zpdbResource, type ZoneAwarePodDisruptionBudget } from '../drain/zpdb/config.ts';
-import { EvictionWebhook } from '../drain/zpdb/evictions.ts';
-import { LEDGER_LABEL } from '../drain/zpdb/ledger.ts';
+import type { ResourceType, KubeObject, Secret } from '../runtime/kube/types.ts';
+import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
 import { zpdbValidationHandler } from '../drain/zpdb/validation.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
@@ -57,22 +54,8 @@ function secretStore(runtime: Runtime, namespace: string, name: string): Certifi
 
 export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<string, AdmissionHandler> {
   const log = runtime.logger.child({ webhook: 'no-downscale' });
-  const workloads = workloadCache(runtime);
-  const evictions = new EvictionWebhook({
-    client: runtime.client,
-    clock: runtime.clock,
-    log: runtime.logger.child({ webhook: 'pod-eviction' }),
-    registry: runtime.registry,
-    caches: {
-      pods: workloads.pods,
-      statefulSets: workloads.statefulSets,
-      // Optional: without the CRD installed, start-up does not wait and no budget applies (anchor #476).
-      zpdbs: runtime.informers<ZoneAwarePodDisruptionBudget>(zpdbResource, { optional: true }),
-      ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true` }),
-    },
-  });
   return new Map([
-    [POD_EVICTION_PATH, evictions.handler],
+    [POD_EVICTION_PATH, zpdbBudgets(runtime).handler],
     [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
     [PREPARE_DOWNSCALE_PATH, prepareDownscaleHandler({
       client: runtime.client,

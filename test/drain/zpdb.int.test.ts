@@ -16,7 +16,7 @@ import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
-import { createGroup, InvariantMonitor, testClient, waitGroupSettled, ZONES } from '../support/rollout-group.ts';
+import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
 import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 
 const cluster = testCluster();
@@ -189,6 +189,17 @@ describe('zone-aware pod disruption budgets', () => {
     const allowedAt = await waitFor('b-0 evicted', async () => ((await evict(kube, namespace, 'ingester-zone-b-0')).code === 201 ? Date.now() : undefined), { timeoutMs: 30_000, intervalMs: 250 });
     // Condition times have one-second resolution.
     assert.ok(allowedAt - readyAt >= DELAY_MS - 1000, `allowed ${allowedAt - readyAt} ms after a-0 became Ready`);
+  });
+
+  it('a rollout goes through under a ZPDB, and its deletes count against the budget evictions see', async (t) => {
+    const { namespace, kube, monitor, operators } = await setup(t, { spec: { maxUnavailable: 1, selector: SELECTOR } });
+    // rollout-max-unavailable 2 in zone a, but the ZPDB allows 1: the budget wins.
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { annotations: { 'rollout-max-unavailable': '2' } } });
+    for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    const allowed = await operators[0]!.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}');
+    assert.ok((allowed ?? 0) >= 6, `every rolling delete was judged against the budget (${allowed})`);
   });
 });
 

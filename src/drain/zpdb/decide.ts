@@ -220,17 +220,40 @@ function expectedReplicas(statefulSet: StatefulSet): number {
   return spec === undefined || spec === null ? status : Math.max(status, spec);
 }
 
-function tallyZone(statefulSet: StatefulSet, pods: readonly Pod[], judge: Judge, consider: (pod: Pod) => boolean): Tally {
+/**
+ * `inPartition` (partition mode): whether a pod NAME belongs to the
+ * partition. Zone mode passes undefined: every pod counts.
+ */
+function tallyZone(statefulSet: StatefulSet, pods: readonly Pod[], judge: Judge, inPartition?: (name: string) => boolean): Tally {
   const own = podsOf(statefulSet, [...pods]);
   const tally: Tally = { tested: 0, notReady: 0, unknown: 0 };
   for (const pod of own) {
-    if (!consider(pod)) continue;
+    if (inPartition && !inPartition(pod.metadata?.name ?? '')) continue;
     if (!sameObject(pod, judge.evicted) && !podAvailable(pod, judge)) tally.notReady++;
     tally.tested++;
   }
-  // Which partition a missing pod would serve is unknown, so in partition
-  // mode every missing pod of the zone is charged to the partition (safe side).
-  tally.unknown = Math.max(0, expectedReplicas(statefulSet) - own.length);
+  const shortfall = Math.max(0, expectedReplicas(statefulSet) - own.length);
+  if (!inPartition) {
+    tally.unknown = shortfall;
+    return tally;
+  }
+  // A StatefulSet's pods are named <name>-<ordinal>, so a missing pod's
+  // partition is known from its name: charge it to that partition only. The
+  // anchor charges every missing pod to every partition, so one pod being
+  // recreated in zone a blocks all partitions of zone b. A shortfall the
+  // names do not explain is still charged here (safe side).
+  const name = statefulSet.metadata?.name ?? '';
+  const start = statefulSet.spec?.ordinals?.start ?? 0;
+  const present = new Set(own.map((p) => p.metadata?.name));
+  let missing = 0;
+  let missingHere = 0;
+  for (let ordinal = start; ordinal < start + expectedReplicas(statefulSet); ordinal++) {
+    const podName = `${name}-${ordinal}`;
+    if (present.has(podName)) continue;
+    missing++;
+    if (inPartition(podName)) missingHere++;
+  }
+  tally.unknown = missingHere + Math.max(0, shortfall - missing);
   return tally;
 }
 
@@ -289,16 +312,16 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
 
   if (partition === undefined) {
     for (const other of others) {
-      const tally = tallyZone(other, pods, judge, () => true);
+      const tally = tallyZone(other, pods, judge);
       // Another zone is disrupted: evicting here would take a second zone down.
       if (tally.notReady + tally.unknown > 0) return deny(429, 'denied', budgetMessage(tally, other.metadata?.name ?? ''));
     }
-    const own = tallyZone(owner, pods, judge, () => true);
+    const own = tallyZone(owner, pods, judge);
     if (own.notReady + own.unknown >= maxUnavailable) return deny(429, 'denied', budgetMessage(own, owner.metadata?.name ?? ''));
     return allow(`zpdb met across ${zones} zones`);
   }
 
-  const samePartition = (p: Pod) => podPartition(config, p.metadata?.name ?? '') === partition;
+  const samePartition = (name: string) => podPartition(config, name) === partition;
   const total: Tally = { tested: 0, notReady: 0, unknown: 0 };
   for (const other of others) {
     const tally = tallyZone(other, pods, judge, samePartition);

@@ -16,10 +16,11 @@ import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
 import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import { INDEX } from '../../workloads/cache.ts';
+import { INDEX, workloadCache } from '../../workloads/cache.ts';
+import type { Runtime } from '../../runtime/operator.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
-import { parseZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
-import { admitEviction, evictionScope, type EvictionDecision } from './decide.ts';
+import { parseZpdb, zpdbResource, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import { admitEviction, decideRolloutDelete, evictionScope, type EvictionDecision } from './decide.ts';
 import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
 
 export interface ZpdbCaches {
@@ -29,7 +30,7 @@ export interface ZpdbCaches {
   ledgers: Informer<Lease>[];
 }
 
-export interface EvictionDeps {
+export interface ZpdbBudgetDeps {
   client: KubeClient;
   clock: Clock;
   log: Logger;
@@ -62,8 +63,8 @@ function isDryRun(request: AdmissionRequestV1): boolean {
   return request.dryRun === true || (Array.isArray(options?.dryRun) && options.dryRun.length > 0);
 }
 
-export class EvictionWebhook {
-  private readonly d: EvictionDeps;
+export class ZpdbBudgets {
+  private readonly d: ZpdbBudgetDeps;
   private readonly requests: Counter;
   private readonly inflight: Gauge;
   private readonly observed: Counter;
@@ -74,7 +75,7 @@ export class EvictionWebhook {
   /** Ledgers this process wrote last, until the cache catches up. */
   private readonly written = new Map<string, Lease>();
 
-  constructor(deps: EvictionDeps) {
+  constructor(deps: ZpdbBudgetDeps) {
     this.d = deps;
     this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
     this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
@@ -172,11 +173,35 @@ export class EvictionWebhook {
     const first = this.decide(pod, configs, pending, isDryRun(request));
     if (!first.allowed || !first.record) return fromDecision(first);
     const fresh = pod;
-    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, configs, signal));
+    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, (p) => this.decide(fresh, configs, p, false), signal));
+  }
+
+  /**
+   * The rollout controller asks before deleting a pod for a rolling update
+   * (the anchor's MarkPodAsDeleted): the same budget as evictions, with the
+   * StatefulSet's rollout-max-unavailable standing in for a ZPDB budget of 0.
+   * An allow is recorded in the ledger like an eviction, so an eviction
+   * racing the rollout sees it.
+   */
+  async allowRolloutDelete(pod: Pod, rolloutMaxUnavailable: number, signal?: AbortSignal): Promise<{ allowed: true } | { allowed: false; message: string }> {
+    const namespace = pod.metadata?.namespace ?? '';
+    const configs = this.configs(namespace);
+    const decideWith = (pending: Map<string, number>) => decideRolloutDelete({ ...this.snapshot(pod), pendingEvictions: pending, configs, rolloutMaxUnavailable });
+    const scope = evictionScope(pod, configs);
+    let answer: Answer;
+    if (scope.kind === 'decided') answer = fromDecision(decideWith(new Map()));
+    else answer = await this.withLock(`${namespace}/${scope.config.name}`, () => this.commit(pod, scope.config, decideWith, signal ?? AbortSignal.timeout(30_000)));
+    this.requests.inc({ reason: answer.reason, status: String(answer.status) });
+    return answer.decision.allowed ? { allowed: true } : { allowed: false, message: answer.decision.status?.message ?? 'denied' };
   }
 
   /** The decision on the caches, with these pending evictions. */
   private decide(pod: Pod, configs: ZpdbConfig[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
+    return admitEviction({ ...this.snapshot(pod), pendingEvictions: pending, dryRun, configs });
+  }
+
+  /** The pod's namespace as the caches have it. */
+  private snapshot(pod: Pod): { pod: Pod; statefulSets: StatefulSet[]; pods: Pod[]; now: number } {
     const namespace = pod.metadata?.namespace ?? '';
     const statefulSets = (forNamespace(this.d.caches.statefulSets, namespace)?.list() ?? []).filter((s) => s.metadata?.namespace === namespace);
     const podInformer = forNamespace(this.d.caches.pods, namespace);
@@ -185,11 +210,11 @@ export class EvictionWebhook {
       ...statefulSets.flatMap((s) => podInformer?.byIndex(INDEX.podsByOwner, s.metadata?.uid ?? '') ?? []),
       ...(podInformer?.byIndex(INDEX.orphanPods, '') ?? []),
     ].filter((p) => p.metadata?.namespace === namespace);
-    return admitEviction({ pod, statefulSets, pods, pendingEvictions: pending, now: this.d.clock.now(), dryRun, configs });
+    return { pod, statefulSets, pods, now: this.d.clock.now() };
   }
 
   /** Decide again on the budget's ledger and commit the allow to it; a conflict means decide again. */
-  private async commit(pod: Pod, config: ZpdbConfig, configs: ZpdbConfig[], signal: AbortSignal): Promise<Answer> {
+  private async commit(pod: Pod, config: ZpdbConfig, decideWith: (pending: Map<string, number>) => EvictionDecision, signal: AbortSignal): Promise<Answer> {
     const namespace = config.namespace;
     const name = ledgerName(config.name);
     const podInformer = forNamespace(this.d.caches.pods, namespace);
@@ -199,7 +224,7 @@ export class EvictionWebhook {
       if (decoded.warning) this.d.log.warn(decoded.warning, { namespace });
       const now = this.d.clock.now();
       const ledger: Ledger = pruneLedger(decoded.ledger, now, (podName) => podInformer?.get(namespace, podName));
-      const decision = this.decide(pod, configs, pendingFrom(ledger), false);
+      const decision = decideWith(pendingFrom(ledger));
       if (!decision.allowed || !decision.record) return fromDecision(decision);
       ledger.set(decision.record.uid, { pod: decision.record.name, at: decision.record.allowedAt });
       const annotations = { ...(lease?.metadata?.annotations ?? {}), [LEDGER_ANNOTATION]: encodeLedger(ledger) };
@@ -246,3 +271,33 @@ export class EvictionWebhook {
     return next;
   }
 }
+
+const shared = new WeakMap<Runtime, ZpdbBudgets>();
+
+/**
+ * The budgets of a runtime: one instance, so the eviction webhook and the
+ * rollout controller share caches, ledgers and metrics. The ZPDB informer is
+ * optional: without the CRD installed, start-up does not wait and no budget
+ * applies (anchor #476).
+ */
+export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
+  let budgets = shared.get(runtime);
+  if (!budgets) {
+    const workloads = workloadCache(runtime);
+    budgets = new ZpdbBudgets({
+      client: runtime.client,
+      clock: runtime.clock,
+      log: runtime.logger.child({ component: 'zpdb' }),
+      registry: runtime.registry,
+      caches: {
+        pods: workloads.pods,
+        statefulSets: workloads.statefulSets,
+        zpdbs: runtime.informers<ZoneAwarePodDisruptionBudget>(zpdbResource, { optional: true }),
+        ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true` }),
+      },
+    });
+    shared.set(runtime, budgets);
+  }
+  return budgets;
+}
+
