@@ -13,6 +13,7 @@ import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
 import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
+import { registerRescheduleFlags } from './drain/reschedule/webhook.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -33,7 +34,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const podCallFlags = registerPodCallFlags(fs);
   const rolloutOptions = registerRolloutFlags(fs, podCallFlags.read);
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
-  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(webhookFlags.read)];
+  const rescheduleFlags = registerRescheduleFlags(fs);
+  const reschedule = () => {
+    if (!rescheduleFlags.enabled()) return undefined;
+    const read = rescheduleFlags.read();
+    return 'config' in read ? read.config : undefined;
+  };
+  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() }))];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);
@@ -47,7 +54,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.out(`stateward ${version}\n`);
     return 0;
   }
-  const invalid = runtimeFlags.validate() ?? podCallFlags.validate() ?? webhookFlags.validate();
+  const rescheduleRead = rescheduleFlags.enabled() ? rescheduleFlags.read() : undefined;
+  const invalid = runtimeFlags.validate() ?? podCallFlags.validate() ?? webhookFlags.validate() ?? (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined);
   const config = runtimeFlags.read();
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {

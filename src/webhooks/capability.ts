@@ -4,6 +4,8 @@
 // the webhooks themselves.
 import type { ResourceType, KubeObject, Secret } from '../runtime/kube/types.ts';
 import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
+import { RESCHEDULE_PATH, rescheduleHandler } from '../drain/reschedule/webhook.ts';
+import { workloadCache } from '../workloads/cache.ts';
 import { zpdbValidationHandler } from '../drain/zpdb/validation.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
@@ -54,7 +56,11 @@ function secretStore(runtime: Runtime, namespace: string, name: string): Certifi
 
 export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<string, AdmissionHandler> {
   const log = runtime.logger.child({ webhook: 'no-downscale' });
+  const reschedule: [string, AdmissionHandler][] = config.reschedule
+    ? [[RESCHEDULE_PATH, rescheduleHandler({ client: runtime.client, clock: runtime.clock, log: runtime.logger.child({ webhook: 'reschedule-on-eviction' }), registry: runtime.registry, config: config.reschedule, pods: workloadCache(runtime).pods })]]
+    : [];
   return new Map([
+    ...reschedule,
     [POD_EVICTION_PATH, zpdbBudgets(runtime).handler],
     [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
     [PREPARE_DOWNSCALE_PATH, prepareDownscaleHandler({

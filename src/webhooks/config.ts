@@ -2,8 +2,11 @@
 // defaults, plus -webhooks.ca-bundle-configurations (its issue #38).
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
+import type { RescheduleConfig } from '../drain/reschedule/config.ts';
 
 export interface WebhookConfig extends PodCallConfig {
+  /** Set when -reschedule.enabled: the reschedule-on-eviction webhook. */
+  reschedule?: RescheduleConfig;
   tlsEnabled: boolean;
   port: number;
   requestTimeoutMs: number;
