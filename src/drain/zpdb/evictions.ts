@@ -80,6 +80,7 @@ export class ZpdbBudgets {
     this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
     this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
     this.observed = new Counter({ name: 'rollout_operator_zpdb_configurations_observed_total', help: 'Zone-aware pod disruption budgets seen, by result.', labelNames: ['result'], registers: [deps.registry] });
+    for (const informer of deps.caches.ledgers) informer.addHandlers({ onAdd: (l) => this.caughtUp(l), onUpdate: (_old, l) => this.caughtUp(l) });
     for (const informer of deps.caches.zpdbs) {
       informer.addHandlers({
         onAdd: (z) => this.observe(z),
@@ -240,6 +241,7 @@ export class ZpdbBudgets {
           return deny(429, 'denied', `unable to record the eviction in the budget's ledger, retry: ${error instanceof Error ? error.message : String(error)}`);
         }
         // Someone else committed first (or the Lease vanished): read it fresh and decide again.
+        this.written.delete(`${namespace}/${name}`);
         lease = await this.d.client.get<Lease>(resources.leases, { namespace, name }, { signal }).catch((e: unknown) => {
           if (isNotFound(e)) return undefined;
           throw e;
@@ -249,15 +251,19 @@ export class ZpdbBudgets {
     return deny(429, 'denied', `too many concurrent evictions against ZoneAwarePodDisruptionBudget ${config.name}, retry`);
   }
 
-  /** The ledger as the cache has it, or as this process last wrote it if the cache has not caught up. */
+  /**
+   * The ledger as this process last wrote it until the cache has delivered
+   * that very write, then as the cache has it. If another replica wrote in
+   * between, the stale pick costs one conflict and a re-read, never a wrong
+   * allow.
+   */
   private cachedLedger(namespace: string, name: string): Lease | undefined {
-    const cached = forNamespace(this.d.caches.ledgers, namespace)?.get(namespace, name);
-    const written = this.written.get(`${namespace}/${name}`);
-    if (!written) return cached;
-    if (!cached || cached.metadata?.resourceVersion === written.metadata?.resourceVersion) return written;
-    // The cache moved on past our write (or is behind it): a stale pick costs one conflict, never a wrong allow.
-    this.written.delete(`${namespace}/${name}`);
-    return cached;
+    return this.written.get(`${namespace}/${name}`) ?? forNamespace(this.d.caches.ledgers, namespace)?.get(namespace, name);
+  }
+
+  private caughtUp(lease: Lease): void {
+    const key = `${lease.metadata?.namespace}/${lease.metadata?.name}`;
+    if (this.written.get(key)?.metadata?.resourceVersion === lease.metadata?.resourceVersion) this.written.delete(key);
   }
 
   private withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
