@@ -125,7 +125,7 @@ describe('zone-aware pod disruption budgets', () => {
     const zoneB = (await podsOf(kube, namespace)).find((p) => p.metadata?.name?.startsWith('ingester-zone-b-') && isReady(p))!;
     const refused = await evict(kube, namespace, zoneB.metadata!.name!);
     assert.equal(refused.code, 429, refused.message);
-    assert.match(refused.message, /1 pod not ready in ingester-zone-a/);
+    assert.match(refused.message, /1 pod (not ready|unknown) in ingester-zone-a/);
     // kubectl retries refused evictions by itself; this one finishes once zone a is back.
     const drainB = drain(nodeB, tag);
     const [a, b] = await Promise.all([drainA, drainB]);
