@@ -7,7 +7,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';
-import { resources, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
+import { resources, type Event, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import { LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
 import { freePorts } from '../cluster/ports.ts';
@@ -201,6 +201,23 @@ describe('zone-aware pod disruption budgets', () => {
     assert.deepEqual(monitor.violations, []);
     const allowed = await operators[0]!.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}');
     assert.ok((allowed ?? 0) >= 6, `every rolling delete was judged against the budget (${allowed})`);
+  });
+
+  it('an invalid budget that got into the cluster is ignored with a Warning Event on it', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    assert.ok((await kubectl(cluster, 'apply', '-f', crd)).ok);
+    const invalid = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'broken', namespace }, spec: { maxUnavailable: 1, maxUnavailablePercentage: 50, selector: SELECTOR } } as KubeObject;
+    // No validation webhook here: the object reaches the cluster.
+    await waitFor('the invalid ZPDB created', () => kube.create(zpdbResource, invalid).catch(() => undefined), { timeoutMs: 30_000 });
+    const op = await OperatorProcess.start(cluster, namespace, []);
+    t.after(() => op.stop());
+    await op.waitReady();
+    const event = await waitFor('the InvalidBudget Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'InvalidBudget'), { timeoutMs: 20_000 });
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.regarding?.name, 'broken');
+    assert.match(event.note ?? '', /only one of maxUnavailable or maxUnavailablePercentage may be set/);
+    assert.equal(await op.metric('rollout_operator_zpdb_configurations_observed_total{result="invalid"}'), 1);
   });
 });
 

@@ -19,7 +19,8 @@ import type { Logger } from '../../runtime/log/logger.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
-import { parseZpdb, zpdbResource, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import { parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import type { EventRecorder } from '../../runtime/events/recorder.ts';
 import { admitEviction, decideRolloutDelete, evictionScope, type EvictionDecision } from './decide.ts';
 import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
 
@@ -36,6 +37,8 @@ export interface ZpdbBudgetDeps {
   log: Logger;
   registry: Registry;
   caches: ZpdbCaches;
+  /** Where an invalid budget is reported to its owner (an Event on the ZPDB). */
+  events?: Pick<EventRecorder, 'event'>;
 }
 
 /** Ledger writes per eviction before answering "retry" (each conflict means another allow committed first). */
@@ -116,6 +119,7 @@ export class ZpdbBudgets {
     const result = parseZpdb(z);
     if ('error' in result) {
       this.d.log.warn('ignoring an invalid ZoneAwarePodDisruptionBudget', { namespace: z.metadata?.namespace, name: z.metadata?.name, err: result.error });
+      this.d.events?.event({ apiVersion: ZPDB_API_VERSION, kind: ZPDB_KIND, namespace: z.metadata?.namespace, name: z.metadata?.name ?? '', uid }, 'Warning', 'InvalidBudget', 'Validate', `ignored: evictions of the pods it selects are not limited by it: ${result.error}`);
       this.parsed.set(uid, { generation });
       this.observed.inc({ result: 'invalid' });
       return;
@@ -295,6 +299,7 @@ export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
       clock: runtime.clock,
       log: runtime.logger.child({ component: 'zpdb' }),
       registry: runtime.registry,
+      events: runtime.events,
       caches: {
         pods: workloads.pods,
         statefulSets: workloads.statefulSets,
