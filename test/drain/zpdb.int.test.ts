@@ -171,7 +171,8 @@ describe('zone-aware pod disruption budgets', () => {
     assert.equal(a1.code, 429);
     assert.match(a1.message, /1 pod (not ready|unknown) in partition 1/);
     await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
-    assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201, 'allowed once a-0 is back');
+    // The operator's caches see a-0 Ready a moment after the API does; kubectl would retry too.
+    await waitFor('b-0 allowed once a-0 is back', async () => (await evict(kube, namespace, 'ingester-zone-b-0')).code === 201, { timeoutMs: 15_000, intervalMs: 250 });
   });
 
   it('crossZoneEvictionDelay: the same partition in another zone waits until the recovered pod has been Ready that long', async (t) => {

@@ -91,6 +91,7 @@ describe('operator runtime', () => {
     t.after(() => everything.stop());
     await everything.waitReady();
     assert.match(everything.logs, /msg=synced informer=statefulsets /);
-    assert.match(everything.logs, /msg="caches synced" informers=2/);
+    // One cluster-wide informer each: StatefulSets, pods, ZoneAwarePodDisruptionBudgets, budget ledgers.
+    assert.match(everything.logs, /msg="caches synced" informers=4/);
   });
 });
