@@ -1,0 +1,670 @@
+// Which ConfigMaps and Secrets a workload's pods use, and which of them the
+// workload has opted in to be restarted for. Pure: callers pass in whatever
+// they know about existing configs through WatchOptions.
+//
+// Opt-ins understood (names exactly as upstream, config-restart.md §1.1, §2.1):
+//   - xing: com.xing.deployment-restart: enabled, on the workload's metadata.
+//     Every referenced ConfigMap and Secret is watched. Unlike xing (§1.4),
+//     every reference path counts, Secret volumes, valueFrom, projected
+//     volumes and init containers included (§8.3).
+//   - Reloader: reloader.stakater.com/auto, configmap./secret.reloader.
+//     stakater.com/auto, configmap./secret.reloader.stakater.com/reload,
+//     reloader.stakater.com/search (+ reloader.stakater.com/match on the
+//     config), configmaps./secrets.exclude.reloader.stakater.com/reload on
+//     the workload, reloader.stakater.com/ignore on the ConfigMap/Secret, and
+//     Reloader's --auto-reload-all as an option.
+// The keys are xing's checksum keys, configmap/<ns>/<name> and
+// secret/<ns>/<name>, so an existing applied-checksums annotation keeps its
+// meaning.
+import type { V1PodTemplateSpec } from '@kubernetes/client-node';
+import type { Wire } from '../runtime/kube/types.ts';
+
+export type ConfigKind = 'configmap' | 'secret';
+export type PodTemplateSpec = Wire<V1PodTemplateSpec>;
+
+export const XING_ENABLED_ANNOTATION = 'com.xing.deployment-restart';
+export const XING_ENABLED_VALUE = 'enabled';
+export const XING_CHECKSUMS_ANNOTATION = 'com.xing.deployment-restart.applied-config-checksums';
+export const XING_TIMESTAMP_ANNOTATION = 'com.xing.deployment-restart.timestamp';
+
+export const RELOADER_AUTO_ANNOTATION = 'reloader.stakater.com/auto';
+export const RELOADER_CONFIGMAP_AUTO_ANNOTATION = 'configmap.reloader.stakater.com/auto';
+export const RELOADER_SECRET_AUTO_ANNOTATION = 'secret.reloader.stakater.com/auto';
+export const RELOADER_CONFIGMAP_RELOAD_ANNOTATION = 'configmap.reloader.stakater.com/reload';
+export const RELOADER_SECRET_RELOAD_ANNOTATION = 'secret.reloader.stakater.com/reload';
+export const RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION = 'configmaps.exclude.reloader.stakater.com/reload';
+export const RELOADER_SECRET_EXCLUDE_ANNOTATION = 'secrets.exclude.reloader.stakater.com/reload';
+export const RELOADER_SEARCH_ANNOTATION = 'reloader.stakater.com/search';
+export const RELOADER_MATCH_ANNOTATION = 'reloader.stakater.com/match';
+export const RELOADER_IGNORE_ANNOTATION = 'reloader.stakater.com/ignore';
+/** Reloader opt-ins for CSI SecretProviderClasses, which Stateward does not follow. */
+const RELOADER_UNSUPPORTED_ANNOTATIONS = [
+  'secretproviderclass.reloader.stakater.com/auto',
+  'secretproviderclass.reloader.stakater.com/reload',
+] as const;
+
+const PER_KIND = {
+  configmap: { auto: RELOADER_CONFIGMAP_AUTO_ANNOTATION, reload: RELOADER_CONFIGMAP_RELOAD_ANNOTATION, exclude: RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION },
+  secret: { auto: RELOADER_SECRET_AUTO_ANNOTATION, reload: RELOADER_SECRET_RELOAD_ANNOTATION, exclude: RELOADER_SECRET_EXCLUDE_ANNOTATION },
+} as const satisfies Record<ConfigKind, { auto: string; reload: string; exclude: string }>;
+
+const KINDS: readonly ConfigKind[] = ['configmap', 'secret'];
+
+// ---------------------------------------------------------------------------
+// Keys
+
+/** xing's checksum key: "configmap/<ns>/<name>" or "secret/<ns>/<name>". */
+export function configKey(kind: ConfigKind, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
+/** The inverse of configKey; undefined for anything else. */
+export function parseConfigKey(key: string): { kind: ConfigKind; namespace: string; name: string } | undefined {
+  const m = /^(configmap|secret)\/([^/]+)\/([^/]+)$/.exec(key);
+  if (!m) return undefined;
+  return { kind: m[1] as ConfigKind, namespace: m[2] ?? '', name: m[3] ?? '' };
+}
+
+// ---------------------------------------------------------------------------
+// References
+
+export type ContainerType = 'container' | 'initContainer' | 'ephemeralContainer';
+
+export interface ContainerRef {
+  type: ContainerType;
+  name: string;
+}
+
+/** One place in the pod template that uses a ConfigMap or Secret. */
+export type ConfigUse =
+  | { via: 'env'; container: ContainerRef; env: string; key: string; optional: boolean }
+  | { via: 'envFrom'; container: ContainerRef; optional: boolean }
+  | { via: 'volume'; volume: string; items: string[] | undefined; mountedBy: ContainerRef[]; optional: boolean }
+  | { via: 'projected'; volume: string; source: number; items: string[] | undefined; mountedBy: ContainerRef[]; optional: boolean };
+
+export interface ConfigReference {
+  /** configKey(kind, namespace, name). */
+  key: string;
+  kind: ConfigKind;
+  namespace: string;
+  name: string;
+  /**
+   * True only when every use is optional. One required use means pods cannot
+   * start (CreateContainerConfigError, or a volume that never mounts) while
+   * the config is missing, so the reference as a whole is required.
+   */
+  optional: boolean;
+  /** The data keys the pods read, sorted; 'all' when some use takes the whole object (envFrom, a volume without items). */
+  dataKeys: string[] | 'all';
+  /** Every use, deduplicated, in a fixed order. */
+  uses: ConfigUse[];
+}
+
+const CONTAINER_FIELDS = [
+  ['containers', 'container'],
+  ['initContainers', 'initContainer'],
+  ['ephemeralContainers', 'ephemeralContainer'],
+] as const;
+
+/**
+ * Every ConfigMap and Secret the pod template references, through
+ * env[].valueFrom.{configMapKeyRef,secretKeyRef}, envFrom[].{configMapRef,
+ * secretRef}, volumes[].{configMap,secret} and volumes[].projected.sources[].
+ * {configMap,secret}, across containers, initContainers and
+ * ephemeralContainers. Pods can only reference configs in their own
+ * namespace, hence the single `namespace`.
+ *
+ * Volumes count whether or not a container mounts them: the kubelet sets up
+ * every pod volume, and a missing required one keeps the pod from starting.
+ * (Reloader only counts mounted volumes, §2.7; `mountedBy` says which.)
+ * References without a name are skipped: the API server rejects them.
+ *
+ * Sorted by key; each reference's uses are deduplicated and sorted, so the
+ * result does not depend on the order of containers, env vars or volumes.
+ * Never throws, whatever the shape of `template`.
+ */
+export function configReferences(template: PodTemplateSpec | undefined, namespace: string): ConfigReference[] {
+  const found = new Map<string, { kind: ConfigKind; name: string; uses: Map<string, ConfigUse> }>();
+  const add = (kind: ConfigKind, name: unknown, use: ConfigUse): void => {
+    if (typeof name !== 'string' || name === '') return;
+    const key = configKey(kind, namespace, name);
+    let entry = found.get(key);
+    if (!entry) {
+      entry = { kind, name, uses: new Map() };
+      found.set(key, entry);
+    }
+    entry.uses.set(canonicalUse(use), use);
+  };
+
+  const spec = asRecord(asRecord(template)?.spec);
+  const mounts = new Map<string, ContainerRef[]>();
+
+  for (const [field, type] of CONTAINER_FIELDS) {
+    for (const c of asArray(spec?.[field])) {
+      const container = asRecord(c);
+      if (!container) continue;
+      const ref: ContainerRef = { type, name: asString(container.name) };
+      for (const m of asArray(container.volumeMounts)) {
+        const volume = asRecord(m)?.name;
+        if (typeof volume !== 'string') continue;
+        const list = mounts.get(volume) ?? [];
+        list.push(ref);
+        mounts.set(volume, list);
+      }
+      for (const e of asArray(container.env)) {
+        const env = asRecord(e);
+        const from = asRecord(env?.valueFrom);
+        if (!env || !from) continue;
+        for (const [kind, field] of [['configmap', 'configMapKeyRef'], ['secret', 'secretKeyRef']] as const) {
+          const sel = asRecord(from[field]);
+          if (sel) add(kind, sel.name, { via: 'env', container: ref, env: asString(env.name), key: asString(sel.key), optional: sel.optional === true });
+        }
+      }
+      for (const f of asArray(container.envFrom)) {
+        const from = asRecord(f);
+        if (!from) continue;
+        for (const [kind, field] of [['configmap', 'configMapRef'], ['secret', 'secretRef']] as const) {
+          const sel = asRecord(from[field]);
+          if (sel) add(kind, sel.name, { via: 'envFrom', container: ref, optional: sel.optional === true });
+        }
+      }
+    }
+  }
+
+  for (const v of asArray(spec?.volumes)) {
+    const volume = asRecord(v);
+    if (!volume) continue;
+    const name = asString(volume.name);
+    const mountedBy = sortedContainers(mounts.get(name) ?? []);
+    const cm = asRecord(volume.configMap);
+    if (cm) add('configmap', cm.name, { via: 'volume', volume: name, items: itemKeys(cm.items), mountedBy, optional: cm.optional === true });
+    const secret = asRecord(volume.secret);
+    if (secret) add('secret', secret.secretName, { via: 'volume', volume: name, items: itemKeys(secret.items), mountedBy, optional: secret.optional === true });
+    asArray(asRecord(volume.projected)?.sources).forEach((s, source) => {
+      const src = asRecord(s);
+      for (const [kind, field] of [['configmap', 'configMap'], ['secret', 'secret']] as const) {
+        const proj = asRecord(src?.[field]);
+        if (proj) add(kind, proj.name, { via: 'projected', volume: name, source, items: itemKeys(proj.items), mountedBy, optional: proj.optional === true });
+      }
+    });
+  }
+
+  const out: ConfigReference[] = [];
+  for (const [key, { kind, name, uses }] of found) {
+    const ordered = [...uses.entries()].sort(([a], [b]) => compare(a, b)).map(([, u]) => u);
+    out.push({ key, kind, namespace, name, optional: ordered.every((u) => u.optional), dataKeys: dataKeysOf(ordered), uses: ordered });
+  }
+  return out.sort((a, b) => compare(a.key, b.key));
+}
+
+/** A short English description of a use, for Event messages and logs. */
+export function describeUse(use: ConfigUse): string {
+  const opt = use.optional ? ' (optional)' : '';
+  switch (use.via) {
+    case 'env':
+      return `env ${use.env} (key ${use.key}) of ${describeContainer(use.container)}${opt}`;
+    case 'envFrom':
+      return `envFrom of ${describeContainer(use.container)}${opt}`;
+    case 'volume':
+    case 'projected': {
+      const what = use.via === 'volume' ? `volume ${use.volume}` : `projected volume ${use.volume} (source ${use.source})`;
+      const by = use.mountedBy.length ? `mounted by ${use.mountedBy.map(describeContainer).join(', ')}` : 'not mounted';
+      return `${what}, ${by}${opt}`;
+    }
+  }
+}
+
+function describeContainer(c: ContainerRef): string {
+  return `${c.type} ${c.name}`;
+}
+
+function dataKeysOf(uses: ConfigUse[]): string[] | 'all' {
+  const keys = new Set<string>();
+  for (const u of uses) {
+    if (u.via === 'envFrom') return 'all';
+    if (u.via === 'env') keys.add(u.key);
+    else if (u.items === undefined) return 'all';
+    else for (const k of u.items) keys.add(k);
+  }
+  return [...keys].sort(compare);
+}
+
+function itemKeys(items: unknown): string[] | undefined {
+  const list = asArray(items);
+  if (list.length === 0) return undefined; // no items: every key is projected
+  return [...new Set(list.map((i) => asString(asRecord(i)?.key)))].sort(compare);
+}
+
+const CONTAINER_RANK: Record<ContainerType, number> = { container: 0, initContainer: 1, ephemeralContainer: 2 };
+
+function sortedContainers(list: ContainerRef[]): ContainerRef[] {
+  const unique = new Map(list.map((c) => [`${c.type}/${c.name}`, c]));
+  return [...unique.values()].sort((a, b) => CONTAINER_RANK[a.type] - CONTAINER_RANK[b.type] || compare(a.name, b.name));
+}
+
+/** Field order is fixed here, so equal uses give equal strings. */
+function canonicalUse(u: ConfigUse): string {
+  switch (u.via) {
+    case 'env':
+      return JSON.stringify(['a-env', CONTAINER_RANK[u.container.type], u.container.name, u.env, u.key, u.optional]);
+    case 'envFrom':
+      return JSON.stringify(['b-envFrom', CONTAINER_RANK[u.container.type], u.container.name, u.optional]);
+    case 'volume':
+      return JSON.stringify(['c-volume', u.volume, u.items ?? null, u.optional]);
+    case 'projected':
+      return JSON.stringify(['d-projected', u.volume, String(u.source).padStart(10, '0'), u.items ?? null, u.optional]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Opt-ins
+
+/** Why a config is watched. */
+export type WatchReason =
+  | 'xing'
+  | 'reloader-auto'
+  | 'reloader-typed-auto'
+  | 'reloader-auto-all'
+  | 'reloader-reload-list'
+  | 'reloader-search';
+
+/** The slice of a Deployment, StatefulSet or DaemonSet this module reads. */
+export interface WorkloadLike {
+  metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> };
+  spec?: { template?: PodTemplateSpec };
+}
+
+export interface WatchOptions {
+  /**
+   * Metadata of a ConfigMap or Secret, or undefined when it is not known (not
+   * seen yet, or absent). Needed for reloader.stakater.com/ignore and
+   * reloader.stakater.com/match; without it nothing is ignored and search
+   * mode matches nothing.
+   */
+  configMeta?: (kind: ConfigKind, namespace: string, name: string) => { annotations?: Record<string, string> } | undefined;
+  /**
+   * Names of the existing ConfigMaps (or Secrets) in a namespace. Used to
+   * expand reload-list entries that are regular expressions rather than
+   * plain names.
+   */
+  configNames?: (kind: ConfigKind, namespace: string) => Iterable<string>;
+  /** Reloader's --auto-reload-all. */
+  autoReloadAll?: boolean;
+}
+
+export interface WatchedConfig {
+  key: string;
+  kind: ConfigKind;
+  namespace: string;
+  name: string;
+  /** The template's reference; undefined for a reload-list name the pods do not use. */
+  reference: ConfigReference | undefined;
+  /** Sorted. */
+  reasons: WatchReason[];
+}
+
+export interface ExcludedConfig {
+  key: string;
+  reason: 'ignore-annotation' | 'exclude-list';
+}
+
+/** A reload-list entry that is a pattern rather than a plain name. */
+export interface ReloadPattern {
+  kind: ConfigKind;
+  namespace: string;
+  /** The entry as written. */
+  source: string;
+  /** Anchored at both ends. */
+  regex: RegExp;
+}
+
+export interface WatchedConfigs {
+  /** Sorted keys of the watched configs: what the applied-checksums annotation should hold. */
+  keys: string[];
+  /** One per key, same order. */
+  configs: WatchedConfig[];
+  /** Configs an opt-in would have selected but an exclusion removed, sorted by key. */
+  excluded: ExcludedConfig[];
+  /**
+   * Reload-list patterns: a config of that kind in the workload's namespace
+   * whose name matches is watched, referenced or not. Those that exist per
+   * WatchOptions.configNames are already in `keys`; a config created later
+   * needs patternMatches and a fresh watchedConfigs.
+   */
+  patterns: ReloadPattern[];
+  /** Every opt-in in effect, sorted; empty when the workload has not opted in. */
+  optIns: WatchReason[];
+  /** Malformed or unsupported annotation values, in a fixed order. */
+  warnings: string[];
+}
+
+/**
+ * The configs a workload is restarted for, combining xing's and Reloader's
+ * opt-ins as a union. Never throws: bad values become warnings.
+ *
+ * Semantics, in Reloader's precedence order (§2.1 "Precedence"), per config:
+ *  1. reloader.stakater.com/ignore: "true" (exactly) on the ConfigMap/Secret
+ *     excludes it, and
+ *  2. a name in configmaps./secrets.exclude.reloader.stakater.com/reload
+ *     (comma-separated exact names, trimmed; workload metadata only) excludes
+ *     it. Both are explicit opt-outs, so they win over every opt-in here,
+ *     xing's included (xing has no opt-out of its own).
+ *  3. configmap./secret.reloader.stakater.com/reload: comma-separated
+ *     entries, each trimmed and matched against the whole name. These add
+ *     configs whether or not the template references them (§2.1), and do not
+ *     restrict the auto modes: a referenced config not in the list is still
+ *     watched under auto. Entries are Go regexes in Reloader; here they run
+ *     as JavaScript regexes wrapped as ^(?:entry)$ (Reloader concatenates
+ *     "^" + entry + "$", which leaves a|b anchored at one end only; we anchor
+ *     the whole entry). Entries using syntax RE2 lacks (lookaround,
+ *     backreferences), syntax JavaScript lacks ((?i), (?P<n>)), or shapes that
+ *     could backtrack catastrophically are skipped with a warning, as Reloader
+ *     reports invalid regexes (PR #1193). Empty entries are skipped silently,
+ *     as in Reloader. As there, the list is split on every comma, so an
+ *     entry cannot contain one ({n,m} is not expressible).
+ *  4. reloader.stakater.com/search: "true" watches referenced configs that
+ *     carry reloader.stakater.com/match: "true".
+ *  5. reloader.stakater.com/auto or the typed configmap./secret. auto, parsed
+ *     like Go's strconv.ParseBool, watches every referenced config of the
+ *     kinds it covers. With autoReloadAll, a workload where neither is set
+ *     (or both are empty) is treated as auto; "false" opts out of that.
+ *  xing: com.xing.deployment-restart: enabled (exactly, metadata only)
+ *     watches every referenced config.
+ *
+ * Like Reloader, the reload, auto, typed auto and search keys are read from
+ * the workload's metadata, unless none of them (per kind) is present there,
+ * in which case the pod template's annotations are read instead. Presence
+ * decides, not value: an empty reload list on the metadata still stops the
+ * fallback.
+ */
+export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {}): WatchedConfigs {
+  const warnings: string[] = [];
+  const meta = asRecord(workload)?.metadata;
+  const workloadName = asString(asRecord(meta)?.name) || '<unnamed>';
+  const namespace = asString(asRecord(meta)?.namespace);
+  const warn = (msg: string): void => {
+    warnings.push(`${workloadName}: ${msg}`);
+  };
+  if (namespace === '') warn('has no namespace; config keys will have an empty namespace');
+
+  const annotations = stringRecord(asRecord(meta)?.annotations);
+  const templateAnnotations = stringRecord(asRecord(asRecord(asRecord(asRecord(workload)?.spec)?.template)?.metadata)?.annotations);
+  const template = asRecord(asRecord(workload)?.spec)?.template as PodTemplateSpec | undefined;
+  const references = safe(() => configReferences(template, namespace), []);
+
+  const selected = new Map<string, { kind: ConfigKind; name: string; reasons: Set<WatchReason> }>();
+  const select = (kind: ConfigKind, name: string, reason: WatchReason): void => {
+    const key = configKey(kind, namespace, name);
+    const entry = selected.get(key) ?? { kind, name, reasons: new Set<WatchReason>() };
+    entry.reasons.add(reason);
+    selected.set(key, entry);
+  };
+  const optIns = new Set<WatchReason>();
+  const patterns: ReloadPattern[] = [];
+
+  // xing
+  const xing = annotations[XING_ENABLED_ANNOTATION];
+  if (xing === XING_ENABLED_VALUE) {
+    optIns.add('xing');
+    for (const r of references) select(r.kind, r.name, 'xing');
+  } else if (xing !== undefined && xing !== 'disabled') {
+    warn(`${XING_ENABLED_ANNOTATION}=${JSON.stringify(xing)} is not "${XING_ENABLED_VALUE}"; not opted in`);
+  }
+
+  for (const ann of RELOADER_UNSUPPORTED_ANNOTATIONS) {
+    if (annotations[ann] !== undefined || templateAnnotations[ann] !== undefined) warn(`${ann} is not supported (CSI SecretProviderClasses are not followed); ignored`);
+  }
+
+  // Reloader, per kind
+  const warned = new Set<string>();
+  const warnOnce = (msg: string): void => {
+    if (warned.has(msg)) return;
+    warned.add(msg);
+    warn(msg);
+  };
+  for (const kind of KINDS) {
+    const keys = PER_KIND[kind];
+    const onMetadata = [keys.reload, RELOADER_AUTO_ANNOTATION, keys.auto, RELOADER_SEARCH_ANNOTATION].some((k) => annotations[k] !== undefined);
+    const source = onMetadata ? annotations : templateAnnotations;
+    const where = onMetadata ? '' : ' (pod template)';
+    const ofKind = references.filter((r) => r.kind === kind);
+
+    // reload list
+    const list = source[keys.reload];
+    let existing: string[] | undefined;
+    const existingNames = (): string[] => (existing ??= safe(() => [...(options.configNames?.(kind, namespace) ?? [])], []));
+    if (list !== undefined) {
+      for (const entry of splitList(list)) {
+        const compiled = compileEntry(entry);
+        if ('warning' in compiled) {
+          warnOnce(`${keys.reload}${where}: entry ${JSON.stringify(entry)} ${compiled.warning}; ignored`);
+          continue;
+        }
+        optIns.add('reloader-reload-list');
+        if (isDnsSubdomain(entry)) select(kind, entry, 'reloader-reload-list');
+        if (!/^[a-z0-9-]+$/.test(entry)) {
+          patterns.push({ kind, namespace, source: entry, regex: compiled.regex });
+          for (const r of ofKind) if (compiled.regex.test(r.name)) select(kind, r.name, 'reloader-reload-list');
+          for (const name of existingNames()) {
+            if (typeof name === 'string' && compiled.regex.test(name)) select(kind, name, 'reloader-reload-list');
+          }
+        }
+      }
+    }
+
+    // search + match
+    const search = source[RELOADER_SEARCH_ANNOTATION];
+    if (search === 'true') {
+      optIns.add('reloader-search');
+      for (const r of ofKind) {
+        if (configAnnotations(options, kind, namespace, r.name)[RELOADER_MATCH_ANNOTATION] === 'true') select(kind, r.name, 'reloader-search');
+      }
+    } else if (search !== undefined && search !== 'false' && search !== '') {
+      warnOnce(`${RELOADER_SEARCH_ANNOTATION}${where}=${JSON.stringify(search)} is not "true"; search mode off`);
+    }
+
+    // auto, typed auto, auto-reload-all
+    const autoRaw = source[RELOADER_AUTO_ANNOTATION] ?? '';
+    const typedRaw = source[keys.auto] ?? '';
+    const auto = parseGoBool(autoRaw);
+    const typed = parseGoBool(typedRaw);
+    if (auto === undefined) warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
+    if (typed === undefined) warnOnce(`${keys.auto}${where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
+    const reason: WatchReason | undefined = auto === true
+      ? 'reloader-auto'
+      : typed === true
+        ? 'reloader-typed-auto'
+        : autoRaw === '' && typedRaw === '' && options.autoReloadAll === true
+          ? 'reloader-auto-all'
+          : undefined;
+    if (reason) {
+      optIns.add(reason);
+      for (const r of ofKind) select(kind, r.name, reason);
+    }
+  }
+
+  // exclusions
+  const excluded: ExcludedConfig[] = [];
+  const excludeLists: Record<ConfigKind, Set<string>> = {
+    configmap: new Set(splitList(annotations[PER_KIND.configmap.exclude] ?? '')),
+    secret: new Set(splitList(annotations[PER_KIND.secret.exclude] ?? '')),
+  };
+  for (const [key, { kind, name }] of selected) {
+    if (configAnnotations(options, kind, namespace, name)[RELOADER_IGNORE_ANNOTATION] === 'true') {
+      excluded.push({ key, reason: 'ignore-annotation' });
+      selected.delete(key);
+    } else if (excludeLists[kind].has(name)) {
+      excluded.push({ key, reason: 'exclude-list' });
+      selected.delete(key);
+    }
+  }
+
+  const byKey = new Map(references.map((r) => [r.key, r]));
+  const configs: WatchedConfig[] = [...selected.entries()]
+    .sort(([a], [b]) => compare(a, b))
+    .map(([key, { kind, name, reasons }]) => ({ key, kind, namespace, name, reference: byKey.get(key), reasons: [...reasons].sort(compare) }));
+  return {
+    keys: configs.map((c) => c.key),
+    configs,
+    excluded: excluded.sort((a, b) => compare(a.key, b.key)),
+    patterns: patterns.sort((a, b) => compare(a.kind, b.kind) || compare(a.source, b.source)),
+    optIns: [...optIns].sort(compare),
+    warnings,
+  };
+}
+
+/**
+ * Whether a config of this kind and name, in the workload's namespace,
+ * matches one of its reload-list patterns: when such a config appears, the
+ * workload's watchedConfigs must be recomputed.
+ */
+export function patternMatches(watched: Pick<WatchedConfigs, 'patterns'>, kind: ConfigKind, namespace: string, name: string): boolean {
+  return watched.patterns.some((p) => p.kind === kind && p.namespace === namespace && p.regex.test(name));
+}
+
+/** reloader.stakater.com/ignore: "true" (exactly) on a ConfigMap or Secret. */
+export function isIgnoredConfig(config: { metadata?: { annotations?: Record<string, string> } } | undefined): boolean {
+  return stringRecord(asRecord(asRecord(config)?.metadata)?.annotations)[RELOADER_IGNORE_ANNOTATION] === 'true';
+}
+
+// ---------------------------------------------------------------------------
+// Parsing helpers
+
+/** Go's strconv.ParseBool; "" counts as unset (false). undefined = invalid. */
+function parseGoBool(raw: string): boolean | undefined {
+  if (raw === '') return false;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(raw)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(raw)) return false;
+  return undefined;
+}
+
+/** strings.Split(v, ",") with TrimSpace, dropping empty entries. */
+function splitList(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+const MAX_ENTRY_LENGTH = 1024;
+const MAX_UNBOUNDED_QUANTIFIERS = 2;
+
+function compileEntry(entry: string): { regex: RegExp } | { warning: string } {
+  if (entry.length > MAX_ENTRY_LENGTH) return { warning: `is longer than ${MAX_ENTRY_LENGTH} characters` };
+  if (/\(\?<?[=!]|\\[1-9]|\\k</.test(entry)) return { warning: 'uses lookaround or backreferences, which Go regular expressions (RE2) do not support' };
+  try {
+    // Compiled on its own first: that proves the parentheses balance, so the
+    // wrapping below cannot change what the entry means.
+    new RegExp(entry);
+  } catch {
+    return { warning: 'is not a valid regular expression' };
+  }
+  const risk = backtrackingRisk(entry);
+  if (risk) return { warning: risk };
+  return { regex: new RegExp(`^(?:${entry})$`) };
+}
+
+/**
+ * JavaScript regexes backtrack; Go's do not. A workload author must not be
+ * able to stall the operator with a pattern like (a+)+b, so refuse a
+ * quantified group that itself contains a quantifier or an alternation, and
+ * more than two unbounded quantifiers (*, +, {n,}, wide {n,m}) overall.
+ * Names are at most 253 characters, so two keep the worst case near 253²
+ * steps per name (three already cost ~15 ms per name in a quick measurement).
+ */
+function backtrackingRisk(p: string): string | undefined {
+  const groups: boolean[] = []; // per open group: its body has a quantifier or |
+  let inClass = false;
+  let closedRisky = false; // the previous token closed a risky group
+  let unbounded = 0;
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i];
+    if (inClass) {
+      if (c === '\\') i++;
+      else if (c === ']') inClass = false;
+      continue;
+    }
+    if (c === '\\') {
+      i++;
+      closedRisky = false;
+      continue;
+    }
+    if (c === '[') {
+      inClass = true;
+      closedRisky = false;
+      continue;
+    }
+    if (c === '(') {
+      groups.push(false);
+      closedRisky = false;
+      continue;
+    }
+    if (c === ')') {
+      closedRisky = groups.pop() ?? false;
+      continue;
+    }
+    const quantifier = c === '*' || c === '+' || c === '{';
+    if (quantifier) {
+      if (closedRisky) return 'nests quantifiers or alternations inside a repeated group, which can backtrack catastrophically';
+      if (c !== '{' || wideBrace(p.slice(i))) unbounded++;
+      if (unbounded > MAX_UNBOUNDED_QUANTIFIERS) return `has more than ${MAX_UNBOUNDED_QUANTIFIERS} unbounded quantifiers`;
+      markGroups(groups);
+    } else if (c === '|') {
+      markGroups(groups);
+    }
+    closedRisky = false;
+  }
+  return undefined;
+}
+
+/** {n,} or {n,m} with a wide range: as costly to backtrack over as * or +. */
+function wideBrace(rest: string): boolean {
+  const m = /^\{(\d+)(?:,(\d*))?\}/.exec(rest);
+  if (!m) return false;
+  if (m[2] === undefined) return false;
+  return m[2] === '' || Number(m[2]) - Number(m[1]) > 16;
+}
+
+/** A quantifier or | inside a group makes that group and every enclosing one risky to repeat. */
+function markGroups(groups: boolean[]): void {
+  groups.fill(true);
+}
+
+function isDnsSubdomain(name: string): boolean {
+  return name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
+}
+
+function configAnnotations(options: WatchOptions, kind: ConfigKind, namespace: string, name: string): Record<string, string> {
+  return stringRecord(asRecord(safe(() => options.configMeta?.(kind, namespace, name), undefined))?.annotations);
+}
+
+/** Code-unit order: the same everywhere, unlike localeCompare. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function safe<T>(f: () => T, fallback: T): T {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+function asArray(v: unknown): unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+
+function asString(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** Only own string-valued entries; anything else in an annotations map is ignored. */
+function stringRecord(v: unknown): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  const rec = asRecord(v);
+  if (!rec) return out;
+  for (const [k, val] of Object.entries(rec)) if (typeof val === 'string') out[k] = val;
+  return out;
+}

@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { createHash, createHmac } from 'node:crypto';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import {
+  CHECKSUM_PREFIX,
+  checksumScheme,
+  configChecksum,
+  secretChecksum,
+  xingLegacyChecksum,
+  type ConfigPayload,
+} from '../../src/restarts/hash.ts';
+
+const KEY = Buffer.from('0123456789abcdef0123456789abcdef');
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+
+/** The same entries, inserted in a different order (own properties, as JSON.parse makes them, "__proto__" included). */
+function reordered(map: Record<string, string>, order: number[]): Record<string, string> {
+  const keys = Object.keys(map);
+  const out: Record<string, string> = {};
+  const put = (k: string) => Object.defineProperty(out, k, { value: map[k], enumerable: true, writable: true, configurable: true });
+  for (const i of order) {
+    const k = keys[i];
+    if (k !== undefined && !Object.hasOwn(out, k)) put(k);
+  }
+  for (const k of keys) if (!Object.hasOwn(out, k)) put(k);
+  return out;
+}
+
+const keyArb = fc.stringMatching(/^[-._a-zA-Z0-9]{1,12}$/);
+const dataArb = fc.dictionary(keyArb, fc.string({ maxLength: 20 }), { maxKeys: 6 });
+const binaryArb = fc.dictionary(keyArb, fc.uint8Array({ maxLength: 20 }).map((u) => Buffer.from(u).toString('base64')), { maxKeys: 6 });
+const payloadArb: fc.Arbitrary<ConfigPayload> = fc.record({ data: dataArb, binaryData: binaryArb });
+
+describe('configChecksum: format and basics', { timeout: 10000 }, () => {
+  it('is "v1:" + 64 lowercase hex digits and deterministic', () => {
+    const h = configChecksum(KEY, { data: { a: 'b' } });
+    assert.match(h, /^v1:[0-9a-f]{64}$/);
+    assert.ok(h.startsWith(CHECKSUM_PREFIX));
+    assert.equal(configChecksum(KEY, { data: { a: 'b' } }), h);
+    assert.equal(checksumScheme(h), 'v1');
+  });
+
+  it('absent, null and empty maps all hash the same, and that value is defined', () => {
+    const empty = configChecksum(KEY, {});
+    assert.match(empty, /^v1:[0-9a-f]{64}$/);
+    assert.equal(configChecksum(KEY, { data: {}, binaryData: {} }), empty);
+    assert.equal(configChecksum(KEY, { data: null, binaryData: null }), empty);
+    assert.notEqual(configChecksum(KEY, { data: { a: '' } }), empty);
+    assert.notEqual(configChecksum(KEY, { binaryData: { a: '' } }), empty);
+  });
+
+  it('matches an independent implementation of the documented framing', () => {
+    const u64 = (n: number) => {
+      const b = Buffer.alloc(8);
+      b.writeBigUInt64BE(BigInt(n));
+      return b;
+    };
+    const expected = createHmac('sha256', KEY)
+      .update('stateward/config-checksum/v1\0')
+      .update(Buffer.of(1))
+      .update(Buffer.of(0x44)).update(u64(1))
+      .update(u64(1)).update('k').update(Buffer.of(0)).update(u64(3)).update('val')
+      .update(Buffer.of(0x42)).update(u64(1))
+      .update(u64(1)).update('z').update(Buffer.of(0)).update(u64(2)).update(Buffer.of(0xff, 0x00))
+      .digest('hex');
+    assert.equal(configChecksum(KEY, { data: { k: 'val' }, binaryData: { z: Buffer.of(0xff, 0).toString('base64') } }), `v1:${expected}`);
+  });
+
+  it('a string key is its UTF-8 bytes', () => {
+    assert.equal(configChecksum('clé', { data: { a: 'b' } }), configChecksum(Buffer.from('clé', 'utf8'), { data: { a: 'b' } }));
+  });
+
+  it('refuses an empty key and an unknown kind without echoing input', () => {
+    assert.throws(() => configChecksum('', { data: { a: 'hunter2' } }), (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'));
+    assert.throws(() => configChecksum(Buffer.alloc(0), {}), RangeError);
+    assert.throws(() => configChecksum(KEY, {}, 'pod' as 'secret'), TypeError);
+    assert.throws(
+      () => configChecksum(KEY, { data: { password: 42 as unknown as string } }),
+      (e: Error) => e instanceof TypeError && !e.message.includes('password'),
+    );
+    assert.throws(() => configChecksum(KEY, { data: 'abc' as unknown as Record<string, string> }), TypeError);
+    assert.throws(() => configChecksum(KEY, { binaryData: ['x'] as unknown as Record<string, string> }), TypeError);
+  });
+
+  it('does not modify its input', () => {
+    const obj = { data: { b: '2', a: '1' }, binaryData: { c: b64('x') } };
+    const copy = structuredClone(obj);
+    configChecksum(KEY, obj);
+    secretChecksum(KEY, obj);
+    assert.deepEqual(obj, copy);
+    assert.deepEqual(Object.keys(obj.data), ['b', 'a']);
+  });
+});
+
+describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
+  it('{a:"bc"} and {ab:"c"} differ, as do other re-splittings', () => {
+    assert.notEqual(configChecksum(KEY, { data: { a: 'bc' } }), configChecksum(KEY, { data: { ab: 'c' } }));
+    assert.notEqual(configChecksum(KEY, { data: { a: 'b;c=d' } }), configChecksum(KEY, { data: { a: 'b', c: 'd' } }));
+    assert.notEqual(configChecksum(KEY, { data: { a: '', b: '' } }), configChecksum(KEY, { data: { a: 'b' } }));
+  });
+
+  it('moving a key between data and binaryData changes the hash', () => {
+    assert.notEqual(configChecksum(KEY, { data: { a: 'x' } }), configChecksum(KEY, { binaryData: { a: b64('x') } }));
+    assert.notEqual(configChecksum(KEY, { data: { a: 'x', b: 'y' } }), configChecksum(KEY, { data: { a: 'x' }, binaryData: { b: b64('y') } }));
+  });
+
+  it('a ConfigMap and a Secret with the same bytes differ (kind is framed)', () => {
+    assert.notEqual(configChecksum(KEY, { binaryData: { a: b64('x') } }, 'configmap'), secretChecksum(KEY, { binaryData: { a: b64('x') } }));
+    assert.notEqual(configChecksum(KEY, { data: { a: b64('x') } }), secretChecksum(KEY, { data: { a: b64('x') } }));
+  });
+
+  it('Secret data is hashed as decoded bytes; non-canonical base64 is kept apart', () => {
+    // Canonical encodings of different bytes differ; the same bytes agree.
+    assert.equal(secretChecksum(KEY, { data: { a: b64('pw') } }), secretChecksum(KEY, { data: { a: Buffer.from('pw').toString('base64') } }));
+    assert.notEqual(secretChecksum(KEY, { data: { a: b64('pw') } }), secretChecksum(KEY, { data: { a: b64('pW') } }));
+    // Node would decode all of these to the same bytes as "cHc=".
+    const canonical = secretChecksum(KEY, { data: { a: 'cHc=' } });
+    for (const loose of ['cHc', 'cHc=\n', 'c H c =', 'cHc=!!']) {
+      assert.notEqual(secretChecksum(KEY, { data: { a: loose } }), canonical, loose);
+    }
+  });
+
+  it('property: insertion order of keys never matters', () => {
+    fc.assert(
+      fc.property(payloadArb, fc.array(fc.nat(6)), fc.array(fc.nat(6)), (p, o1, o2) => {
+        const q = { data: reordered(p.data ?? {}, o1), binaryData: reordered(p.binaryData ?? {}, o2) };
+        assert.equal(configChecksum(KEY, q), configChecksum(KEY, p));
+        assert.equal(secretChecksum(KEY, q), secretChecksum(KEY, p));
+      }),
+    );
+  });
+
+  it('property: different payloads give different checksums', () => {
+    const canon = (p: ConfigPayload) => JSON.stringify([
+      Object.entries(p.data ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
+      Object.entries(p.binaryData ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
+    ]);
+    fc.assert(
+      fc.property(payloadArb, payloadArb, (p, q) => {
+        fc.pre(canon(p) !== canon(q));
+        assert.notEqual(configChecksum(KEY, p), configChecksum(KEY, q));
+      }),
+    );
+  });
+
+  it('property: changing one value, or renaming one key, changes the checksum', () => {
+    fc.assert(
+      fc.property(dataArb.filter((d) => Object.keys(d).length > 0), fc.string({ maxLength: 5 }), (d, extra) => {
+        const [k] = Object.keys(d);
+        if (k === undefined) return;
+        const before = configChecksum(KEY, { data: d });
+        const changed = { ...d, [k]: `${d[k]}${extra}x` };
+        assert.notEqual(configChecksum(KEY, { data: changed }), before);
+        const { [k]: v, ...rest } = d;
+        const renamed = { ...rest, [`${k}_`]: v ?? '' };
+        fc.pre(!Object.hasOwn(d, `${k}_`));
+        assert.notEqual(configChecksum(KEY, { data: renamed }), before);
+      }),
+    );
+  });
+
+  it('property: different HMAC keys give different checksums', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.uint8Array({ minLength: 1, maxLength: 64 }), payloadArb, (k1, k2, p) => {
+        fc.pre(!Buffer.from(k1).equals(Buffer.from(k2)));
+        // HMAC pads short keys with zeros, so keys differing only by trailing
+        // zero bytes are the same key; that is HMAC, not our framing.
+        fc.pre(Buffer.from(k1).toString('hex').replace(/(00)+$/, '') !== Buffer.from(k2).toString('hex').replace(/(00)+$/, ''));
+        assert.notEqual(configChecksum(Buffer.from(k1), p), configChecksum(Buffer.from(k2), p));
+      }),
+    );
+  });
+});
+
+describe('xing compatibility', { timeout: 10000 }, () => {
+  it('xingLegacyChecksum reproduces xing’s test vectors', () => {
+    // xing:src/controller/meta_config_test.go
+    assert.equal(xingLegacyChecksum({ data: { key: 'value' } }), 'e43abcf337524483');
+    assert.equal(xingLegacyChecksum({ data: { key: b64('value') } }), 'fed7a27106a07691');
+  });
+
+  it('xingLegacyChecksum follows Go’s JSON: sorted keys, HTML escaping, nil map, binaryData ignored', () => {
+    const sha16 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16);
+    assert.equal(xingLegacyChecksum({}), sha16('null'));
+    assert.equal(xingLegacyChecksum({ data: {} }), sha16('{}'));
+    assert.equal(xingLegacyChecksum({ data: { b: '1', a: '2' } }), sha16('{"a":"2","b":"1"}'));
+    assert.equal(xingLegacyChecksum({ data: { a: '<&>\u2028"\\\n\t\b' } }), sha16('{"a":"\\u003c\\u0026\\u003e\\u2028\\"\\\\\\n\\t\\u0008"}'));
+    assert.equal(xingLegacyChecksum({ data: { a: 'x' }, binaryData: { b: b64('y') } }), xingLegacyChecksum({ data: { a: 'x' } }));
+  });
+
+  it('checksumScheme tells v1, xing and anything else apart', () => {
+    assert.equal(checksumScheme('e43abcf337524483'), 'xing-legacy');
+    assert.equal(checksumScheme(configChecksum(KEY, {})), 'v1');
+    for (const other of ['', 'v1:', 'v2:' + '0'.repeat(64), 'E43ABCF337524483', 'e43abcf33752448', 'v1:' + 'g'.repeat(64)]) {
+      assert.equal(checksumScheme(other), 'unknown', other);
+    }
+  });
+});
