@@ -231,7 +231,8 @@ export class Informer<T extends KubeObject> {
         }
         throw error;
       }
-      for (const item of page.items) items.push(this.prepare(item, page.kind));
+      // An empty metadata-only list comes back with "items": null.
+      for (const item of page.items ?? []) items.push(this.prepare(item, page.kind));
       resourceVersion = page.metadata?.resourceVersion ?? '';
       continueToken = page.metadata?.continue || undefined;
       if (!continueToken) break;

@@ -185,5 +185,14 @@ describe('informer', () => {
     await waitFor('a widget created', () => kube.create(type, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace } }).catch(() => undefined), { timeoutMs: 30_000 });
     await waitFor('the informer to see it', () => informer.get(namespace, 'w1'), { timeoutMs: 15_000 });
   });
+
+  it('syncs a metadata-only cache of an empty collection (the server sends "items": null)', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const informer = new Informer<KubeObject>({ client: client(), type: resources.secrets, namespace, metadataOnly: true });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    assert.equal(informer.size, 0);
+  });
 });
 
