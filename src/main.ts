@@ -14,6 +14,7 @@ import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts
 import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { registerRescheduleFlags } from './drain/reschedule/webhook.ts';
+import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -35,12 +36,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const rolloutOptions = registerRolloutFlags(fs, podCallFlags.read);
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const rescheduleFlags = registerRescheduleFlags(fs);
+  const restartOptions = registerRestartFlags(fs);
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
     return 'config' in read ? read.config : undefined;
   };
-  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() }))];
+  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);

@@ -1,0 +1,287 @@
+// Config-change restarts, the imperative shell: watches workloads
+// (Deployments, StatefulSets, DaemonSets) and ConfigMaps/Secrets —
+// metadata only, so no Secret value sits in a cache — and, for each opted-in
+// workload, decides with plan.ts and patches. A config's content is read
+// only when its resourceVersion moves and a watched workload references it;
+// it is hashed at once and dropped (only the checksum is kept).
+//
+// Per workload key, on any relevant change: observe the change (debounce
+// state), then reconcile when due: decide, patch the applied checksums (and
+// the restart trigger) in ONE merge patch with a resourceVersion
+// precondition, and record an Event. The decisions live on the workload
+// (the annotation), so a restart of the operator or a new leader picks up
+// exactly what was not applied yet.
+import { Counter, Gauge } from 'prom-client';
+import type { FlagSet } from '../runtime/flags/flagset.ts';
+import type { Informer } from '../runtime/informer/informer.ts';
+import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
+import { resources, type ConfigMap, type KubeObject, type ResourceType, type Secret } from '../runtime/kube/types.ts';
+import type { Logger } from '../runtime/log/logger.ts';
+import type { Capability, Runtime } from '../runtime/operator.ts';
+import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
+import { workloadCache } from '../workloads/cache.ts';
+import { ensureChecksumKey } from './checksumkey.ts';
+import { configChecksum } from './hash.ts';
+import { appliedChecksumsOf, decideRestart, MISSING, observeChange, restartMode, restartTimestampOf, type PendingChange, type WorkloadKind } from './plan.ts';
+import { configKey, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
+
+export interface RestartOptions {
+  enabled: boolean;
+  gracePeriodMs: number;
+  maxWaitMs: number;
+  checksumKeySecret: string;
+}
+
+/** xing's settings (same names and env variables) plus Stateward's switch and debounce cap. */
+export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
+  const enabled = fs.bool('config-restarts.enabled', false, 'Restart opted-in Deployments, StatefulSets and DaemonSets when the ConfigMaps and Secrets they use change (needs list/watch on ConfigMaps and Secrets).');
+  const grace = fs.int('restart-grace-period', 5, 'Seconds a config change waits for further changes before the restart (xing; each change within it extends it, up to -restart-max-wait).', { env: 'RESTART_GRACE_PERIOD' });
+  fs.int('restart-check-period', 500, 'Accepted for xing compatibility; Stateward schedules each restart for the moment it is due instead of polling.', { env: 'RESTART_CHECK_PERIOD' });
+  fs.string('ignored-errors', '', 'Accepted for xing compatibility; Stateward never exits on an object it cannot use (it warns with an Event).', { env: 'IGNORED_ERRORS' });
+  const maxWait = fs.duration('restart-max-wait', 60_000, 'Longest a burst of config changes may hold a restart back, so a config that keeps changing still rolls.');
+  const keySecret = fs.string('config-restarts.checksum-key-secret', 'stateward-config-checksum-key', 'Secret, in the operator namespace, holding the HMAC key of config checksums (created when missing).');
+  return () => ({ enabled: enabled.value, gracePeriodMs: Math.max(0, grace.value) * 1000, maxWaitMs: maxWait.value, checksumKeySecret: keySecret.value });
+}
+
+const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
+  { kind: 'Deployment', type: resources.deployments, prefix: 'deployment' },
+  { kind: 'StatefulSet', type: resources.statefulSets, prefix: 'statefulset' },
+  { kind: 'DaemonSet', type: resources.daemonSets, prefix: 'daemonset' },
+];
+
+type Workload = KubeObject & WorkloadLike & { spec?: { updateStrategy?: { type?: string } } };
+
+export class RestartController {
+  private readonly runtime: Runtime;
+  private readonly o: RestartOptions;
+  private readonly log: Logger;
+  private readonly workloads = new Map<WorkloadKind, Informer<Workload>[]>();
+  private readonly configs: Record<ConfigKind, Informer<KubeObject>[]>;
+  /** Checksums by config key, with the resourceVersion they were computed from. Never the content. */
+  private readonly checksums = new Map<string, { resourceVersion: string; checksum: string }>();
+  private readonly pending = new Map<string, PendingChange>();
+  private key: Buffer | undefined;
+  private queue: WorkQueue | undefined;
+  private readonly metrics: { versions: Counter; configs: Gauge; workloads: Gauge; annotationUpdates: Counter; restarts: Counter; processed: Counter; waiting: Gauge };
+
+  constructor(runtime: Runtime, options: RestartOptions) {
+    this.runtime = runtime;
+    this.o = options;
+    this.log = runtime.logger.child({ controller: 'config-restarts' });
+    const shared = workloadCache(runtime);
+    this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
+    this.workloads.set('Deployment', runtime.informers<Workload>(resources.deployments));
+    this.workloads.set('DaemonSet', runtime.informers<Workload>(resources.daemonSets));
+    // Metadata only: Secret values never enter a cache.
+    this.configs = {
+      configmap: runtime.informers<KubeObject>(resources.configMaps, { metadataOnly: true }),
+      secret: runtime.informers<KubeObject>(resources.secrets, { metadataOnly: true }),
+    };
+    const r = runtime.registry;
+    this.metrics = {
+      versions: new Counter({ name: 'deployment_restart_controller_resource_versions_total', help: 'The number of distinct resource versions observed.', registers: [r] }),
+      configs: new Gauge({ name: 'deployment_restart_controller_configs_total', help: 'The number of tracked configs.', registers: [r] }),
+      workloads: new Gauge({ name: 'deployment_restart_controller_deployments_total', help: 'The number of tracked deployments.', registers: [r] }),
+      annotationUpdates: new Counter({ name: 'deployment_restart_controller_deployment_annotation_updates_total', help: 'The number of deployment annotation updates.', registers: [r] }),
+      restarts: new Counter({ name: 'deployment_restart_controller_deployment_restarts_total', help: 'The number of deployment restarts triggered.', registers: [r] }),
+      processed: new Counter({ name: 'deployment_restart_controller_changes_processed_total', help: 'The number of resource changes processed.', registers: [r] }),
+      waiting: new Gauge({ name: 'deployment_restart_controller_changes_waiting_total', help: 'The number of changes waiting in the queue.', registers: [r] }),
+    };
+    for (const { kind } of KINDS) {
+      for (const informer of this.workloads.get(kind)!) {
+        informer.addHandlers({ onAdd: (w) => this.workloadChanged(kind, w), onUpdate: (_o, w) => this.workloadChanged(kind, w), onDelete: (w) => this.pending.delete(this.keyOf(kind, w)) });
+      }
+    }
+    for (const kind of ['configmap', 'secret'] as const) {
+      for (const informer of this.configs[kind]) {
+        informer.addHandlers({
+          onAdd: (c) => this.configChanged(kind, c),
+          onUpdate: (old, c) => {
+            if (old.metadata?.resourceVersion !== c.metadata?.resourceVersion) this.configChanged(kind, c);
+          },
+          onDelete: (c) => this.configChanged(kind, c),
+        });
+      }
+    }
+  }
+
+  private keyOf(kind: WorkloadKind, w: KubeObject): string {
+    return `${KINDS.find((k) => k.kind === kind)!.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
+  }
+
+  private watched(w: Workload) {
+    return watchedConfigs(w, {
+      configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
+      configNames: (kind, namespace) => (this.configInformer(kind, namespace)?.list() ?? []).filter((c) => c.metadata?.namespace === namespace).map((c) => c.metadata?.name ?? ''),
+    });
+  }
+
+  private configInformer(kind: ConfigKind, namespace: string): Informer<KubeObject> | undefined {
+    const informers = this.configs[kind];
+    return informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
+  }
+
+  private workloadChanged(kind: WorkloadKind, w: Workload): void {
+    if (!this.queue || this.watched(w).optIns.length === 0) return;
+    this.queue?.add(this.keyOf(kind, w));
+  }
+
+  /** A config moved: every watched workload of its namespace that references it starts (or extends) a burst. */
+  private configChanged(kind: ConfigKind, c: KubeObject): void {
+    this.metrics.versions.inc();
+    // Only the leader acts; a new leader looks at every workload when it starts.
+    if (!this.queue || !this.key) return;
+    const namespace = c.metadata?.namespace ?? '';
+    const key = configKey(kind, namespace, c.metadata?.name ?? '');
+    for (const { kind: workloadKind } of KINDS) {
+      for (const informer of this.workloads.get(workloadKind)!) {
+        for (const w of informer.list()) {
+          if (w.metadata?.namespace !== namespace) continue;
+          const watched = this.watched(w);
+          if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
+          const wkey = this.keyOf(workloadKind, w);
+          void this.observe(wkey, watched.keys).catch((error: unknown) => this.log.warn('could not read configs of a workload', { workload: wkey, err: String(error) }));
+        }
+      }
+    }
+  }
+
+  private async observe(wkey: string, keys: string[]): Promise<void> {
+    const current = await this.currentChecksums(keys);
+    const state = observeChange(this.pending.get(wkey), this.runtime.clock.now(), current);
+    this.pending.set(wkey, state);
+    this.metrics.waiting.set(this.pending.size);
+    this.queue?.add(wkey);
+  }
+
+  /** Checksums of the configs, reading (and at once dropping) only those whose resourceVersion moved. */
+  private async currentChecksums(keys: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const key of keys) {
+      const ref = parseConfigKey(key);
+      if (!ref) continue;
+      const meta = this.configInformer(ref.kind, ref.namespace)?.get(ref.namespace, ref.name);
+      if (!meta) {
+        out.set(key, MISSING);
+        continue;
+      }
+      const rv = meta.metadata?.resourceVersion ?? '';
+      const cached = this.checksums.get(key);
+      if (cached && cached.resourceVersion === rv) {
+        out.set(key, cached.checksum);
+        continue;
+      }
+      const type = ref.kind === 'configmap' ? resources.configMaps : resources.secrets;
+      try {
+        const full = await this.runtime.client.get<ConfigMap | Secret>(type, { namespace: ref.namespace, name: ref.name });
+        const checksum = configChecksum(this.key!, full, ref.kind);
+        this.checksums.set(key, { resourceVersion: full.metadata?.resourceVersion ?? rv, checksum });
+        out.set(key, checksum);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        out.set(key, MISSING);
+      }
+    }
+    this.metrics.configs.set(this.checksums.size);
+    return out;
+  }
+
+  async lead(signal: AbortSignal): Promise<void> {
+    this.key = await ensureChecksumKey(this.runtime.client, this.runtime.config.namespace, this.o.checksumKeySecret, signal);
+    const queue = new WorkQueue({ clock: this.runtime.clock, metrics: workQueueMetrics(this.runtime.registry, 'config-restarts') });
+    this.queue = queue;
+    // Everything opted in is looked at once: changes made while no replica led are caught here.
+    for (const { kind } of KINDS) for (const informer of this.workloads.get(kind)!) for (const w of informer.list()) this.workloadChanged(kind, w);
+    signal.addEventListener('abort', () => queue.shutDown(), { once: true });
+    await runWorkers(queue, 2, (key) => this.reconcile(key), {
+      onError: (key, error) => this.log.warn('config restart reconcile failed; retrying', { workload: key, err: error instanceof Error ? error.message : String(error) }),
+    });
+    this.queue = undefined;
+    this.pending.clear();
+  }
+
+  private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
+    if (!this.runtime.isLeader()) return;
+    const [prefix, namespace, name] = wkey.split('/') as [string, string, string];
+    const entry = KINDS.find((k) => k.prefix === prefix)!;
+    const informers = this.workloads.get(entry.kind)!;
+    const w = (informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`)))?.get(namespace, name);
+    if (!w) {
+      this.pending.delete(wkey);
+      return;
+    }
+    const watched = this.watched(w);
+    for (const warning of watched.warnings) this.log.warn(warning, { workload: wkey });
+    const applied = appliedChecksumsOf(w);
+    if (applied.warning) this.warn(entry, w, 'InvalidAnnotation', applied.warning);
+    const now = this.runtime.clock.now();
+    const decision = decideRestart({
+      workload: { kind: entry.kind, namespace, name },
+      optedIn: watched.optIns.length > 0,
+      applied: applied.checksums,
+      current: await this.currentChecksums(watched.keys),
+      ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
+      now,
+      settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },
+      ...(restartTimestampOf(w) !== undefined ? { previousTimestamp: restartTimestampOf(w)! } : {}),
+      ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
+    });
+    this.metrics.workloads.set([...this.workloads.values()].flat().reduce((n, i) => n + i.list().filter((x) => this.watched(x).optIns.length > 0).length, 0));
+    if (decision.action === 'nothing') {
+      this.pending.delete(wkey);
+      this.metrics.waiting.set(this.pending.size);
+      return;
+    }
+    if (decision.action === 'wait-until') {
+      this.pending.set(wkey, decision.pending);
+      this.metrics.waiting.set(this.pending.size);
+      return { requeueAfterMs: Math.max(0, decision.until - now) };
+    }
+    try {
+      await this.runtime.client.patch(entry.type, { namespace, name }, 'merge', decision.patch, { timeoutMs: 15_000 });
+    } catch (error) {
+      // The workload changed since we looked: decide again on the new version.
+      if (isConflict(error)) return { requeueAfterMs: 0 };
+      throw error;
+    }
+    this.pending.delete(wkey);
+    this.metrics.waiting.set(this.pending.size);
+    this.metrics.processed.inc();
+    this.metrics.annotationUpdates.inc();
+    if (decision.action === 'restart') {
+      this.metrics.restarts.inc();
+      const mode = restartMode(entry.kind, w);
+      const why = decision.changes.filter((c) => decision.restartedBy.includes(c.key)).map((c) => c.key).join(', ') || decision.restartedBy.join(', ');
+      const how = mode.mode === 'rollout-group' ? `; its rollout group rolls it zone by zone`
+        : mode.mode === 'standalone-ondelete' ? `; OnDelete: pods take the new template only when deleted`
+        : '';
+      const message = `restarted: ${why} changed${how}`;
+      this.log.info(message, { workload: wkey });
+      this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
+    } else {
+      this.log.info(`recorded config checksums: ${decision.reason}`, { workload: wkey });
+    }
+  }
+
+  private ref(entry: (typeof KINDS)[number], w: KubeObject) {
+    return { apiVersion: 'apps/v1', kind: entry.kind, namespace: w.metadata?.namespace, name: w.metadata?.name ?? '', uid: w.metadata?.uid ?? '' };
+  }
+
+  private warn(entry: (typeof KINDS)[number], w: KubeObject, reason: string, message: string): void {
+    this.log.warn(message, { workload: `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}` });
+    this.runtime.events.event(this.ref(entry, w), 'Warning', reason, 'Restart', message);
+  }
+}
+
+export function restartsCapability(options: () => RestartOptions): Capability {
+  return {
+    name: 'config-restarts',
+    setup(runtime) {
+      const o = options();
+      if (!o.enabled) return {};
+      const controller = new RestartController(runtime, o);
+      return { lead: (signal) => controller.lead(signal) };
+    },
+  };
+}
+

@@ -1,0 +1,134 @@
+// Config-change restarts end to end on the real control plane: opted-in
+// workloads restart once per burst of real changes to the configs they
+// use, never for a change that does not touch the content, and a rollout
+// group's StatefulSets take the new template zone by zone.
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { resources, type ConfigMap, type KubeObject, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
+
+const cluster = testCluster();
+const TRIGGER = 'com.xing.deployment-restart.timestamp';
+const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
+const FLAGS = ['-config-restarts.enabled', '-restart-grace-period=1'];
+
+type Deployment = KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } };
+
+function deployment(namespace: string, name: string, podSpec: Record<string, unknown>): Deployment {
+  return {
+    metadata: { name, namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'example.invalid/app:1' }], ...podSpec } },
+    },
+  } as Deployment;
+}
+
+async function start(t: TestContext, namespace: string, flags: string[] = []): Promise<OperatorProcess> {
+  const op = await OperatorProcess.start(cluster, namespace, [...FLAGS, ...flags]);
+  t.after(() => op.stop());
+  await op.waitReady();
+  return op;
+}
+
+const metric = async (op: OperatorProcess, name: string) => (await op.metric(name)) ?? 0;
+
+/** Waits until the operator saw more config versions than `versions` and has nothing waiting. */
+async function settled(op: OperatorProcess, versions: number): Promise<void> {
+  await waitFor('the change observed and processed', async () => (await metric(op, 'deployment_restart_controller_resource_versions_total')) > versions && (await metric(op, 'deployment_restart_controller_changes_waiting_total')) === 0, { timeoutMs: 20_000, intervalMs: 100 });
+}
+
+async function get(kube: KubeClient, namespace: string, name: string): Promise<Deployment> {
+  return kube.get<Deployment>(resources.deployments, { namespace, name });
+}
+
+describe('config-change restarts', () => {
+  it('records on opt-in, restarts once per burst of content changes, never for metadata-only changes', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data: { level: 'info' } });
+    await kube.create(resources.deployments, deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }] }] }));
+    const op = await start(t, namespace);
+    const recorded = await waitFor('checksums recorded', async () => ((await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED] ? get(kube, namespace, 'app') : undefined), { timeoutMs: 20_000 });
+    assert.match(recorded.metadata!.annotations![APPLIED]!, new RegExp(`^\\{"configmap/${namespace}/app-config":"v1:[0-9a-f]{64}"\\}$`));
+    assert.equal(recorded.spec?.template?.metadata?.annotations?.[TRIGGER], undefined, 'opting in restarts nothing');
+
+    const change = (data: Record<string, string>, extra: Partial<ConfigMap> = {}) => kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { data, ...extra });
+    let versions = await metric(op, 'deployment_restart_controller_resource_versions_total');
+    await change({ level: 'debug' });
+    await waitFor('one restart', async () => (await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], { timeoutMs: 20_000 });
+    await settled(op, versions);
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 1);
+
+    // A label-only change moves the resourceVersion, not the content.
+    versions = await metric(op, 'deployment_restart_controller_resource_versions_total');
+    await kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { metadata: { labels: { team: 'a' } } });
+    await settled(op, versions);
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 1, 'no restart for a label change');
+
+    // Two changes within the grace period: one restart.
+    versions = await metric(op, 'deployment_restart_controller_resource_versions_total');
+    await change({ level: 'warn' });
+    await change({ level: 'error' });
+    await waitFor('the second restart', async () => (await metric(op, 'deployment_restart_controller_deployment_restarts_total')) >= 2, { timeoutMs: 20_000 });
+    await settled(op, versions + 1);
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 2, 'one restart for the burst');
+
+    // binaryData counts too.
+    await change({}, { binaryData: { blob: Buffer.from([0, 1, 2]).toString('base64') } });
+    await waitFor('a restart for binaryData', async () => (await metric(op, 'deployment_restart_controller_deployment_restarts_total')) === 3, { timeoutMs: 20_000 });
+  });
+
+  it('restarts for a Secret used through a projected volume of an initContainer, and catches changes made while it was down', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<Secret>(resources.secrets, { metadata: { name: 'creds', namespace }, data: { password: Buffer.from('hunter2').toString('base64') } });
+    await kube.create(resources.deployments, deployment(namespace, 'db', {
+      initContainers: [{ name: 'init', image: 'example.invalid/init:1', volumeMounts: [{ name: 'all', mountPath: '/etc/all' }] }],
+      volumes: [{ name: 'all', projected: { sources: [{ secret: { name: 'creds' } }] } }],
+    }));
+    let op = await start(t, namespace);
+    await waitFor('checksums recorded', async () => (await get(kube, namespace, 'db')).metadata?.annotations?.[APPLIED]?.includes(`secret/${namespace}/creds`), { timeoutMs: 20_000 });
+    await kube.patch(resources.secrets, { namespace, name: 'creds' }, 'merge', { data: { password: Buffer.from('correct horse').toString('base64') } });
+    const first = await waitFor('a restart', async () => (await get(kube, namespace, 'db')).spec?.template?.metadata?.annotations?.[TRIGGER], { timeoutMs: 20_000 });
+
+    await op.stop();
+    await kube.patch(resources.secrets, { namespace, name: 'creds' }, 'merge', { data: { password: Buffer.from('battery staple').toString('base64') } });
+    op = await start(t, namespace);
+    await waitFor('a restart for the change made while down', async () => (await get(kube, namespace, 'db')).spec?.template?.metadata?.annotations?.[TRIGGER] !== first, { timeoutMs: 20_000 });
+    await waitFor('nothing waiting', async () => (await metric(op, 'deployment_restart_controller_changes_waiting_total')) === 0, { timeoutMs: 20_000 });
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 1, 'exactly one restart after the start');
+  });
+
+  it('a rollout group whose ConfigMap changes rolls zone by zone through the coordinator', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'ingester-config', namespace }, data: { limits: '1' } });
+    await createGroup(kube, namespace, { all: { replicas: 2 } });
+    for (const zone of ZONES) {
+      await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'strategic', {
+        metadata: { annotations: { 'com.xing.deployment-restart': 'enabled' } },
+        spec: { template: { spec: { containers: [{ name: 'ingester', envFrom: [{ configMapRef: { name: 'ingester-config' } }] }] } } },
+      });
+    }
+    await waitGroupSettled(kube, namespace);
+    // The template edit above is itself a revision: let that roll first, then watch the restart's.
+    const op = await start(t, namespace, ['-reconcile.interval=1s']);
+    await waitRolledOut(kube, namespace);
+    await waitFor('checksums recorded everywhere', async () => (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items.every((s) => s.metadata?.annotations?.[APPLIED]), { timeoutMs: 20_000 });
+    const monitor = new InvariantMonitor(kube, namespace, Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])));
+    await monitor.start();
+    t.after(() => monitor.stop());
+    await kube.patch(resources.configMaps, { namespace, name: 'ingester-config' }, 'merge', { data: { limits: '2' } });
+    await waitFor('every zone restarted', async () => (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items.every((s) => s.spec?.template?.metadata?.annotations?.[TRIGGER]), { timeoutMs: 20_000 });
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.equal(monitor.maxDisruptedAtOnce, 1);
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 3);
+  });
+});
