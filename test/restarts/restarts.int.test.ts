@@ -3,6 +3,10 @@
 // use, never for a change that does not touch the content, and a rollout
 // group's StatefulSets take the new template zone by zone.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type ConfigMap, type KubeObject, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
@@ -29,8 +33,8 @@ function deployment(namespace: string, name: string, podSpec: Record<string, unk
   } as Deployment;
 }
 
-async function start(t: TestContext, namespace: string, flags: string[] = []): Promise<OperatorProcess> {
-  const op = await OperatorProcess.start(cluster, namespace, [...FLAGS, ...flags]);
+async function start(t: TestContext, namespace: string, flags: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<OperatorProcess> {
+  const op = await OperatorProcess.start(cluster, namespace, [...FLAGS, ...flags], { env });
   t.after(() => op.stop());
   await op.waitReady();
   return op;
@@ -131,4 +135,73 @@ describe('config-change restarts', () => {
     assert.equal(monitor.maxDisruptedAtOnce, 1);
     assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 3);
   });
+
+  it('honours Reloader opt-ins: auto, named lists, and ignore on a config', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    for (const name of ['used', 'listed', 'ignored']) await kube.create<ConfigMap>(resources.configMaps, { metadata: { name, namespace, ...(name === 'ignored' ? { annotations: { 'reloader.stakater.com/ignore': 'true' } } : {}) }, data: { v: '1' } });
+    const app = deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'used' } }, { configMapRef: { name: 'ignored' } }] }] });
+    app.metadata!.annotations = { 'reloader.stakater.com/auto': 'true', 'configmap.reloader.stakater.com/reload': 'listed' };
+    await kube.create(resources.deployments, app);
+    const op = await start(t, namespace);
+    const recorded = await waitFor('checksums recorded', async () => (await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED], { timeoutMs: 20_000 });
+    assert.deepEqual(Object.keys(JSON.parse(recorded) as object).sort(), [`configmap/${namespace}/listed`, `configmap/${namespace}/used`], 'the ignored config is not watched; the listed one is, referenced or not');
+    const versions = await metric(op, 'deployment_restart_controller_resource_versions_total');
+    await kube.patch(resources.configMaps, { namespace, name: 'ignored' }, 'merge', { data: { v: '2' } });
+    await settled(op, versions);
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 0, 'no restart for an ignored config');
+    await kube.patch(resources.configMaps, { namespace, name: 'listed' }, 'merge', { data: { v: '2' } });
+    await waitFor('a restart for the listed config', async () => (await metric(op, 'deployment_restart_controller_deployment_restarts_total')) === 1, { timeoutMs: 20_000 });
+  });
+
+  it('a new leader restarts nothing that was already applied', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data: { level: 'info' } });
+    await kube.create(resources.deployments, deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }] }] }));
+    const election = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
+    const replicas = [await start(t, namespace, election), await start(t, namespace, election)];
+    const leader = await waitFor('a leader', async () => {
+      for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
+      return undefined;
+    }, { timeoutMs: 20_000 });
+    await kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { data: { level: 'debug' } });
+    const trigger = await waitFor('a restart by the first leader', async () => (await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], { timeoutMs: 20_000 });
+    leader.signal('SIGKILL');
+    await leader.exited;
+    const standby = replicas.find((r) => r !== leader)!;
+    await waitFor('the standby leads', async () => (await standby.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 20_000 });
+    // It looked at every opted-in workload and found nothing to do.
+    await waitFor('the standby processed its queue', async () => (await metric(standby, 'workqueue_adds_total{name="config-restarts"}')) >= 1 && (await metric(standby, 'workqueue_depth{name="config-restarts"}')) === 0 && (await metric(standby, 'deployment_restart_controller_changes_waiting_total')) === 0, { timeoutMs: 20_000 });
+    assert.equal(await metric(standby, 'deployment_restart_controller_deployment_restarts_total'), 0);
+    assert.equal((await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], trigger);
+  });
+
+  it('keeps no Secret value in memory after processing it (heap snapshot)', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const values = [randomBytes(12).toString('hex'), randomBytes(12).toString('hex')];
+    await kube.create<Secret>(resources.secrets, { metadata: { name: 'creds', namespace }, data: { password: Buffer.from(values[0]!).toString('base64') } });
+    await kube.create(resources.deployments, deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', env: [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } }] }] }));
+    const dir = await mkdtemp(join(tmpdir(), 'stateward-heap-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const op = await start(t, namespace, [], { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}` });
+    await waitFor('checksums recorded', async () => (await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED], { timeoutMs: 20_000 });
+    await kube.patch(resources.secrets, { namespace, name: 'creds' }, 'merge', { data: { password: Buffer.from(values[1]!).toString('base64') } });
+    await waitFor('a restart', async () => (await metric(op, 'deployment_restart_controller_deployment_restarts_total')) === 1, { timeoutMs: 20_000 });
+    // The snapshot (taken after a full GC) holds every object still reachable.
+    op.signal('SIGUSR2');
+    const snapshot = await waitFor('the heap snapshot written', async () => {
+      const file = (await readdir(dir)).find((f) => f.endsWith('.heapsnapshot'));
+      if (!file) return undefined;
+      const text = await readFile(join(dir, file), 'utf8');
+      return text.trimEnd().endsWith(']}') ? text : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 500 });
+    assert.ok(snapshot.includes(`"${namespace}"`), 'the search sees strings the operator does keep (the namespace)');
+    for (const value of values) {
+      assert.ok(!snapshot.includes(value), 'no Secret value in the heap');
+      assert.ok(!snapshot.includes(Buffer.from(value).toString('base64')), 'nor its base64 form');
+    }
+  });
 });
+
