@@ -60,6 +60,11 @@ export class RestartController {
   /** Checksums by config key, with the resourceVersion they were computed from. Never the content. */
   private readonly checksums = new Map<string, { resourceVersion: string; checksum: string }>();
   private readonly pending = new Map<string, PendingChange>();
+  /** Reverse index: config key → keys of the opted-in workloads watching it. */
+  private readonly watchers = new Map<string, Set<string>>();
+  private readonly watching = new Map<string, string[]>();
+  /** Workloads with reload-list patterns: a config created later may match them. */
+  private readonly patternWorkloads = new Set<string>();
   private key: Buffer | undefined;
   private queue: WorkQueue | undefined;
   private readonly metrics: { versions: Counter; configs: Gauge; workloads: Gauge; annotationUpdates: Counter; restarts: Counter; processed: Counter; waiting: Gauge };
@@ -89,7 +94,15 @@ export class RestartController {
     };
     for (const { kind } of KINDS) {
       for (const informer of this.workloads.get(kind)!) {
-        informer.addHandlers({ onAdd: (w) => this.workloadChanged(kind, w), onUpdate: (_o, w) => this.workloadChanged(kind, w), onDelete: (w) => this.pending.delete(this.keyOf(kind, w)) });
+        informer.addHandlers({
+          onAdd: (w) => this.workloadChanged(kind, w),
+          onUpdate: (_o, w) => this.workloadChanged(kind, w),
+          onDelete: (w) => {
+            const key = this.keyOf(kind, w);
+            this.pending.delete(key);
+            this.index(key, [], false);
+          },
+        });
       }
     }
     for (const kind of ['configmap', 'secret'] as const) {
@@ -122,8 +135,32 @@ export class RestartController {
   }
 
   private workloadChanged(kind: WorkloadKind, w: Workload): void {
-    if (!this.queue || this.watched(w).optIns.length === 0) return;
-    this.queue?.add(this.keyOf(kind, w));
+    const key = this.keyOf(kind, w);
+    const watched = this.watched(w);
+    const optedIn = watched.optIns.length > 0;
+    this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
+    if (this.queue && optedIn) this.queue.add(key);
+  }
+
+  private index(workload: string, keys: string[], hasPatterns: boolean): void {
+    for (const old of this.watching.get(workload) ?? []) this.watchers.get(old)?.delete(workload);
+    for (const key of keys) {
+      let set = this.watchers.get(key);
+      if (!set) this.watchers.set(key, (set = new Set()));
+      set.add(workload);
+    }
+    if (keys.length > 0) this.watching.set(workload, keys);
+    else this.watching.delete(workload);
+    if (hasPatterns) this.patternWorkloads.add(workload);
+    else this.patternWorkloads.delete(workload);
+  }
+
+  private workloadByKey(wkey: string): { entry: (typeof KINDS)[number]; workload: Workload | undefined } {
+    const [prefix, namespace, name] = wkey.split('/') as [string, string, string];
+    const entry = KINDS.find((k) => k.prefix === prefix)!;
+    const informers = this.workloads.get(entry.kind)!;
+    const informer = informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
+    return { entry, workload: informer?.get(namespace, name) };
   }
 
   /** A config moved: every watched workload of its namespace that references it starts (or extends) a burst. */
@@ -133,16 +170,13 @@ export class RestartController {
     if (!this.queue || !this.key) return;
     const namespace = c.metadata?.namespace ?? '';
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
-    for (const { kind: workloadKind } of KINDS) {
-      for (const informer of this.workloads.get(workloadKind)!) {
-        for (const w of informer.list()) {
-          if (w.metadata?.namespace !== namespace) continue;
-          const watched = this.watched(w);
-          if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
-          const wkey = this.keyOf(workloadKind, w);
-          void this.observe(wkey, watched.keys).catch((error: unknown) => this.log.warn('could not read configs of a workload', { workload: wkey, err: String(error) }));
-        }
-      }
+    // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
+    for (const wkey of new Set([...(this.watchers.get(key) ?? []), ...this.patternWorkloads])) {
+      const { workload } = this.workloadByKey(wkey);
+      if (!workload) continue;
+      const watched = this.watched(workload);
+      if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
+      void this.observe(wkey, watched.keys).catch((error: unknown) => this.log.warn('could not read configs of a workload', { workload: wkey, err: String(error) }));
     }
   }
 
@@ -202,10 +236,8 @@ export class RestartController {
 
   private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
     if (!this.runtime.isLeader()) return;
-    const [prefix, namespace, name] = wkey.split('/') as [string, string, string];
-    const entry = KINDS.find((k) => k.prefix === prefix)!;
-    const informers = this.workloads.get(entry.kind)!;
-    const w = (informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`)))?.get(namespace, name);
+    const [, namespace, name] = wkey.split('/') as [string, string, string];
+    const { entry, workload: w } = this.workloadByKey(wkey);
     if (!w) {
       this.pending.delete(wkey);
       return;
@@ -226,7 +258,7 @@ export class RestartController {
       ...(restartTimestampOf(w) !== undefined ? { previousTimestamp: restartTimestampOf(w)! } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
-    this.metrics.workloads.set([...this.workloads.values()].flat().reduce((n, i) => n + i.list().filter((x) => this.watched(x).optIns.length > 0).length, 0));
+    this.metrics.workloads.set(this.watching.size);
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
       this.metrics.waiting.set(this.pending.size);
