@@ -5,11 +5,13 @@
 //   rollout   reaction latency and makespan of a 3-zone × 10-pod rollout
 //   webhooks  no-downscale webhook over HTTPS at 500 req/s: latency, server CPU, API calls
 //   evictions pod-eviction decisions with 300 pods over 3 zones: rate, p99, API calls per decision
+//   restarts  config-change restarts with 7,000 configs and 500 workloads: memory, latency, API calls
 import { clusterBench } from './cluster.bench.ts';
 import { informerBench } from './informer.bench.ts';
 import { rolloutBench } from './rollout.bench.ts';
 import { webhooksBench } from './webhooks.bench.ts';
 import { evictionsBench } from './evictions.bench.ts';
+import { restartsBench } from './restarts.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -20,6 +22,7 @@ const all: Record<string, () => Promise<boolean>> = {
   rollout: () => rolloutBench(),
   webhooks: () => webhooksBench(),
   evictions: () => evictionsBench(),
+  restarts: () => restartsBench(),
 };
 for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
 
