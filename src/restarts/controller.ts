@@ -14,15 +14,15 @@
 import { Counter, Gauge } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import type { Informer } from '../runtime/informer/informer.ts';
-import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
-import { resources, type ConfigMap, type KubeObject, type ResourceType, type Secret } from '../runtime/kube/types.ts';
+import { isConflict, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
+import { resources, type ConfigMap, type KubeObject, type Pod, type ResourceType, type Secret } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
-import { workloadCache } from '../workloads/cache.ts';
+import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configChecksum } from './hash.ts';
-import { appliedChecksumsOf, decideRestart, MISSING, observeChange, restartMode, restartTimestampOf, type PendingChange, type WorkloadKind } from './plan.ts';
+import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, type PendingChange, type WorkloadKind } from './plan.ts';
 import { configKey, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
 
 export interface RestartOptions {
@@ -43,6 +43,9 @@ export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
   return () => ({ enabled: enabled.value, gracePeriodMs: Math.max(0, grace.value) * 1000, maxWaitMs: maxWait.value, checksumKeySecret: keySecret.value });
 }
 
+/** On a standalone OnDelete StatefulSet: `evict` replaces its outdated pods one at a time through the Eviction API. */
+export const EVICT_ONDELETE_ANNOTATION = 'stateward.dev/config-restart-ondelete';
+
 const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
   { kind: 'Deployment', type: resources.deployments, prefix: 'deployment' },
   { kind: 'StatefulSet', type: resources.statefulSets, prefix: 'statefulset' },
@@ -60,6 +63,9 @@ export class RestartController {
   /** Checksums by config key, with the resourceVersion they were computed from. Never the content. */
   private readonly checksums = new Map<string, { resourceVersion: string; checksum: string }>();
   private readonly pending = new Map<string, PendingChange>();
+  private readonly pods: Informer<Pod>[];
+  /** Per workload, the uid of the pod we evicted last. */
+  private readonly evicted = new Map<string, string>();
   /** Reverse index: config key → keys of the opted-in workloads watching it. */
   private readonly watchers = new Map<string, Set<string>>();
   private readonly watching = new Map<string, string[]>();
@@ -74,6 +80,7 @@ export class RestartController {
     this.o = options;
     this.log = runtime.logger.child({ controller: 'config-restarts' });
     const shared = workloadCache(runtime);
+    this.pods = shared.pods;
     this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
     this.workloads.set('Deployment', runtime.informers<Workload>(resources.deployments));
     this.workloads.set('DaemonSet', runtime.informers<Workload>(resources.daemonSets));
@@ -262,7 +269,7 @@ export class RestartController {
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
       this.metrics.waiting.set(this.pending.size);
-      return;
+      return this.replaceOutdated(entry, w);
     }
     if (decision.action === 'wait-until') {
       this.pending.set(wkey, decision.pending);
@@ -290,9 +297,61 @@ export class RestartController {
       const message = `restarted: ${why} changed${how}`;
       this.log.info(message, { workload: wkey });
       this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
+      if (mode.mode === 'standalone-ondelete') {
+        // Every pod runs the old template now.
+        const note = onDeleteEvent({ kind: entry.kind, namespace, name }, this.podsOf(w).length, this.evicts(entry.kind, w));
+        this.runtime.events.event(this.ref(entry, w), note.type, note.reason, 'Restart', note.message);
+      }
     } else {
       this.log.info(`recorded config checksums: ${decision.reason}`, { workload: wkey });
     }
+  }
+
+  private podsOf(w: KubeObject): Pod[] {
+    const namespace = w.metadata?.namespace ?? '';
+    const informer = this.pods.length === 1 ? this.pods[0] : this.pods.find((i) => i.name.startsWith(`${namespace}/`));
+    return informer?.byIndex(INDEX.podsByOwner, w.metadata?.uid ?? '') ?? [];
+  }
+
+  /** Opted in to having a standalone OnDelete StatefulSet's outdated pods evicted one at a time. */
+  private evicts(kind: WorkloadKind, w: KubeObject): boolean {
+    return kind === 'StatefulSet' && w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' && restartMode(kind, w).mode === 'standalone-ondelete';
+  }
+
+  /**
+   * A standalone OnDelete StatefulSet that opted in: evict its next outdated
+   * pod through the Eviction API (PDBs hold; a 429 waits), one at a time,
+   * each only once the updated ones are Ready. Pod and StatefulSet events
+   * bring the next step.
+   */
+  private async replaceOutdated(entry: (typeof KINDS)[number], w: Workload): Promise<void | { requeueAfterMs: number }> {
+    if (!this.evicts(entry.kind, w)) return;
+    const status = (w as { status?: { updateRevision?: string; observedGeneration?: number } }).status;
+    // The StatefulSet controller has not computed the new revision yet.
+    if (status?.observedGeneration !== w.metadata?.generation) return;
+    const pods = this.podsOf(w);
+    const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
+    // Our last eviction may not show in the cache yet: until its pod is seen going, it still counts as up.
+    const last = this.evicted.get(wkey);
+    if (last && pods.some((p) => p.metadata?.uid === last && !p.metadata.deletionTimestamp)) return;
+    const step = nextOutdatedPod(pods, status?.updateRevision ?? '', (w as { spec?: { replicas?: number } }).spec?.replicas ?? 1);
+    if (step.action !== 'evict') return;
+    const namespace = w.metadata?.namespace ?? '';
+    const pod = pods.find((p) => p.metadata?.name === step.pod);
+    try {
+      await this.runtime.client.request('POST', `/api/v1/namespaces/${namespace}/pods/${step.pod}/eviction`, {
+        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: step.pod, namespace }, deleteOptions: { preconditions: { uid: pod?.metadata?.uid } } },
+        timeoutMs: 15_000,
+      });
+    } catch (error) {
+      // A disruption budget said not now, or the pod changed: try again shortly.
+      if (error instanceof KubeApiError && (error.code === 429 || error.code === 409 || error.code === 404)) return { requeueAfterMs: 5000 };
+      throw error;
+    }
+    this.evicted.set(wkey, pod?.metadata?.uid ?? '');
+    const message = `evicted pod ${step.pod} to apply the new configuration (${step.outdated} outdated before it)`;
+    this.log.info(message, { workload: `${entry.prefix}/${namespace}/${w.metadata?.name}` });
+    this.runtime.events.event(this.ref(entry, w), 'Normal', 'EvictingOutdatedPod', 'Restart', message, { apiVersion: 'v1', kind: 'Pod', namespace, name: step.pod, uid: pod?.metadata?.uid ?? '' });
   }
 
   private ref(entry: (typeof KINDS)[number], w: KubeObject) {

@@ -586,11 +586,13 @@ export type EvictionStep =
  * eviction costs no availability), otherwise the highest ordinal (the order
  * a StatefulSet rolls in; DaemonSet pod names have no ordinal and go by name).
  */
-export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string): EvictionStep {
+export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string, replicas?: number): EvictionStep {
   if (updateRevision === '') return { action: 'wait', outdated: 0, reason: 'the update revision is not known yet' };
   const views = pods.map(podView);
   const outdated = views.filter((p) => p.revision !== updateRevision);
   if (outdated.length === 0) return { action: 'done', reason: `every pod is at revision ${updateRevision}` };
+  // A pod already gone (evicted, its replacement not created yet) is unavailable too.
+  if (replicas !== undefined && views.length < replicas) return { action: 'wait', outdated: outdated.length, reason: `${replicas - views.length} pod(s) missing` };
   const terminating = views.find((p) => p.terminating);
   if (terminating) return { action: 'wait', outdated: outdated.length, reason: `pod ${terminating.name} is terminating` };
   const updatedNotReady = views.find((p) => p.revision === updateRevision && !p.ready);

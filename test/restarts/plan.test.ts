@@ -441,6 +441,9 @@ describe('OnDelete workloads', { timeout: 10000 }, () => {
     assert.ok(stuckFirst.action === 'evict' && stuckFirst.pod === 'db-0');
     assert.equal(nextOutdatedPod([pod('db-0', 'old'), pod('db-1', 'old', { terminating: true })], 'new').action, 'wait');
     assert.equal(nextOutdatedPod([pod('db-0', 'old'), pod('db-1', 'new', { ready: false })], 'new').action, 'wait');
+    // An evicted pod gone before its replacement exists is unavailable too: wait, do not take a second one.
+    assert.deepEqual(nextOutdatedPod([pod('db-0', 'old'), pod('db-1', 'old')], 'new', 3), { action: 'wait', outdated: 2, reason: '1 pod(s) missing' });
+    assert.equal(nextOutdatedPod([pod('db-0', 'old'), pod('db-1', 'old'), pod('db-2', 'new')], 'new', 3).action, 'evict');
     assert.equal(nextOutdatedPod([pod('db-0', 'new'), pod('db-1', 'new')], 'new').action, 'done');
     assert.equal(nextOutdatedPod([pod('db-0', 'old')], '').action, 'wait');
   });

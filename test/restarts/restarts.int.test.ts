@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type ConfigMap, type KubeObject, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { resources, type ConfigMap, type Event, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
+import { createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, zoneStatefulSet, ZONES } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const TRIGGER = 'com.xing.deployment-restart.timestamp';
@@ -202,6 +202,39 @@ describe('config-change restarts', () => {
       assert.ok(!snapshot.includes(value), 'no Secret value in the heap');
       assert.ok(!snapshot.includes(Buffer.from(value).toString('base64')), 'nor its base64 form');
     }
+  });
+
+  it('a standalone OnDelete StatefulSet says how many pods are outdated and, opted in, has them evicted one at a time', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'db-config', namespace }, data: { cache: '1' } });
+    const base = zoneStatefulSet(namespace, 'a', { replicas: 3 });
+    const template = base.spec!.template;
+    // No rollout-group label on the StatefulSet: not coordinated by a group.
+    const set: StatefulSet = {
+      ...base,
+      metadata: { name: 'ingester-zone-a', namespace, labels: {}, annotations: { 'com.xing.deployment-restart': 'enabled', 'stateward.dev/config-restart-ondelete': 'evict' } },
+      spec: { ...base.spec!, template: { ...template, spec: { ...template.spec!, containers: [{ name: 'ingester', image: 'example.invalid/ingester:1', envFrom: [{ configMapRef: { name: 'db-config' } }] }] } } },
+    };
+    await kube.create(resources.statefulSets, set);
+    await waitFor('3 pods Ready', async () => (await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' })).status?.readyReplicas === 3, { timeoutMs: 30_000 });
+    const monitor = new InvariantMonitor(kube, namespace, { 'ingester-zone-a': 1 });
+    await monitor.start();
+    t.after(() => monitor.stop());
+    await start(t, namespace);
+    await waitFor('checksums recorded', async () => (await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' })).metadata?.annotations?.[APPLIED], { timeoutMs: 20_000 });
+    await kube.patch(resources.configMaps, { namespace, name: 'db-config' }, 'merge', { data: { cache: '2' } });
+    const note = await waitFor('the outdated-pods Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'ConfigRestartPending'), { timeoutMs: 20_000 });
+    assert.match(note.note ?? '', /^template updated, 3 pods outdated \(StatefulSet ingester-zone-a uses OnDelete\); evicting them one at a time$/);
+    // OnDelete never advances currentRevision by itself: what matters is every pod Ready on the new revision.
+    await waitFor('every pod Ready on the new revision', async () => {
+      const sts = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
+      const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
+      return sts.status?.updateRevision !== sts.status?.currentRevision && pods.length === 3 && sts.status?.readyReplicas === 3 && pods.every((p) => p.metadata?.labels?.['controller-revision-hash'] === sts.status?.updateRevision);
+    }, { timeoutMs: 120_000 });
+    assert.deepEqual(monitor.violations, [], 'one pod at a time');
+    const evictions = (await kube.list<Event>(resources.events, { namespace })).items.filter((e) => e.reason === 'EvictingOutdatedPod');
+    assert.equal(evictions.length, 3);
   });
 });
 
