@@ -236,5 +236,32 @@ describe('config-change restarts', () => {
     const evictions = (await kube.list<Event>(resources.events, { namespace })).items.filter((e) => e.reason === 'EvictingOutdatedPod');
     assert.equal(evictions.length, 3);
   });
+
+  it('restarts a DaemonSet too, and a config that keeps changing still restarts within -restart-max-wait', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'agent-config', namespace }, data: { n: '0' } });
+    await kube.create(resources.daemonSets, {
+      metadata: { name: 'agent', namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
+      spec: {
+        selector: { matchLabels: { app: 'agent' } },
+        template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'agent', image: 'example.invalid/agent:1', volumeMounts: [{ name: 'config', mountPath: '/etc/agent' }] }], volumes: [{ name: 'config', configMap: { name: 'agent-config' } }] } },
+      },
+    } as KubeObject);
+    // Grace 1 s, cap 3 s: changes every 400 ms would hold a restart back forever without the cap.
+    const op = await start(t, namespace, ['-restart-max-wait=3s']);
+    const trigger = async () => (await kube.get<Deployment>(resources.daemonSets, { namespace, name: 'agent' })).spec?.template?.metadata?.annotations?.[TRIGGER];
+    await waitFor('checksums recorded', async () => (await kube.get<Deployment>(resources.daemonSets, { namespace, name: 'agent' })).metadata?.annotations?.[APPLIED], { timeoutMs: 20_000 });
+    const first = Date.now();
+    let restartedAt: number | undefined;
+    for (let n = 1; n <= 25 && restartedAt === undefined; n++) {
+      await kube.patch(resources.configMaps, { namespace, name: 'agent-config' }, 'merge', { data: { n: String(n) } });
+      if (await trigger()) restartedAt = Date.now();
+      else await new Promise((resolve) => setTimeout(resolve, 400)); // the change cadence under test, not a synchronisation
+    }
+    assert.ok(restartedAt !== undefined, 'restarted while the config kept changing');
+    assert.ok(restartedAt - first < 3000 + 2000, `restarted ${restartedAt - first} ms after the first change (cap 3 s)`);
+    assert.ok((await metric(op, 'deployment_restart_controller_deployment_restarts_total')) >= 1);
+  });
 });
 
