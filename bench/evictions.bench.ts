@@ -25,15 +25,10 @@ import { LEDGER_LABEL } from '../src/drain/zpdb/ledger.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { createGroup, waitGroupSettled } from '../test/support/rollout-group.ts';
 import type { AdmissionRequestV1 } from '../src/webhooks/admission.ts';
-import { report } from './report.ts';
+import { percentile, report } from './report.ts';
 
 const PODS_PER_ZONE = 100;
 const DENY_DECISIONS = 3000;
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function apiCalls(registry: Registry): Promise<number> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === 'rollout_operator_kubernetes_api_client_request_duration_seconds');

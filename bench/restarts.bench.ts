@@ -15,7 +15,7 @@ import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { resources, type KubeObject } from '../src/runtime/kube/types.ts';
 import { Informer } from '../src/runtime/informer/informer.ts';
-import { report, mib } from './report.ts';
+import { mib, percentile, report } from './report.ts';
 
 const CONFIGMAPS = 5000;
 const SECRETS = 2000;
@@ -24,11 +24,6 @@ const CHANGES = 20;
 const GRACE_MS = 1000;
 const TRIGGER = 'com.xing.deployment-restart.timestamp';
 const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function inBatches<T>(items: T[], size: number, work: (item: T) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(work));

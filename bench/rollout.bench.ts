@@ -12,14 +12,9 @@ import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { resources } from '../src/runtime/kube/types.ts';
 import { changeTemplate, createGroup, InvariantMonitor, waitGroupSettled, waitRolledOut, ZONES } from '../test/support/rollout-group.ts';
-import { report } from './report.ts';
+import { percentile, report } from './report.ts';
 
 const REPLICAS = 10;
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function apiRequests(port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

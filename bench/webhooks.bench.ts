@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:https';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { report } from './report.ts';
+import { percentile, report } from './report.ts';
 
 const PATH = '/admission/no-downscale';
 const TARGET_P99_MS = 5;
@@ -24,11 +24,6 @@ function envNumber(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
   if (!(value > 0)) throw new Error(`${name} must be a positive number`);
   return value;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
 function container(name: string, image: string, port: number): Record<string, unknown> {

@@ -13,7 +13,7 @@
 // exactly what was not applied yet.
 import { Counter, Gauge } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
-import type { Informer } from '../runtime/informer/informer.ts';
+import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import { isConflict, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap, type KubeObject, type Pod, type ResourceType, type Secret } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
@@ -137,8 +137,7 @@ export class RestartController {
   }
 
   private configInformer(kind: ConfigKind, namespace: string): Informer<KubeObject> | undefined {
-    const informers = this.configs[kind];
-    return informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
+    return informerFor(this.configs[kind], namespace);
   }
 
   private workloadChanged(kind: WorkloadKind, w: Workload): void {
@@ -165,9 +164,7 @@ export class RestartController {
   private workloadByKey(wkey: string): { entry: (typeof KINDS)[number]; workload: Workload | undefined } {
     const [prefix, namespace, name] = wkey.split('/') as [string, string, string];
     const entry = KINDS.find((k) => k.prefix === prefix)!;
-    const informers = this.workloads.get(entry.kind)!;
-    const informer = informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
-    return { entry, workload: informer?.get(namespace, name) };
+    return { entry, workload: informerFor(this.workloads.get(entry.kind)!, namespace)?.get(namespace, name) };
   }
 
   /** A config moved: every watched workload of its namespace that references it starts (or extends) a burst. */
@@ -309,8 +306,7 @@ export class RestartController {
 
   private podsOf(w: KubeObject): Pod[] {
     const namespace = w.metadata?.namespace ?? '';
-    const informer = this.pods.length === 1 ? this.pods[0] : this.pods.find((i) => i.name.startsWith(`${namespace}/`));
-    return informer?.byIndex(INDEX.podsByOwner, w.metadata?.uid ?? '') ?? [];
+    return informerFor(this.pods, namespace)?.byIndex(INDEX.podsByOwner, w.metadata?.uid ?? '') ?? [];
   }
 
   /** Opted in to having a standalone OnDelete StatefulSet's outdated pods evicted one at a time. */

@@ -3,7 +3,7 @@
 // every -reconcile.interval regardless), plans with the pure planner and
 // carries out the plan: deletes pods, advances currentRevision, reports.
 import type { FlagSet } from '../runtime/flags/flagset.ts';
-import type { Informer } from '../runtime/informer/informer.ts';
+import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
@@ -112,11 +112,11 @@ export class RolloutController {
   }
 
   private setInformer(namespace: string): Informer<StatefulSet> | undefined {
-    return this.sets.length === 1 ? this.sets[0] : this.sets.find((i) => i.name.startsWith(`${namespace}/`));
+    return informerFor(this.sets, namespace);
   }
 
   private podInformer(namespace: string): Informer<Pod> | undefined {
-    return this.pods.length === 1 ? this.pods[0] : this.pods.find((i) => i.name.startsWith(`${namespace}/`));
+    return informerFor(this.pods, namespace);
   }
 
   private allGroups(): string[] {

@@ -10,6 +10,7 @@ import type { Runtime } from '../runtime/operator.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import { resources, type StatefulSet } from '../runtime/kube/types.ts';
 import { formatGoDuration } from '../runtime/flags/duration.ts';
+import { informerFor } from '../runtime/informer/informer.ts';
 import { workloadCache } from '../workloads/cache.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import {
@@ -73,10 +74,7 @@ export class ReplicaCoordinator {
       log: this.log,
       clusterDomain: this.options.podCalls.clusterDomain,
       timeoutMs: this.options.podCalls.podTimeoutMs,
-      lookupPod: (namespace, name) => {
-        const informer = pods.length === 1 ? pods[0] : pods.find((i) => i.name.startsWith(`${namespace}/`));
-        return informer?.get(namespace, name);
-      },
+      lookupPod: (namespace, name) => informerFor(pods, namespace)?.get(namespace, name),
       onSettled: this.options.requeue,
       calls: this.podCalls,
     });

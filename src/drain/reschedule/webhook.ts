@@ -11,7 +11,7 @@
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
 import type { FlagSet } from '../../runtime/flags/flagset.ts';
-import type { Informer } from '../../runtime/informer/informer.ts';
+import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from '../../runtime/kube/errors.ts';
 import { resources, type ConfigMap, type Node, type Pod } from '../../runtime/kube/types.ts';
@@ -58,10 +58,9 @@ const failure = (error: unknown): LookupFailure => ({
 export function rescheduleHandler(deps: RescheduleDeps): AdmissionHandler {
   const { client, config, log } = deps;
   const answers = new Counter({ name: 'stateward_reschedule_evictions_total', help: 'Evictions judged by the reschedule-on-eviction webhook, by outcome, answer code and whether it was a dry run.', labelNames: ['outcome', 'code', 'dry_run'], registers: [deps.registry] });
-  const podInformer = (namespace: string) => (deps.pods.length === 1 ? deps.pods[0] : deps.pods.find((i) => i.name.startsWith(`${namespace}/`)));
 
   async function lookupPod(namespace: string, name: string, signal: AbortSignal): Promise<PodLookup> {
-    const cached = podInformer(namespace)?.get(namespace, name);
+    const cached = informerFor(deps.pods, namespace)?.get(namespace, name);
     if (cached) return { kind: 'found', pod: cached };
     try {
       return { kind: 'found', pod: await client.get<Pod>(resources.pods, { namespace, name }, { signal }) };

@@ -11,7 +11,7 @@
 // a drain for a reason a retry fixes.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
-import type { Informer } from '../../runtime/informer/informer.ts';
+import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
 import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
@@ -43,9 +43,6 @@ export interface ZpdbBudgetDeps {
 
 /** Ledger writes per eviction before answering "retry" (each conflict means another allow committed first). */
 const MAX_LEDGER_ATTEMPTS = 5;
-
-const forNamespace = <T extends { name: string }>(informers: T[], namespace: string): T | undefined =>
-  informers.length === 1 ? informers[0] : informers.find((i) => i.name.startsWith(`${namespace}/`));
 
 type Answer = { decision: AdmissionDecision; reason: string; status: number };
 
@@ -129,7 +126,7 @@ export class ZpdbBudgets {
   }
 
   private configs(namespace: string): ZpdbConfig[] {
-    const informer = forNamespace(this.d.caches.zpdbs, namespace);
+    const informer = informerFor(this.d.caches.zpdbs, namespace);
     const configs: ZpdbConfig[] = [];
     for (const z of informer?.list() ?? []) {
       if (z.metadata?.namespace !== namespace) continue;
@@ -153,7 +150,7 @@ export class ZpdbBudgets {
     const { namespace, name } = request;
     if (!namespace || !name) return deny(400, 'invalid-request', 'request did not include both a namespace and a name');
 
-    let pod = forNamespace(this.d.caches.pods, namespace)?.get(namespace, name);
+    let pod = informerFor(this.d.caches.pods, namespace)?.get(namespace, name);
     if (!pod) {
       try {
         pod = await this.d.client.get<Pod>(resources.pods, { namespace, name }, { signal });
@@ -172,7 +169,7 @@ export class ZpdbBudgets {
     if (scope.kind === 'decided') return fromDecision(scope.decision);
     const { config } = scope;
     const ledger = this.cachedLedger(namespace, ledgerName(config.name));
-    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    const podInformer = informerFor(this.d.caches.pods, namespace);
     const pending = pendingFrom(pruneLedger(decodeLedger(ledger).ledger, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName)));
     // A dry run, or a denial, is answered from the caches and writes nothing.
     const first = this.decide(pod, configs, pending, isDryRun(request));
@@ -208,8 +205,8 @@ export class ZpdbBudgets {
   /** The pod's namespace as the caches have it. */
   private snapshot(pod: Pod): { pod: Pod; statefulSets: StatefulSet[]; pods: Pod[]; now: number } {
     const namespace = pod.metadata?.namespace ?? '';
-    const statefulSets = (forNamespace(this.d.caches.statefulSets, namespace)?.list() ?? []).filter((s) => s.metadata?.namespace === namespace);
-    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    const statefulSets = (informerFor(this.d.caches.statefulSets, namespace)?.list() ?? []).filter((s) => s.metadata?.namespace === namespace);
+    const podInformer = informerFor(this.d.caches.pods, namespace);
     // Indexed: the pods of the namespace's StatefulSets and the orphans, never a scan of every pod.
     const pods = [
       ...statefulSets.flatMap((s) => podInformer?.byIndex(INDEX.podsByOwner, s.metadata?.uid ?? '') ?? []),
@@ -222,7 +219,7 @@ export class ZpdbBudgets {
   private async commit(pod: Pod, config: ZpdbConfig, decideWith: (pending: Map<string, number>) => EvictionDecision, signal: AbortSignal): Promise<Answer> {
     const namespace = config.namespace;
     const name = ledgerName(config.name);
-    const podInformer = forNamespace(this.d.caches.pods, namespace);
+    const podInformer = informerFor(this.d.caches.pods, namespace);
     let lease: Lease | undefined = this.cachedLedger(namespace, name);
     for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
       const decoded = decodeLedger(lease);
@@ -262,7 +259,7 @@ export class ZpdbBudgets {
    * allow.
    */
   private cachedLedger(namespace: string, name: string): Lease | undefined {
-    return this.written.get(`${namespace}/${name}`) ?? forNamespace(this.d.caches.ledgers, namespace)?.get(namespace, name);
+    return this.written.get(`${namespace}/${name}`) ?? informerFor(this.d.caches.ledgers, namespace)?.get(namespace, name);
   }
 
   private caughtUp(lease: Lease): void {

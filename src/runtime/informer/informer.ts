@@ -77,6 +77,11 @@ export class Informer<T extends KubeObject> {
     this.log = (options.logger ?? nopLogger).child({ informer: this.name });
   }
 
+  /** The namespace this informer caches; undefined for all namespaces (or a cluster-scoped type). */
+  get namespace(): string | undefined {
+    return this.options.namespace;
+  }
+
   get name(): string {
     const scope = this.options.namespace ? `${this.options.namespace}/` : '';
     return `${scope}${this.options.type.resource}${this.options.labelSelector ? `{${this.options.labelSelector}}` : ''}`;
@@ -383,4 +388,12 @@ export class Informer<T extends KubeObject> {
 /** ±20 % jitter, so many informers failing together do not retry together. */
 function jittered(ms: number): number {
   return ms * (0.8 + Math.random() * 0.4);
+}
+
+/**
+ * Of the informers Runtime.informers() gave for a type (one per watched
+ * namespace, or one for all), the one that caches `namespace`.
+ */
+export function informerFor<I extends { readonly namespace: string | undefined }>(informers: readonly I[], namespace: string): I | undefined {
+  return informers.find((i) => i.namespace === undefined || i.namespace === namespace);
 }
