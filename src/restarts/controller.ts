@@ -23,7 +23,7 @@ import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configChecksum } from './hash.ts';
 import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, type PendingChange, type WorkloadKind } from './plan.ts';
-import { configKey, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
+import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
 
 export interface RestartOptions {
   enabled: boolean;
@@ -142,6 +142,11 @@ export class RestartController {
 
   private workloadChanged(kind: WorkloadKind, w: Workload): void {
     const key = this.keyOf(kind, w);
+    // Most workload updates (status churn of every Deployment and StatefulSet) concern no opted-in workload.
+    if (!mayOptIn(w)) {
+      if (this.watching.has(key) || this.patternWorkloads.has(key)) this.index(key, [], false);
+      return;
+    }
     const watched = this.watched(w);
     const optedIn = watched.optIns.length > 0;
     this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
@@ -251,6 +256,7 @@ export class RestartController {
     const applied = appliedChecksumsOf(w);
     if (applied.warning) this.warn(entry, w, 'InvalidAnnotation', applied.warning);
     const now = this.runtime.clock.now();
+    const previousTimestamp = restartTimestampOf(w);
     const decision = decideRestart({
       workload: { kind: entry.kind, namespace, name },
       optedIn: watched.optIns.length > 0,
@@ -259,7 +265,7 @@ export class RestartController {
       ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
       now,
       settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },
-      ...(restartTimestampOf(w) !== undefined ? { previousTimestamp: restartTimestampOf(w)! } : {}),
+      ...(previousTimestamp !== undefined ? { previousTimestamp } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
     this.metrics.workloads.set(this.watching.size);

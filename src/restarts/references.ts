@@ -377,6 +377,18 @@ export interface WatchedConfigs {
  * decides, not value: an empty reload list on the metadata still stops the
  * fallback.
  */
+/**
+ * A cheap first look, for callers that see every workload update: false
+ * means watchedConfigs would find no opt-in (no xing or Reloader annotation
+ * on the workload or its template), so its references need not be walked.
+ */
+export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'autoReloadAll'> = {}): boolean {
+  if (options.autoReloadAll) return true;
+  const relevant = (annotations: Record<string, string> | undefined) =>
+    Object.keys(annotations ?? {}).some((key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'));
+  return relevant(workload.metadata?.annotations) || relevant(workload.spec?.template?.metadata?.annotations);
+}
+
 export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {}): WatchedConfigs {
   const warnings: string[] = [];
   const meta = asRecord(workload)?.metadata;

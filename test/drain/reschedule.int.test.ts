@@ -7,13 +7,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it, type TestContext } from 'node:test';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { isNotFound, KubeApiError } from '../../src/runtime/kube/errors.ts';
+import { isNotFound } from '../../src/runtime/kube/errors.ts';
 import { resources, type ConfigMap, type Pod } from '../../src/runtime/kube/types.ts';
 import { encodeRecord } from '../../src/drain/reschedule/decide.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { evict } from '../support/evictions.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { testClient } from '../support/rollout-group.ts';
 import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
@@ -60,15 +61,6 @@ async function readyPod(kube: KubeClient, namespace: string, name: string): Prom
   }, { timeoutMs: 30_000 });
 }
 
-async function evict(kube: KubeClient, namespace: string, name: string): Promise<{ code: number; message: string }> {
-  try {
-    await kube.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, { body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } } });
-    return { code: 201, message: '' };
-  } catch (error) {
-    if (error instanceof KubeApiError) return { code: error.code, message: error.message };
-    throw error;
-  }
-}
 
 /** The operator stand-in: moves every annotated pod to `target`, renaming cb-0000 to cb-0002 and keeping cb-0001's name. */
 function operatorSimulator(kube: KubeClient, namespace: string, target: string, podOn: (name: string, node: string) => Pod) {

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { KubeApiError } from '../../src/runtime/kube/errors.ts';
 import { resources, type Event, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import { LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
@@ -16,12 +15,12 @@ import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
-import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
+import { evict } from '../support/evictions.ts';
+import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
 import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
-const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 const SELECTOR = { matchLabels: { 'rollout-group': 'ingester' } };
 
@@ -87,18 +86,6 @@ async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {
   return (await kube.list<Pod>(resources.pods, { namespace })).items;
 }
 
-/** POST an Eviction; resolves to the HTTP code (201 when allowed). */
-async function evict(kube: KubeClient, namespace: string, name: string, dryRun = false): Promise<{ code: number; message: string }> {
-  try {
-    await kube.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
-      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace }, ...(dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}) },
-    });
-    return { code: 201, message: '' };
-  } catch (error) {
-    if (error instanceof KubeApiError) return { code: error.code, message: error.message };
-    throw error;
-  }
-}
 
 function drain(node: string, tag: string, ...extra: string[]) {
   return kubectl(cluster, 'drain', node, `--pod-selector=stateward.dev/drain-test=${tag}`, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=120s', ...extra);

@@ -16,6 +16,7 @@ import {
   configReferences,
   describeUse,
   isIgnoredConfig,
+  mayOptIn,
   parseConfigKey,
   patternMatches,
   watchedConfigs,
@@ -436,3 +437,20 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     );
   });
 });
+
+describe('mayOptIn', { timeout: 10000 }, () => {
+  it('is false only where watchedConfigs finds no opt-in (property over opt-in annotations on workload and template)', () => {
+    const keys = [XING, AUTO, CM_AUTO, CM_RELOAD, SECRET_RELOAD, SEARCH, 'unrelated.example.com/x', 'app'];
+    const values = ['enabled', 'true', 'false', 'env-cm', 'disabled', ''];
+    const annotations = fc.dictionary(fc.constantFrom(...keys), fc.constantFrom(...values), { maxKeys: 3 });
+    fc.assert(fc.property(annotations, annotations, (onWorkload, onTemplate) => {
+      const template = fullTemplate();
+      template.metadata = { annotations: onTemplate };
+      const w = workload(onWorkload, template);
+      if (!mayOptIn(w)) assert.deepEqual(watchedConfigs(w).optIns, []);
+    }));
+    assert.equal(mayOptIn(workload({})), false);
+    assert.equal(mayOptIn(workload({ [XING]: 'enabled' })), true);
+  });
+});
+

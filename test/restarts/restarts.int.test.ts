@@ -12,7 +12,7 @@ import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type ConfigMap, type Event, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
+import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, zoneStatefulSet, ZONES } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -159,8 +159,7 @@ describe('config-change restarts', () => {
     const kube = testClient(cluster);
     await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data: { level: 'info' } });
     await kube.create(resources.deployments, deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }] }] }));
-    const election = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
-    const replicas = [await start(t, namespace, election), await start(t, namespace, election)];
+    const replicas = [await start(t, namespace, FAST_ELECTION), await start(t, namespace, FAST_ELECTION)];
     const leader = await waitFor('a leader', async () => {
       for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
       return undefined;

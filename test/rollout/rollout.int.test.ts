@@ -6,7 +6,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
+import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES, type Transition } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -171,8 +171,7 @@ describe('rollouts', () => {
 
   it('hands a rollout in flight to the standby when the leader dies', async (t) => {
     const { namespace, kube, monitor } = await setup(t);
-    const election = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
-    const replicas = [await startOperator(t, namespace, election), await startOperator(t, namespace, election)];
+    const replicas = [await startOperator(t, namespace, FAST_ELECTION), await startOperator(t, namespace, FAST_ELECTION)];
     const leader = await waitFor('a leader', async () => {
       for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
       return undefined;

@@ -6,6 +6,9 @@ import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
 
+/** Leader election fast enough for a test to see a failover within seconds. */
+export const FAST_ELECTION = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
+
 const bin = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
 
 export class OperatorProcess {

@@ -57,7 +57,8 @@ export async function createGroup(kube: KubeClient, namespace: string, options: 
   for (const zone of zones) await kube.create(resources.statefulSets, zoneStatefulSet(namespace, zone, { ...options.all, ...options[zone] }));
 }
 
-const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+/** Ready and not terminating. */
+export const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 export async function waitGroupSettled(kube: KubeClient, namespace: string, timeoutMs = 120_000, zones = ZONES): Promise<StatefulSet[]> {
   return waitFor('every StatefulSet of the group Ready', async () => {
