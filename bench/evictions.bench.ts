@@ -25,6 +25,7 @@ import { LEDGER_LABEL } from '../src/drain/zpdb/ledger.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { createGroup, waitGroupSettled } from '../test/support/rollout-group.ts';
 import type { AdmissionRequestV1 } from '../src/webhooks/admission.ts';
+import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
 
 const PODS_PER_ZONE = 100;
@@ -49,9 +50,7 @@ export async function evictionsBench(): Promise<boolean> {
   const cluster = await LocalCluster.start({ name: `bench-evictions-${process.pid}`, nodesPerZone: 1, maxPodsPerNode: 200, log: () => {} });
   try {
     const admin = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
-    const namespace = 'bench';
-    await admin.create(resources.namespaces, { metadata: { name: namespace } });
-    await waitFor('default ServiceAccount', () => admin.get(resources.serviceAccounts, { namespace, name: 'default' }), { timeoutMs: 30_000 });
+    const namespace = await benchNamespace(admin);
     await createGroup(admin, namespace, { all: { replicas: PODS_PER_ZONE, readyDelay: '0s' } });
     await waitGroupSettled(admin, namespace, 600_000);
     const crd = new URL('../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url).pathname;

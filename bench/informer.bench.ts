@@ -13,6 +13,7 @@ import { KubeClient } from '../src/runtime/kube/client.ts';
 import { resources, type Pod } from '../src/runtime/kube/types.ts';
 import { Informer } from '../src/runtime/informer/informer.ts';
 import { waitFor } from '../test/cluster/probe.ts';
+import { benchNamespace } from './namespace.ts';
 import { mib, report, seconds } from './report.ts';
 
 const exec = promisify(execFile);
@@ -94,9 +95,7 @@ export async function informerBench(): Promise<boolean> {
   try {
     const kc = cluster.kubeConfig();
     const client = new KubeClient({ kubeConfig: kc, timeoutMs: 60_000 });
-    const namespace = 'bench';
-    await client.create(resources.namespaces, { metadata: { name: namespace } });
-    await waitFor('default ServiceAccount', () => client.get(resources.serviceAccounts, { namespace, name: 'default' }), { timeoutMs: 30_000 });
+    const namespace = await benchNamespace(client);
 
     // A watching informer measures how fast pods come to life.
     const watcher = new Informer<Pod>({ client, type: resources.pods, namespace });

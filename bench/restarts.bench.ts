@@ -15,6 +15,7 @@ import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { resources, type KubeObject } from '../src/runtime/kube/types.ts';
 import { Informer } from '../src/runtime/informer/informer.ts';
+import { benchNamespace } from './namespace.ts';
 import { mib, percentile, report } from './report.ts';
 
 const CONFIGMAPS = 5000;
@@ -60,8 +61,7 @@ export async function restartsBench(): Promise<boolean> {
   const cluster = await LocalCluster.start({ name: `bench-restarts-${process.pid}`, nodesPerZone: 1, log: () => {} });
   try {
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 30_000 });
-    const namespace = 'bench';
-    await kube.create(resources.namespaces, { metadata: { name: namespace } });
+    const namespace = await benchNamespace(kube);
     await inBatches(Array.from({ length: CONFIGMAPS }, (_, i) => i), 50, (i) => kube.create(resources.configMaps, { metadata: { name: `cm-${i}`, namespace }, data: { 'app.yaml': `setting: ${i}\n`.repeat(20) } }));
     await inBatches(Array.from({ length: SECRETS }, (_, i) => i), 50, (i) => kube.create(resources.secrets, { metadata: { name: `secret-${i}`, namespace }, data: { password: Buffer.from(`pw-${i}`).toString('base64') } }));
     await inBatches(Array.from({ length: WORKLOADS }, (_, i) => i), 50, (i) => kube.create(resources.deployments, {

@@ -10,8 +10,8 @@ import { LocalCluster } from '../test/cluster/cluster.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
-import { resources } from '../src/runtime/kube/types.ts';
 import { changeTemplate, createGroup, InvariantMonitor, waitGroupSettled, waitRolledOut, ZONES } from '../test/support/rollout-group.ts';
+import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
 
 const REPLICAS = 10;
@@ -25,9 +25,7 @@ export async function rolloutBench(): Promise<boolean> {
   const cluster = await LocalCluster.start({ name: `bench-rollout-${process.pid}`, nodesPerZone: 1, log: () => {} });
   try {
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
-    const namespace = 'bench';
-    await kube.create(resources.namespaces, { metadata: { name: namespace } });
-    await waitFor('default ServiceAccount', () => kube.get(resources.serviceAccounts, { namespace, name: 'default' }), { timeoutMs: 30_000 });
+    const namespace = await benchNamespace(kube);
     await createGroup(kube, namespace, { all: { replicas: REPLICAS, readyDelay: '2s' } });
     await waitGroupSettled(kube, namespace);
     const monitor = new InvariantMonitor(kube, namespace, {});
