@@ -22,7 +22,7 @@ import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/wo
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configChecksum } from './hash.ts';
-import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, type PendingChange, type WorkloadKind } from './plan.ts';
+import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, skipNotices, updateTarget, type SkipNotice, type OnDeleteWorkload, type PendingChange, type WorkloadKind } from './plan.ts';
 import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
 
 export interface RestartOptions {
@@ -64,6 +64,10 @@ export class RestartController {
   private readonly checksums = new Map<string, { resourceVersion: string; checksum: string }>();
   private readonly pending = new Map<string, PendingChange>();
   private readonly pods: Informer<Pod>[];
+  /** Per workload, the skip reasons and warnings already given as Events. */
+  private readonly noticed = new Map<string, Set<string>>();
+  /** Keys of the opted-in workloads whose outdated pods are evicted one at a time. */
+  private readonly evicting = new Set<string>();
   /** Per workload, the uid of the pod we evicted last. */
   private readonly evicted = new Map<string, string>();
   /** Reverse index: config key → keys of the opted-in workloads watching it. */
@@ -107,10 +111,26 @@ export class RestartController {
           onDelete: (w) => {
             const key = this.keyOf(kind, w);
             this.pending.delete(key);
+            this.noticed.delete(key);
+            this.evicted.delete(key);
+            this.evicting.delete(key);
             this.index(key, [], false);
           },
         });
       }
+    }
+    // Each eviction step waits for pods to come back Ready; the workload's own
+    // status may report that before the pod cache shows it, so pod events of
+    // an evicting workload bring the next step too.
+    for (const informer of this.pods) {
+      const podChanged = (pod: Pod) => {
+        const owner = pod.metadata?.ownerReferences?.find((o) => o.controller);
+        const entry = KINDS.find((k) => k.kind === owner?.kind);
+        if (!owner || !entry) return;
+        const key = `${entry.prefix}/${pod.metadata?.namespace}/${owner.name}`;
+        if (this.evicting.has(key)) this.queue?.add(key);
+      };
+      informer.addHandlers({ onAdd: podChanged, onUpdate: (_o, pod) => podChanged(pod), onDelete: podChanged });
     }
     for (const kind of ['configmap', 'secret'] as const) {
       for (const informer of this.configs[kind]) {
@@ -145,11 +165,14 @@ export class RestartController {
     // Most workload updates (status churn of every Deployment and StatefulSet) concern no opted-in workload.
     if (!mayOptIn(w)) {
       if (this.watching.has(key) || this.patternWorkloads.has(key)) this.index(key, [], false);
+      this.evicting.delete(key);
       return;
     }
     const watched = this.watched(w);
     const optedIn = watched.optIns.length > 0;
     this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
+    if (optedIn && this.evicts(kind, w)) this.evicting.add(key);
+    else this.evicting.delete(key);
     if (this.queue && optedIn) this.queue.add(key);
   }
 
@@ -252,9 +275,7 @@ export class RestartController {
       return;
     }
     const watched = this.watched(w);
-    for (const warning of watched.warnings) this.log.warn(warning, { workload: wkey });
     const applied = appliedChecksumsOf(w);
-    if (applied.warning) this.warn(entry, w, 'InvalidAnnotation', applied.warning);
     const now = this.runtime.clock.now();
     const previousTimestamp = restartTimestampOf(w);
     const decision = decideRestart({
@@ -269,6 +290,7 @@ export class RestartController {
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
     this.metrics.workloads.set(this.watching.size);
+    this.notify(entry, w, skipNotices({ optedIn: watched.optIns.length > 0, warnings: watched.warnings, annotationWarning: applied.warning, excluded: watched.excluded, missing: decision.missing, optional: watched.configs.filter((c) => c.reference?.optional).map((c) => c.key) }));
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
       this.metrics.waiting.set(this.pending.size);
@@ -307,6 +329,7 @@ export class RestartController {
       }
     } else {
       this.log.info(`recorded config checksums: ${decision.reason}`, { workload: wkey });
+      this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChecksumsRecorded', 'Restart', `${decision.reason} (a first sighting restarts nothing)`);
     }
   }
 
@@ -315,28 +338,26 @@ export class RestartController {
     return informerFor(this.pods, namespace)?.byIndex(INDEX.podsByOwner, w.metadata?.uid ?? '') ?? [];
   }
 
-  /** Opted in to having a standalone OnDelete StatefulSet's outdated pods evicted one at a time. */
+  /** Opted in to having a standalone OnDelete StatefulSet's or DaemonSet's outdated pods evicted one at a time. */
   private evicts(kind: WorkloadKind, w: KubeObject): boolean {
-    return kind === 'StatefulSet' && w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' && restartMode(kind, w).mode === 'standalone-ondelete';
+    return kind !== 'Deployment' && w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' && restartMode(kind, w).mode === 'standalone-ondelete';
   }
 
   /**
-   * A standalone OnDelete StatefulSet that opted in: evict its next outdated
+   * A standalone OnDelete StatefulSet or DaemonSet that opted in: evict its next outdated
    * pod through the Eviction API (PDBs hold; a 429 waits), one at a time,
    * each only once the updated ones are Ready. Pod and StatefulSet events
    * bring the next step.
    */
   private async replaceOutdated(entry: (typeof KINDS)[number], w: Workload): Promise<void | { requeueAfterMs: number }> {
-    if (!this.evicts(entry.kind, w)) return;
-    const status = (w as { status?: { updateRevision?: string; observedGeneration?: number } }).status;
-    // The StatefulSet controller has not computed the new revision yet.
-    if (status?.observedGeneration !== w.metadata?.generation) return;
+    if (entry.kind === 'Deployment' || !this.evicts(entry.kind, w)) return;
+    const target = updateTarget(entry.kind, w as OnDeleteWorkload);
     const pods = this.podsOf(w);
     const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
     // Our last eviction may not show in the cache yet: until its pod is seen going, it still counts as up.
     const last = this.evicted.get(wkey);
     if (last && pods.some((p) => p.metadata?.uid === last && !p.metadata.deletionTimestamp)) return;
-    const step = nextOutdatedPod(pods, status?.updateRevision ?? '', (w as { spec?: { replicas?: number } }).spec?.replicas ?? 1);
+    const step = nextOutdatedPod(pods, target.revision, target.replicas, target.revisionLabel);
     if (step.action !== 'evict') return;
     const namespace = w.metadata?.namespace ?? '';
     const pod = pods.find((p) => p.metadata?.name === step.pod);
@@ -360,9 +381,25 @@ export class RestartController {
     return { apiVersion: 'apps/v1', kind: entry.kind, namespace: w.metadata?.namespace, name: w.metadata?.name ?? '', uid: w.metadata?.uid ?? '' };
   }
 
-  private warn(entry: (typeof KINDS)[number], w: KubeObject, reason: string, message: string): void {
-    this.log.warn(message, { workload: `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}` });
-    this.runtime.events.event(this.ref(entry, w), 'Warning', reason, 'Restart', message);
+  /**
+   * Each skip reason and warning once per workload while it lasts: every
+   * status update of the workload reconciles it, and the same Event each time
+   * would bury the ones that matter.
+   */
+  private notify(entry: (typeof KINDS)[number], w: KubeObject, notices: SkipNotice[]): void {
+    const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
+    const before = this.noticed.get(wkey) ?? new Set<string>();
+    const now = new Set<string>();
+    for (const notice of notices) {
+      const id = `${notice.reason}\n${notice.message}`;
+      now.add(id);
+      if (before.has(id)) continue;
+      if (notice.type === 'Warning') this.log.warn(notice.message, { workload: wkey });
+      else this.log.info(notice.message, { workload: wkey });
+      this.runtime.events.event(this.ref(entry, w), notice.type, notice.reason, 'Restart', notice.message);
+    }
+    if (now.size > 0) this.noticed.set(wkey, now);
+    else this.noticed.delete(wkey);
   }
 }
 

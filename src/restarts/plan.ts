@@ -557,6 +557,38 @@ export function restartMode(kind: WorkloadKind, workload: RestartTarget): { mode
   return { mode: 'standalone-ondelete', reason: `${kind} ${name} is OnDelete and in no rollout group: its pods keep the old configuration until deleted` };
 }
 
+const STATEFULSET_REVISION_LABEL = 'controller-revision-hash';
+// The apiserver counts a DaemonSet's template changes in this annotation and
+// the DaemonSet controller stamps the count on each pod it creates; a
+// DaemonSet's status names no revision, so this is how to tell outdated pods.
+const DAEMONSET_GENERATION_ANNOTATION = 'deprecated.daemonset.template.generation';
+const DAEMONSET_GENERATION_LABEL = 'pod-template-generation';
+
+/** What an OnDelete workload's pods should be at: the revision, the pod label that carries it, how many pods there should be. */
+export interface UpdateTarget {
+  /** '' while the workload's controller has not caught up with its latest spec. */
+  revision: string;
+  revisionLabel: string;
+  replicas: number;
+}
+
+export type OnDeleteWorkload = KubeObject & {
+  spec?: { replicas?: number };
+  status?: { observedGeneration?: number; updateRevision?: string; desiredNumberScheduled?: number };
+};
+
+export function updateTarget(kind: 'StatefulSet' | 'DaemonSet', workload: OnDeleteWorkload): UpdateTarget {
+  const observed = workload.status?.observedGeneration !== undefined && workload.status.observedGeneration === workload.metadata?.generation;
+  if (kind === 'StatefulSet') {
+    return { revision: observed ? (workload.status?.updateRevision ?? '') : '', revisionLabel: STATEFULSET_REVISION_LABEL, replicas: workload.spec?.replicas ?? 1 };
+  }
+  return {
+    revision: observed ? (workload.metadata?.annotations?.[DAEMONSET_GENERATION_ANNOTATION] ?? '') : '',
+    revisionLabel: DAEMONSET_GENERATION_LABEL,
+    replicas: workload.status?.desiredNumberScheduled ?? 0,
+  };
+}
+
 /** Pods not at `updateRevision` (their controller-revision-hash label differs or is absent), by name. */
 export function outdatedPods(pods: readonly Pod[], updateRevision: string): string[] {
   return pods
@@ -586,9 +618,9 @@ export type EvictionStep =
  * eviction costs no availability), otherwise the highest ordinal (the order
  * a StatefulSet rolls in; DaemonSet pod names have no ordinal and go by name).
  */
-export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string, replicas?: number): EvictionStep {
+export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string, replicas?: number, revisionLabel = STATEFULSET_REVISION_LABEL): EvictionStep {
   if (updateRevision === '') return { action: 'wait', outdated: 0, reason: 'the update revision is not known yet' };
-  const views = pods.map(podView);
+  const views = pods.map((pod) => ({ ...podView(pod), revision: pod.metadata?.labels?.[revisionLabel] ?? '' }));
   const outdated = views.filter((p) => p.revision !== updateRevision);
   if (outdated.length === 0) return { action: 'done', reason: `every pod is at revision ${updateRevision}` };
   // A pod already gone (evicted, its replacement not created yet) is unavailable too.
@@ -601,4 +633,48 @@ export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string, re
     Number(a.ready) - Number(b.ready) || b.ordinal - a.ordinal || byKey(a.name, b.name);
   const next = [...outdated].sort(order)[0]!;
   return { action: 'evict', pod: next.name, outdated: outdated.length, reason: `pod ${next.name} is at revision ${next.revision || '(none)'}, not ${updateRevision}` };
+}
+
+/** A reason the engine will not act on part of a workload's configuration, for an Event on the workload. */
+export interface SkipNotice {
+  type: 'Normal' | 'Warning';
+  reason: 'InvalidAnnotation' | 'ConfigMissing' | 'ConfigIgnored';
+  message: string;
+}
+
+const EXCLUSION_REASONS: Record<'ignore-annotation' | 'exclude-list', string> = {
+  'ignore-annotation': 'it is annotated reloader.stakater.com/ignore: "true"',
+  'exclude-list': "it is in the workload's exclude list",
+};
+
+/**
+ * Every skip with its reason, in a fixed order: malformed opt-in or checksum
+ * annotations, watched configs that do not exist (nothing restarts for them
+ * until they appear), and configs an exclusion keeps out. Nothing for a
+ * workload that has not opted in: most workloads have not, and say nothing.
+ */
+export function skipNotices(input: {
+  optedIn: boolean;
+  warnings: readonly string[];
+  annotationWarning?: string | undefined;
+  excluded: readonly { key: string; reason: 'ignore-annotation' | 'exclude-list' }[];
+  missing: readonly string[];
+  /** Keys whose every use is `optional: true`: their absence is expected, not a fault. */
+  optional?: readonly string[];
+}): SkipNotice[] {
+  const notices: SkipNotice[] = input.warnings.map((message) => ({ type: 'Warning', reason: 'InvalidAnnotation', message }));
+  if (input.annotationWarning) notices.push({ type: 'Warning', reason: 'InvalidAnnotation', message: input.annotationWarning });
+  if (!input.optedIn) return notices;
+  for (const key of [...input.missing].sort(byKey)) {
+    const optional = input.optional?.includes(key) ?? false;
+    notices.push({
+      type: optional ? 'Normal' : 'Warning',
+      reason: 'ConfigMissing',
+      message: `${optional ? 'optional ' : ''}${key} is referenced but not found: no restart for it until it exists (its last recorded checksum is kept)`,
+    });
+  }
+  for (const { key, reason } of [...input.excluded].sort((a, b) => byKey(a.key, b.key))) {
+    notices.push({ type: 'Normal', reason: 'ConfigIgnored', message: `changes to ${key} restart nothing: ${EXCLUSION_REASONS[reason]}` });
+  }
+  return notices;
 }

@@ -25,6 +25,8 @@ import {
   restartMode,
   restartPatch,
   restartTimestampOf,
+  skipNotices,
+  updateTarget,
   workloadKey,
   type PendingChange,
   type RestartDecision,
@@ -446,6 +448,47 @@ describe('OnDelete workloads', { timeout: 10000 }, () => {
     assert.equal(nextOutdatedPod([pod('db-0', 'old'), pod('db-1', 'old'), pod('db-2', 'new')], 'new', 3).action, 'evict');
     assert.equal(nextOutdatedPod([pod('db-0', 'new'), pod('db-1', 'new')], 'new').action, 'done');
     assert.equal(nextOutdatedPod([pod('db-0', 'old')], '').action, 'wait');
+  });
+
+  it('knows what a StatefulSet or a DaemonSet should be at, and nothing before its controller caught up', () => {
+    const sts = { metadata: { name: 'db', generation: 4 }, spec: { replicas: 3 }, status: { observedGeneration: 4, updateRevision: 'db-7c9' } };
+    assert.deepEqual(updateTarget('StatefulSet', sts), { revision: 'db-7c9', revisionLabel: 'controller-revision-hash', replicas: 3 });
+    assert.equal(updateTarget('StatefulSet', { ...sts, status: { ...sts.status, observedGeneration: 3 } }).revision, '');
+    const ds = { metadata: { name: 'agent', generation: 2, annotations: { 'deprecated.daemonset.template.generation': '2' } }, status: { observedGeneration: 2, desiredNumberScheduled: 6 } };
+    assert.deepEqual(updateTarget('DaemonSet', ds), { revision: '2', revisionLabel: 'pod-template-generation', replicas: 6 });
+    assert.equal(updateTarget('DaemonSet', { ...ds, status: {} }).revision, '');
+  });
+
+  it('reads a DaemonSet pod\'s template generation, not its revision hash', () => {
+    const dsPod = (name: string, generation: string, ready = true): Pod => {
+      const p = pod(name, 'hash-ignored', { ready });
+      return { ...p, metadata: { ...p.metadata, labels: { 'controller-revision-hash': 'hash-ignored', 'pod-template-generation': generation } } };
+    };
+    const step = nextOutdatedPod([dsPod('agent-abcde', '2'), dsPod('agent-fghij', '1'), dsPod('agent-klmno', '1')], '2', 3, 'pod-template-generation');
+    assert.deepEqual(step, { action: 'evict', pod: 'agent-fghij', outdated: 2, reason: 'pod agent-fghij is at revision 1, not 2' });
+    assert.equal(nextOutdatedPod([dsPod('agent-abcde', '2', false), dsPod('agent-fghij', '1')], '2', 2, 'pod-template-generation').action, 'wait');
+  });
+
+  it('gives every skip its reason: bad annotations, missing configs (optional or not), ignored configs; nothing for a workload not opted in', () => {
+    const notices = skipNotices({
+      optedIn: true,
+      warnings: ['app: reloader.stakater.com/auto: "yes" is not "true" or "false"'],
+      annotationWarning: 'applied-config-checksums is not JSON',
+      excluded: [{ key: 'secret/ns/tls', reason: 'ignore-annotation' }],
+      missing: ['configmap/ns/b', 'configmap/ns/a'],
+      optional: ['configmap/ns/b'],
+    });
+    assert.deepEqual(notices.map((n) => [n.type, n.reason]), [
+      ['Warning', 'InvalidAnnotation'],
+      ['Warning', 'InvalidAnnotation'],
+      ['Warning', 'ConfigMissing'],
+      ['Normal', 'ConfigMissing'],
+      ['Normal', 'ConfigIgnored'],
+    ]);
+    assert.match(notices[2]!.message, /^configmap\/ns\/a is referenced but not found/);
+    assert.match(notices[3]!.message, /^optional configmap\/ns\/b is referenced/);
+    assert.equal(notices[4]!.message, 'changes to secret/ns/tls restart nothing: it is annotated reloader.stakater.com/ignore: "true"');
+    assert.deepEqual(skipNotices({ optedIn: false, warnings: [], excluded: [{ key: 'secret/ns/tls', reason: 'ignore-annotation' }], missing: ['configmap/ns/a'] }), []);
   });
 });
 

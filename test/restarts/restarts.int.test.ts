@@ -9,11 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { Informer } from '../../src/runtime/informer/informer.ts';
 import { resources, type ConfigMap, type Event, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
-import { createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, zoneStatefulSet, ZONES } from '../support/rollout-group.ts';
+import { createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, zoneStatefulSet, ZONES } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const TRIGGER = 'com.xing.deployment-restart.timestamp';
@@ -61,6 +62,8 @@ describe('config-change restarts', () => {
     const recorded = await waitFor('checksums recorded', async () => ((await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED] ? get(kube, namespace, 'app') : undefined), { timeoutMs: 20_000 });
     assert.match(recorded.metadata!.annotations![APPLIED]!, new RegExp(`^\\{"configmap/${namespace}/app-config":"v1:[0-9a-f]{64}"\\}$`));
     assert.equal(recorded.spec?.template?.metadata?.annotations?.[TRIGGER], undefined, 'opting in restarts nothing');
+    const skip = await waitFor('the recorded-without-restart Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'ConfigChecksumsRecorded'), { timeoutMs: 10_000 });
+    assert.match(skip.note ?? '', new RegExp(`^recording checksums of .*app.*configmap/${namespace}/app-config.*\\(a first sighting restarts nothing\\)$`));
 
     const change = (data: Record<string, string>, extra: Partial<ConfigMap> = {}) => kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { data, ...extra });
     let versions = await metric(op, 'deployment_restart_controller_resource_versions_total');
@@ -262,5 +265,59 @@ describe('config-change restarts', () => {
     assert.ok(restartedAt - first < 3000 + 2000, `restarted ${restartedAt - first} ms after the first change (cap 3 s)`);
     assert.ok((await metric(op, 'deployment_restart_controller_deployment_restarts_total')) >= 1);
   });
-});
 
+  it('a standalone OnDelete DaemonSet, opted in, has its outdated pods evicted one at a time; a missing optional config is reported, not fatal', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'agent-config', namespace }, data: { n: '0' } });
+    await kube.create(resources.daemonSets, {
+      metadata: { name: 'agent', namespace, annotations: { 'com.xing.deployment-restart': 'enabled', 'stateward.dev/config-restart-ondelete': 'evict' } },
+      spec: {
+        selector: { matchLabels: { app: 'agent' } },
+        updateStrategy: { type: 'OnDelete' },
+        template: {
+          metadata: { labels: { app: 'agent' } },
+          spec: {
+            containers: [{ name: 'agent', image: 'example.invalid/agent:1', envFrom: [{ configMapRef: { name: 'agent-config' } }, { configMapRef: { name: 'agent-overrides', optional: true } }] }],
+          },
+        },
+      },
+    } as KubeObject);
+    const nodes = (await kube.list<KubeObject>(resources.nodes)).items.length;
+    await waitFor('one Ready pod per node', async () => (await kube.list<Pod>(resources.pods, { namespace })).items.filter(isReady).length === nodes, { timeoutMs: 30_000 });
+    // An independent watcher: never more than one of the DaemonSet's pods unavailable (not Ready, terminating or not recreated yet).
+    const pods = new Informer<Pod>({ client: kube, type: resources.pods, namespace });
+    let worst = 0;
+    let synced = false;
+    const check = () => {
+      if (!synced) return; // the initial list arrives one pod at a time
+      const list = pods.list();
+      worst = Math.max(worst, list.filter((p) => !isReady(p)).length + Math.max(0, nodes - list.length));
+    };
+    pods.addHandlers({ onAdd: check, onUpdate: check, onDelete: check });
+    pods.start();
+    t.after(() => pods.stop());
+    await pods.waitForSync();
+    synced = true;
+    check();
+    assert.equal(worst, 0, 'every pod up before the change');
+    await start(t, namespace);
+    await waitFor('checksums recorded', async () => (await kube.get<Deployment>(resources.daemonSets, { namespace, name: 'agent' })).metadata?.annotations?.[APPLIED], { timeoutMs: 20_000 });
+    const missing = await waitFor('the missing optional config reported', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'ConfigMissing'), { timeoutMs: 10_000 });
+    assert.equal(missing.type, 'Normal');
+    assert.equal(missing.note, `optional configmap/${namespace}/agent-overrides is referenced but not found: no restart for it until it exists (its last recorded checksum is kept)`);
+
+    await kube.patch(resources.configMaps, { namespace, name: 'agent-config' }, 'merge', { data: { n: '1' } });
+    const note = await waitFor('the outdated-pods Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'ConfigRestartPending'), { timeoutMs: 20_000 });
+    assert.equal(note.note, `template updated, ${nodes} pods outdated (DaemonSet agent uses OnDelete); evicting them one at a time`);
+    const generation = async () => (await kube.get<KubeObject>(resources.daemonSets, { namespace, name: 'agent' })).metadata?.annotations?.['deprecated.daemonset.template.generation'];
+    await waitFor('every pod Ready on the new template', async () => {
+      const want = await generation();
+      const list = (await kube.list<Pod>(resources.pods, { namespace })).items;
+      return want === '2' && list.length === nodes && list.every((p) => isReady(p) && p.metadata?.labels?.['pod-template-generation'] === want);
+    }, { timeoutMs: 120_000 });
+    assert.equal(worst, 1, 'exactly one pod down at a time');
+    const evictions = (await kube.list<Event>(resources.events, { namespace })).items.filter((e) => e.reason === 'EvictingOutdatedPod');
+    assert.equal(evictions.length, nodes);
+  });
+});
