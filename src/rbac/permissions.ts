@@ -1,0 +1,93 @@
+// Every Kubernetes permission Stateward needs, by feature and by where it
+// applies. The one source of truth for RBAC: deploy/generate.ts renders it
+// into the kustomize components and the Helm chart's data file, a test fails
+// when those are stale, and the least-privilege e2e test runs the operator
+// under exactly what is rendered. Each rule says why it exists, so a
+// reviewer can check it against the code that makes the call.
+
+/**
+ * Where a rule applies:
+ *  - managed: every namespace Stateward manages (its own in namespaced mode;
+ *    the whole cluster with -kubernetes.watch-namespaces=*),
+ *  - own: the operator's own namespace only (its Secrets and Leases),
+ *  - cluster: cluster-scoped resources.
+ */
+export type Scope = 'managed' | 'own' | 'cluster';
+
+export interface Rule {
+  scope: Scope;
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  why: string;
+}
+
+/** Features an install turns on; `rollouts` is always on. */
+export const FEATURES = ['rollouts', 'leader-election', 'webhooks', 'reschedule', 'config-restarts'] as const;
+export type Feature = (typeof FEATURES)[number];
+
+// Defaults of the flags naming these objects; an install that changes one of
+// the flags must extend its RBAC (documented in docs/getting-started.md).
+export const LEADER_LEASE = 'stateward-leader';
+export const CERTIFICATE_SECRET = 'rollout-operator-self-signed-certificate';
+export const CHECKSUM_KEY_SECRET = 'stateward-config-checksum-key';
+
+export const PERMISSIONS: Record<Feature, Rule[]> = {
+  rollouts: [
+    { scope: 'managed', apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'], why: 'cache pods; delete them to roll a group (uid-preconditioned)' },
+    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'list', 'watch', 'patch'], why: 'cache StatefulSets; patch spec.replicas (leader/follower, mirroring)' },
+    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets/status'], verbs: ['update'], why: 'advance status.currentRevision once a StatefulSet is rolled' },
+    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'], why: 'the rollout status ConfigMap stateward-rollout-status' },
+    { scope: 'managed', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'], why: 'Events on the objects acted on (patch folds repeats into a series)' },
+    { scope: 'managed', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update'], why: 'zone-aware budget ledgers (stateward-zpdb-*): rolling deletes and evictions commit to them' },
+    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['zoneawarepoddisruptionbudgets'], verbs: ['get', 'list', 'watch'], why: 'rolling deletes ask the zone-aware budgets first' },
+    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['replicatemplates/scale'], verbs: ['get'], why: 'mirror replicas from a ReplicaTemplate (other mirrored kinds need get on <plural>/scale too)' },
+    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['replicatemplates/status'], verbs: ['patch'], why: 'write-back of status.replicas to a ReplicaTemplate' },
+  ],
+  'leader-election': [
+    { scope: 'own', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'], why: 'create the leader Lease (create cannot be limited by name)' },
+    { scope: 'own', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [LEADER_LEASE], why: 'hold and renew the leader Lease' },
+  ],
+  webhooks: [
+    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['create'], why: 'store the self-signed certificate the first time' },
+    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['get', 'update'], resourceNames: [CERTIFICATE_SECRET], why: 'read and renew the self-signed certificate' },
+    { scope: 'cluster', apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'], verbs: ['list', 'watch', 'patch'], why: 'inject the CA into configurations labelled for this operator; failure-policy metric' },
+    { scope: 'managed', apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get'], why: 'no-downscale: read the labels of the parent of a /scale request' },
+    { scope: 'managed', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['delete'], why: 'prepare-downscale: release the per-group downscale lock Lease' },
+    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'], why: 'prepare-downscale: the zone tracker ConfigMap (-use-zone-tracker)' },
+  ],
+  reschedule: [
+    { scope: 'managed', apiGroups: [''], resources: ['pods'], verbs: ['patch'], why: 'annotate a pod its operator should move (cao.couchbase.com/reschedule)' },
+    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'patch'], why: 'tracking records in stateward-reschedule-tracking' },
+    { scope: 'cluster', apiGroups: [''], resources: ['nodes'], verbs: ['get'], why: 'a tracking record never releases a pod on a cordoned or draining node' },
+  ],
+  'config-restarts': [
+    { scope: 'managed', apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list', 'watch'], why: 'watch configs (metadata only); read one to hash it when it changes' },
+    { scope: 'managed', apiGroups: ['apps'], resources: ['deployments', 'daemonsets'], verbs: ['list', 'watch', 'patch'], why: 'cache opted-in workloads; one patch records checksums and restarts' },
+    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['patch'], why: 'restart StatefulSets (already granted by rollouts)' },
+    { scope: 'managed', apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'], why: 'evict outdated pods of opted-in OnDelete workloads one at a time' },
+    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['create'], why: 'create the checksum HMAC key Secret the first time' },
+    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [CHECKSUM_KEY_SECRET], why: 'read the checksum HMAC key' },
+  ],
+};
+
+export type KubeRule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+
+/** The rules of `features` for one scope, as Kubernetes PolicyRules (equal rules merged, order kept). */
+export function policyRules(features: readonly Feature[], scopes: readonly Scope[]): KubeRule[] {
+  const out: KubeRule[] = [];
+  const seen = new Set<string>();
+  for (const feature of FEATURES) {
+    if (!features.includes(feature)) continue;
+    for (const rule of PERMISSIONS[feature]) {
+      if (!scopes.includes(rule.scope)) continue;
+      const kube: KubeRule = { apiGroups: rule.apiGroups, resources: rule.resources, verbs: rule.verbs, ...(rule.resourceNames ? { resourceNames: rule.resourceNames } : {}) };
+      const key = JSON.stringify(kube);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(kube);
+    }
+  }
+  return out;
+}
