@@ -1,0 +1,231 @@
+// Least privilege, proved: the operator runs authenticated as the shipped
+// ServiceAccount (a token minted by the local control plane's TokenRequest
+// API) with only the RBAC the shipped overlay renders bound to it, and every
+// feature is driven through it. Not one API call may be refused, and a few
+// permissions it must not have are checked to be absent.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, it, type TestContext } from 'node:test';
+import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { resources, type ResourceType, type ConfigMap, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { freePorts } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { evict } from '../support/evictions.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
+import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
+import { PodEndpoints } from '../support/pod-endpoints.ts';
+import { mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-templates.ts';
+import { changeTemplate, createGroup, isReady, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, zoneStatefulSet } from '../support/rollout-group.ts';
+
+const exec = promisify(execFile);
+const cluster = testCluster();
+const WEBHOOK_KINDS = new Set(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']);
+const RUNS_ELSEWHERE = new Set(['Deployment', 'Service', 'PodDisruptionBudget']);
+
+type Container = { args?: string[] };
+type WebhookConfiguration = Manifest & { webhooks: { clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }[] };
+
+/**
+ * Installs the overlay's RBAC, ServiceAccount, CRDs and webhook
+ * configurations into `namespace` (the webhooks pointed at this machine's
+ * loopback, where the operator process listens), and starts the operator
+ * with the rendered Deployment's own arguments, authenticated as the
+ * rendered ServiceAccount.
+ */
+async function install(t: TestContext, overlay: Overlay, namespace: string, extraFlags: string[]): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
+  const [webhookPort] = (await freePorts(1)) as [number];
+  const rendered = await renderOverlay(overlay, namespace);
+  const docs = rendered.filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? '')).map((d) => {
+    if (!WEBHOOK_KINDS.has(d.kind ?? '')) return d;
+    const config = structuredClone(d) as WebhookConfiguration;
+    for (const w of config.webhooks) w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
+    return config;
+  });
+  t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
+  await kubectlApply(cluster.kubeconfigPath, docs);
+  const deployment = rendered.find((d) => d.kind === 'Deployment') as Manifest & { spec: { template: { spec: { containers: Container[]; serviceAccountName: string } } } };
+  const args = (deployment.spec.template.spec.containers[0]!.args ?? [])
+    .map((a) => a.replaceAll('$(POD_NAMESPACE)', namespace))
+    // The Service's DNS name would not resolve to this machine.
+    .filter((a) => !a.startsWith('-server-tls.self-signed-cert.dns-name='));
+  const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, deployment.spec.template.spec.serviceAccountName);
+  await waitRbacEffective(kubeconfig, docs, namespace);
+  const op = await OperatorProcess.start(cluster, namespace, [...args, `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extraFlags], { kubeconfig });
+  t.after(() => op.stop());
+  await op.waitReady();
+  return { op, kubeconfig, docs };
+}
+
+type PolicyRule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+
+/**
+ * The apiserver's authorizer learns of new Roles and bindings from its own
+ * watch: a process started at once may be refused for a moment. Waits until
+ * every rendered rule answers yes for the ServiceAccount.
+ */
+async function waitRbacEffective(kubeconfig: string, docs: Manifest[], namespace: string): Promise<void> {
+  for (const role of docs.filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole')) {
+    for (const rule of (role as Manifest & { rules: PolicyRule[] }).rules) {
+      const [resource, subresource] = rule.resources[0]!.split('/') as [string, string | undefined];
+      const group = rule.apiGroups[0] ? `.${rule.apiGroups[0]}` : '';
+      const name = rule.resourceNames?.[0] ? `/${rule.resourceNames[0]}` : '';
+      const args = [rule.verbs[0]!, `${resource}${group}${name}`, ...(subresource ? [`--subresource=${subresource}`] : []), ...(role.kind === 'Role' ? ['-n', namespace] : ['--all-namespaces'])];
+      await waitFor(`RBAC in effect: ${args.join(' ')}`, () => canI(kubeconfig, ...args), { timeoutMs: 30_000, intervalMs: 100 });
+    }
+  }
+}
+
+/** Every API call the operator made that was refused (403), by path. */
+async function refusedCalls(op: OperatorProcess): Promise<string[]> {
+  const metrics = (await op.get('/metrics'))?.body ?? '';
+  return metrics.split('\n').filter((l) => l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count') && l.includes('status_code="403"'));
+}
+
+const refusalsLogged = (op: OperatorProcess) => op.logs.split('\n').filter((l) => /403|forbidden/i.test(l)).join('\n');
+
+async function canI(kubeconfig: string, ...args: string[]): Promise<boolean> {
+  const { stdout } = await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', ...args]).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+  return stdout.trim() === 'yes';
+}
+
+describe('least-privilege RBAC', { timeout: 600_000 }, () => {
+  it('namespaced, every feature: the operator works under exactly the shipped RBAC and no call is refused', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const [podPort] = (await freePorts(1)) as [number];
+
+    // Workloads first: a 3-zone group; zones a and b prepare their downscales.
+    await createGroup(kube, namespace, { all: { replicas: 2 } });
+    for (const zone of ['a', 'b']) {
+      await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+        metadata: { labels: { 'grafana.com/prepare-downscale': 'true' }, annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare', 'grafana.com/prepare-downscale-http-port': String(podPort) } },
+      });
+    }
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-c' }, 'merge', { metadata: { labels: { 'grafana.com/no-downscale': 'true' } } });
+    await waitGroupSettled(kube, namespace, 60_000);
+
+    const { op, kubeconfig, docs } = await install(t, 'all', namespace, [...FAST_ELECTION, '-restart-grace-period=1', '-reconcile.interval=1s']);
+
+    // Leader election and CA injection.
+    await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 30_000 });
+    const webhookNames = docs.filter((d) => WEBHOOK_KINDS.has(d.kind ?? '')).map((d) => [d.kind === 'MutatingWebhookConfiguration' ? resources.mutatingWebhookConfigurations : resources.validatingWebhookConfigurations, d.metadata!.name!] as const);
+    await waitFor('the CA injected into every webhook configuration', async () => {
+      for (const [type, name] of webhookNames) {
+        const live = await kube.get<WebhookConfiguration>(type, { name });
+        if (!live.webhooks.every((w) => w.clientConfig.caBundle)) return false;
+      }
+      return true;
+    }, { timeoutMs: 30_000 });
+
+    // A coordinated rollout.
+    for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, namespace, zone, '2');
+    await waitRevisionsPending(kube, namespace);
+    await waitRolledOut(kube, namespace);
+
+    // The rolled pods' own addresses answer the prepare calls.
+    const endpoints = new PodEndpoints();
+    await endpoints.serve((await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({ name: p.metadata!.name!, ip: p.status!.podIP! })), podPort);
+    t.after(() => endpoints.close());
+
+    // no-downscale denies; prepare-downscale prepares the leaving pod and records the downscale.
+    const denied = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-c', '--replicas=1');
+    assert.equal(denied.ok, false);
+    assert.match(denied.out, /grafana\.com\/no-downscale/);
+    const prepared = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
+    assert.ok(prepared.ok, prepared.out);
+    assert.deepEqual(endpoints.calls.filter((c) => c.method === 'POST').map((c) => c.pod), ['ingester-zone-a-1']);
+    assert.ok((await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' })).metadata?.annotations?.['grafana.com/last-downscale']);
+
+    // Mirrored replicas from a ReplicaTemplate, with status written back.
+    await waitFor('a ReplicaTemplate created', () => kube.create(REPLICA_TEMPLATE, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name: 'mirrored', namespace }, spec: { replicas: 2 } } as KubeObject).catch(() => undefined), { timeoutMs: 30_000 });
+    const mirror = zoneStatefulSet(namespace, 'm', { group: 'mirrored', replicas: 0 });
+    mirror.metadata!.annotations = { ...mirror.metadata!.annotations, ...mirrorAnnotations('mirrored') };
+    await kube.create(resources.statefulSets, mirror);
+    await waitFor('the mirror at 2 replicas, written back', async () => {
+      const set = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-m' });
+      const template = await kube.get<KubeObject & { status?: { replicas?: number } }>(REPLICA_TEMPLATE, { namespace, name: 'mirrored' });
+      return set.spec?.replicas === 2 && template.status?.replicas === 2;
+    }, { timeoutMs: 30_000 });
+
+    // Zone-aware disruption budget: validated on create, one zone at a time.
+    await waitGroupSettled(kube, namespace, 60_000);
+    await kube.create(zpdbResource, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-c-0')).code, 429, 'a second zone refused');
+
+    // Reschedule-on-eviction: the eviction becomes a request to the pod's own operator.
+    await kube.patch(resources.namespaces, { name: namespace }, 'merge', { metadata: { labels: { 'stateward.dev/reschedule-on-eviction': 'true' } } });
+    await kube.create(resources.pods, { metadata: { name: 'cb-0', namespace, labels: { app: 'couchbase' } }, spec: { containers: [{ name: 'cb', image: 'example.invalid/cb:1' }] } } as Pod);
+    await waitFor('cb-0 Ready', async () => isReady(await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })), { timeoutMs: 30_000 });
+    assert.equal((await evict(kube, namespace, 'cb-0')).code, 429);
+    assert.equal((await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })).metadata?.annotations?.['cao.couchbase.com/reschedule'], 'true');
+
+    // Config-change restarts: a Deployment restarts, an opted-in OnDelete StatefulSet's pod is evicted.
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data: { level: 'info' } });
+    await kube.create<Secret>(resources.secrets, { metadata: { name: 'app-secret', namespace }, data: { password: Buffer.from('one').toString('base64') } });
+    const envFrom = [{ configMapRef: { name: 'app-config' } }, { secretRef: { name: 'app-secret' } }];
+    await kube.create(resources.deployments, {
+      metadata: { name: 'app', namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'app' } }, template: { metadata: { labels: { app: 'app' } }, spec: { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom }] } } },
+    } as KubeObject);
+    const db = zoneStatefulSet(namespace, 'a', { replicas: 1 });
+    const standalone: StatefulSet = {
+      metadata: { name: 'db', namespace, annotations: { 'com.xing.deployment-restart': 'enabled', 'stateward.dev/config-restart-ondelete': 'evict' } },
+      spec: { ...db.spec!, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: { ...db.spec!.template, metadata: { labels: { app: 'db' } }, spec: { ...db.spec!.template.spec!, containers: [{ name: 'db', image: 'example.invalid/db:1', envFrom }] } } },
+    };
+    await kube.create(resources.statefulSets, standalone);
+    const applied = async (type: ResourceType, name: string) => (await kube.get<KubeObject>(type, { namespace, name })).metadata?.annotations?.['com.xing.deployment-restart.applied-config-checksums'];
+    await waitFor('checksums recorded', async () => (await applied(resources.deployments, 'app')) && (await applied(resources.statefulSets, 'db')), { timeoutMs: 30_000 });
+    const dbPod = await waitFor('the db pod Ready', async () => {
+      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
+      return pod && isReady(pod) ? pod : undefined;
+    }, { timeoutMs: 30_000 });
+    await kube.patch(resources.secrets, { namespace, name: 'app-secret' }, 'merge', { data: { password: Buffer.from('two').toString('base64') } });
+    await waitFor('the Deployment restarted', async () => (await kube.get<KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }>(resources.deployments, { namespace, name: 'app' })).spec?.template?.metadata?.annotations?.['com.xing.deployment-restart.timestamp'], { timeoutMs: 30_000 });
+    await waitFor('the db pod evicted and replaced', async () => {
+      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
+      return pod !== undefined && pod.metadata?.uid !== dbPod.metadata?.uid;
+    }, { timeoutMs: 60_000 });
+
+    assert.deepEqual(await refusedCalls(op), [], `no API call refused; the log says:\n${refusalsLogged(op)}`);
+    assert.doesNotMatch(op.logs, /forbidden/i);
+
+    // What it must not be able to do.
+    const other = 'default';
+    assert.equal(await canI(kubeconfig, 'list', 'secrets', '-n', other), false, 'no Secret list outside its namespace');
+    assert.equal(await canI(kubeconfig, 'get', 'secrets', '-n', 'kube-system'), false);
+    assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', other), false, 'no pod deletes outside its namespace');
+    assert.equal(await canI(kubeconfig, 'patch', 'namespaces'), false, 'no Namespace patch');
+    assert.equal(await canI(kubeconfig, 'list', 'nodes'), false, 'nodes: get only');
+    assert.equal(await canI(kubeconfig, 'create', 'clusterrolebindings'), false);
+    assert.equal(await canI(kubeconfig, 'update', 'secrets/someone-elses', '-n', namespace), false, 'updates only its own certificate Secret');
+    assert.equal(await canI(kubeconfig, 'delete', 'validatingwebhookconfigurations'), false);
+    // And the ones it needs, as a cross-check of the method.
+    assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', namespace), true);
+  });
+
+  it('cluster-wide: rolls a group in another namespace with ClusterRoles, still no Secret access', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const workloads = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await createGroup(kube, workloads, { all: { replicas: 1 } });
+    await waitGroupSettled(kube, workloads, 60_000);
+    const { op, kubeconfig } = await install(t, 'cluster-wide', namespace, ['-reconcile.interval=1s']);
+    for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, workloads, zone, '2');
+    await waitRevisionsPending(kube, workloads);
+    await waitRolledOut(kube, workloads);
+    // Watching every namespace, it also sees other tests' namespaces being
+    // deleted, where the apiserver refuses new objects with a 403 that is not
+    // about RBAC: every refusal must be logged, and none for another reason.
+    const refusals = (await refusedCalls(op)).length;
+    const logged = refusalsLogged(op).split('\n').filter((l) => l !== '');
+    assert.ok(refusals === 0 || logged.length > 0, 'every refusal logged');
+    assert.deepEqual(logged.filter((l) => !/because it is being terminated/.test(l)), [], 'no refusal by RBAC');
+    assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', workloads), true);
+    assert.equal(await canI(kubeconfig, 'list', 'secrets', '-n', workloads), false, 'rollouts need no Secrets');
+    assert.equal(await canI(kubeconfig, 'patch', 'namespaces'), false);
+  });
+});
