@@ -158,7 +158,7 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
 
     // Reschedule-on-eviction: the eviction becomes a request to the pod's own operator.
     await kube.patch(resources.namespaces, { name: namespace }, 'merge', { metadata: { labels: { 'stateward.dev/reschedule-on-eviction': 'true' } } });
-    await kube.create(resources.pods, { metadata: { name: 'cb-0', namespace, labels: { app: 'couchbase' } }, spec: { containers: [{ name: 'cb', image: 'example.invalid/cb:1' }] } } as Pod);
+    await kube.create(resources.pods, { metadata: { name: 'cb-0', namespace, labels: { app: 'couchbase' } }, spec: { containers: [{ name: 'cb', image: 'example.invalid/cb:1' }] } });
     await waitFor('cb-0 Ready', async () => isReady(await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })), { timeoutMs: 30_000 });
     assert.equal((await evict(kube, namespace, 'cb-0')).code, 429);
     assert.equal((await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })).metadata?.annotations?.['cao.couchbase.com/reschedule'], 'true');
