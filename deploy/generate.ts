@@ -1,9 +1,12 @@
 // Renders src/rbac/permissions.ts — the one RBAC source of truth — into
 //   deploy/kustomize/rbac/{namespaced,cluster-wide}/<feature>/  (kustomize Components)
 //   deploy/helm/stateward/files/rbac.yaml                         (data the chart's templates read)
+// and copies the webhook configurations and CRDs into the chart, so the
+// chart and the overlays cannot disagree.
 // `npm run generate` writes them; `npm run generate -- --check` (run by the
 // tests) exits 1 naming every file that is stale, so a permission cannot be
 // changed in one place only.
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +57,13 @@ function clusterWide(feature: Feature): Doc[] {
   return docs;
 }
 
+/** Files the chart carries verbatim from the kustomize tree (source → chart path, relative to deploy/). */
+const COPIED: [string, string][] = [
+  ...['no-downscale', 'prepare-downscale', 'pod-eviction'].map((w): [string, string] => [`kustomize/components/webhooks/${w}.yaml`, `helm/stateward/files/webhooks/${w}.yaml`]),
+  ['kustomize/components/reschedule/reschedule-on-eviction.yaml', 'helm/stateward/files/webhooks/reschedule-on-eviction.yaml'],
+  ...['replica-templates', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [`crds/${c}.yaml`, `helm/stateward/crds/${c}.yaml`]),
+];
+
 const yamlDocs = (docs: Doc[]) => HEADER + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
 
 const component = (why: string) => `${HEADER}# ${why}
@@ -79,6 +89,8 @@ export function generatedFiles(): Map<string, string> {
     cluster: policyRules([feature], ['cluster']),
   }]));
   files.set('helm/stateward/files/rbac.yaml', HEADER + stringify(chart, { lineWidth: 0 }));
+  // The chart ships the same webhook configurations and CRDs as kustomize.
+  for (const [from, to] of COPIED) files.set(to, `${HEADER.replace('from src/rbac/permissions.ts', `from deploy/${from}`)}${readFileSync(join(DEPLOY, from), 'utf8')}`);
   // The rationale of each rule, for reviewers.
   const table = ['| feature | scope | API group | resources | verbs | names | why |', '|---|---|---|---|---|---|---|'];
   for (const feature of FEATURES) {

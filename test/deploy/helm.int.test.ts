@@ -1,0 +1,121 @@
+// The Helm chart, with helm built from its Go module: lints, renders for
+// several value sets the same choices as the kustomize overlays (RBAC from
+// the one source of truth, the same flags and webhook configurations),
+// refuses unsafe values, and a rendered chart applies to the local control
+// plane.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { policyRules, type Feature, type KubeRule, type Scope } from '../../src/rbac/permissions.ts';
+import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { testClient } from '../support/rollout-group.ts';
+import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
+import { helmBinary } from '../tools/helm.ts';
+
+const exec = promisify(execFile);
+const cluster = testCluster();
+const CHART = fileURLToPath(new URL('../../deploy/helm/stateward', import.meta.url));
+
+async function helm(...args: string[]): Promise<{ ok: boolean; out: string }> {
+  try {
+    const { stdout, stderr } = await exec(await helmBinary(), args, { maxBuffer: 32 * 1024 * 1024 });
+    return { ok: true, out: stdout + stderr };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+async function template(namespace: string, values: string[]): Promise<Manifest[]> {
+  const rendered = await helm('template', 'stateward', CHART, '-n', namespace, ...values.flatMap((v) => ['--set', v]));
+  assert.ok(rendered.ok, rendered.out);
+  return parseAllDocuments(rendered.out).map((d) => d.toJS() as Manifest).filter((d) => d !== null);
+}
+
+type Rules = Manifest & { rules: KubeRule[] };
+type Deployment = Manifest & { spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } };
+type Webhooks = Manifest & { webhooks: Record<string, unknown>[] };
+
+interface Case {
+  name: string;
+  values: string[];
+  features: Feature[];
+  clusterWide: boolean;
+  /** The kustomize overlay making the same choices. */
+  overlay?: Overlay;
+}
+
+const CASES: Case[] = [
+  { name: 'defaults (rollouts)', values: [], features: ['rollouts'], clusterWide: false, overlay: 'rollouts' },
+  { name: 'webhooks', values: ['webhooks.enabled=true'], features: ['rollouts', 'webhooks'], clusterWide: false, overlay: 'webhooks' },
+  { name: 'cluster-wide', values: ['clusterWide=true'], features: ['rollouts'], clusterWide: true, overlay: 'cluster-wide' },
+  { name: 'ha', values: ['leaderElection.enabled=true', 'replicas=2'], features: ['rollouts', 'leader-election'], clusterWide: false, overlay: 'ha' },
+  {
+    name: 'every feature',
+    values: ['webhooks.enabled=true', 'reschedule.enabled=true', 'configRestarts.enabled=true', 'leaderElection.enabled=true', 'replicas=2'],
+    features: ['rollouts', 'leader-election', 'webhooks', 'reschedule', 'config-restarts'],
+    clusterWide: false,
+    overlay: 'all',
+  },
+  { name: 'cluster-wide with config restarts', values: ['clusterWide=true', 'configRestarts.enabled=true'], features: ['rollouts', 'config-restarts'], clusterWide: true },
+];
+
+const flagNames = (args: string[]) => new Set(args.map((a) => a.split('=')[0]));
+/** A webhook configuration's webhooks with the install's namespace replaced, to compare across installs. */
+const normalised = (config: Webhooks, namespace: string) => JSON.parse(JSON.stringify(config.webhooks).replaceAll(namespace, 'NS')) as unknown;
+
+describe('Helm chart', { timeout: 900_000 }, () => {
+  it('lints', async () => {
+    const lint = await helm('lint', CHART);
+    assert.ok(lint.ok, lint.out);
+    assert.match(lint.out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  });
+
+  for (const c of CASES) {
+    it(`${c.name}: RBAC from the one source, the overlay's flags and webhook configurations`, async () => {
+      const docs = await template('helm-ns', c.values);
+      const role = docs.find((d): d is Rules => d.kind === 'Role');
+      const clusterRole = docs.find((d): d is Rules => d.kind === 'ClusterRole');
+      const [local, wide]: [Scope[], Scope[]] = c.clusterWide ? [['own'], ['managed', 'cluster']] : [['managed', 'own'], ['cluster']];
+      // Order of rules carries no meaning.
+      const sorted = (rules: KubeRule[]) => rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
+      assert.deepEqual(sorted(role?.rules ?? []), sorted(policyRules(c.features, local)), 'Role rules');
+      assert.deepEqual(sorted(clusterRole?.rules ?? []), sorted(policyRules(c.features, wide)), 'ClusterRole rules');
+      for (const binding of docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding')) {
+        assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [{ kind: 'ServiceAccount', name: 'stateward', namespace: 'helm-ns' }]);
+      }
+      if (!c.overlay) return;
+      const overlay = await renderOverlay(c.overlay, 'helm-ns');
+      const chartDeployment = docs.find((d): d is Deployment => d.kind === 'Deployment')!;
+      const overlayDeployment = overlay.find((d): d is Deployment => d.kind === 'Deployment')!;
+      assert.equal(chartDeployment.spec.replicas, overlayDeployment.spec.replicas);
+      const chartFlags = flagNames(chartDeployment.spec.template.spec.containers[0]!.args);
+      for (const flag of flagNames(overlayDeployment.spec.template.spec.containers[0]!.args)) assert.ok(chartFlags.has(flag), `the chart passes ${flag} as the overlay does`);
+      const webhooks = (list: Manifest[]) => list.filter((d): d is Webhooks => d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration').map((d) => normalised(d, 'helm-ns')).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+      assert.deepEqual(webhooks(docs), webhooks(overlay), 'the same webhook configurations');
+    });
+  }
+
+  it('refuses values that would be unsafe, saying why', async () => {
+    const twoUnelected = await helm('template', 'stateward', CHART, '--set', 'replicas=2');
+    assert.equal(twoUnelected.ok, false);
+    assert.match(twoUnelected.out, /replicas > 1 needs leaderElection\.enabled=true/);
+    const rescheduleAlone = await helm('template', 'stateward', CHART, '--set', 'reschedule.enabled=true');
+    assert.equal(rescheduleAlone.ok, false);
+    assert.match(rescheduleAlone.out, /reschedule\.enabled needs webhooks\.enabled=true/);
+  });
+
+  it('a rendered chart with every feature applies to the local control plane', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const docs = await template(namespace, CASES.find((c) => c.name === 'every feature')!.values);
+    t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
+    await kubectlApply(cluster.kubeconfigPath, docs);
+    const kube = testClient(cluster);
+    await waitFor('the Deployment available', async () => (await kube.get<KubeObject & { status?: { availableReplicas?: number } }>(resources.deployments, { namespace, name: 'stateward' })).status?.availableReplicas === 2, { timeoutMs: 60_000 });
+  });
+});
