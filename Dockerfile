@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# Stateward's container image. Node 24 runs the TypeScript sources directly
+# (type stripping), so there is no compile step: the build stage installs
+# the production dependencies only and checks the entrypoint starts from
+# that install; the runtime stage is distroless, non-root, and writes
+# nothing to its filesystem (run it with readOnlyRootFilesystem: true).
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always) -t stateward:dev .
+#
+# NODE_VERSION is the Node the tests run on (package.json devDependency
+# "node"); a test keeps the two equal.
+ARG NODE_VERSION=24.21.0
+
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+COPY bin ./bin
+COPY src ./src
+# The version `stateward -version` prints and logs at start: package.json's
+# unless a build argument says otherwise.
+ARG VERSION=""
+RUN if [ -n "$VERSION" ]; then npm pkg set version="$VERSION"; fi \
+ && node bin/stateward.ts -version
+
+FROM gcr.io/distroless/nodejs24-debian12:nonroot
+ARG VERSION=""
+LABEL org.opencontainers.image.title="stateward" \
+      org.opencontainers.image.description="Keeps stateful workloads safe through rollouts, scaling, drains and config changes" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+WORKDIR /app
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/src ./src
+ENV NODE_ENV=production
+# 65532: distroless's nonroot user; the manifests run as it too.
+USER 65532:65532
+EXPOSE 8001 8443
+ENTRYPOINT ["/nodejs/bin/node", "/app/bin/stateward.ts"]
