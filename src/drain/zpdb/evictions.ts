@@ -13,7 +13,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
 import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
-import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runtime/kube/errors.ts';
 import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
@@ -40,6 +40,9 @@ export interface ZpdbBudgetDeps {
   /** Where an invalid budget is reported to its owner (an Event on the ZPDB). */
   events?: Pick<EventRecorder, 'event'>;
 }
+
+/** The resourceVersion of a ledger kept in this process (never sent to the API). */
+const IN_PROCESS = 'in-process';
 
 /** Ledger writes per eviction before answering "retry" (each conflict means another allow committed first). */
 const MAX_LEDGER_ATTEMPTS = 5;
@@ -72,6 +75,8 @@ export class ZpdbBudgets {
   private readonly parsed = new Map<string, { generation: number; config?: ZpdbConfig }>();
   /** One ledger write at a time per ZPDB in this process; other replicas meet at the resourceVersion. */
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** Namespaces where Leases may not be written: ledgers live in `written` only. */
+  private readonly inProcessLedgers = new Set<string>();
   /** Ledgers this process wrote last, until the cache catches up. */
   private readonly written = new Map<string, Lease>();
 
@@ -231,13 +236,21 @@ export class ZpdbBudgets {
       ledger.set(decision.record.uid, { pod: decision.record.name, at: decision.record.allowedAt });
       const annotations = { ...(lease?.metadata?.annotations ?? {}), [LEDGER_ANNOTATION]: encodeLedger(ledger) };
       try {
-        const saved = lease
-          ? await this.d.client.update<Lease>(resources.leases, { ...lease, metadata: { ...lease.metadata, annotations } }, { signal })
-          : await this.d.client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'stateward' }, annotations }, spec: {} }, { signal });
+        const saved = this.inProcessLedgers.has(namespace)
+          ? { metadata: { name, namespace, annotations, resourceVersion: IN_PROCESS }, spec: {} }
+          : lease
+            ? await this.d.client.update<Lease>(resources.leases, { ...lease, metadata: { ...lease.metadata, annotations } }, { signal })
+            : await this.d.client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'stateward' }, annotations }, spec: {} }, { signal });
         this.written.set(`${namespace}/${name}`, saved);
         this.d.log.info('eviction allowed', { namespace, pod: pod.metadata?.name, zpdb: config.name, why: decision.message });
         return fromDecision(decision);
       } catch (error) {
+        if (isForbidden(error)) {
+          // Not permitted to keep ledgers in Leases: keep them in this process,
+          // which is what a single replica needs (and what rollout-operator does).
+          this.keepLedgersInProcess(namespace, error);
+          continue;
+        }
         if (!isConflict(error) && !isAlreadyExists(error) && !isNotFound(error)) {
           return deny(429, 'denied', `unable to record the eviction in the budget's ledger, retry: ${error instanceof Error ? error.message : String(error)}`);
         }
@@ -250,6 +263,12 @@ export class ZpdbBudgets {
       }
     }
     return deny(429, 'denied', `too many concurrent evictions against ZoneAwarePodDisruptionBudget ${config.name}, retry`);
+  }
+
+  private keepLedgersInProcess(namespace: string, error: unknown): void {
+    if (this.inProcessLedgers.has(namespace)) return;
+    this.inProcessLedgers.add(namespace);
+    this.d.log.warn('not permitted to write zone-aware budget ledgers (Leases): ledgers are kept in this process, so evictions are coordinated within this replica only; grant coordination.k8s.io leases get,list,watch,create,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: error instanceof Error ? error.message : String(error) });
   }
 
   /**
@@ -301,7 +320,8 @@ export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
         pods: workloads.pods,
         statefulSets: workloads.statefulSets,
         zpdbs: runtime.informers<ZoneAwarePodDisruptionBudget>(zpdbResource, { optional: true }),
-        ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true` }),
+        // Optional: an install that kept rollout-operator's Role (no Leases) still starts, with in-process ledgers.
+        ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true`, optional: true }),
       },
     });
     shared.set(runtime, budgets);

@@ -58,7 +58,10 @@ export interface EventRecorderOptions {
   limits?: Partial<EventRecorderLimits>;
 }
 
-export type DropCause = 'spam' | 'queue-full' | 'api-error' | 'invalid' | 'shutdown';
+export type DropCause = 'spam' | 'queue-full' | 'api-error' | 'forbidden' | 'invalid' | 'shutdown';
+
+/** After a 403, Events of that namespace are dropped without a call for this long. */
+const FORBIDDEN_PAUSE_MS = 5 * 60_000;
 
 interface Job {
   op: 'create' | 'patch';
@@ -281,12 +284,24 @@ export class EventRecorder {
 
   /** Makes one write, retrying what may succeed later. Never throws. */
   private async run(job: Job): Promise<void> {
+    if ((this.forbiddenUntil.get(job.namespace) ?? 0) > this.clock.now()) {
+      this.drop('forbidden');
+      return;
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         await this.attempt(job);
         return;
       } catch (err) {
         const status = statusOf(err);
+        if (status === 403) {
+          // RBAC without Events (an install that kept an older Role), or a
+          // namespace being deleted: say so once, and stop asking for a while.
+          this.forbiddenUntil.set(job.namespace, this.clock.now() + FORBIDDEN_PAUSE_MS);
+          this.drop('forbidden');
+          this.log('warn', 'not permitted to write Events in this namespace; its Events are dropped for 5m (grant events.k8s.io events create,patch: deploy/kustomize/rbac/PERMISSIONS.md)', { ...this.fields(job.event), error: messageOf(err) });
+          return;
+        }
         const retryable = status === undefined || status === 429 || status >= 500;
         if (!retryable || attempt >= this.limits.maxAttempts || this.stopped) {
           this.drop('api-error');
@@ -332,6 +347,9 @@ export class EventRecorder {
   }
 
   // --- reporting ----------------------------------------------------------
+
+  /** Namespaces where a write was refused (403), until when their Events are dropped without a call. */
+  private readonly forbiddenUntil = new Map<string, number>();
 
   private drop(cause: DropCause): void {
     this.dropped.inc({ cause });

@@ -2,7 +2,7 @@
 // clusters do to watches: apiserver restarts, 410 Gone after compaction,
 // half-open connections that never deliver another byte, and errors of every
 // kind. See docs/runtime.md for the guarantees.
-import { KubeApiError, isGone, isNotFound } from '../kube/errors.ts';
+import { KubeApiError, isForbidden, isGone, isNotFound } from '../kube/errors.ts';
 import type { KubeClient, WatchEvent } from '../kube/client.ts';
 import type { KubeObject, ResourceType, Status } from '../kube/types.ts';
 import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
@@ -38,9 +38,11 @@ export interface InformerOptions<T extends KubeObject> {
   pageSize?: number;
   backoff?: { initialMs: number; maxMs: number };
   /**
-   * The resource may not be served (a CRD not installed yet): a 404 on list
+   * The resource may not be served (a CRD not installed yet) or not be
+   * permitted (an install that kept an older Role): a 404 or 403 on list
    * counts as an empty, synced cache — readiness must not wait for it — and
-   * the list is retried with backoff until the resource appears.
+   * the list is retried with backoff until it succeeds. `unavailable` says
+   * which, so the user of the cache can degrade knowingly.
    */
   optional?: boolean;
   clock?: Clock;
@@ -170,9 +172,9 @@ export class Informer<T extends KubeObject> {
         await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
       } catch (error) {
         if (signal.aborted) break;
-        if (this.options.optional && isNotFound(error)) {
+        if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
           failures++;
-          this.notServed();
+          this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
           try {
             await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
           } catch {
@@ -199,15 +201,23 @@ export class Informer<T extends KubeObject> {
     }
   }
 
-  private reportedNotServed = false;
+  private reported: 'not-served' | 'forbidden' | undefined;
+  private unavailableNow: 'not-served' | 'forbidden' | undefined;
 
-  /** An optional resource is not served: an empty cache, synced, relisted later. */
-  private notServed(): void {
+  /** Why an optional resource's cache is empty for now (undefined once a list succeeded). */
+  get unavailable(): 'not-served' | 'forbidden' | undefined {
+    return this.unavailableNow;
+  }
+
+  /** An optional resource is not served or not permitted: an empty cache, synced, relisted later. */
+  private unavailableAsEmpty(why: 'not-served' | 'forbidden', error: unknown): void {
     this.replace([]);
     this.resourceVersion = '';
-    if (!this.reportedNotServed) {
-      this.reportedNotServed = true;
-      this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', { resource: this.options.type.resource });
+    this.unavailableNow = why;
+    if (this.reported !== why) {
+      this.reported = why;
+      if (why === 'not-served') this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', { resource: this.options.type.resource });
+      else this.log.warn('not permitted to list this resource (RBAC); treated as empty and retried, see deploy/kustomize/rbac/PERMISSIONS.md', { resource: this.options.type.resource, err: error instanceof Error ? error.message : String(error) });
     }
     if (!this.synced) {
       this.synced = true;
@@ -243,10 +253,11 @@ export class Informer<T extends KubeObject> {
       if (!continueToken) break;
     }
     this.options.metrics?.relist(type);
-    if (this.reportedNotServed) {
-      this.reportedNotServed = false;
-      this.log.info('resource served now', { resource: type.resource });
+    if (this.reported) {
+      this.log.info(this.reported === 'not-served' ? 'resource served now' : 'resource permitted now', { resource: type.resource });
+      this.reported = undefined;
     }
+    this.unavailableNow = undefined;
     this.replace(items);
     this.resourceVersion = resourceVersion;
     if (!this.synced) {

@@ -7,7 +7,7 @@
 // (deny) on group-check errors, failed pod preparation and a failed record.
 import { createHash } from 'node:crypto';
 import type { KubeClient } from '../../runtime/kube/client.ts';
-import { isAlreadyExists, isConflict, isNotFound } from '../../runtime/kube/errors.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runtime/kube/errors.ts';
 import { microTime } from '../../runtime/kube/time.ts';
 import { resources, type ConfigMap, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
 import type { Clock } from '../../runtime/clock.ts';
@@ -73,6 +73,29 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
   const key = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
 
+  /** Groups locked in this process, when Leases may not be written (see lock()). */
+  const localLocks = new Set<string>();
+  let warnedLocal = false;
+
+  /**
+   * Not permitted to write Leases (an install that kept rollout-operator's
+   * Role): serialise this process's downscales of the group in memory, which
+   * is what one replica needs and what rollout-operator does.
+   */
+  function localLock(namespace: string, group: string, error: unknown): (() => Promise<void>) | undefined {
+    if (!warnedLocal) {
+      warnedLocal = true;
+      log.warn('not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update,delete (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: String(error) });
+    }
+    const key = `${namespace}/${group}`;
+    if (localLocks.has(key)) return undefined;
+    localLocks.add(key);
+    return () => {
+      localLocks.delete(key);
+      return Promise.resolve();
+    };
+  }
+
   /** Holds the group's Lease for this request; undefined when another holder has it. */
   async function lock(namespace: string, group: string, signal: AbortSignal): Promise<(() => Promise<void>) | undefined> {
     const name = lockName(group);
@@ -85,6 +108,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
         break;
       } catch (error) {
+        if (isForbidden(error)) return localLock(namespace, group, error);
         if (!isAlreadyExists(error)) throw error;
       }
       let current: Lease;
@@ -187,6 +211,13 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
 
     let release: (() => Promise<void>) | undefined;
     try {
+      if (info.next === 'group-checks') {
+        // One downscale per group at a time, whichever replica serves it. The
+        // group is read only once the lock is held: read before, it could miss
+        // the downscale the previous holder recorded just before releasing.
+        release = await lock(namespace, group, signal);
+        if (!release) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
+      }
       let pods: Pod[];
       try {
         pods = (await client.list<Pod>(resources.pods, { namespace, signal })).items;
@@ -201,9 +232,6 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         } catch {
           return toAdmissionDecision(executorFailed(downscale, { kind: 'list-statefulsets' }));
         }
-        // One downscale per group at a time, whichever replica serves it.
-        release = await lock(namespace, group, signal);
-        if (!release) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
         let lastDownscales;
         if (deps.mode === 'zone-tracker') {
           try {

@@ -274,6 +274,26 @@ describe('EventRecorder', () => {
     assert.equal(await metric('stateward_events_dropped_total', { cause: 'api-error' }), 2);
   });
 
+  it('after a 403 says so once and drops that namespace\'s Events without calls for 5 minutes', async () => {
+    const { clock, sink, recorder, metric, logs } = setup();
+    sink.fault = () => httpError(403);
+    blocked(recorder);
+    await recorder.flush();
+    assert.equal(sink.calls.length, 1, 'no retry of a refusal');
+    recorder.event(sts, 'Normal', 'Second', 'Rollout', 'n');
+    await recorder.flush();
+    assert.equal(sink.calls.length, 1, 'no call while paused');
+    assert.equal(await metric('stateward_events_dropped_total', { cause: 'forbidden' }), 2);
+    assert.equal(logs.filter((l) => l.level === 'warn' && l.msg.includes('not permitted to write Events')).length, 1);
+    assert.equal(logs.filter((l) => l.level === 'error').length, 0);
+    sink.fault = undefined;
+    await clock.advance(5 * MIN + 1);
+    recorder.event(sts, 'Normal', 'Third', 'Rollout', 'n');
+    await recorder.flush();
+    assert.equal(sink.calls.length, 2, 'asks again after the pause');
+    assert.equal(sink.stored.size, 1);
+  });
+
   it('takes a 409 on a retried create as success (the lost answer case)', async () => {
     const { clock, sink, recorder, metric, logs } = setup();
     let first = true;
