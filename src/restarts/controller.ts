@@ -21,7 +21,7 @@ import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
-import { configChecksum } from './hash.ts';
+import { checksumScheme, configChecksum, xingLegacyChecksum } from './hash.ts';
 import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, skipNotices, updateTarget, type SkipNotice, type OnDeleteWorkload, type PendingChange, type WorkloadKind } from './plan.ts';
 import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
 
@@ -61,7 +61,7 @@ export class RestartController {
   private readonly workloads = new Map<WorkloadKind, Informer<Workload>[]>();
   private readonly configs: Record<ConfigKind, Informer<KubeObject>[]>;
   /** Checksums by config key, with the resourceVersion they were computed from. Never the content. */
-  private readonly checksums = new Map<string, { resourceVersion: string; checksum: string }>();
+  private readonly checksums = new Map<string, { resourceVersion: string; checksum: string; legacy?: string }>();
   private readonly pending = new Map<string, PendingChange>();
   private readonly pods: Informer<Pod>[];
   /** Per workload, the skip reasons and warnings already given as Events. */
@@ -220,8 +220,13 @@ export class RestartController {
     this.queue?.add(wkey);
   }
 
-  /** Checksums of the configs, reading (and at once dropping) only those whose resourceVersion moved. */
-  private async currentChecksums(keys: string[]): Promise<Map<string, string>> {
+  /**
+   * Checksums of the configs, reading (and at once dropping) only those whose
+   * resourceVersion moved. For `legacyKeys` — configs whose applied checksum
+   * xing wrote — xing's checksum of the same content too, so taking over from
+   * xing rewrites its values instead of restarting everything once.
+   */
+  private async currentChecksums(keys: string[], legacyKeys: ReadonlySet<string> = new Set(), legacyOut?: Map<string, string>): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     for (const key of keys) {
       const ref = parseConfigKey(key);
@@ -233,16 +238,20 @@ export class RestartController {
       }
       const rv = meta.metadata?.resourceVersion ?? '';
       const cached = this.checksums.get(key);
-      if (cached && cached.resourceVersion === rv) {
+      const wantLegacy = legacyKeys.has(key);
+      if (cached && cached.resourceVersion === rv && (!wantLegacy || cached.legacy !== undefined)) {
         out.set(key, cached.checksum);
+        if (wantLegacy) legacyOut?.set(key, cached.legacy!);
         continue;
       }
       const type = ref.kind === 'configmap' ? resources.configMaps : resources.secrets;
       try {
         const full = await this.runtime.client.get<ConfigMap | Secret>(type, { namespace: ref.namespace, name: ref.name });
         const checksum = configChecksum(this.key!, full, ref.kind);
-        this.checksums.set(key, { resourceVersion: full.metadata?.resourceVersion ?? rv, checksum });
+        const legacy = wantLegacy ? xingLegacyChecksum(full) : undefined;
+        this.checksums.set(key, { resourceVersion: full.metadata?.resourceVersion ?? rv, checksum, ...(legacy !== undefined ? { legacy } : {}) });
         out.set(key, checksum);
+        if (legacy !== undefined) legacyOut?.set(key, legacy);
       } catch (error) {
         if (!isNotFound(error)) throw error;
         out.set(key, MISSING);
@@ -278,11 +287,15 @@ export class RestartController {
     const applied = appliedChecksumsOf(w);
     const now = this.runtime.clock.now();
     const previousTimestamp = restartTimestampOf(w);
+    // Checksums xing wrote are compared with xing's checksum of the same content.
+    const legacyKeys = new Set([...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key));
+    const legacyCurrent = new Map<string, string>();
     const decision = decideRestart({
       workload: { kind: entry.kind, namespace, name },
       optedIn: watched.optIns.length > 0,
       applied: applied.checksums,
-      current: await this.currentChecksums(watched.keys),
+      current: await this.currentChecksums(watched.keys, legacyKeys, legacyCurrent),
+      legacyCurrent,
       ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
       now,
       settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },

@@ -13,6 +13,7 @@ import { Informer } from '../../src/runtime/informer/informer.ts';
 import { resources, type ConfigMap, type Event, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
+import { xingLegacyChecksum } from '../../src/restarts/hash.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, zoneStatefulSet, ZONES } from '../support/rollout-group.ts';
 
@@ -319,5 +320,27 @@ describe('config-change restarts', () => {
     assert.equal(worst, 1, 'exactly one pod down at a time');
     const evictions = (await kube.list<Event>(resources.events, { namespace })).items.filter((e) => e.reason === 'EvictingOutdatedPod');
     assert.equal(evictions.length, nodes);
+  });
+
+  it('takes over from xing without a restart: xing\'s stored checksums are rewritten, a real change still restarts', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const data = { level: 'info' };
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data });
+    await kube.create<Secret>(resources.secrets, { metadata: { name: 'app-secret', namespace }, data: { password: Buffer.from('s3cret').toString('base64') } });
+    const secret = await kube.get<Secret>(resources.secrets, { namespace, name: 'app-secret' });
+    // What xing left on the workload: its own checksums of the current content.
+    const xing = { [`configmap/${namespace}/app-config`]: xingLegacyChecksum({ data }), [`secret/${namespace}/app-secret`]: xingLegacyChecksum({ data: secret.data! }) };
+    const app = deployment(namespace, 'app', { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }, { secretRef: { name: 'app-secret' } }] }] });
+    app.metadata!.annotations![APPLIED] = JSON.stringify(xing);
+    await kube.create(resources.deployments, app);
+    const op = await start(t, namespace);
+    await waitFor('the checksums rewritten in our scheme', async () => Object.values(JSON.parse((await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED] ?? '{}') as Record<string, string>).every((v) => v.startsWith('v1:')), { timeoutMs: 20_000 });
+    assert.equal((await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], undefined, 'no restart for the takeover');
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 0);
+    const note = await waitFor('the takeover Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'ConfigChecksumsRecorded'), { timeoutMs: 10_000 });
+    assert.match(note.note ?? '', /xing checksum rewritten/);
+    await kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { data: { level: 'debug' } });
+    await waitFor('a restart for a real change', async () => (await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], { timeoutMs: 20_000 });
   });
 });
