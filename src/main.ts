@@ -1,6 +1,7 @@
 // Entry point of the stateward executable: flags, logging, the shared
 // runtime, the capabilities, and signal handling.
 import { readFileSync } from 'node:fs';
+import { registerCompatFlags } from './runtime/compat.ts';
 import { registerRuntimeFlags } from './runtime/config.ts';
 import { FlagSet } from './runtime/flags/flagset.ts';
 import { loadKubeConfig, KubeConfigError } from './runtime/kube/config.ts';
@@ -37,6 +38,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const rescheduleFlags = registerRescheduleFlags(fs);
   const restartOptions = registerRestartFlags(fs);
+  const compatFlags = registerCompatFlags(fs);
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
@@ -65,6 +67,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 2;
   }
   const logger = createLogger({ format: config.logFormat, level: config.logLevel, write: (line) => io.err(line) });
+  for (const warning of compatFlags.warnings()) logger.warn(warning);
   let kubeConfig;
   try {
     kubeConfig = loadKubeConfig({ configFile: config.kubeConfigFile, apiUrl: config.kubeApiUrl, env: io.env });

@@ -62,6 +62,16 @@ describe('stateward command line', () => {
     assert.match(result.err, /not running in a Kubernetes pod/);
   });
 
+  it('accepts rollout-operator flags it does not implement, and warns when they are set', async () => {
+    const result = await capture(['-zpdb.pod-ready-annotation-patch-timeout=10s', '-server.cluster-validation.http.enabled=true', '-server.cluster-validation.http.excluded-paths=/a'], { POD_NAMESPACE: 'mimir' });
+    assert.doesNotMatch(result.err, /flag provided but not defined/);
+    assert.equal(result.code, 1, 'gets as far as loading the cluster configuration');
+    assert.match(result.err, /-zpdb\.pod-ready-annotation-patch-timeout has no effect/);
+    assert.match(result.err, /the X-Cluster header of incoming requests is not validated/);
+    const quiet = await capture([], { POD_NAMESPACE: 'mimir' });
+    assert.doesNotMatch(quiet.err, /has no effect|not validated/, 'no warning at their defaults');
+  });
+
   it('reports a malformed kubeconfig clearly and exits 1 without a stack trace', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kc-'));
     const path = join(dir, 'kubeconfig');
