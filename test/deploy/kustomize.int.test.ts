@@ -12,8 +12,8 @@ import { CLUSTER_SCOPED, deleteClusterScoped, kubectlApply, OVERLAYS, renderOver
 const cluster = testCluster();
 
 type Container = { args?: string[]; readinessProbe?: { httpGet?: { path?: string } }; livenessProbe?: { httpGet?: { path?: string } }; securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean }; resources?: { requests?: object } };
-type Deployment = Manifest & { spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: Container[]; securityContext?: { runAsNonRoot?: boolean } } } }; status?: { availableReplicas?: number } };
-type WebhookConfiguration = Manifest & { webhooks: { failurePolicy?: string; clientConfig: { service?: { name: string; namespace: string; port: number } }; namespaceSelector?: { matchLabels?: Record<string, string> } }[] };
+type Deployment = Manifest & { spec: { replicas: number; template: { metadata?: { labels?: Record<string, string> }; spec: { serviceAccountName: string; containers: Container[]; securityContext?: { runAsNonRoot?: boolean } } } }; status?: { availableReplicas?: number } };
+type WebhookConfiguration = Manifest & { webhooks: { name: string; rules?: { resources: string[] }[]; objectSelector?: { matchExpressions?: { key: string; operator: string; values: string[] }[] }; failurePolicy?: string; clientConfig: { service?: { name: string; namespace: string; port: number } }; namespaceSelector?: { matchLabels?: Record<string, string> } }[] };
 
 const FLAGS: Record<(typeof OVERLAYS)[number], string[]> = {
   rollouts: [],
@@ -56,6 +56,14 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
           assert.deepEqual(w.clientConfig.service, { ...w.clientConfig.service, name: 'stateward', namespace, port: 443 });
           const scope = w.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'];
           if (scope !== undefined) assert.equal(scope, namespace, `${config.metadata?.name} scoped to the user's namespace`);
+        }
+      }
+      // A webhook that fails closed must not stand in the way of replacing the operator itself.
+      const own = deployment.spec.template.metadata?.labels ?? {};
+      for (const config of webhooks) {
+        for (const w of config.webhooks) {
+          if (!w.rules?.some((r) => r.resources.includes('replicasets'))) continue;
+          assert.ok(w.objectSelector?.matchExpressions?.some((e) => e.operator === 'NotIn' && e.values.includes(own[e.key] ?? '')), `${w.name} leaves the operator's own ReplicaSets out`);
         }
       }
       await kubectlApply(cluster.kubeconfigPath, docs);
