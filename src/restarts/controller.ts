@@ -273,6 +273,10 @@ export class RestartController {
     });
     this.queue = undefined;
     this.pending.clear();
+    // A standby tracks nothing: its gauges must not keep the last leader-time values.
+    this.metrics.waiting.set(0);
+    this.metrics.workloads.set(0);
+    this.metrics.configs.set(0);
   }
 
   private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {

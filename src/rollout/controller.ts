@@ -155,6 +155,12 @@ export class RolloutController {
     this.queue = undefined;
     this.scaling?.stop();
     await this.status.stop();
+    // A standby reports no groups: its last values would go stale beside the new leader's.
+    for (const key of this.knownGroups) {
+      const { namespace, group } = splitKey(key);
+      this.metrics.forget(this.metricGroup(namespace, group));
+    }
+    this.knownGroups.clear();
   }
 
   snapshot(namespace: string, group: string): GroupSnapshot {
