@@ -27,7 +27,7 @@ export function registerRescheduleFlags(fs: FlagSet): { enabled: () => boolean; 
   const enabled = fs.bool('reschedule.enabled', false, `Serve ${RESCHEDULE_PATH}: refuse evictions of selected pods and annotate them so their operator moves them (Couchbase Eviction Reschedule Hook semantics).`);
   const selector = fs.string('reschedule.pod-selector', DEFAULT_POD_SELECTOR, 'Label selector of the pods handled (key=value, or any Kubernetes label selector: a in (x,y),b!=z,c).');
   const annotation = fs.string('reschedule.annotation', DEFAULT_RESCHEDULE_ANNOTATION, 'key=value annotation written on a pod to ask its operator to move it.');
-  const namespaces = fs.stringList('reschedule.namespaces', [], 'Comma-separated namespaces handled; empty or * means every watched namespace.');
+  const namespaces = fs.stringList('reschedule.namespaces', [], 'Comma-separated namespaces handled; empty or * means every namespace the webhook is called for (its namespaceSelector decides). Stateward needs to read pods and ConfigMaps there.');
   const track = fs.bool('reschedule.track', true, 'Keep tracking records so a pod recreated under the same name releases the drain (404) once.');
   const configMap = fs.string('reschedule.tracking-config-map', DEFAULT_TRACKING_CONFIG_MAP, 'ConfigMap, in each pod\'s namespace, holding the tracking records (keyed by pod UID).');
   const ttl = fs.duration('reschedule.record-ttl', DEFAULT_RECORD_TTL_MS, 'How long a tracking record may release a same-name replacement.');
