@@ -27,6 +27,7 @@ const exec = promisify(execFile);
 const cluster = testCluster();
 const FIXTURE = fileURLToPath(new URL('./fixtures/rollout-operator.yaml', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
+const CRDS = fileURLToPath(new URL('../../deploy/crds/', import.meta.url));
 
 type Deployment = Manifest & { spec: { template: { spec: { serviceAccountName: string; containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] } } } };
 type Service = Manifest & { spec: { ports: { port: number; targetPort: number }[] } };
@@ -64,6 +65,10 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
     });
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, installed));
     await kubectlApply(cluster.kubeconfigPath, installed);
+    // Their CRDs: rollout-operator's, which Stateward's are identical to.
+    const crds = await kubectl(cluster, 'apply', '-k', CRDS);
+    assert.ok(crds.ok, crds.out);
+    assert.ok((await kubectl(cluster, 'wait', '--for=condition=Established', '--timeout=30s', 'crd/zoneawarepoddisruptionbudgets.rollout-operator.grafana.com')).ok);
 
     // Their StatefulSets, with the pod-template `name` label rollout-operator needs.
     await createGroup(kube, namespace, { a: { podLabels: { name: 'ingester-zone-a' } }, b: { podLabels: { name: 'ingester-zone-b' } }, c: { podLabels: { name: 'ingester-zone-c' } } });
@@ -95,7 +100,7 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
     assert.ok((await op.metric(`rollout_operator_group_reconciles_total{rollout_group="ingester"}`) ?? 0) > 0, "rollout-operator's metric names");
     // Their zone-aware budget holds, its ledger kept in the process (their Role has no Leases).
     await waitGroupSettled(kube, namespace, 60_000);
-    await waitFor('a ZPDB created', () => kube.create(zpdbResource, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject).catch(() => undefined), { timeoutMs: 30_000 });
+    await kube.create(zpdbResource, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject);
     await waitFor('the budget cached', async () => (await op.metric('rollout_operator_zpdb_configurations_observed_total{result="updated"}') ?? 0) >= 1, { timeoutMs: 30_000 });
     assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
     const second = await evict(kube, namespace, 'ingester-zone-c-0');
