@@ -32,6 +32,7 @@
 //   The API server does not delete anything on a dry run.
 import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../webhooks/admission.ts';
 import type { ConfigMap, Node, Pod } from '../../runtime/kube/types.ts';
+import { evictionDryRun } from '../dryrun.ts';
 import { namespaceInScope, podSelected, type RescheduleConfig } from './config.ts';
 
 /** The reference's answer texts (couchbaselabs/eviction-reschedule-hook reschedule.go), kept verbatim. */
@@ -97,8 +98,7 @@ export function readEviction(request: AdmissionRequestV1): { ok: true; facts: Ev
     const what = `${request.operation} ${request.resource.resource}${request.subResource ? `/${request.subResource}` : ''}`;
     return { ok: false, answer: { allowed: true, warnings: [`reschedule webhook: ${what} is not a pod eviction it can judge; allowed`] } };
   }
-  const dryRun = Array.isArray(options.dryRun) ? options.dryRun.filter((v): v is string => typeof v === 'string') : [];
-  const facts: EvictionFacts = { namespace, name, requestDryRun: request.dryRun === true, deleteOptionsDryRun: dryRun };
+  const facts: EvictionFacts = { namespace, name, ...evictionDryRun(request) };
   const uid = nonEmpty(preconditions.uid);
   if (uid !== undefined) facts.preconditionUid = uid;
   const user = nonEmpty(request.userInfo?.username);

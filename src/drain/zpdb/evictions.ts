@@ -13,6 +13,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
 import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
+import { isEvictionDryRun } from '../dryrun.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runtime/kube/errors.ts';
 import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
@@ -60,12 +61,6 @@ function fromDecision(d: EvictionDecision): Answer {
   return d.allowed ? allow(d.reason, d.warning) : deny(d.code, d.reason, d.message);
 }
 
-/** A dry run by the request or by the eviction's deleteOptions. */
-function isDryRun(request: AdmissionRequestV1): boolean {
-  const options = (request.object as { deleteOptions?: { dryRun?: unknown } } | undefined)?.deleteOptions;
-  return request.dryRun === true || (Array.isArray(options?.dryRun) && options.dryRun.length > 0);
-}
-
 export class ZpdbBudgets {
   private readonly d: ZpdbBudgetDeps;
   private readonly requests: Counter;
@@ -96,6 +91,11 @@ export class ZpdbBudgets {
         },
       });
     }
+  }
+
+  /** The caches the budgets are judged on, for read-only views of the same state. */
+  get caches(): ZpdbCaches {
+    return this.d.caches;
   }
 
   readonly handler: AdmissionHandler = async (request, signal) => {
@@ -177,7 +177,7 @@ export class ZpdbBudgets {
     const podInformer = informerFor(this.d.caches.pods, namespace);
     const pending = pendingFrom(pruneLedger(decodeLedger(ledger).ledger, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName)));
     // A dry run, or a denial, is answered from the caches and writes nothing.
-    const first = this.decide(pod, configs, pending, isDryRun(request));
+    const first = this.decide(pod, configs, pending, isEvictionDryRun(request));
     if (!first.allowed || !first.record) return fromDecision(first);
     const fresh = pod;
     return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, (p) => this.decide(fresh, configs, p, false), signal));
