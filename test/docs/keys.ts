@@ -13,6 +13,7 @@ const KEY = /^((?:[a-z0-9-]+\.)*(?:grafana\.com|reloader\.stakater\.com|statewar
 /** Literals of a key's shape that are not label or annotation keys, and why. */
 export const NOT_KEYS: ReadonlyMap<string, string> = new Map([
   ['stateward.dev/operator', 'the reportingController of the Events Stateward writes'],
+  ['stateward.dev/v1', 'the apiVersion of the status report (stateward status -o json)'],
 ]);
 
 function files(dir: string, suffix: string): string[] {
