@@ -27,4 +27,14 @@ export default tseslint.config(
     files: ['eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },
+  // The status page's script (src/web/assets) runs in the browser as served:
+  // outside the TypeScript program, with the browser's globals.
+  {
+    files: ['src/web/assets/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['src/web/assets/**/*.js'],
+    languageOptions: { globals: { document: 'readonly', EventSource: 'readonly', fetch: 'readonly', setTimeout: 'readonly' } },
+  },
 );

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../src/runtime/kube/client.ts';
-import { resources, type ConfigMap, type Pod, type StatefulSet } from '../src/runtime/kube/types.ts';
+import { resources, type StatefulSet } from '../src/runtime/kube/types.ts';
+import { namespaceStatus } from '../src/status/cli.ts';
+import { renderProgress } from '../src/status/render.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 
@@ -30,27 +32,14 @@ async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
   return stdout;
 }
 
-const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-
-async function progressLine(kube: KubeClient): Promise<{ line: string; done: boolean }> {
-  const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group=ingester' })).items;
-  const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
-  const zones = sets.map((s) => {
-    const mine = pods.filter((p) => p.metadata?.ownerReferences?.some((r) => r.uid === s.metadata?.uid));
-    const updated = mine.filter((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision && isReady(p)).length;
-    const down = mine.filter((p) => !isReady(p)).length + Math.max(0, (s.spec?.replicas ?? 0) - mine.length);
-    const bar = '█'.repeat(updated) + '░'.repeat(Math.max(0, (s.spec?.replicas ?? 0) - updated));
-    return { text: `${s.metadata?.name?.replace('ingester-', '')} ${bar} ${updated}/${s.spec?.replicas}${down ? ` (${down} restarting)` : ''}`, done: s.status?.currentRevision === s.status?.updateRevision && updated === s.spec?.replicas };
-  });
-  let waiting = '';
-  try {
-    const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
-    const status = JSON.parse(cm.data?.['ingester'] ?? '{}') as { waitingFor?: { message: string }; phase?: string };
-    waiting = status.waitingFor?.message ?? status.phase ?? '';
-  } catch {
-    // not written yet
-  }
-  return { line: `${zones.map((z) => z.text).join('   ')}   ${waiting}`, done: zones.length === 3 && zones.every((z) => z.done) };
+/** The live progress, as `stateward status -watch` shows it: one bar per zone and why the group waits. */
+async function progress(kube: KubeClient): Promise<{ text: string; done: boolean }> {
+  const { report } = await namespaceStatus(kube, namespace);
+  const group = report.namespaces[0]?.groups.find((g) => g.name === 'ingester');
+  const done = group?.phase === 'complete' && group.statefulSets.every((s) => s.updated === s.replicas && s.ready === s.replicas && s.currentRevision === s.updateRevision);
+  // Without its timestamp line, so a frame is printed only when something changed.
+  const text = renderProgress(report, process.stdout.columns || 100).split('\n').filter((l) => !l.startsWith('stateward status at ')).join('\n').trim();
+  return { text, done: Boolean(done) };
 }
 
 async function main(): Promise<number> {
@@ -72,12 +61,13 @@ async function main(): Promise<number> {
   const logPath = join(root, '.stateward', 'demo-operator.log');
   await exec('mkdir', ['-p', join(root, '.stateward')]);
   console.log(`==> starting stateward (log: ${logPath})`);
-  const operator = spawn(process.execPath, [join(root, 'bin/stateward.ts'), `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${kubeconfig}`, `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`, `-server.port=${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const operator = spawn(process.execPath, [join(root, 'bin/stateward.ts'), `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${kubeconfig}`, `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`, `-server.port=${port}`, '-web.enabled'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(logPath);
   operator.stdout.pipe(log);
   operator.stderr.pipe(log);
   try {
     await waitFor('stateward to be ready', async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200, { timeoutMs: 30_000, fail: () => (operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined) });
+    console.log(`==> web view (live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`);
     const version = `demo-${Date.now().toString(36)}`;
     console.log(`==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`);
     for (const zone of ['a', 'b', 'c']) {
@@ -86,9 +76,9 @@ async function main(): Promise<number> {
     const started = Date.now();
     let last = '';
     await waitFor('the rollout to complete', async () => {
-      const { line, done } = await progressLine(kube);
-      if (line !== last) console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${line}`);
-      last = line;
+      const { text, done } = await progress(kube);
+      if (text !== last) console.log(`--- ${((Date.now() - started) / 1000).toFixed(1)}s\n${text}`);
+      last = text;
       return done;
     }, { timeoutMs: 180_000, intervalMs: 200 });
     console.log(`==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`);
@@ -101,7 +91,8 @@ async function main(): Promise<number> {
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);
-  console.log(`  kubectl -n ${namespace} get configmap stateward-rollout-status -o jsonpath='{.data.ingester}'`);
+  console.log(`  node bin/stateward.ts status -n ${namespace}      # or, as a kubectl plugin: kubectl stateward status -n ${namespace}`);
+  console.log(`  node bin/stateward.ts doctor -n ${namespace}`);
   console.log('Stop it with: npm run cluster -- down');
   return 0;
 }

@@ -16,6 +16,7 @@ import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { registerRescheduleFlags } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
+import { registerWebFlags, webCapability } from './web/capability.ts';
 
 export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -28,8 +29,20 @@ export interface Io {
 }
 
 
-/** Runs the command line; resolves to the process exit code. */
+/** The client commands, loaded only when asked for (the operator never needs them). */
+const COMMANDS: Record<string, (argv: readonly string[], io: Io) => Promise<number>> = {
+  status: async (argv, io) => (await import('./status/cli.ts')).runStatus(argv, io),
+  doctor: async (argv, io) => (await import('./doctor/cli.ts')).runDoctor(argv, io),
+};
+
+/**
+ * Runs the command line; resolves to the process exit code. A first word
+ * naming a command (`status`, `doctor`) runs that client command; anything
+ * else is the operator's own command line, as rollout-operator's.
+ */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
+  const command = argv[0] !== undefined ? COMMANDS[argv[0]] : undefined;
+  if (command) return command(argv.slice(1), io);
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const runtimeFlags = registerRuntimeFlags(fs);
@@ -38,13 +51,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const rescheduleFlags = registerRescheduleFlags(fs);
   const restartOptions = registerRestartFlags(fs);
+  const webFlags = registerWebFlags(fs);
   const compatFlags = registerCompatFlags(fs);
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
     return 'config' in read ? read.config : undefined;
   };
-  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions)];
+  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions), webCapability(webFlags)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);

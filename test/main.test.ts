@@ -62,6 +62,17 @@ describe('stateward command line', () => {
     assert.match(result.err, /not running in a Kubernetes pod/);
   });
 
+  it('runs the client commands status and doctor by their first word', async () => {
+    const status = await capture(['status', '-help']);
+    assert.equal(status.code, 0);
+    assert.match(status.err, /-all-namespaces/);
+    assert.doesNotMatch(status.err, /-server-tls\.enabled/, "the command's flags, not the operator's");
+    const doctor = await capture(['doctor', '-help']);
+    assert.equal(doctor.code, 0);
+    assert.match(doctor.err, /misconfigurations/);
+    assert.equal((await capture(['status', '-no-such-flag'])).code, 2);
+  });
+
   it('accepts rollout-operator flags it does not implement, and warns when they are set', async () => {
     const result = await capture(['-zpdb.pod-ready-annotation-patch-timeout=10s', '-server.cluster-validation.http.enabled=true', '-server.cluster-validation.http.excluded-paths=/a'], { POD_NAMESPACE: 'mimir' });
     assert.doesNotMatch(result.err, /flag provided but not defined/);

@@ -13,7 +13,7 @@ import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, type Plan } from './planner.ts';
-import { podsOf, statefulSetView, type GroupSnapshot } from './snapshot.ts';
+import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher } from './status.ts';
 import { ReplicaCoordinator } from '../scaling/executor.ts';
 import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
@@ -168,20 +168,17 @@ export class RolloutController {
     const podInformer = this.podInformer(namespace);
     const now = this.runtime.clock.now();
     for (const [uid, at] of this.expectedDeletions) if (now - at > DELETE_EXPECTATION_MS) this.expectedDeletions.delete(uid);
-    return {
-      namespace,
-      group,
-      statefulSets: sets.map((set) => {
-        // Indexed lookups only: a reconcile must not scan every pod of the namespace.
-        const orphans = podInformer?.byIndex(INDEX.orphanPods, '').filter((p) => p.metadata?.namespace === namespace) ?? [];
-        const candidates = [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...orphans];
-        const view = statefulSetView(set, podsOf(set, candidates));
-        // A pod we just deleted is going away even if the cache does not show it yet:
-        // counting it as Ready would let the next reconcile exceed the budget.
-        view.pods = view.pods.map((p) => (this.expectedDeletions.has(p.uid) ? { ...p, ready: false, terminating: true } : p));
-        return view;
-      }),
-    };
+    const snapshot = groupSnapshot(namespace, group, sets, (set) => {
+      // Indexed lookups only: a reconcile must not scan every pod of the namespace.
+      const orphans = podInformer?.byIndex(INDEX.orphanPods, '').filter((p) => p.metadata?.namespace === namespace) ?? [];
+      return [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...orphans];
+    });
+    for (const view of snapshot.statefulSets) {
+      // A pod we just deleted is going away even if the cache does not show it yet:
+      // counting it as Ready would let the next reconcile exceed the budget.
+      view.pods = view.pods.map((p) => (this.expectedDeletions.has(p.uid) ? { ...p, ready: false, terminating: true } : p));
+    }
+    return snapshot;
   }
 
   async reconcile(key: string): Promise<void> {

@@ -83,8 +83,21 @@ export function hasNotReadyPods(set: StatefulSetView): boolean {
 
 const needsUpdate = (set: StatefulSetView) => (p: PodView) => p.revision !== set.updateRevision;
 
+const byName = (a: StatefulSetView, b: StatefulSetView) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/**
+ * The order the planner goes through a group's StatefulSets: by name, except
+ * that the one StatefulSet already disrupted (having not-Ready pods) is
+ * finished first. With several disrupted, the planner waits (name order).
+ */
+export function rollOrder<T extends StatefulSetView>(statefulSets: readonly T[]): T[] {
+  const sets = [...statefulSets].sort(byName);
+  const notReady = sets.filter(hasNotReadyPods);
+  return notReady.length === 1 ? [notReady[0]!, ...sets.filter((s) => s !== notReady[0])] : sets;
+}
+
 export function planGroup(snapshot: GroupSnapshot): Plan {
-  const sets = [...snapshot.statefulSets].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const sets = [...snapshot.statefulSets].sort(byName);
   const plan: Plan = { namespace: snapshot.namespace, group: snapshot.group, deletions: [], revisionUpdates: [], errors: [], warnings: [], sets: [], complete: false };
   const budgets = new Map<string, number>();
   for (const set of sets) {
@@ -125,8 +138,7 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
     for (const s of notReady) states.set(s.name, 'waiting');
     return finish(states);
   }
-  // The one StatefulSet already disrupted is finished first.
-  const order = notReady.length === 1 ? [notReady[0]!, ...sets.filter((s) => s !== notReady[0])] : sets;
+  const order = rollOrder(sets);
 
   for (const set of order) {
     if (set.paused) {

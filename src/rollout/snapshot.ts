@@ -107,3 +107,18 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
     pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || a.name.localeCompare(b.name)),
   };
 }
+
+/**
+ * The planner's snapshot of one rollout group: each of `sets` (the group's
+ * StatefulSets of `namespace`) with its pods found among `candidatesOf(set)`
+ * (those it controls plus orphans it selects, see podsOf). The controller
+ * passes indexed lookups from its caches; `stateward status` passes every pod
+ * it listed, so both plan on the same view.
+ */
+export function groupSnapshot(namespace: string, group: string, sets: readonly StatefulSet[], candidatesOf: (set: StatefulSet) => Pod[]): GroupSnapshot {
+  return {
+    namespace,
+    group,
+    statefulSets: sets.map((set) => statefulSetView(set, podsOf(set, candidatesOf(set)))),
+  };
+}

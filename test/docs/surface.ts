@@ -26,7 +26,7 @@ export function isRuntimeMetric(name: string): boolean {
 /**
  * Every flag that turns on a capability (and so registers its metrics):
  * webhooks over TLS with CA injection, leader election, config restarts,
- * reschedule-on-eviction, the zone tracker, client-side rate limiting.
+ * reschedule-on-eviction, the zone tracker, the web view, client-side rate limiting.
  */
 export async function everythingFlags(): Promise<string[]> {
   const [tlsPort] = await freePorts(1);
@@ -38,6 +38,7 @@ export async function everythingFlags(): Promise<string[]> {
     '-webhooks.update-ca-bundle=true',
     '-config-restarts.enabled',
     '-reschedule.enabled',
+    '-web.enabled',
     '-use-zone-tracker',
     '-kubernetes.client-qps=5',
     '-reconcile.interval=1s',

@@ -27,6 +27,7 @@ export function routeName(path: string): string {
 export class HttpServer {
   private readonly options: HttpServerOptions;
   private readonly routes = new Map<string, Handler>();
+  private readonly prefixes: { prefix: string; handler: Handler }[] = [];
   private readonly server: Server;
   private readonly log: Logger;
   private readonly duration: Histogram;
@@ -55,10 +56,22 @@ export class HttpServer {
     this.routes.set(path, handler);
   }
 
+  /**
+   * Serves every path that starts with prefix (e.g. "/status/") and has no
+   * exact route; the longest prefix wins. Metrics name the prefix, not the
+   * path, so paths carrying names (namespaces) add no label values.
+   */
+  routePrefix(prefix: string, handler: Handler): void {
+    this.prefixes.push({ prefix, handler });
+    this.prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
   private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const handler = this.routes.get(path);
-    const route = handler ? routeName(path) : 'other';
+    const exact = this.routes.get(path);
+    const prefixed = exact ? undefined : this.prefixes.find((p) => path.startsWith(p.prefix));
+    const handler = exact ?? prefixed?.handler;
+    const route = exact ? routeName(path) : prefixed ? routeName(prefixed.prefix) : 'other';
     const method = req.method ?? 'GET';
     const started = performance.now();
     this.inflight.inc({ method, route });

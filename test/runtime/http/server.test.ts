@@ -58,6 +58,22 @@ describe('HTTP server', () => {
     await closing;
   });
 
+  it('serves a path prefix unless an exact route matches, naming the prefix in metrics', async (t) => {
+    const { server, url } = await started(() => true);
+    t.after(() => server.close());
+    server.routePrefix('/status/', (req, res) => void res.end(`prefix ${req.url}`));
+    server.routePrefix('/status/api/', (req, res) => void res.end(`api ${req.url}`));
+    server.route('/status/exact', (_req, res) => void res.end('exact'));
+    assert.equal(await (await fetch(url('/status/team-a'))).text(), 'prefix /status/team-a');
+    assert.equal(await (await fetch(url('/status/api/team-a'))).text(), 'api /status/api/team-a');
+    assert.equal(await (await fetch(url('/status/exact'))).text(), 'exact');
+    assert.equal((await fetch(url('/statusx'))).status, 404);
+    const metrics = await (await fetch(url('/metrics'))).text();
+    assert.match(metrics, /route="status",status_code="200"/);
+    assert.match(metrics, /route="status_api",status_code="200"/);
+    assert.doesNotMatch(metrics, /team_a/);
+  });
+
   it('names routes as rollout-operator does', () => {
     assert.equal(routeName('/admission/pod-eviction'), 'admission_pod_eviction');
     assert.equal(routeName('/metrics'), 'metrics');

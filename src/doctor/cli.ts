@@ -1,0 +1,159 @@
+// `stateward doctor`: lists what the checks need (Secrets and ConfigMaps as
+// metadata only: their values are never fetched), runs diagnose() and
+// prints each finding with its fix. Exit 1 when something is wrong (any
+// error), 0 when only warnings or nothing, 2 for a bad command line.
+import { CliError, loadCliKubeConfig } from '../cli/kubeconfig.ts';
+import { listAll, requestFailure, type Listed } from '../cli/list.ts';
+import { FlagSet } from '../runtime/flags/flagset.ts';
+import { KubeClient } from '../runtime/kube/client.ts';
+import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
+import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
+import { zpdbResource } from '../drain/zpdb/config.ts';
+import { diagnose, type DaemonSet, type Deployment, type DoctorInput, type Finding, type WebhookConfigurationObject } from './checks.ts';
+
+export interface DoctorIo {
+  out(s: string): void;
+  err(s: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+const USER_AGENT = 'stateward-doctor';
+
+/** Runs `stateward doctor <argv>`; resolves to the exit code. */
+export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<number> {
+  const fs = new FlagSet('stateward doctor');
+  const namespaceLong = fs.string('namespace', '', 'Namespace to diagnose (default: the kubeconfig context\'s namespace, else "default").');
+  const namespaceShort = fs.string('n', '', 'Short for -namespace.');
+  const allLong = fs.bool('all-namespaces', false, 'Diagnose every namespace.');
+  const allShort = fs.bool('A', false, 'Short for -all-namespaces.');
+  const outputShort = fs.enumString('o', 'text', ['text', 'json'], 'Output format: text or json.');
+  const outputLong = fs.enumString('output', 'text', ['text', 'json'], 'Same as -o.');
+  const kubeconfigPath = fs.string('kubeconfig', '', 'Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration).');
+  const contextName = fs.string('context', '', 'The kubeconfig context to use (default: its current-context).');
+  const operatorNamespace = fs.string('operator-namespace', '', 'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).');
+  const timeout = fs.duration('request-timeout', 30_000, 'Timeout of each API request.');
+
+  const parsed = fs.parse(argv, {});
+  if (parsed.kind === 'help') {
+    io.err(`stateward doctor [flags]: reads the cluster and reports Stateward misconfigurations, each with its fix.\nExit code: 0 nothing wrong (warnings allowed), 1 something is wrong, 2 bad flags.\n\n${parsed.usage}`);
+    return 0;
+  }
+  const usageError = (message: string): number => {
+    io.err(`${message}\n${fs.usage()}`);
+    return 2;
+  };
+  if (parsed.kind === 'error') return usageError(parsed.message);
+  if (parsed.args.length > 0) return usageError(`unexpected argument: ${parsed.args[0]!}`);
+  if (namespaceLong.value && namespaceShort.value && namespaceLong.value !== namespaceShort.value) return usageError('-n and -namespace name different namespaces');
+  const all = allLong.value || allShort.value;
+  const namespaceFlag = namespaceLong.value || namespaceShort.value;
+  if (all && namespaceFlag) return usageError('-n/-namespace and -A/-all-namespaces cannot be used together');
+  if (fs.isSet('o') && fs.isSet('output') && outputShort.value !== outputLong.value) return usageError('-o and -output differ');
+  const output = fs.isSet('output') ? outputLong.value : outputShort.value;
+  if (timeout.value <= 0) return usageError('-request-timeout must be positive');
+
+  let client: KubeClient | undefined;
+  try {
+    const { kubeConfig, namespace: contextNamespace } = loadCliKubeConfig({ kubeconfig: kubeconfigPath.value, context: contextName.value, env: io.env });
+    const namespace = all ? undefined : namespaceFlag || contextNamespace;
+    try {
+      client = new KubeClient({ kubeConfig, timeoutMs: timeout.value, userAgent: USER_AGENT });
+    } catch (error) {
+      throw new CliError(`kubeconfig: ${messageOf(error)}`);
+    }
+    const input = await gather(client, namespace, operatorNamespace.value || undefined);
+    const findings = diagnose(input);
+    const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
+    if (output === 'json') {
+      io.out(`${JSON.stringify({ namespaces: namespace === undefined ? 'all' : [namespace], errors: count(findings, 'error'), warnings: count(findings, 'warning'), findings }, null, 2)}\n`);
+    } else {
+      io.out(renderText(findings, where, input));
+    }
+    return findings.some((f) => f.severity === 'error') ? 1 : 0;
+  } catch (error) {
+    io.err(`stateward doctor: ${messageOf(error)}\n`);
+    return 1;
+  } finally {
+    await client?.close().catch(() => undefined);
+  }
+}
+
+function count(findings: readonly Finding[], severity: Finding['severity']): number {
+  return findings.filter((f) => f.severity === severity).length;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** One block per finding, then a summary line. */
+export function renderText(findings: readonly Finding[], where: string, input?: Pick<DoctorInput, 'statefulSets' | 'zpdbs' | 'validatingWebhookConfigurations' | 'mutatingWebhookConfigurations'>): string {
+  const blocks = findings.map((f) => `${f.severity === 'error' ? 'ERROR' : 'WARNING'}  ${f.object}: ${f.problem}\n  fix: ${f.fix}\n`);
+  const checked = input
+    ? ` (checked ${plural(input.statefulSets.length, 'StatefulSet')}, ${plural(input.zpdbs.length, 'ZoneAwarePodDisruptionBudget')}, ${plural(input.validatingWebhookConfigurations.length + input.mutatingWebhookConfigurations.length, 'webhook configuration')})`
+    : '';
+  const errors = count(findings, 'error');
+  const warnings = count(findings, 'warning');
+  const summary = findings.length === 0
+    ? `No problems found in ${where}${checked}.\n`
+    : `${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${where}${checked}.\n`;
+  return [...blocks, summary].join('\n');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Lists everything diagnose() needs; forbidden lists become `unreadable`. */
+export async function gather(client: KubeClient, namespace: string | undefined, operatorNamespace?: string): Promise<DoctorInput> {
+  const unreadable: string[] = [];
+  const take = <T>(resource: string, listed: Listed<T>): T[] => {
+    if ('items' in listed) return listed.items;
+    unreadable.push(resource);
+    return [];
+  };
+  // Connectivity and credentials first, so a wrong kubeconfig gives one clear message.
+  const statefulSets = take('statefulsets', await listAll<StatefulSet>(client, resources.statefulSets, { namespace }));
+  let namespaceLabels: Record<string, Record<string, string>> | undefined;
+  if (namespace !== undefined) {
+    try {
+      const ns = await client.get<Namespace>(resources.namespaces, { name: namespace });
+      namespaceLabels = { [namespace]: ns.metadata?.labels ?? {} };
+    } catch (error) {
+      if (isNotFound(error)) throw new CliError(`namespace ${namespace} does not exist`);
+      if (!isForbidden(error)) throw requestFailure(client, `get namespace ${namespace}`, error);
+    }
+  }
+  const [pods, zpdbs, deployments, daemonSets, configMaps, secrets, validating, mutating, operatorsByName, operatorsByAppName] = await Promise.all([
+    listAll<Pod>(client, resources.pods, { namespace, metadataOnly: true }),
+    listAll<KubeObject>(client, zpdbResource, { namespace, optional: true }),
+    listAll<Deployment>(client, resources.deployments, { namespace }),
+    listAll<DaemonSet>(client, resources.daemonSets, { namespace }),
+    listAll<KubeObject>(client, resources.configMaps, { namespace, metadataOnly: true }),
+    // Metadata only: Secret values never leave the API server.
+    listAll<KubeObject>(client, resources.secrets, { namespace, metadataOnly: true }),
+    listAll<WebhookConfigurationObject>(client, resources.validatingWebhookConfigurations, {}),
+    listAll<WebhookConfigurationObject>(client, resources.mutatingWebhookConfigurations, {}),
+    // The operator's own Deployment may live outside the diagnosed namespace.
+    namespace === undefined ? Promise.resolve({ items: [] }) : listAll<Deployment>(client, resources.deployments, { labelSelector: 'name in (stateward,rollout-operator)' }),
+    namespace === undefined ? Promise.resolve({ items: [] }) : listAll<Deployment>(client, resources.deployments, { labelSelector: 'app.kubernetes.io/name in (stateward,rollout-operator)' }),
+  ]);
+  const operators = [operatorsByName, operatorsByAppName].flatMap((l) => ('items' in l ? l.items : []));
+  return {
+    now: Date.now(),
+    ...(namespace !== undefined ? { namespaces: [namespace] } : {}),
+    ...(namespaceLabels ? { namespaceLabels } : {}),
+    ...(operatorNamespace ? { operatorNamespace } : {}),
+    statefulSets,
+    pods: take('pods', pods),
+    zpdbs: take('zoneawarepoddisruptionbudgets', zpdbs),
+    deployments: take('deployments', deployments),
+    daemonSets: take('daemonsets', daemonSets),
+    configMaps: take('configmaps', configMaps),
+    secrets: take('secrets', secrets),
+    validatingWebhookConfigurations: take('validatingwebhookconfigurations', validating),
+    mutatingWebhookConfigurations: take('mutatingwebhookconfigurations', mutating),
+    ...(operators.length > 0 ? { operatorDeployments: operators } : {}),
+    unreadable,
+  };
+}
