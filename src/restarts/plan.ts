@@ -589,12 +589,11 @@ export function updateTarget(kind: 'StatefulSet' | 'DaemonSet', workload: OnDele
   };
 }
 
-/** Pods not at `updateRevision` (their controller-revision-hash label differs or is absent), by name. */
-export function outdatedPods(pods: readonly Pod[], updateRevision: string): string[] {
+/** Pods not at `updateRevision` (their revision label — see updateTarget — differs or is absent), by name. */
+export function outdatedPods(pods: readonly Pod[], updateRevision: string, revisionLabel = STATEFULSET_REVISION_LABEL): string[] {
   return pods
-    .map(podView)
-    .filter((p) => p.revision !== updateRevision)
-    .map((p) => p.name)
+    .filter((p) => p.metadata?.labels?.[revisionLabel] !== updateRevision)
+    .map((p) => p.metadata?.name ?? '')
     .sort(byKey);
 }
 

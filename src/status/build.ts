@@ -33,7 +33,7 @@ import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { mayOptIn, watchedConfigs, type ConfigKind, type WorkloadLike } from '../restarts/references.ts';
-import { restartMode, restartTimestampOf, updateTarget, type RestartTarget, type WorkloadKind } from '../restarts/plan.ts';
+import { outdatedPods as outdatedOf, restartMode, restartTimestampOf, updateTarget, type RestartTarget, type WorkloadKind } from '../restarts/plan.ts';
 import {
   STATUS_API_VERSION,
   type BudgetView,
@@ -466,7 +466,7 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
         const uid = object.metadata?.uid;
         if (target.revision !== '' && uid) {
           const own = pods.filter((p) => p.metadata?.ownerReferences?.some((r) => r.controller && r.uid === uid));
-          outdatedPods = own.filter((p) => p.metadata?.labels?.[target.revisionLabel] !== target.revision).length;
+          outdatedPods = outdatedOf(own, target.revision, target.revisionLabel).length;
         }
       }
       views.push({

@@ -431,6 +431,8 @@ describe('OnDelete workloads', { timeout: 10000 }, () => {
   it('counts outdated pods and words the Event', () => {
     const pods = [pod('db-0', 'new'), pod('db-1', 'old'), pod('db-2', 'old')];
     assert.deepEqual(outdatedPods(pods, 'new'), ['db-1', 'db-2']);
+    const generation = (name: string, g: string): Pod => ({ metadata: { name, labels: { 'pod-template-generation': g } } });
+    assert.deepEqual(outdatedPods([generation('agent-x', '2'), generation('agent-y', '1')], '2', 'pod-template-generation'), ['agent-y'], 'DaemonSet pods by their generation');
     const e = onDeleteEvent({ kind: 'StatefulSet', namespace: 'ns', name: 'db' }, 2, false);
     assert.equal(e.reason, 'ConfigRestartPending');
     assert.match(e.message, /^template updated, 2 pods outdated/);
