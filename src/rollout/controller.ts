@@ -14,7 +14,7 @@ import type { PodCallConfig } from '../workloads/podclient.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, type Plan } from './planner.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
-import { groupStatus, StatusPublisher } from './status.ts';
+import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
 import { ReplicaCoordinator } from '../scaling/executor.ts';
 import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
 
@@ -208,14 +208,17 @@ export class RolloutController {
       }
     }
     const plan = planGroup(snapshot);
+    let budgetWait: { statefulSet: string; message: string } | undefined;
     try {
-      await this.execute(key, plan, snapshot);
+      budgetWait = await this.execute(key, plan, snapshot);
       done(plan.blocked || plan.errors.length > 0 ? 'failure' : 'success');
     } catch (error) {
       done('failure');
       throw error;
     } finally {
-      this.status.publish(groupStatus(plan, this.runtime.clock.now()));
+      const status = groupStatus(plan, this.runtime.clock.now());
+      // The budget is asked outside the plan: its refusal is why the group waits.
+      this.status.publish(budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status);
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
   }
@@ -224,7 +227,8 @@ export class RolloutController {
     return { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name, uid: snapshot.statefulSets.find((s) => s.name === name)?.uid ?? '' };
   }
 
-  private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<void> {
+  /** Carries the plan out; returns the zone-aware budget's refusal when it stopped a delete. */
+  private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<{ statefulSet: string; message: string } | undefined> {
     const { namespace, group } = plan;
     const events = this.runtime.events;
     const log = this.log.child({ namespace, group });
@@ -243,6 +247,7 @@ export class RolloutController {
       });
       return;
     }
+    let budgetWait: { statefulSet: string; message: string } | undefined;
     for (const deletion of plan.deletions) {
       // Re-check right before every write: a replica that lost its lease must not act.
       if (!this.runtime.isLeader()) return;
@@ -256,6 +261,7 @@ export class RolloutController {
           const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
           log.debug(message, { statefulSet: deletion.statefulSet });
           this.reportOnce(key, `zpdb:${verdict.message}`, () => events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', message));
+          budgetWait = { statefulSet: deletion.statefulSet, message };
           break;
         }
       }
@@ -274,7 +280,7 @@ export class RolloutController {
       events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'DeletingPod', 'Rollout', note, { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid });
     }
     for (const update of plan.revisionUpdates) {
-      if (!this.runtime.isLeader()) return;
+      if (!this.runtime.isLeader()) return budgetWait;
       await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
       events.event(this.regarding(namespace, update.statefulSet, snapshot), 'Normal', 'RolloutComplete', 'Rollout', `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`);
     }
@@ -288,9 +294,10 @@ export class RolloutController {
           if (waiting.statefulSet) events.event(this.regarding(namespace, waiting.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', waiting.message);
         });
       }
-    } else if (!plan.waiting) {
+    } else if (!plan.waiting && !budgetWait) {
       this.lastReported.delete(key);
     }
+    return budgetWait;
   }
 
   /**

@@ -12,6 +12,9 @@ import type { Plan } from './planner.ts';
 
 export const STATUS_CONFIGMAP = 'stateward-rollout-status';
 
+/** The wait code when a ZoneAwarePodDisruptionBudget refuses the group's next delete (asked outside the planner). */
+export const ZPDB_WAIT_CODE = 'zpdb-denied';
+
 export interface GroupStatus {
   group: string;
   namespace: string;

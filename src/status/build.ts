@@ -48,7 +48,9 @@ import {
 } from './model.ts';
 
 /** Wait code used when the planner would delete a pod but its ZoneAwarePodDisruptionBudget says not now. */
-export const ZPDB_WAIT_CODE = 'zpdb-denied';
+import { ZPDB_WAIT_CODE } from '../rollout/status.ts';
+
+export { ZPDB_WAIT_CODE };
 
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 const LEGACY_ZONE_LABEL = 'failure-domain.beta.kubernetes.io/zone';

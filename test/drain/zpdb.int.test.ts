@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type Event, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
+import { resources, type ConfigMap, type Event, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
+import { Informer } from '../../src/runtime/informer/informer.ts';
+import { STATUS_CONFIGMAP, ZPDB_WAIT_CODE } from '../../src/rollout/status.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import { LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
 import { freePorts } from '../cluster/ports.ts';
@@ -184,9 +186,20 @@ describe('zone-aware pod disruption budgets', () => {
     const { namespace, kube, monitor, operators } = await setup(t, { spec: { maxUnavailable: 1, selector: SELECTOR } });
     // rollout-max-unavailable 2 in zone a, but the ZPDB allows 1: the budget wins.
     await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { annotations: { 'rollout-max-unavailable': '2' } } });
+    // The group's published status says when the budget is what it waits for.
+    const waits = new Set<string>();
+    const statuses = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, fieldSelector: `metadata.name=${STATUS_CONFIGMAP}` });
+    const seen = (cm: ConfigMap) => {
+      const code = (JSON.parse(cm.data?.['ingester'] ?? '{}') as { waitingFor?: { code?: string } }).waitingFor?.code;
+      if (code) waits.add(code);
+    };
+    statuses.addHandlers({ onAdd: seen, onUpdate: (_old, cm) => seen(cm) });
+    statuses.start();
+    t.after(() => statuses.stop());
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
     await waitRolledOut(kube, namespace);
     assert.deepEqual(monitor.violations, []);
+    assert.ok(waits.has(ZPDB_WAIT_CODE), `the status said the budget held the group (saw ${[...waits].join(', ')})`);
     const allowed = await operators[0]!.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}');
     assert.ok((allowed ?? 0) >= 6, `every rolling delete was judged against the budget (${allowed})`);
   });
