@@ -6,6 +6,7 @@
 //
 // The schema is versioned (apiVersion stateward.dev/v1, kind Status): fields
 // may be added, never renamed or removed without a new version; a test pins it.
+import type { SetSummary } from '../rollout/planner.ts';
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
 
 export const STATUS_API_VERSION = 'stateward.dev/v1';
@@ -81,17 +82,10 @@ export interface PodCell {
   stuckReason?: string;
 }
 
-export interface StatefulSetRow {
-  name: string;
+/** The planner's per-StatefulSet summary, as the report shows it. */
+export interface StatefulSetRow extends SetSummary {
   /** topology zone of the pods' nodes or the zone label, when known. */
   zone?: string;
-  replicas: number;
-  pods: number;
-  ready: number;
-  updated: number;
-  maxUnavailable: number;
-  paused: boolean;
-  state: 'up-to-date' | 'rolling' | 'waiting' | 'paused' | 'pending' | 'blocked';
   currentRevision?: string;
   updateRevision?: string;
   /** Every pod by ordinal, missing ones left out: the zones × pods grid of the web view. */
