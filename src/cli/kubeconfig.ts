@@ -66,7 +66,12 @@ function loadFile(path: string): KubeConfig {
     throw new CliError(`${path} is not a valid kubeconfig: ${messageOf(error).split('\n')[0]!.trim()}`);
   }
   // Relative certificate and key paths are relative to the file, as kubectl reads them.
-  kc.makePathsAbsolute(dirname(path));
+  try {
+    kc.makePathsAbsolute(dirname(path));
+  } catch (error) {
+    // A path field that is no string (a list, a number): the loader does not check their types.
+    throw new CliError(`${path} is not a valid kubeconfig: ${messageOf(error)}`);
+  }
   return kc;
 }
 
@@ -127,5 +132,8 @@ export function loadCliKubeConfig(options: CliKubeConfigOptions): { kubeConfig: 
   const context = kubeConfig.getContextObject(current);
   if (!context) throw new CliError(`current-context "${current}" is not defined in ${where}`);
   if (!kubeConfig.getCluster(context.cluster)) throw new CliError(`context "${current}" names cluster "${context.cluster}", which is not defined in ${where}`);
-  return { kubeConfig, namespace: context.namespace || 'default' };
+  // The loader does not check field types (kubectl refuses such a file).
+  const namespace: unknown = context.namespace;
+  if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new CliError(`context "${current}" in ${where}: its namespace is not a string`);
+  return { kubeConfig, namespace: namespace || 'default' };
 }

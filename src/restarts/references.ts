@@ -361,7 +361,8 @@ export interface WatchedConfigs {
  *     could backtrack catastrophically are skipped with a warning, as Reloader
  *     reports invalid regexes (PR #1193). Empty entries are skipped silently,
  *     as in Reloader. As there, the list is split on every comma, so an
- *     entry cannot contain one ({n,m} is not expressible).
+ *     entry cannot contain one ({n,m} is not expressible). Only the first
+ *     256 entries are read (with a warning): each costs a compile.
  *  4. reloader.stakater.com/search: "true" watches referenced configs that
  *     carry reloader.stakater.com/match: "true".
  *  5. reloader.stakater.com/auto or the typed configmap./secret. auto, parsed
@@ -446,7 +447,9 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
     let existing: string[] | undefined;
     const existingNames = (): string[] => (existing ??= safe(() => [...(options.configNames?.(kind, namespace) ?? [])], []));
     if (list !== undefined) {
-      for (const entry of splitList(list)) {
+      const entries = splitList(list);
+      if (entries.length > MAX_RELOAD_ENTRIES) warnOnce(`${keys.reload}${where} has ${entries.length} entries; only the first ${MAX_RELOAD_ENTRIES} are read`);
+      for (const entry of entries.slice(0, MAX_RELOAD_ENTRIES)) {
         const compiled = compileEntry(entry);
         if ('warning' in compiled) {
           warnOnce(`${keys.reload}${where}: entry ${JSON.stringify(entry)} ${compiled.warning}; ignored`);
@@ -556,11 +559,14 @@ function splitList(value: string): string[] {
 }
 
 const MAX_ENTRY_LENGTH = 1024;
+/** Reload-list entries read; each costs a regex compile (and an exception when it is none). */
+const MAX_RELOAD_ENTRIES = 256;
 const MAX_UNBOUNDED_QUANTIFIERS = 2;
 
 function compileEntry(entry: string): { regex: RegExp } | { warning: string } {
   if (entry.length > MAX_ENTRY_LENGTH) return { warning: `is longer than ${MAX_ENTRY_LENGTH} characters` };
-  if (/\(\?<?[=!]|\\[1-9]|\\k</.test(entry)) return { warning: 'uses lookaround or backreferences, which Go regular expressions (RE2) do not support' };
+  const unsupported = unsupportedRe2Syntax(entry);
+  if (unsupported) return { warning: unsupported };
   try {
     // Compiled on its own first: that proves the parentheses balance, so the
     // wrapping below cannot change what the entry means.
@@ -573,19 +579,38 @@ function compileEntry(entry: string): { regex: RegExp } | { warning: string } {
   return { regex: new RegExp(`^(?:${entry})$`) };
 }
 
+/** Lookaround and backreferences: JavaScript has them, Go's RE2 does not (and backreferences can take exponential time). */
+export function unsupportedRe2Syntax(p: string): string | undefined {
+  if (/\(\?<?[=!]|\\[1-9]|\\k</.test(p)) return 'uses lookaround or backreferences, which Go regular expressions (RE2) do not support';
+  return undefined;
+}
+
+/** What an unbounded quantifier can range over: the longest object name (253), plus one. */
+const NAME_RANGE = 254;
+/** The most ways to match a pattern may have: two unbounded quantifiers, times 4 (e.g. a{2,3}.*-.*). */
+
 /**
  * JavaScript regexes backtrack; Go's do not. A workload author must not be
  * able to stall the operator with a pattern like (a+)+b, so refuse a
- * quantified group that itself contains a quantifier or an alternation, and
- * more than two unbounded quantifiers (*, +, {n,}, wide {n,m}) overall.
- * Names are at most 253 characters, so two keep the worst case near 253²
- * steps per name (three already cost ~15 ms per name in a quick measurement).
+ * repeated group that itself contains a quantifier or an alternation, more
+ * than two unbounded quantifiers (*, +, {n,}, wide {n,m}) overall, and
+ * patterns with too many ways to match: every optional part (?, {n,m}) and
+ * every alternation multiplies them (a?a?a?…, (a|a)(a|a)… double at each),
+ * and each unbounded quantifier counts as the 254 lengths a name allows.
+ * Names are at most 253 characters, so two unbounded quantifiers keep the
+ * worst case near 253² steps per name (three already cost ~15 ms per name
+ * in a quick measurement). The pattern must compile (it is not validated
+ * here), and is run anchored at both ends.
  */
-function backtrackingRisk(p: string): string | undefined {
-  const groups: boolean[] = []; // per open group: its body has a quantifier or |
+export function backtrackingRisk(p: string, maxUnbounded = MAX_UNBOUNDED_QUANTIFIERS): string | undefined {
+  const maxWays = NAME_RANGE ** maxUnbounded * 4;
+  const groups: { risky: boolean; branches: number }[] = []; // per open group: its body has a quantifier or |, and its alternatives
   let inClass = false;
   let closedRisky = false; // the previous token closed a risky group
+  let quantifiable = false; // the previous token was an atom (not a quantifier, '(', '|' or the start)
   let unbounded = 0;
+  let ways = 1;
+  let topBranches = 1;
   for (let i = 0; i < p.length; i++) {
     const c = p[i];
     if (inClass) {
@@ -596,47 +621,74 @@ function backtrackingRisk(p: string): string | undefined {
     if (c === '\\') {
       i++;
       closedRisky = false;
+      quantifiable = true;
       continue;
     }
     if (c === '[') {
       inClass = true;
       closedRisky = false;
+      quantifiable = true;
       continue;
     }
     if (c === '(') {
-      groups.push(false);
+      groups.push({ risky: false, branches: 1 });
+      if (p[i + 1] === '?') i++; // (?:, (?<name>, (?=…: the ? is no quantifier
       closedRisky = false;
+      quantifiable = false;
       continue;
     }
     if (c === ')') {
-      closedRisky = groups.pop() ?? false;
+      const group = groups.pop();
+      closedRisky = group?.risky ?? false;
+      ways *= group?.branches ?? 1;
+      quantifiable = true;
       continue;
     }
-    const quantifier = c === '*' || c === '+' || c === '{';
-    if (quantifier) {
-      if (closedRisky) return 'nests quantifiers or alternations inside a repeated group, which can backtrack catastrophically';
-      if (c !== '{' || wideBrace(p.slice(i))) unbounded++;
-      if (unbounded > MAX_UNBOUNDED_QUANTIFIERS) return `has more than ${MAX_UNBOUNDED_QUANTIFIERS} unbounded quantifiers`;
+    if (c === '|') {
       markGroups(groups);
-    } else if (c === '|') {
-      markGroups(groups);
+      const group = groups[groups.length - 1];
+      if (group) group.branches++;
+      else topBranches++;
+      closedRisky = false;
+      quantifiable = false;
+      continue;
     }
+    const brace = c === '{' ? braceRange(p.slice(i)) : undefined;
+    if (quantifiable && (c === '*' || c === '+' || c === '?' || brace !== undefined)) {
+      const max = c === '?' ? 1 : brace ? brace.max : Infinity;
+      const choices = c === '?' ? 2 : brace ? brace.max - brace.min + 1 : Infinity;
+      // Repeating a group that can match in several ways multiplies them at every repetition.
+      if (closedRisky && max > 1) return 'nests quantifiers or alternations inside a repeated group, which can backtrack catastrophically';
+      if (choices > 17) unbounded++;
+      else ways *= choices;
+      if (unbounded > maxUnbounded) return `has more than ${maxUnbounded} unbounded quantifiers`;
+      if (NAME_RANGE ** unbounded * ways * topBranches > maxWays) return 'has too many ways to match (optional parts and alternatives multiply them), which can backtrack catastrophically';
+      markGroups(groups);
+      if (brace) i += brace.length - 1;
+      closedRisky = false;
+      quantifiable = false; // a ? right after a quantifier makes it lazy
+      continue;
+    }
+    if (!quantifiable && (c === '*' || c === '+' || c === '?')) continue; // lazy marker
     closedRisky = false;
+    quantifiable = true;
   }
+  if (NAME_RANGE ** unbounded * ways * topBranches > maxWays) return 'has too many ways to match (optional parts and alternatives multiply them), which can backtrack catastrophically';
   return undefined;
 }
 
-/** {n,} or {n,m} with a wide range: as costly to backtrack over as * or +. */
-function wideBrace(rest: string): boolean {
-  const m = /^\{(\d+)(?:,(\d*))?\}/.exec(rest);
-  if (!m) return false;
-  if (m[2] === undefined) return false;
-  return m[2] === '' || Number(m[2]) - Number(m[1]) > 16;
+/** {n}, {n,} or {n,m} at the start of `rest`: the repetitions it allows, and its length; undefined when not a quantifier. */
+function braceRange(rest: string): { min: number; max: number; length: number } | undefined {
+  const m = /^\{(\d+)(?:(,)(\d*))?\}/.exec(rest);
+  if (!m) return undefined;
+  const min = Number(m[1]);
+  const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
+  return { min, max, length: m[0].length };
 }
 
 /** A quantifier or | inside a group makes that group and every enclosing one risky to repeat. */
-function markGroups(groups: boolean[]): void {
-  groups.fill(true);
+function markGroups(groups: { risky: boolean }[]): void {
+  for (const g of groups) g.risky = true;
 }
 
 function isDnsSubdomain(name: string): boolean {

@@ -50,6 +50,17 @@ function isInt32(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= -(INT32_MAX + 1) && value <= INT32_MAX;
 }
 
+/** A value for a message, its JSON cut to 64 characters; never throws (JSON.stringify does on deep nesting). */
+function shortJson(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = Array.isArray(value) ? '[…]' : '{…}';
+  }
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
 /**
  * The replicas of an apps/v1 Deployment, StatefulSet or ReplicaSet
  * (`spec.replicas`: undefined when absent, null when null) or of an
@@ -69,7 +80,7 @@ export function replicasOf(obj: unknown): { kind: string; replicas: number | und
   if (spec !== undefined && spec !== null && !isRecord(spec)) return { error: `${kind} spec is not an object` };
   const replicas = spec?.replicas;
   if (replicas === undefined || replicas === null) return { kind, replicas: scale ? 0 : replicas };
-  if (!isInt32(replicas)) return { error: `${kind} spec.replicas is not a 32-bit integer: ${JSON.stringify(replicas)}` };
+  if (!isInt32(replicas)) return { error: `${kind} spec.replicas is not a 32-bit integer: ${shortJson(replicas)}` };
   return { kind, replicas };
 }
 

@@ -11,6 +11,7 @@
 // difference is noted next to the code.
 import type { KubeObject, ObjectMeta, Pod, ResourceType, StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/flags/duration.ts';
+import { backtrackingRisk, unsupportedRe2Syntax } from '../../restarts/references.ts';
 
 export const ZPDB_GROUP = 'rollout-operator.grafana.com';
 export const ZPDB_VERSION = 'v1';
@@ -112,10 +113,14 @@ function goType(value: unknown): string {
   return 'map[string]interface {}';
 }
 
-function goValue(value: unknown): string {
+/** Nesting printed by goValue; deeper values show as `...` (a recursive walk of any depth would overflow the stack). */
+const GO_VALUE_MAX_DEPTH = 32;
+
+function goValue(value: unknown, depth = 0): string {
   if (value === null || value === undefined) return '<nil>';
-  if (Array.isArray(value)) return `[${value.map(goValue).join(' ')}]`;
-  if (isRecord(value)) return `map[${Object.keys(value).sort().map((k) => `${k}:${goValue(value[k])}`).join(' ')}]`;
+  if ((Array.isArray(value) || isRecord(value)) && depth >= GO_VALUE_MAX_DEPTH) return '...';
+  if (Array.isArray(value)) return `[${value.map((v) => goValue(v, depth + 1)).join(' ')}]`;
+  if (isRecord(value)) return `map[${Object.keys(value).sort().map((k) => `${k}:${goValue(value[k], depth + 1)}`).join(' ')}]`;
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : typeof value;
 }
 
@@ -179,6 +184,9 @@ function captureGroups(regex: RegExp): number {
   return new RegExp(`${regex.source}|`, regex.flags).exec('')!.length - 1;
 }
 
+/** Longest podNamePartitionRegex accepted. */
+const MAX_PARTITION_REGEX_LENGTH = 1024;
+
 function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | undefined | { error: string } {
   if (!Object.hasOwn(spec, FIELD_POD_NAME_PARTITION_REGEX)) return undefined;
   const source = spec[FIELD_POD_NAME_PARTITION_REGEX];
@@ -196,21 +204,37 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
   const leading = /^\(\?([imsU]+)\)/.exec(source);
   if (leading?.[1]?.includes('U')) return { error: 'error parsing regexp: Go ungreedy flag (?U) is not supported' };
   const flags = [...new Set(leading?.[1]?.replace('m', '') ?? '')].join('');
+  // Go refuses a program past its size limit too; pod names are at most 253 characters.
+  if (source.length > MAX_PARTITION_REGEX_LENGTH) return { error: `error parsing regexp: expression too large (longer than ${MAX_PARTITION_REGEX_LENGTH} characters)` };
+  // Checked on the Go source: the translation of \z is itself a lookahead.
+  const unsupported = unsupportedRe2Syntax(source);
+  if (unsupported) return { error: `error parsing regexp: ${unsupported}` };
   const translated = translateGoRegex(leading ? source.slice(leading[0].length) : source);
   if (typeof translated !== 'string') return { error: `error parsing regexp: ${translated.error}` };
   let regex: RegExp;
+  let groups: number;
   try {
     // The anchor compiles "^" + regex + "$", which anchors only the outer
     // branches of an alternation (`a|b` → `^a|b$`). The group makes every
     // branch match the whole pod name, which is what the CRD documents.
     regex = new RegExp(`^(?:${translated})$`, flags);
+    // V8 compiles on the first match, and may only then find it too large.
+    regex.test('');
+    groups = captureGroups(regex);
   } catch (e) {
     // Go's text would be e.g. "error parsing regexp: missing closing ]: `[$`";
     // the detail here is V8's.
     return { error: `error parsing regexp: ${(e as Error).message}` };
   }
+  // RE2 matches in linear time; JavaScript backtracks. Every eviction runs
+  // the regex on each pod name of the group, so refuse what could stall it.
+  // Three unbounded quantifiers, not the two config restarts allow: a partition
+  // regex like (.*)-zone-.*-(\d+) is valid for rollout-operator, and a budget
+  // refused here is ignored, which would leave its evictions unlimited. Names
+  // are at most 253 characters: about 15 ms per name in the worst case.
+  const risk = backtrackingRisk(translated, 3);
+  if (risk) return { error: `error parsing regexp: ${risk}` };
 
-  const groups = captureGroups(regex);
   if (groups === 0) return { error: 'regular expression requires at least one subexpression' };
   if (groups > 1 && !groupSet) return { error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set` };
   // The anchor accepts a group < 1: 0 makes every pod name its own partition

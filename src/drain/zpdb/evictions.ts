@@ -165,9 +165,10 @@ export class ZpdbBudgets {
         return deny(429, 'pod-not-found', `unable to read pod ${name}, retry: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    const wanted = (request.object as { deleteOptions?: { preconditions?: { uid?: string } } } | undefined)?.deleteOptions?.preconditions?.uid;
+    const wanted: unknown = (request.object as { deleteOptions?: { preconditions?: { uid?: unknown } } } | undefined)?.deleteOptions?.preconditions?.uid;
     // The eviction is for another incarnation: the API server answers 409 itself.
-    if (wanted && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
+    // Only a uid says so; anything else in its place is judged as no precondition.
+    if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
 
     const configs = this.configs(namespace);
     const scope = evictionScope(pod, configs);

@@ -40,17 +40,21 @@ const GO_UNIT_NANOS: ReadonlyMap<string, bigint> = new Map([
   ['h', 3_600_000_000_000n],
 ]);
 
+const utf8 = new TextEncoder();
+
 /**
  * time's own quoting for error messages: ASCII as is (with " and \ escaped),
  * everything else as \x bytes of its UTF-8 encoding.
  */
 function quoteLikeTime(s: string): string {
+  // Byte by byte of the UTF-8 encoding: ASCII bytes are the characters
+  // themselves, and every other character encodes to bytes >= 0x80.
   let out = '"';
-  for (const ch of s) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= 0x80 || cp < 0x20) {
-      for (const byte of new TextEncoder().encode(ch)) out += '\\x' + byte.toString(16).padStart(2, '0');
+  for (const byte of utf8.encode(s)) {
+    if (byte >= 0x80 || byte < 0x20) {
+      out += '\\x' + byte.toString(16).padStart(2, '0');
     } else {
+      const ch = String.fromCharCode(byte);
       out += ch === '"' || ch === '\\' ? '\\' + ch : ch;
     }
   }

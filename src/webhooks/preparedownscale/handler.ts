@@ -215,7 +215,11 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         // One downscale per group at a time, whichever replica serves it. The
         // group is read only once the lock is held: read before, it could miss
         // the downscale the previous holder recorded just before releasing.
-        release = await lock(namespace, group, signal);
+        try {
+          release = await lock(namespace, group, signal);
+        } catch (error) {
+          return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-failed', error: error instanceof Error ? error.message : String(error) }));
+        }
         if (!release) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
       }
       let pods: Pod[];

@@ -225,7 +225,9 @@ export type ExecutorFailure =
   | { kind: 'load-zones' }
   | { kind: 'list-pods' }
   /** Tracker mode: another downscale of this rollout group holds the in-process lock. */
-  | { kind: 'group-locked'; statefulSet: string };
+  | { kind: 'group-locked'; statefulSet: string }
+  /** The group's lock (a Lease) could not be read or written. */
+  | { kind: 'lock-failed'; error: string };
 
 export function executorFailed(downscale: Downscale, failure: ExecutorFailure): Deny {
   switch (failure.kind) {
@@ -237,6 +239,8 @@ export function executorFailed(downscale: Downscale, failure: ExecutorFailure): 
       return deny(downscale, 'an error occurred while checking whether StatefulSets have non-updated replicas');
     case 'group-locked':
       return deny(downscale, `statefulset ${failure.statefulSet} is already in process of updating replicas`);
+    case 'lock-failed':
+      return deny(downscale, `taking the rollout group's lock failed: ${failure.error}`);
   }
 }
 
@@ -363,6 +367,9 @@ export interface EndpointsInput {
   existingPods: ReadonlySet<string>;
 }
 
+/** Missing pods endpoints() names (for a log line); a range may span 2^31 ordinals. */
+const MAX_SKIPPED_LISTED = 100;
+
 /**
  * The prepare-shutdown URL of each pod going away, ordinals from-1 down to
  * to: `http://<sts>-<i>.<serviceName>.<ns>.svc.<clusterDomain>:<port>/<path>`.
@@ -370,22 +377,31 @@ export interface EndpointsInput {
  * Two fixes over the anchor:
  * - Pods that do not exist are skipped (issue #72: downscaling while pods
  *   were still being created failed on DNS for pods that never existed).
- *   A pod that does not exist has nothing to prepare.
+ *   A pod that does not exist has nothing to prepare. `skipped` names the
+ *   first 100 of them (highest ordinals first).
  * - Leading slashes of the path are dropped: the anchor joins with "/", so
  *   "/prepare" gave "…:80//prepare".
  */
 export function endpoints(input: EndpointsInput): { call: Endpoint[]; skipped: string[] } {
   const domain = input.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN;
   const path = input.path.replace(/^\/+/, '');
+  // The replica counts may be anything in int32 (the new one is not validated
+  // yet when a mutating webhook sees it, so it may be negative): the work
+  // follows the pods that exist, never the length of the range.
+  const low = Math.max(input.to, 0);
+  const prefix = `${input.sts}-`;
   const call: Endpoint[] = [];
+  for (const pod of input.existingPods) {
+    const ordinal = pod.slice(prefix.length);
+    if (!pod.startsWith(prefix) || !/^(0|[1-9][0-9]*)$/.test(ordinal)) continue;
+    const index = Number(ordinal);
+    if (index >= low && index < input.from) call.push({ url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}/${path}`, index, pod });
+  }
+  call.sort((a, b) => b.index - a.index);
+  // For the log: the missing pods, highest first, at most MAX_SKIPPED_LISTED of them.
   const skipped: string[] = [];
-  for (let index = input.from - 1; index >= input.to; index--) {
-    const pod = `${input.sts}-${index}`;
-    if (!input.existingPods.has(pod)) {
-      skipped.push(pod);
-      continue;
-    }
-    call.push({ url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}/${path}`, index, pod });
+  for (let index = input.from - 1; index >= low && skipped.length < MAX_SKIPPED_LISTED; index--) {
+    if (!input.existingPods.has(`${prefix}${index}`)) skipped.push(`${prefix}${index}`);
   }
   return { call, skipped };
 }
