@@ -184,7 +184,7 @@ export class RolloutController {
   async reconcile(key: string): Promise<void> {
     if (!this.runtime.isLeader()) return;
     const { namespace, group } = splitKey(key);
-    const snapshot = this.snapshot(namespace, group);
+    let snapshot = this.snapshot(namespace, group);
     const metricGroup = this.metricGroup(namespace, group);
     if (snapshot.statefulSets.length === 0) {
       this.knownGroups.delete(key);
@@ -203,6 +203,12 @@ export class RolloutController {
         this.log.warn('replica adjustment failed; rolling out anyway', { group: key, err: error instanceof Error ? error.message : String(error) });
         return false;
       })) {
+        done('success');
+        return;
+      }
+      // Adjusting may have waited on the API and webhooks for seconds: plan on what the caches say now.
+      snapshot = this.snapshot(namespace, group);
+      if (snapshot.statefulSets.length === 0) {
         done('success');
         return;
       }
@@ -255,15 +261,17 @@ export class RolloutController {
       // A zone-aware disruption budget covers rolling deletes as it covers
       // evictions; a denial waits for the next reconcile.
       const pod = this.podInformer(namespace)?.get(namespace, deletion.pod);
-      if (pod) {
-        const verdict = await this.budgets.allowRolloutDelete(pod, plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1);
-        if (!verdict.allowed) {
-          const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
-          log.debug(message, { statefulSet: deletion.statefulSet });
-          this.reportOnce(key, `zpdb:${verdict.message}`, () => events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', message));
-          budgetWait = { statefulSet: deletion.statefulSet, message };
-          break;
-        }
+      // The planned pod is gone or was replaced under its name since the
+      // snapshot: nothing of the plan's to delete, and the replacement must
+      // not be judged (and recorded in a budget's ledger) in its place.
+      if (pod?.metadata?.uid !== deletion.uid) continue;
+      const verdict = await this.budgets.allowRolloutDelete(pod, plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1);
+      if (!verdict.allowed) {
+        const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
+        log.debug(message, { statefulSet: deletion.statefulSet });
+        this.reportOnce(key, `zpdb:${verdict.message}`, () => events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', message));
+        budgetWait = { statefulSet: deletion.statefulSet, message };
+        break;
       }
       const why = deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
       const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
