@@ -23,6 +23,7 @@ import { evict } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
+import { closeServer, listenOn } from '../support/tcp.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES } from '../support/rollout-group.ts';
 import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 
@@ -58,14 +59,12 @@ class DelayProxy {
     });
   }
 
-  async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return (this.server.address() as { port: number }).port;
+  listen(): Promise<number> {
+    return listenOn(this.server);
   }
 
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return closeServer(this.server, this.sockets);
   }
 }
 

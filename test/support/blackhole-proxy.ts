@@ -2,6 +2,7 @@
 // the connections it already carries while accepting new ones: exactly what
 // a client sees when a NAT or load balancer forgets a long-lived connection.
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { closeServer, listenOn } from './tcp.ts';
 
 export class BlackholeProxy {
   private readonly server: Server;
@@ -28,8 +29,7 @@ export class BlackholeProxy {
   }
 
   async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenOn(this.server);
     return this.port;
   }
 
@@ -40,10 +40,6 @@ export class BlackholeProxy {
   }
 
   async close(): Promise<void> {
-    for (const pair of this.pairs) {
-      pair.client.destroy();
-      pair.upstream.destroy();
-    }
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server, [...this.pairs].flatMap((pair) => [pair.client, pair.upstream]));
   }
 }
