@@ -214,7 +214,8 @@ export class RestartController {
 
   private async observe(wkey: string, keys: string[]): Promise<void> {
     const current = await this.currentChecksums(keys);
-    const state = observeChange(this.pending.get(wkey), this.runtime.clock.now(), current);
+    // The debounce measures durations in this process: monotonic clock (decideRestart gets both).
+    const state = observeChange(this.pending.get(wkey), this.runtime.clock.monotonic(), current);
     this.pending.set(wkey, state);
     this.metrics.waiting.set(this.pending.size);
     this.queue?.add(wkey);
@@ -289,7 +290,7 @@ export class RestartController {
     }
     const watched = this.watched(w);
     const applied = appliedChecksumsOf(w);
-    const now = this.runtime.clock.now();
+    const now = this.runtime.clock.monotonic();
     const previousTimestamp = restartTimestampOf(w);
     // Checksums xing wrote are compared with xing's checksum of the same content.
     const legacyKeys = new Set([...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key));
@@ -302,6 +303,7 @@ export class RestartController {
       legacyCurrent,
       ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
       now,
+      wallNow: this.runtime.clock.now(),
       settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },
       ...(previousTimestamp !== undefined ? { previousTimestamp } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),

@@ -45,6 +45,9 @@
 // due at min(last change + gracePeriodMs, first change + maxWaitMs): each
 // change slides the window, but a config that keeps changing still rolls by
 // first + maxWaitMs. maxWaitMs = gracePeriodMs gives xing's fixed window.
+// The debounce's times (`now`, a burst's firstAt/lastAt, `until`) are on the
+// executor's monotonic clock; the restart trigger written, and the times in
+// reasons, are wall clock (`wallNow`).
 //
 // IDEMPOTENCE. The only memory that matters is the annotation on the workload
 // (the pending burst is an in-memory refinement for R3 and the debounce):
@@ -363,7 +366,10 @@ export interface RestartInput {
   current: CurrentChecksumsInput;
   /** The workload's burst, if changes were observed since its last decision that acted. */
   pending?: PendingChange;
+  /** For the debounce, on the clock `pending`'s times are on (the executor's monotonic clock). */
   now: number;
+  /** The wall clock at `now` (epoch ms): the restart trigger written, and times in reasons. Default: `now`. */
+  wallNow?: number;
   settings?: Partial<RestartSettings>;
   /**
    * Migration from xing: key → xing's checksum of the config's CURRENT
@@ -476,6 +482,7 @@ function summarize(changes: readonly ConfigChange[]): string {
  */
 export function decideRestart(input: RestartInput): RestartDecision {
   const { workload, now } = input;
+  const wallNow = input.wallNow ?? now;
   const name = workloadKey(workload);
   const current = toMap(input.current);
   if (!input.optedIn) {
@@ -493,7 +500,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
   const burst = input.pending === undefined ? observeChange(undefined, now, current) : { ...input.pending, firstSeen: withFirstSeen(input.pending.firstSeen, current) };
   if (!due(burst, now, settings)) {
     const until = dueAt(burst, settings);
-    return { action: 'wait-until', workload, until, pending: burst, changes, missing, reason: `${name}: ${summarize(changes)}; waiting until ${new Date(until).toISOString()} for more changes${missingNote}` };
+    return { action: 'wait-until', workload, until, pending: burst, changes, missing, reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${missingNote}` };
   }
 
   const annotation = formatAppliedChecksums(target);
@@ -508,7 +515,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
       restartedBy,
       missing,
       pending: undefined,
-      patch: restartPatch({ applied: target, now, previousTimestamp: input.previousTimestamp, format: input.timestampFormat, ...patchOptions }),
+      patch: restartPatch({ applied: target, now: wallNow, previousTimestamp: input.previousTimestamp, format: input.timestampFormat, ...patchOptions }),
       reason: `restarting ${name}: ${summarize(changes)}${missingNote}`,
     };
   }

@@ -47,7 +47,7 @@ export class RolloutController {
   private readonly metrics: RolloutMetrics;
   private readonly status: StatusPublisher;
   private queue: WorkQueue | undefined;
-  /** Pods we deleted whose deletion the cache may not show yet: uid → when. */
+  /** Pods we deleted whose deletion the cache may not show yet: uid → when (monotonic). */
   private readonly expectedDeletions = new Map<string, number>();
   /** Last wait/blocked message per group, so repeats do not become new Events. */
   private readonly lastReported = new Map<string, string>();
@@ -166,7 +166,8 @@ export class RolloutController {
   snapshot(namespace: string, group: string): GroupSnapshot {
     const sets = this.setInformer(namespace)?.byIndex(INDEX.setsByGroup, group).filter((s) => s.metadata?.namespace === namespace) ?? [];
     const podInformer = this.podInformer(namespace);
-    const now = this.runtime.clock.now();
+    // An in-process window: a wall clock stepping forward would forget our deletes at once.
+    const now = this.runtime.clock.monotonic();
     for (const [uid, at] of this.expectedDeletions) if (now - at > DELETE_EXPECTATION_MS) this.expectedDeletions.delete(uid);
     const snapshot = groupSnapshot(namespace, group, sets, (set) => {
       // Indexed lookups only: a reconcile must not scan every pod of the namespace.
@@ -222,6 +223,7 @@ export class RolloutController {
       done('failure');
       throw error;
     } finally {
+      // Wall clock: `since` is a timestamp in the published status.
       const status = groupStatus(plan, this.runtime.clock.now());
       // The budget is asked outside the plan: its refusal is why the group waits.
       this.status.publish(budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status);
@@ -282,7 +284,7 @@ export class RolloutController {
         if (isNotFound(error) || isConflict(error)) continue;
         throw error;
       }
-      this.expectedDeletions.set(deletion.uid, this.runtime.clock.now());
+      this.expectedDeletions.set(deletion.uid, this.runtime.clock.monotonic());
       this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
       log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
       events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'DeletingPod', 'Rollout', note, { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid });

@@ -24,6 +24,7 @@ export interface Runtime {
   readonly client: KubeClient;
   readonly logger: Logger;
   readonly registry: Registry;
+  /** now() for timestamps written to or compared with the API; monotonic() for every duration within the process. */
   readonly clock: Clock;
   readonly events: EventRecorder;
   readonly http: HttpServer;

@@ -83,16 +83,66 @@ export function podUrl(template: string, address: PodAddress): string | { error:
   return `${parts.scheme}${userinfo}${host}${parts.port === '' ? '' : `:${parts.port}`}${parts.rest}`;
 }
 
+/** The largest ordinal a StatefulSet can have (spec.replicas is an int32). */
+const MAX_ORDINAL = 2 ** 31 - 1;
+
+/**
+ * The ordinals of `statefulSet`'s pods among `podNames`: names
+ * `<statefulSet>-<ordinal>` with a canonical decimal int32 ordinal; other
+ * names are ignored.
+ */
+export function ordinalsOf(statefulSet: string, podNames: Iterable<string>): number[] {
+  const prefix = `${statefulSet}-`;
+  const ordinals: number[] = [];
+  for (const name of podNames) {
+    if (!name.startsWith(prefix)) continue;
+    const text = name.slice(prefix.length);
+    if (!/^(0|[1-9][0-9]{0,9})$/.test(text)) continue;
+    const ordinal = Number(text);
+    if (ordinal <= MAX_ORDINAL) ordinals.push(ordinal);
+  }
+  return ordinals;
+}
+
+export interface DelayedDownscaleCallPlan {
+  /** Ordinals to send DELETE, ascending. */
+  cancel: number[];
+  /** Ordinals to send POST, ascending. */
+  prepare: number[];
+  /** The lowest ordinal of [desired, current) without a pod: it cannot answer, so no downscale this time. */
+  missing?: number;
+}
+
 /**
  * The pod calls for a replica change: DELETE (cancel) to the pods that stay,
  * POST (prepare) to the pods that would go. Upscale or no change: cancel
  * [0, current), prepare nothing.
+ *
+ * Only pods in `existing` (their ordinals) are called: spec.replicas may be
+ * any int32, so the work follows the pods that exist, never the length of
+ * the ranges (as the prepare-downscale webhook's endpoints()). Without
+ * `existing`, every pod of [0, current) is taken to exist (small counts
+ * only, as in tests: the executor always passes the pods its cache shows).
  */
-export function delayedDownscaleCalls(input: { current: number; desired: number }): { cancel: number[]; prepare: number[] } {
+export function delayedDownscaleCalls(input: { current: number; desired: number; existing?: Iterable<number> }): DelayedDownscaleCallPlan {
   const { current, desired } = input;
-  const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
-  if (desired >= current) return { cancel: range(0, current), prepare: [] };
-  return { cancel: range(0, desired), prepare: range(desired, current) };
+  if (input.existing === undefined) {
+    const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+    if (desired >= current) return { cancel: range(0, current), prepare: [] };
+    return { cancel: range(0, desired), prepare: range(desired, current) };
+  }
+  const ordinals = [...new Set(input.existing)].filter((o) => Number.isSafeInteger(o) && o >= 0).sort((a, b) => a - b);
+  const staying = Math.min(current, desired);
+  const cancel = ordinals.filter((o) => o < staying);
+  if (desired >= current) return { cancel, prepare: [] };
+  const prepare = ordinals.filter((o) => o >= desired && o < current);
+  // The first gap in the ascending ordinals from `desired`: found in at most prepare.length steps.
+  let next = desired;
+  for (const ordinal of prepare) {
+    if (ordinal !== next) break;
+    next++;
+  }
+  return next < current ? { cancel, prepare, missing: next } : { cancel, prepare };
 }
 
 /** A DELETE (cancel) succeeded: any 2xx, or 409 Conflict ("partition state locked"). Failures are only logged. */
@@ -127,6 +177,11 @@ export type PrepareResults = ReadonlyMap<number, number | { error: string }>;
  * from ordinal current−1 down to desired, the consecutive pods whose
  * now − timestamp ≥ delay may go. Any failed POST in [desired, current)
  * → error (no scaling this time); none may go → the anchor's error.
+ *
+ * Time proportional to the answers, whatever current − desired (any int32):
+ * the first loop stops at the first ordinal without an answer, so it runs
+ * at most timestamps.size + 1 times, and the second only runs when every
+ * ordinal of the range has one.
  */
 export function delayedDownscaleDecision(input: {
   current: number;

@@ -13,12 +13,21 @@
 // prepare may have happened since the last cancel (a downscale withdrawn,
 // an upscale, the first sight of a StatefulSet after a start) and otherwise
 // at most every `cancelRepeatMs`.
+//
+// Only pods that exist are called (spec.replicas may be any int32, e.g.
+// 2^31-1 with 3 pods): the work follows the pods the cache shows, never
+// the length of an ordinal range. A leaving pod that does not exist cannot
+// answer: the first such ordinal gets an error answer (no downscale this time).
+//
+// Freshness and the cancel repeat are durations in this process: monotonic
+// clock. (The pods' answers carry wall-clock timestamps; delay.ts compares
+// those with the wall clock.)
 import type { Counter } from 'prom-client';
 import type { Clock } from '../runtime/clock.ts';
 import type { Pod } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import { callPod, mapBounded, type PodCallResult } from '../workloads/podclient.ts';
-import { cancelSucceeded, parsePrepareResponse, podUrl, type PrepareResults } from './delay.ts';
+import { cancelSucceeded, delayedDownscaleCalls, ordinalsOf, parsePrepareResponse, podUrl, type DelayedDownscaleCallPlan, type PrepareResults } from './delay.ts';
 
 export interface DelayTarget {
   namespace: string;
@@ -35,6 +44,8 @@ export interface DelayCallsOptions {
   timeoutMs: number;
   /** The pod named `name` as the cache shows it (for its IP). */
   lookupPod: (namespace: string, name: string) => Pod | undefined;
+  /** The names of the StatefulSet's pods as the cache shows them, when a round runs. */
+  existingPods: (namespace: string, statefulSet: string) => Iterable<string>;
   /** A prepare round for this StatefulSet finished: reconcile its group to act on it. */
   onSettled: (namespace: string, statefulSet: string) => void;
   calls?: Counter;
@@ -48,6 +59,7 @@ export interface DelayCallsOptions {
 interface PrepareOutcome {
   current: number;
   desired: number;
+  /** Monotonic. */
   at: number;
   results: PrepareResults;
 }
@@ -64,6 +76,7 @@ interface SetState {
   dirty: boolean;
   /** Replicas of a cancel round asked for and not yet finished. */
   cancelling?: number;
+  /** Monotonic. */
   lastCancelAt?: number;
   lastCancelReplicas?: number;
 }
@@ -94,7 +107,7 @@ export class DelayedDownscaleCalls {
   prepare(target: DelayTarget, current: number, desired: number): { results: PrepareResults } | 'pending' {
     const state = this.state(target);
     const outcome = state.prepared;
-    if (outcome && state.queued === 0 && outcome.current === current && outcome.desired === desired && this.o.clock.now() - outcome.at <= this.o.freshMs) {
+    if (outcome && state.queued === 0 && outcome.current === current && outcome.desired === desired && this.o.clock.monotonic() - outcome.at <= this.o.freshMs) {
       state.prepared = undefined;
       return { results: outcome.results };
     }
@@ -103,28 +116,30 @@ export class DelayedDownscaleCalls {
     state.preparing = { current, desired };
     this.enqueue(target, state, async () => {
       state.dirty = true;
+      const plan = this.plan(target, current, desired);
       const [cancels, posts] = await Promise.all([
-        this.callOrdinals(target, 'DELETE', range(0, desired)),
-        this.callOrdinals(target, 'POST', range(desired, current)),
+        this.callOrdinals(target, 'DELETE', plan.cancel),
+        this.callOrdinals(target, 'POST', plan.prepare),
       ]);
       this.logCancelFailures(target, state, cancels);
       const results = new Map<number, number | { error: string }>();
       for (const [ordinal, result] of posts) results.set(ordinal, 'error' in result ? { error: result.error } : parsePrepareResponse(result));
+      if (plan.missing !== undefined) results.set(plan.missing, { error: `pod ${target.statefulSet}-${plan.missing} does not exist` });
       if (state.preparing?.current === current && state.preparing.desired === desired) state.preparing = undefined;
-      state.prepared = { current, desired, at: this.o.clock.now(), results };
+      state.prepared = { current, desired, at: this.o.clock.monotonic(), results };
     }, true);
     return 'pending';
   }
 
   /**
-   * The StatefulSet keeps (or grows to) `replicas`: tells pods [0, replicas)
-   * to cancel any prepared downscale when one may be pending, else at most
-   * every cancelRepeatMs. Never waits.
+   * The StatefulSet keeps (or grows to) `replicas`: tells the pods of
+   * [0, replicas) that exist to cancel any prepared downscale when one may
+   * be pending, else at most every cancelRepeatMs. Never waits.
    */
   cancel(target: DelayTarget, replicas: number): void {
     const state = this.state(target);
     state.prepared = undefined;
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     const due = state.dirty || state.preparing !== undefined || state.lastCancelReplicas !== replicas || state.lastCancelAt === undefined || now - state.lastCancelAt >= this.o.cancelRepeatMs;
     if (!due || state.cancelling === replicas) return;
     state.cancelling = replicas;
@@ -132,10 +147,10 @@ export class DelayedDownscaleCalls {
       // Rounds run in order: every POST asked for before this cancel has been sent.
       state.dirty = false;
       state.prepared = undefined;
-      const results = await this.callOrdinals(target, 'DELETE', range(0, replicas));
+      const results = await this.callOrdinals(target, 'DELETE', this.plan(target, replicas, replicas).cancel);
       this.logCancelFailures(target, state, results);
       if (state.cancelling === replicas) state.cancelling = undefined;
-      state.lastCancelAt = this.o.clock.now();
+      state.lastCancelAt = this.o.clock.monotonic();
       state.lastCancelReplicas = replicas;
       // Nothing waits on a cancel: no reconcile is asked for (a failing pod must not spin one).
     }, false);
@@ -169,6 +184,12 @@ export class DelayedDownscaleCalls {
     await Promise.all([...this.sets.values()].map((s) => s.tail));
   }
 
+  /** The calls for current→desired to the StatefulSet's pods that exist now. */
+  private plan(target: DelayTarget, current: number, desired: number): DelayedDownscaleCallPlan {
+    const existing = ordinalsOf(target.statefulSet, this.o.existingPods(target.namespace, target.statefulSet));
+    return delayedDownscaleCalls({ current, desired, existing });
+  }
+
   private async callOrdinals(target: DelayTarget, method: 'POST' | 'DELETE', ordinals: number[]): Promise<Map<number, PodCallResult>> {
     const answers = await mapBounded(ordinals, this.o.concurrency, async (ordinal): Promise<[number, PodCallResult]> => {
       const podName = `${target.statefulSet}-${ordinal}`;
@@ -199,4 +220,3 @@ export class DelayedDownscaleCalls {
   }
 }
 
-const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);

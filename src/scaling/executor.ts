@@ -5,13 +5,20 @@
 // ordinary patches, so the admission webhooks see them. Errors are reported
 // and the rollout goes on (rollout-operator's choice, which avoided an
 // HPA/rollout live-lock).
+//
+// Clocks: the windows kept here (repeated reports, our own replica patches,
+// scale reads) are monotonic; the planner's `now` is the wall clock, since it
+// is compared with grafana.com/last-downscale and with the pods' prepared-at
+// timestamps, with the forward steps of that clock this process noted.
 import { Counter } from 'prom-client';
 import type { Runtime } from '../runtime/operator.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import { resources, type StatefulSet } from '../runtime/kube/types.ts';
 import { formatGoDuration } from '../runtime/flags/duration.ts';
 import { informerFor } from '../runtime/informer/informer.ts';
-import { workloadCache } from '../workloads/cache.ts';
+import { INDEX, workloadCache } from '../workloads/cache.ts';
+import { observeLastDownscales } from '../workloads/clocksteps.ts';
+import { lastDownscalesFromAnnotations } from '../workloads/downscale.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
@@ -49,13 +56,14 @@ export class ReplicaCoordinator {
   private readonly scales: ScaleClient;
   private readonly podCalls: Counter;
   private delays: DelayedDownscaleCalls;
-  /** Messages reported per object, and when, so a repeat is not a new Event every reconcile. */
+  /** Messages reported per object, and when (monotonic), so a repeat is not a new Event every reconcile. */
   private readonly reported = new Map<string, number>();
   /**
    * Replicas we just set, until the cache shows them: a reconcile that runs
    * before the watch delivers our own patch must not act on the old count.
    */
   private readonly expected = new Map<string, { replicas: number; at: number }>();
+  /** `at`s are monotonic here too. */
   private readonly scaleReads = new Map<string, { at: number; scale: Scale }>();
 
   constructor(runtime: Runtime, options: ReplicaCoordinatorOptions) {
@@ -68,13 +76,21 @@ export class ReplicaCoordinator {
   }
 
   private newDelayCalls(): DelayedDownscaleCalls {
-    const pods = workloadCache(this.runtime).pods;
+    const { pods, statefulSets } = workloadCache(this.runtime);
     return new DelayedDownscaleCalls({
       clock: this.runtime.clock,
       log: this.log,
       clusterDomain: this.options.podCalls.clusterDomain,
       timeoutMs: this.options.podCalls.podTimeoutMs,
       lookupPod: (namespace, name) => informerFor(pods, namespace)?.get(namespace, name),
+      // Indexed lookups only: the StatefulSet's own pods and pods no controller owns (being adopted).
+      existingPods: (namespace, name) => {
+        const informer = informerFor(pods, namespace);
+        const uid = informerFor(statefulSets, namespace)?.get(namespace, name)?.metadata?.uid;
+        const owned = uid ? (informer?.byIndex(INDEX.podsByOwner, uid) ?? []) : [];
+        const orphans = informer?.byIndex(INDEX.orphanPods, '') ?? [];
+        return [...owned, ...orphans].filter((p) => p.metadata?.namespace === namespace).map((p) => p.metadata?.name ?? '');
+      },
       onSettled: this.options.requeue,
       calls: this.podCalls,
     });
@@ -88,7 +104,7 @@ export class ReplicaCoordinator {
 
   private report(set: StatefulSet, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const key = `${set.metadata?.namespace}/${nameOf(set)}:${reason}:${message}`;
-    const now = this.runtime.clock.now();
+    const now = this.runtime.clock.monotonic();
     const last = this.reported.get(key);
     if (last !== undefined && now - last < REPORT_AGAIN_MS) return;
     for (const [k, at] of this.reported) if (now - at >= REPORT_AGAIN_MS) this.reported.delete(k);
@@ -112,7 +128,7 @@ export class ReplicaCoordinator {
       this.warn(set, 'ScaleFailed', `could not scale ${nameOf(set)} to ${replicas}: ${error instanceof Error ? error.message : String(error)}`);
       return false;
     }
-    this.expected.set(`${set.metadata?.namespace}/${nameOf(set)}`, { replicas, at: this.runtime.clock.now() });
+    this.expected.set(`${set.metadata?.namespace}/${nameOf(set)}`, { replicas, at: this.runtime.clock.monotonic() });
     this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, { statefulSet: nameOf(set) });
     this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, 'Normal', 'ScaledReplicas', 'Scale', `scaled from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`);
     return true;
@@ -122,7 +138,7 @@ export class ReplicaCoordinator {
     const key = `${set.metadata?.namespace}/${nameOf(set)}`;
     const expected = this.expected.get(key);
     if (!expected) return set;
-    if (set.spec?.replicas === expected.replicas || this.runtime.clock.now() - expected.at > 30_000) {
+    if (set.spec?.replicas === expected.replicas || this.runtime.clock.monotonic() - expected.at > 30_000) {
       this.expected.delete(key);
       return set;
     }
@@ -137,7 +153,7 @@ export class ReplicaCoordinator {
    */
   private async readScale(ref: ScaleRef): Promise<Scale> {
     const key = scaleKey(ref);
-    const now = this.runtime.clock.now();
+    const now = this.runtime.clock.monotonic();
     const cached = this.scaleReads.get(key);
     if (cached && now - cached.at < SCALE_READ_TTL_MS) return cached.scale;
     const scale = await this.scales.getScale(ref);
@@ -150,7 +166,9 @@ export class ReplicaCoordinator {
   async adjust(cached: StatefulSet[]): Promise<boolean> {
     const sets = cached.map((set) => this.withExpectedReplicas(set));
     for (const set of sets) for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
-    const plan = planGroupReplicas({ group: sets, now: this.runtime.clock.now() });
+    // Every pass notes the group's last downscales, so a later step of the wall clock cannot shorten min-time.
+    const countedFrom = observeLastDownscales(this.runtime.clock, sets[0]?.metadata?.namespace ?? '', lastDownscalesFromAnnotations(sets));
+    const plan = planGroupReplicas({ group: sets, now: this.runtime.clock.now(), countedFrom });
     for (const error of plan.errors) {
       const set = sets.find((s) => nameOf(s) === error.statefulSet) ?? sets[0]!;
       this.warn(set, 'ScalingError', error.error);
@@ -232,6 +250,7 @@ export class ReplicaCoordinator {
       if (answer === 'pending') {
         this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', { statefulSet: nameOf(set), from: current, to: target.target });
       } else {
+        // Wall clock: compared with the timestamps the pods answered.
         const decision = delayedDownscaleDecision({ current, desired: target.target, timestamps: answer.results, delayMs: delay.delayMs, now: this.runtime.clock.now() });
         if ('error' in decision) {
           const waiting = decision.error.startsWith('configured downscale delay');

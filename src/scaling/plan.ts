@@ -1,7 +1,9 @@
 // Replica scaling, pure decision core: follow-leader (rollout-operator's
 // pkg/controller/replicas.go), the order in which a group's StatefulSets are
 // adjusted, and re-exports of the mirror, delayed-downscale and validation
-// parts (mirror.ts, delay.ts, validate.ts). Time is passed in (epoch ms).
+// parts (mirror.ts, delay.ts, validate.ts). Time is passed in (epoch ms, the
+// wall clock: it is compared with last-downscale timestamps), with the
+// forward steps of that clock the executor noted (src/workloads/clocksteps.ts).
 //
 // MIN-TIME RULE (decided; the same rule as the prepare-downscale webhook,
 // src/webhooks/preparedownscale/plan.ts groupChecks):
@@ -19,7 +21,7 @@
 // another there. One rule means: what the controller attempts, the webhook
 // admits.
 import type { StatefulSet } from '../runtime/kube/types.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations } from '../workloads/downscale.ts';
+import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type CountedFromByName } from '../workloads/downscale.ts';
 import { formatRfc3339, parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
@@ -76,8 +78,8 @@ export type MinTimeOutcome =
   | { error: string };
 
 /** The MIN-TIME RULE above, for downscaling `zone` (a StatefulSet name) at `now`. */
-export function minimumTimeHasElapsed(input: { zone: string; group: readonly StatefulSet[]; now: number }): MinTimeOutcome {
-  const check = checkMinTimeBetweenZoneDownscales({ self: input.zone, group: input.group, lastDownscales: lastDownscalesFromAnnotations(input.group), now: input.now });
+export function minimumTimeHasElapsed(input: { zone: string; group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): MinTimeOutcome {
+  const check = checkMinTimeBetweenZoneDownscales({ self: input.zone, group: input.group, lastDownscales: lastDownscalesFromAnnotations(input.group), now: input.now, countedFrom: input.countedFrom });
   return 'error' in check ? { error: check.error } : check;
 }
 
@@ -97,8 +99,8 @@ export function leaderFor(follower: StatefulSet, group: readonly StatefulSet[]):
 }
 
 /** The replicas a StatefulSet should have in follow-leader mode (anchor: desiredStsReplicas). */
-export function desiredFollowerReplicas(input: { follower: StatefulSet; group: readonly StatefulSet[]; now: number }): FollowerDecision {
-  const { follower, group, now } = input;
+export function desiredFollowerReplicas(input: { follower: StatefulSet; group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): FollowerDecision {
+  const { follower, group, now, countedFrom } = input;
   const name = nameOf(follower);
   const current = replicasOf(follower);
   const force = forceReplicasOverride(follower);
@@ -133,7 +135,7 @@ export function desiredFollowerReplicas(input: { follower: StatefulSet; group: r
     return { desired: target, cause: 'leader', reason: `following leader ${leaderName}: scaling up from ${current} to ${target}`, ...warning };
   }
   if (target < current) {
-    const elapsed = minimumTimeHasElapsed({ zone: name, group, now });
+    const elapsed = minimumTimeHasElapsed({ zone: name, group, now, countedFrom });
     if ('error' in elapsed) return elapsed;
     if (!elapsed.elapsed) {
       return { desired: current, cause: 'none', reason: `not following leader ${leaderName} down to ${target} yet: ${elapsed.reason}`, ...warning };
@@ -230,8 +232,8 @@ function cloneForSimulation(sts: StatefulSet): StatefulSet {
  *
  * A leader cycle plans nothing for the group.
  */
-export function planGroupReplicas(input: { group: readonly StatefulSet[]; now: number }): GroupReplicaPlan {
-  const { group, now } = input;
+export function planGroupReplicas(input: { group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): GroupReplicaPlan {
+  const { group, now, countedFrom } = input;
   const plan: GroupReplicaPlan = { changes: [], errors: [], warnings: [] };
   const order = chainOrder(group);
   if (!Array.isArray(order)) {
@@ -244,7 +246,8 @@ export function planGroupReplicas(input: { group: readonly StatefulSet[]; now: n
   for (const original of order) {
     const name = nameOf(original);
     const sts = byNameMap.get(name)!;
-    const decision = desiredFollowerReplicas({ follower: sts, group: simulated, now });
+    // A stamp simulated below is a new value: a step noted for the old one does not apply to it.
+    const decision = desiredFollowerReplicas({ follower: sts, group: simulated, now, countedFrom });
     if ('error' in decision) {
       plan.errors.push({ statefulSet: name, error: decision.error });
       continue;

@@ -191,7 +191,8 @@ export class WebHandler {
    * after a change, or when older than REBUILD_MS (figures relative to now).
    */
   private event(namespace: string, topic: Topic): Built | undefined {
-    const now = Date.now();
+    // Intervals within this process: monotonic (a wall clock step would freeze or flood the streams).
+    const now = performance.now();
     if (topic.built && topic.built.generation === topic.generation && now - topic.built.at < REBUILD_MS) return topic.built;
     let report: StatusReport;
     try {
@@ -218,7 +219,7 @@ export class WebHandler {
     // Browsers reconnect after this long when the stream drops.
     res.write('retry: 2000\n\n');
     let last = '';
-    let lastSentAt = 0;
+    let lastSentAt = -Infinity; // performance.now(): nothing sent yet
     let timer: NodeJS.Timeout | undefined;
     const push = () => {
       timer = undefined;
@@ -227,12 +228,12 @@ export class WebHandler {
       const built = this.event(namespace, topic);
       if (!built || built.key === last) return;
       last = built.key;
-      lastSentAt = Date.now();
+      lastSentAt = performance.now();
       res.write(built.event);
     };
     const changed = () => {
       // At most one report per interval; changes in between are folded into it.
-      timer ??= setTimeout(push, Math.max(0, lastSentAt + this.minIntervalMs - Date.now()));
+      timer ??= setTimeout(push, Math.max(0, lastSentAt + this.minIntervalMs - performance.now()));
     };
     const keepAlive = setInterval(() => {
       res.write(': keep-alive\n\n');

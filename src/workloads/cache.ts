@@ -4,6 +4,8 @@ import type { Informer } from '../runtime/informer/informer.ts';
 import { indexByLabel, indexByNodeName, indexByOwnerUid, stripManagedFields } from '../runtime/informer/store.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
+import { observeLastDownscales } from './clocksteps.ts';
+import { lastDownscalesFromAnnotations } from './downscale.ts';
 
 export const ROLLOUT_GROUP_LABEL = 'rollout-group';
 
@@ -33,11 +35,20 @@ export function workloadCache(runtime: Runtime): WorkloadCache {
   };
 }
 
-/** Registers the shared workload caches, so /ready waits for them. */
+/**
+ * Registers the shared workload caches, so /ready waits for them, and shows
+ * every StatefulSet's grafana.com/last-downscale to the min-time sightings as
+ * it changes, on every replica: min-time then counts a new stamp from the
+ * moment the watch delivered it, even on a replica that only serves the
+ * prepare-downscale webhook (src/runtime/sightings.ts).
+ */
 export const workloadsCapability: Capability = {
   name: 'workloads',
   setup(runtime) {
-    workloadCache(runtime);
+    const see = (set: StatefulSet, seen: 'initial' | 'live') => observeLastDownscales(runtime.clock, set.metadata?.namespace ?? '', lastDownscalesFromAnnotations([set]), 'annotation', seen);
+    for (const informer of workloadCache(runtime).statefulSets) {
+      informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'initial' : 'live'), onUpdate: (_old, set) => see(set, 'live') });
+    }
     return {};
   },
 };

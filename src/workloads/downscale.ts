@@ -7,6 +7,10 @@
 // passed since. rollout-operator's controller read the follower's own label
 // while its webhook read the other zone's: the controller could attempt a
 // downscale the webhook then denied, again and again.
+//
+// `now` is the wall clock (the timestamps are shared by every replica);
+// `countedFrom` (clocksteps.ts) keeps a clock step, or a writer whose clock
+// disagrees, from shortening the wait.
 import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
@@ -37,12 +41,24 @@ export function lastDownscalesFromAnnotations(statefulSets: readonly StatefulSet
   return out;
 }
 
+/**
+ * When this process counts a StatefulSet's last downscale `at` from (its
+ * first sighting on the monotonic clock, src/runtime/sightings.ts).
+ */
+export interface CountedFrom {
+  at: number;
+  from: number;
+}
+
+/** Per StatefulSet name (observeLastDownscales). */
+export type CountedFromByName = ReadonlyMap<string, CountedFrom>;
+
 export type MinTimeCheck =
   | { elapsed: true }
   | { elapsed: false; blockedBy: string; lastDownscale: number; minTime: number; reason: string }
   | { error: string; statefulSet: string };
 
-export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: readonly StatefulSet[]; lastDownscales: ReadonlyMap<string, LastDownscale>; now: number }): MinTimeCheck {
+export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: readonly StatefulSet[]; lastDownscales: ReadonlyMap<string, LastDownscale>; now: number; countedFrom?: CountedFromByName }): MinTimeCheck {
   for (const sts of input.group) {
     const name = sts.metadata?.name ?? '';
     if (name === input.self) continue;
@@ -57,14 +73,18 @@ export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: 
     } catch (error) {
       return { error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${error instanceof Error ? error.message : String(error)}`, statefulSet: name };
     }
-    if (input.now - last < minTime) {
+    // Counted for another stamp (it changed since): does not apply.
+    const counted = input.countedFrom?.get(name);
+    const from = counted?.at === last ? counted.from : last;
+    if (input.now - from < minTime) {
+      const note = from - last >= 1000 ? ` (counted from ${goTimeString(from)}, when this replica saw it: clocks stepped or disagree)` : '';
       return {
         elapsed: false,
         blockedBy: name,
         lastDownscale: last,
         minTime,
         // Go's time format in the message, as rollout-operator prints it.
-        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales`,
+        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales${note}`,
       };
     }
   }

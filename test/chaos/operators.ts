@@ -10,16 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
+import { faketimeEnv, LIBFAKETIME } from '../support/faketime.ts';
 import { FAST_ELECTION } from '../support/operator-process.ts';
 
 const bin = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
-
-/**
- * Debian's libfaketime (package faketime, which .ci/run installs): preloaded
- * into a replica, it offsets the process's wall clock by what a file says,
- * re-read at most every second, and leaves the monotonic clock alone.
- */
-export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
 
 interface Replica {
   slot: number;
@@ -143,7 +137,7 @@ export class OperatorPool {
       ], {
         stdio: ['ignore', fd, fd],
         env: this.clockSteps
-          ? { ...process.env, LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: this.clockFile(slot), FAKETIME_CACHE_DURATION: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+          ? { ...process.env, ...faketimeEnv({ file: this.clockFile(slot) }) }
           : process.env,
       });
     } finally {

@@ -59,6 +59,7 @@ export interface SoakOptions {
 export interface MonitorReport {
   final: boolean;
   synced: boolean;
+  writtenAt: string;
   violations: { at: string; kind: string; message: string; details?: Record<string, unknown> }[];
   pending: { workload: string; config: string; since: string }[];
   unconfirmedOperatorDeletes?: { pod: string; uid: string; at: string }[];
@@ -240,8 +241,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       await waitFor('everything settled', async () => {
         await operators.sample();
         const left = await unsettled(kube, namespaces);
-        const pending = readMonitor(monitorOut)?.pending ?? [];
-        return left.length === 0 && pending.length === 0;
+        // The monitor writes its report every 2 s: only one written well after the last action counts.
+        const report = readMonitor(monitorOut);
+        const fresh = report !== undefined && Date.parse(report.writtenAt) >= quiesceStart + 3000;
+        return left.length === 0 && fresh && report.pending.length === 0;
       }, { timeoutMs: o.quiesceTimeoutMs ?? 180_000, intervalMs: 1000 });
     } catch (error) {
       if (!(error instanceof DeadlineError)) throw error;

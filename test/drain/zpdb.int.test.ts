@@ -3,6 +3,8 @@
 // monitor checking that no more than one zone is ever disrupted.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
@@ -16,6 +18,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { faketimeEnv, LIBFAKETIME } from '../support/faketime.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
 import { evict } from '../support/evictions.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
@@ -31,7 +34,7 @@ const SELECTOR = { matchLabels: { 'rollout-group': 'ingester' } };
  * operators behind one webhook address (eviction and ZPDB validation), and
  * a monitor.
  */
-async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; spec?: Record<string, unknown>; readyDelay?: string } = {}) {
+async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; spec?: Record<string, unknown>; readyDelay?: string; env?: (replica: number) => NodeJS.ProcessEnv } = {}) {
   const { replicas = 1, zones = ZONES, spec = { maxUnavailable: 1, selector: SELECTOR }, readyDelay = '4s' } = o;
   const namespace = await cluster.namespace(t);
   const kube = testClient(cluster);
@@ -45,8 +48,8 @@ async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; s
   await waitGroupSettled(kube, namespace, 60_000, zones);
   const ports = await freePorts(replicas);
   const operators: OperatorProcess[] = [];
-  for (const port of ports) {
-    const op = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-server-tls.self-signed-cert.dns-name=localhost']);
+  for (const [i, port] of ports.entries()) {
+    const op = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-server-tls.self-signed-cert.dns-name=localhost'], { env: o.env?.(i) ?? {} });
     t.after(() => op.stop());
     operators.push(op);
   }
@@ -81,7 +84,36 @@ async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; s
   const monitor = new InvariantMonitor(kube, namespace, Object.fromEntries(zones.map((z) => [`ingester-zone-${z}`, 1])));
   await monitor.start();
   t.after(() => monitor.stop());
-  return { namespace, kube, tag, monitor, operators, proxy };
+  return { namespace, kube, tag, monitor, operators, proxy, ports };
+}
+
+/** An eviction's AdmissionReview straight to one replica's webhook (TLS not verified: the replica's own certificate). */
+async function reviewEviction(port: number, namespace: string, pod: string): Promise<{ allowed: boolean; code?: number; message?: string }> {
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: randomBytes(8).toString('hex'),
+      kind: { group: 'policy', version: 'v1', kind: 'Eviction' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      subResource: 'eviction',
+      name: pod,
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'test' },
+      object: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod, namespace } },
+      dryRun: false,
+    },
+  });
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path: '/admission/pod-eviction', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8').on('data', (c: string) => (data += c)).on('end', () => resolve(data));
+    });
+    req.on('error', reject).end(body);
+  });
+  const response = (JSON.parse(text) as { response: { allowed: boolean; status?: { code?: number; message?: string } } }).response;
+  return { allowed: response.allowed, ...(response.status?.code ? { code: response.status.code } : {}), ...(response.status?.message ? { message: response.status.message } : {}) };
 }
 
 async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {
@@ -144,6 +176,21 @@ describe('zone-aware pod disruption budgets', () => {
     assert.ok(proxy!.counts.every((c) => c > 0), `both replicas were asked: ${proxy!.counts.join(', ')}`);
     // Both replicas judged requests (not just accepted connections).
     for (const op of operators) assert.ok(((await op.metric('rollout_operator_zpdb_eviction_requests_total{reason="denied",status="429"}')) ?? 0) + ((await op.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}')) ?? 0) > 0);
+  });
+
+  it('replicas whose wall clocks disagree by 10 minutes share one ledger: an allow recorded by the one behind still holds the zone', async (t) => {
+    assert.ok(existsSync(LIBFAKETIME), `${LIBFAKETIME} is installed (.ci/run installs Debian's faketime)`);
+    // Replica 0 runs 10 minutes behind (libfaketime; its monotonic clock is untouched).
+    const { namespace, ports } = await setup(t, { replicas: 2, env: (i) => (i === 0 ? faketimeEnv({ fixed: '-10m' }) : {}) });
+    // Reviews straight to each replica; nothing deletes the pod, so only the ledger remembers the allow.
+    const first = await reviewEviction(ports[0]!, namespace, 'ingester-zone-a-0');
+    assert.equal(first.allowed, true, first.message);
+    const second = await reviewEviction(ports[1]!, namespace, 'ingester-zone-a-1');
+    assert.equal(second.allowed, false, 'the other pod of the zone is refused while the first eviction is pending');
+    assert.equal(second.code, 429);
+    assert.match(second.message ?? '', /ingester-zone-a/);
+    const otherZone = await reviewEviction(ports[1]!, namespace, 'ingester-zone-b-0');
+    assert.equal(otherZone.allowed, false, 'and so is every other zone');
   });
 
   it('partition mode: a partition is disrupted in one zone at a time, other partitions are free; invalid budgets are refused', async (t) => {

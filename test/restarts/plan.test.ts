@@ -351,6 +351,20 @@ describe('debounce', { timeout: 10000 }, () => {
     assert.equal(p.lastAt, NOW + 3 * SEC);
   });
 
+  it('debounces on `now` (the executor\'s monotonic clock) and stamps and reports `wallNow`', () => {
+    const mono = 42 * SEC; // any origin: only differences count
+    const applied = { [CM_A]: 'h1' };
+    const current = { [CM_A]: 'h2' };
+    const waiting = decide({ applied, current, now: mono, wallNow: NOW });
+    assert.ok(waiting.action === 'wait-until');
+    assert.equal(waiting.until, mono + GRACE);
+    assert.match(waiting.reason, /waiting until 2024-01-02T12:00:05\.000Z for more changes/);
+    // The wall clock stepped an hour back meanwhile: the burst is due all the same.
+    const due = decide({ applied, current, pending: waiting.pending, now: mono + GRACE, wallNow: NOW - 3_600_000 + GRACE });
+    assert.ok(due.action === 'restart');
+    assert.equal(due.patch.spec?.template.metadata.annotations[TIMESTAMP], '2024-01-02T11:00:05.000Z', 'the trigger is a wall-clock timestamp');
+  });
+
   it('settings: defaults 5 s and 60 s; bad values take the default; maxWait never below grace', () => {
     assert.deepEqual(resolveRestartSettings(), { gracePeriodMs: 5000, maxWaitMs: 60000 });
     assert.deepEqual(resolveRestartSettings({ gracePeriodMs: 10_000, maxWaitMs: 1_000 }), { gracePeriodMs: 10_000, maxWaitMs: 10_000 });

@@ -31,6 +31,28 @@ describe('FakeClock', () => {
     assert.deepEqual(seen, [10, 20, 30]);
   });
 
+  it('advance moves the wall and the monotonic clock together', async () => {
+    const clock = new FakeClock(1000);
+    assert.equal(clock.monotonic(), 1000);
+    await clock.advance(250);
+    assert.deepEqual([clock.now(), clock.monotonic()], [1250, 1250]);
+  });
+
+  it('step moves only the wall clock, either way, and fires no timer', async () => {
+    const clock = new FakeClock(0);
+    const fired: number[] = [];
+    clock.setTimer(100, () => fired.push(clock.monotonic()));
+    clock.step(60_000);
+    assert.deepEqual([clock.now(), clock.monotonic()], [60_000, 0]);
+    await clock.advance(0);
+    assert.deepEqual(fired, [], 'a forward step is not time passing');
+    clock.step(-120_000);
+    assert.deepEqual([clock.now(), clock.monotonic()], [-60_000, 0]);
+    await clock.advance(100);
+    assert.deepEqual(fired, [100], 'timers are due on monotonic time');
+    assert.equal(clock.now(), -59_900);
+  });
+
   it('rejects a sleep whose signal aborts, and cancels its timer', async () => {
     const clock = new FakeClock(0);
     const controller = new AbortController();

@@ -5,12 +5,15 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { FakeClock } from '../../src/runtime/clock.ts';
 import type { Pod } from '../../src/runtime/kube/types.ts';
 import { createLogger } from '../../src/runtime/log/logger.ts';
+import { delayedDownscaleDecision } from '../../src/scaling/delay.ts';
 import { DelayedDownscaleCalls, type DelayTarget } from '../../src/scaling/delaycalls.ts';
 import { freePorts } from '../cluster/ports.ts';
+import { settlesWithin } from '../fuzz/support.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 
 const ZONES = ['a', 'b'];
 const ipOf = (zone: string, ordinal: number) => `127.0.${10 + ZONES.indexOf(zone)}.${ordinal + 1}`;
+const INT32_MAX = 2 ** 31 - 1;
 
 describe('DelayedDownscaleCalls', () => {
   const endpoints = new PodEndpoints();
@@ -18,6 +21,8 @@ describe('DelayedDownscaleCalls', () => {
   let clock: FakeClock;
   let settled: string[];
   let calls: DelayedDownscaleCalls;
+  /** Pods the cache shows: every served one but those deleted here. */
+  const deleted = new Set<string>();
   const logs: string[] = [];
   const target = (zone: string): DelayTarget => ({ namespace: 'ns', statefulSet: `ingester-zone-${zone}`, serviceName: `ingester-zone-${zone}`, urlTemplate: `http://placeholder:${port}/prepare-delayed-downscale` });
 
@@ -34,8 +39,9 @@ describe('DelayedDownscaleCalls', () => {
     timeoutMs: options.timeoutMs ?? 2000,
     lookupPod: (namespace, name): Pod | undefined => {
       const m = /^ingester-zone-([ab])-(\d+)$/.exec(name);
-      return m && namespace === 'ns' ? { metadata: { name, namespace }, status: { podIP: ipOf(m[1]!, Number(m[2])) } } : undefined;
+      return m && namespace === 'ns' && !deleted.has(name) ? { metadata: { name, namespace }, status: { podIP: ipOf(m[1]!, Number(m[2])) } } : undefined;
     },
+    existingPods: (namespace, statefulSet) => (namespace === 'ns' ? Array.from({ length: 5 }, (_, i) => `${statefulSet}-${i}`).filter((pod) => !deleted.has(pod)) : []),
     onSettled: (_ns, sts) => settled.push(sts),
   });
 
@@ -45,6 +51,7 @@ describe('DelayedDownscaleCalls', () => {
     endpoints.status.clear();
     endpoints.hang.clear();
     endpoints.preparedAt.clear();
+    deleted.clear();
     endpoints.now = () => Math.floor(clock.now() / 1000);
     settled = [];
     calls = make();
@@ -74,6 +81,17 @@ describe('DelayedDownscaleCalls', () => {
     assert.equal(calls.prepare(target('a'), 5, 2), 'pending', 'stale answers');
     await calls.idle();
     assert.notEqual(calls.prepare(target('a'), 5, 2), 'pending');
+  });
+
+  it('judges freshness on the monotonic clock: a backward step does not make old answers fresh, a forward one does not age new ones', async () => {
+    calls.prepare(target('a'), 5, 3);
+    await calls.idle();
+    clock.step(-60_000);
+    await clock.advance(31_000);
+    assert.equal(calls.prepare(target('a'), 5, 3), 'pending', 'answers 31 s old are stale, whatever the wall clock says');
+    await calls.idle();
+    clock.step(60_000);
+    assert.notEqual(calls.prepare(target('a'), 5, 3), 'pending', 'answers just in are fresh');
   });
 
   it('reports each failed POST per ordinal (non-2xx, no answer) next to the good ones', async () => {
@@ -155,5 +173,39 @@ describe('DelayedDownscaleCalls', () => {
     await calls.idle();
     assert.equal(endpoints.calls.length, 6, '503: sent again at the next ask');
     assert.ok(logs.some((l) => l.includes('could not cancel the delayed downscale of 1 pod(s)')));
+  });
+
+  it('spec.replicas 2^31-1 with 5 pods: calls those 5 only, and names the first ordinal that cannot answer (was: a 2^31-element array, out of memory)', async () => {
+    assert.equal(calls.prepare(target('a'), INT32_MAX, 0), 'pending');
+    await settlesWithin(5000, 'a prepare round to 2^31-1 ordinals', calls.idle());
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [0, 1, 2, 3, 4].map((i) => `POST ingester-zone-a-${i}`));
+    const answer = calls.prepare(target('a'), INT32_MAX, 0) as { results: Map<number, number | { error: string }> };
+    assert.deepEqual([...answer.results].sort(([a], [b]) => a - b), [[0, 1_700_000_000], [1, 1_700_000_000], [2, 1_700_000_000], [3, 1_700_000_000], [4, 1_700_000_000], [5, { error: 'pod ingester-zone-a-5 does not exist' }]]);
+    assert.deepEqual(delayedDownscaleDecision({ current: INT32_MAX, desired: 0, timestamps: answer.results, delayMs: 3_600_000, now: clock.now() + 7_200_000 }), {
+      error: 'failed prepare pods for delayed downscale: pod ordinal 5: pod ingester-zone-a-5 does not exist',
+    });
+    endpoints.calls.length = 0;
+    calls.prepare(target('a'), INT32_MAX, 3);
+    await settlesWithin(5000, 'a prepare round to 2^31-4 ordinals', calls.idle());
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), ['DELETE ingester-zone-a-0', 'DELETE ingester-zone-a-1', 'DELETE ingester-zone-a-2', 'POST ingester-zone-a-3', 'POST ingester-zone-a-4']);
+    endpoints.calls.length = 0;
+    calls.cancel(target('a'), INT32_MAX);
+    await settlesWithin(5000, 'a cancel round to 2^31-1 ordinals', calls.idle());
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [0, 1, 2, 3, 4].map((i) => `DELETE ingester-zone-a-${i}`));
+    assert.equal(endpoints.preparedAt.size, 0);
+  });
+
+  it('a pod that does not exist is not called: a leaving one is named in the answers, a staying one has nothing to cancel', async () => {
+    deleted.add('ingester-zone-a-1');
+    deleted.add('ingester-zone-a-3');
+    calls.prepare(target('a'), 5, 2);
+    await calls.idle();
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), ['DELETE ingester-zone-a-0', 'POST ingester-zone-a-2', 'POST ingester-zone-a-4']);
+    const answer = calls.prepare(target('a'), 5, 2) as { results: Map<number, number | { error: string }> };
+    assert.deepEqual([...answer.results].sort(([a], [b]) => a - b), [[2, 1_700_000_000], [3, { error: 'pod ingester-zone-a-3 does not exist' }], [4, 1_700_000_000]]);
+    logs.length = 0;
+    calls.cancel(target('a'), 5);
+    await calls.idle();
+    assert.ok(!logs.some((l) => l.includes('could not cancel')), 'a missing pod is not a failed cancel');
   });
 });

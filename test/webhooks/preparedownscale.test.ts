@@ -438,6 +438,11 @@ describe('TestGetStatefulSetPrepareInfo (stsInfo)', { timeout: 10000 }, () => {
     });
   });
 
+  it('a negative replica count is denied before any pod is prepared (was: every pod prepared for shutdown, then allowed; the apiserver rejects the object anyway)', () => {
+    assert.deepEqual(stsInfo(sts(), downscale(3, -1)), { kind: 'deny', message: denied(3, -1, 'the new replica count -1 is negative: no pod was prepared for shutdown.') });
+    assert.deepEqual(stsInfo(sts({ prepare: false }), downscale(3, -1)), { kind: 'allow' }, 'not ours to judge without the opt-in: the apiserver refuses it');
+  });
+
   it('missing configuration denies with the exact messages', () => {
     const d = downscale(3, 1);
     const noPort = sts({ annotations: { 'grafana.com/prepare-downscale-http-port': '' } });

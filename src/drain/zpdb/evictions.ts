@@ -11,6 +11,7 @@
 // a drain for a reason a retry fixes.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
+import { timestampSightings } from '../../runtime/sightings.ts';
 import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isEvictionDryRun } from '../dryrun.ts';
@@ -80,7 +81,18 @@ export class ZpdbBudgets {
     this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
     this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
     this.observed = new Counter({ name: 'rollout_operator_zpdb_configurations_observed_total', help: 'Zone-aware pod disruption budgets seen, by result.', labelNames: ['result'], registers: [deps.registry] });
-    for (const informer of deps.caches.ledgers) informer.addHandlers({ onAdd: (l) => this.caughtUp(l), onUpdate: (_old, l) => this.caughtUp(l) });
+    for (const informer of deps.caches.ledgers) {
+      informer.addHandlers({
+        onAdd: (l, initial) => {
+          this.caughtUp(l);
+          this.seeLedger(l, initial ? 'initial' : 'live');
+        },
+        onUpdate: (_old, l) => {
+          this.caughtUp(l);
+          this.seeLedger(l, 'live');
+        },
+      });
+    }
     for (const informer of deps.caches.zpdbs) {
       informer.addHandlers({
         onAdd: (z) => this.observe(z),
@@ -174,9 +186,7 @@ export class ZpdbBudgets {
     const scope = evictionScope(pod, configs);
     if (scope.kind === 'decided') return fromDecision(scope.decision);
     const { config } = scope;
-    const ledger = this.cachedLedger(namespace, ledgerName(config.name));
-    const podInformer = informerFor(this.d.caches.pods, namespace);
-    const pending = pendingFrom(pruneLedger(decodeLedger(ledger).ledger, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName)));
+    const { pending } = this.judgeLedger(namespace, ledgerName(config.name), decodeLedger(this.cachedLedger(namespace, ledgerName(config.name))).ledger);
     // A dry run, or a denial, is answered from the caches and writes nothing.
     const first = this.decide(pod, configs, pending, isEvictionDryRun(request));
     if (!first.allowed || !first.record) return fromDecision(first);
@@ -203,6 +213,34 @@ export class ZpdbBudgets {
     return answer.decision.allowed ? { allowed: true } : { allowed: false, message: answer.decision.status?.message ?? 'denied' };
   }
 
+  /**
+   * The entries of a budget's ledger that still hold something back. Entries
+   * are wall-clock stamps shared with the other replicas; each is judged as
+   * counted from when this process first saw it (src/runtime/sightings.ts),
+   * so a replica whose clock runs behind cannot write an allow that others
+   * take as expired, nor can a step of this process's clock expire one.
+   * `pending` (counted times) is for decisions; `kept` (the stamps as
+   * written) is what to write back.
+   */
+  private judgeLedger(namespace: string, name: string, ledger: Ledger): { kept: Ledger; pending: Map<string, number> } {
+    const podInformer = informerFor(this.d.caches.pods, namespace);
+    // Live: the ledger informer delivered every older ledger in its initial list; one it has not is new.
+    const from = this.seeEntries(namespace, name, ledger, 'live');
+    const counted: Ledger = new Map([...ledger].map(([uid, entry]) => [uid, { ...entry, at: from.get(uid) ?? entry.at }]));
+    const judged = pruneLedger(counted, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName));
+    return { kept: new Map([...judged.keys()].map((uid) => [uid, ledger.get(uid)!])), pending: pendingFrom(judged) };
+  }
+
+  /** Shows a ledger's entries to the sightings as the watch delivers them, on every replica. */
+  private seeLedger(lease: Lease, seen: 'initial' | 'live'): void {
+    const { ledger } = decodeLedger(lease);
+    this.seeEntries(lease.metadata?.namespace ?? '', lease.metadata?.name ?? '', ledger, seen);
+  }
+
+  private seeEntries(namespace: string, name: string, ledger: Ledger, seen: 'initial' | 'live'): Map<string, number> {
+    return timestampSightings(this.d.clock).look(`zpdb-ledger/${namespace}/${name}`, new Map([...ledger].map(([uid, entry]) => [uid, entry.at])), seen);
+  }
+
   /** The decision on the caches, with these pending evictions. */
   private decide(pod: Pod, configs: ZpdbConfig[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
     return admitEviction({ ...this.snapshot(pod), pendingEvictions: pending, dryRun, configs });
@@ -225,14 +263,12 @@ export class ZpdbBudgets {
   private async commit(pod: Pod, config: ZpdbConfig, decideWith: (pending: Map<string, number>) => EvictionDecision, signal: AbortSignal): Promise<Answer> {
     const namespace = config.namespace;
     const name = ledgerName(config.name);
-    const podInformer = informerFor(this.d.caches.pods, namespace);
     let lease: Lease | undefined = this.cachedLedger(namespace, name);
     for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
       const decoded = decodeLedger(lease);
       if (decoded.warning) this.d.log.warn(decoded.warning, { namespace });
-      const now = this.d.clock.now();
-      const ledger: Ledger = pruneLedger(decoded.ledger, now, (podName) => podInformer?.get(namespace, podName));
-      const decision = decideWith(pendingFrom(ledger));
+      const { kept: ledger, pending } = this.judgeLedger(namespace, name, decoded.ledger);
+      const decision = decideWith(pending);
       if (!decision.allowed || !decision.record) return fromDecision(decision);
       ledger.set(decision.record.uid, { pod: decision.record.name, at: decision.record.allowedAt });
       const annotations = { ...(lease?.metadata?.annotations ?? {}), [LEDGER_ANNOTATION]: encodeLedger(ledger) };

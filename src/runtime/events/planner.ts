@@ -4,6 +4,9 @@
 // (the object's spam budget is spent). It does no I/O and reads no clock:
 // time comes in as `now`, names and payloads come in with the occurrence, and
 // the writes to make come out. The executor (recorder.ts) carries them out.
+// `now` only ever measures windows and intervals (the recorder passes its
+// monotonic clock); the time written to the API as a series'
+// lastObservedTime comes in with each occurrence (`observedAt`, wall clock).
 //
 // Guarantees (property-tested in test/runtime/events/planner.test.ts):
 // - one series (one Event) gets at most one write per patchIntervalMs: its
@@ -51,6 +54,8 @@ export interface Occurrence<P> {
   namespace: string;
   /** Opaque to the planner; kept with the series and handed back in its writes. */
   payload: P;
+  /** When it happened, as written to the API in a series' lastObservedTime (default: `now`). */
+  observedAt?: number;
 }
 
 export interface CreateWrite<P> {
@@ -69,6 +74,7 @@ export interface PatchWrite<P> {
   payload: P;
   /** Occurrences in the series so far, the first included; always >= 2. */
   count: number;
+  /** The latest occurrence's observedAt. */
   lastObservedTime: number;
 }
 
@@ -98,6 +104,8 @@ interface Series<P> {
   /** The count last handed out in a write (1 for the create). */
   written: number;
   lastObserved: number;
+  /** The latest occurrence's observedAt. */
+  lastObservedAt: number;
   lastWrite: number;
 }
 
@@ -154,6 +162,7 @@ export class EventPlanner<P> {
     if (s) {
       s.count++;
       s.lastObserved = Math.max(s.lastObserved, now);
+      s.lastObservedAt = occ.observedAt ?? now;
       this.series.delete(s.key);
       this.series.set(s.key, s);
       if (now - s.lastWrite >= this.limits.patchIntervalMs) {
@@ -177,6 +186,7 @@ export class EventPlanner<P> {
       count: 1,
       written: 1,
       lastObserved: now,
+      lastObservedAt: occ.observedAt ?? now,
       lastWrite: now,
     };
     this.series.set(created.key, created);
@@ -239,7 +249,7 @@ export class EventPlanner<P> {
   }
 
   private patchOf(s: Series<P>): PatchWrite<P> {
-    return { op: 'patch', key: s.key, name: s.name, namespace: s.namespace, payload: s.payload, count: s.count, lastObservedTime: s.lastObserved };
+    return { op: 'patch', key: s.key, name: s.name, namespace: s.namespace, payload: s.payload, count: s.count, lastObservedTime: s.lastObservedAt };
   }
 
   private flushOne(s: Series<P>, writes: Write<P>[]): void {

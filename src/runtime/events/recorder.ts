@@ -4,6 +4,12 @@
 // and never waits; a bounded queue (oldest dropped first) feeds one worker
 // that retries transport and server errors with exponential backoff on the
 // injected clock, then gives up with a log line.
+//
+// The planner's windows (series, spam budget, patch interval) and the 403
+// pause run on the monotonic clock: a wall clock stepping forward would end
+// series and refill spam budgets at once, one stepping back would hold
+// patches and pauses for the size of the step. Event times written to the
+// API (eventTime, series.lastObservedTime) are wall clock.
 import { randomBytes } from 'node:crypto';
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -168,11 +174,12 @@ export class EventRecorder {
         reportingController: this.reportingController,
         reportingInstance: this.reportingInstance,
       };
-      const now = this.clock.now();
+      const now = this.clock.monotonic();
+      const wallNow = this.clock.now();
       this.emitted.inc({ type, reason });
       const name = eventName(regarding.name, randomBytes(8).toString('hex'));
-      const payload = buildEvent(facts, name, now);
-      const plan = this.planner.observe({ key: isomorphicKey(facts), spamKey: spamKey(regarding), name, namespace: payload.metadata.namespace, payload }, now);
+      const payload = buildEvent(facts, name, wallNow);
+      const plan = this.planner.observe({ key: isomorphicKey(facts), spamKey: spamKey(regarding), name, namespace: payload.metadata.namespace, payload, observedAt: wallNow }, now);
       if (plan.outcome === 'drop-spam') {
         this.drop('spam');
         this.log('debug', 'event dropped by the spam filter', this.fields(payload));
@@ -202,7 +209,7 @@ export class EventRecorder {
       this.timer = undefined;
       this.timerAt = undefined;
       this.stopping.abort();
-      this.submit(this.planner.drain(this.clock.now()));
+      this.submit(this.planner.drain(this.clock.monotonic()));
     }
     await this.flush();
   }
@@ -218,11 +225,11 @@ export class EventRecorder {
     this.timer = undefined;
     this.timerAt = next;
     if (next === undefined) return;
-    this.timer = this.clock.setTimer(next - this.clock.now(), () => {
+    this.timer = this.clock.setTimer(next - this.clock.monotonic(), () => {
       this.timer = undefined;
       this.timerAt = undefined;
       try {
-        this.submit(this.planner.due(this.clock.now()));
+        this.submit(this.planner.due(this.clock.monotonic()));
       } catch (err) {
         this.log('error', 'event series flush failed', { error: messageOf(err) });
       }
@@ -284,7 +291,7 @@ export class EventRecorder {
 
   /** Makes one write, retrying what may succeed later. Never throws. */
   private async run(job: Job): Promise<void> {
-    if ((this.forbiddenUntil.get(job.namespace) ?? 0) > this.clock.now()) {
+    if ((this.forbiddenUntil.get(job.namespace) ?? 0) > this.clock.monotonic()) {
       this.drop('forbidden');
       return;
     }
@@ -297,7 +304,7 @@ export class EventRecorder {
         if (status === 403) {
           // RBAC without Events (an install that kept an older Role), or a
           // namespace being deleted: say so once, and stop asking for a while.
-          this.forbiddenUntil.set(job.namespace, this.clock.now() + FORBIDDEN_PAUSE_MS);
+          this.forbiddenUntil.set(job.namespace, this.clock.monotonic() + FORBIDDEN_PAUSE_MS);
           this.drop('forbidden');
           this.log('warn', 'not permitted to write Events in this namespace; its Events are dropped for 5m (grant events.k8s.io events create,patch: deploy/kustomize/rbac/PERMISSIONS.md)', { ...this.fields(job.event), error: messageOf(err) });
           return;

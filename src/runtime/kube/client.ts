@@ -30,6 +30,7 @@ const patchContentType: Record<PatchType, string> = {
 
 /** Waits for a token of an API group's bucket; rejects rather than outlive the caller's deadline. */
 export interface RequestLimiter {
+  /** `deadline` is on the client's clock.monotonic(). */
   wait(group: string, options: { deadline?: number; signal?: AbortSignal }): Promise<void>;
 }
 
@@ -141,7 +142,7 @@ export class KubeClient {
   async request<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
     const url = this.url(path, init.query);
     const timeoutMs = init.timeoutMs ?? this.timeoutMs;
-    const deadline = this.clock.now() + timeoutMs;
+    const deadline = this.clock.monotonic() + timeoutMs;
     const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
     await this.limit(method, path, deadline, signal);
     const started = performance.now();
@@ -291,7 +292,7 @@ export class KubeClient {
       resourceVersion: options.resourceVersion,
       timeoutSeconds: options.timeoutSeconds,
     });
-    await this.limit('WATCH', path, this.clock.now() + this.timeoutMs, options.signal);
+    await this.limit('WATCH', path, this.clock.monotonic() + this.timeoutMs, options.signal);
     const { headers, dispatcher } = await this.connection();
     let response;
     try {

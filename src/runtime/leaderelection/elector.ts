@@ -5,7 +5,12 @@
 //
 // Expiry is judged by local monotonic time since we last saw the lease
 // change, never by comparing our clock with the holder's renewTime, so clock
-// skew between nodes cannot cause two leaders.
+// skew between nodes cannot cause two leaders. Every duration here (lease
+// expiry, the renew deadline, isLeader) is on clock.monotonic(): a wall clock
+// stepped back would otherwise keep a cut-off leader believing it leads for
+// the size of the step after the standby took over, and one stepped forward
+// would make a standby judge a live lease expired. The wall clock only
+// stamps the Lease's acquireTime and renewTime, which are informational.
 import type { KubeClient } from '../kube/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/errors.ts';
 import { resources, type Lease } from '../kube/types.ts';
@@ -39,9 +44,10 @@ export class LeaderElector {
   private readonly o: ElectorOptions;
   private readonly clock: Clock;
   private readonly log: Logger;
-  /** The lease as last read or written, and when (local clock) it last changed. */
+  /** The lease as last read or written, and when (monotonic) it last changed. */
   private observed: { lease: Lease; at: number } | undefined;
   private leading: AbortController | undefined;
+  /** Monotonic time of the start of our latest successful acquire or renew. */
   private lastRenewAt = 0;
   private knownLeader = '';
 
@@ -59,7 +65,7 @@ export class LeaderElector {
    * process paused for a while (GC, SIGSTOP) never acts on a stale belief.
    */
   isLeader(): boolean {
-    return this.leading !== undefined && this.clock.now() - this.lastRenewAt < this.o.renewDeadlineMs;
+    return this.leading !== undefined && this.clock.monotonic() - this.lastRenewAt < this.o.renewDeadlineMs;
   }
 
   get leaderIdentity(): string {
@@ -102,7 +108,7 @@ export class LeaderElector {
       }
       // Keep trying until the renew deadline passes, as client-go does.
       let renewed = false;
-      while (!signal.aborted && this.clock.now() - this.lastRenewAt < this.o.renewDeadlineMs) {
+      while (!signal.aborted && this.clock.monotonic() - this.lastRenewAt < this.o.renewDeadlineMs) {
         try {
           renewed = await this.tryAcquireOrRenew(signal);
         } catch (error) {
@@ -142,7 +148,10 @@ export class LeaderElector {
   /** One attempt; true when we hold the lease afterwards. */
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity } = this.o;
-    const now = this.clock.now();
+    // Taken before the request: a renewal counts from when it was sent, as in client-go.
+    const now = this.clock.monotonic();
+    // Only for the Lease's timestamps.
+    const wallNow = this.clock.now();
     const timeoutMs = this.o.renewDeadlineMs;
     let current: Lease | undefined;
     try {
@@ -155,7 +164,7 @@ export class LeaderElector {
       try {
         const created = await client.create<Lease>(resources.leases, {
           metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: microTime(wallNow), renewTime: microTime(wallNow), leaseTransitions: 0 },
         }, { signal, timeoutMs });
         this.observe(created, now);
         this.lastRenewAt = now;
@@ -177,8 +186,8 @@ export class LeaderElector {
       ...current.spec,
       holderIdentity: identity,
       leaseDurationSeconds,
-      renewTime: microTime(now),
-      acquireTime: heldByUs ? current.spec?.acquireTime : microTime(now),
+      renewTime: microTime(wallNow),
+      acquireTime: heldByUs ? current.spec?.acquireTime : microTime(wallNow),
       leaseTransitions: (current.spec?.leaseTransitions ?? 0) + (heldByUs ? 0 : 1),
     };
     try {

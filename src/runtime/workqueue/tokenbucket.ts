@@ -7,6 +7,9 @@
 // reservation would complete after it, the call is rejected at once and the
 // token is not taken, so a backlog cannot grow behind callers that will give
 // up anyway. qps 0 (or Infinity) means unlimited.
+//
+// All times here are clock.monotonic(): a wall clock stepping forward would
+// mint a burst, one stepping back would stall accrual.
 
 import { abortReason, systemClock, type Clock } from '../clock.ts';
 
@@ -51,7 +54,7 @@ export interface Reservation {
   readonly ok: boolean;
   /** Milliseconds from the moment of reservation until the token is available (0 = now). */
   readonly delayMs: number;
-  /** Epoch ms at which the token is available. */
+  /** Monotonic time (clock.monotonic()) at which the token is available. */
   readonly readyAt: number;
   /**
    * Gives the token back as far as possible (x/time/rate's Cancel): tokens
@@ -69,7 +72,7 @@ export interface TokenBucketOptions {
 }
 
 export interface WaitOptions {
-  /** Epoch ms. If the token would only be available after it, reject at once. */
+  /** Monotonic time (clock.monotonic()). If the token would only be available after it, reject at once. */
   deadline?: number;
   /** Aborting cancels the reservation and rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -104,7 +107,7 @@ export class TokenBucket {
     this.key = options.key;
     this.maxWaitMs = maxWaitMs;
     this.units = burst * UNITS_PER_TOKEN;
-    this.last = clock.now();
+    this.last = clock.monotonic();
     this.lastEvent = this.last;
   }
 
@@ -116,8 +119,7 @@ export class TokenBucket {
   /** Tokens available now; negative while reservations are queued ahead. */
   tokens(): number {
     if (this.unlimited) return Infinity;
-    this.noteStepBack(this.clock.now());
-    return this.advance(this.clock.now()) / UNITS_PER_TOKEN;
+    return this.advance(this.clock.monotonic()) / UNITS_PER_TOKEN;
   }
 
   /** Takes a token if one is available right now (x/time/rate's Allow). */
@@ -130,9 +132,8 @@ export class TokenBucket {
    * bucket's maxWaitMs). When not ok, the bucket is left unchanged.
    */
   reserve(maxWaitMs: number = this.maxWaitMs): Reservation {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     if (this.unlimited) return { ok: true, delayMs: 0, readyAt: now, cancel: noop };
-    this.noteStepBack(now);
 
     const units = this.advance(now) - UNITS_PER_TOKEN;
     const delayMs = units < -EPSILON_UNITS ? -units / this.qps : 0;
@@ -151,7 +152,7 @@ export class TokenBucket {
       cancel: () => {
         if (cancelled) return;
         cancelled = true;
-        this.cancelAt(readyAt, this.clock.now());
+        this.cancelAt(readyAt, this.clock.monotonic());
       },
     };
   }
@@ -164,7 +165,7 @@ export class TokenBucket {
   async wait(opts: WaitOptions = {}): Promise<void> {
     const { deadline, signal } = opts;
     if (signal?.aborted) throw abortReason(signal);
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     const allowedMs = Math.min(this.maxWaitMs, deadline === undefined ? Infinity : deadline - now);
     const reservation = this.reserve(allowedMs);
     if (!reservation.ok) throw new RateLimitExceededError(this.key, reservation.delayMs, allowedMs);
@@ -175,14 +176,6 @@ export class TokenBucket {
       reservation.cancel();
       throw error;
     }
-  }
-
-  /**
-   * A wall clock that stepped backwards must not mint tokens, nor freeze
-   * accrual until it catches up: accrue from the new reading on.
-   */
-  private noteStepBack(now: number): void {
-    if (now < this.last) this.last = now;
   }
 
   /** Units that would be available at `now`, without changing state. */

@@ -10,6 +10,9 @@
 //   keys and then resolves undefined.
 //
 // runWorkers() runs N async workers over a queue, the way a controller does.
+//
+// Every time kept here is clock.monotonic(): they are only ever compared
+// with each other (delays, the duration metrics), never with the API.
 
 import { Counter, Gauge, Histogram, exponentialBuckets, type Registry } from 'prom-client';
 import { abortReason, systemClock, type Clock, type Timer } from '../clock.ts';
@@ -176,7 +179,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
-    this.addedAt.set(key, this.clock.now());
+    this.addedAt.set(key, this.clock.monotonic());
     this.metrics?.added();
     this.updateDepth();
     if (this.processing.has(key)) return; // queued again by done()
@@ -216,7 +219,7 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const readyAt = this.clock.now() + ms;
+    const readyAt = this.clock.monotonic() + ms;
     const pending = this.delayed.get(key);
     if (pending) {
       if (pending.readyAt <= readyAt) return;
@@ -304,7 +307,7 @@ export class WorkQueue {
     const key = first.value;
     this.queue.delete(key);
     this.dirty.delete(key);
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     this.processing.set(key, now);
     const addedAt = this.addedAt.get(key);
     this.addedAt.delete(key);
@@ -337,7 +340,7 @@ export class WorkQueue {
   }
 
   private seconds(since: number): number {
-    return Math.max(0, this.clock.now() - since) / 1000;
+    return Math.max(0, this.clock.monotonic() - since) / 1000;
   }
 
   private inFlight(): InFlightSnapshot {

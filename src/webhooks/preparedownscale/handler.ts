@@ -5,6 +5,11 @@
 //
 // Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
 // (deny) on group-check errors, failed pod preparation and a failed record.
+//
+// Clocks: what is written to or compared with the API (the lock Lease's
+// times, last-downscale records) is wall clock; min-time counts each stamp
+// from when this process saw it (src/workloads/clocksteps.ts, shared with
+// the replica coordinator); the in-process repeat window is monotonic.
 import { createHash } from 'node:crypto';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runtime/kube/errors.ts';
@@ -34,6 +39,7 @@ import {
 } from './plan.ts';
 import { callPod, mapBounded } from '../../workloads/podclient.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
+import { observeLastDownscales } from '../../workloads/clocksteps.ts';
 
 export interface PrepareDownscaleDeps {
   client: KubeClient;
@@ -70,6 +76,7 @@ const RECENTLY_ALLOWED_MS = 15_000;
 
 export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
   const { client, log } = deps;
+  /** `at` is monotonic. */
   const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
   const key = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
 
@@ -99,6 +106,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   /** Holds the group's Lease for this request; undefined when another holder has it. */
   async function lock(namespace: string, group: string, signal: AbortSignal): Promise<(() => Promise<void>) | undefined> {
     const name = lockName(group);
+    // Wall clock: the lock is shared with other replicas through renewTime.
     const now = deps.clock.now();
     const spec = { holderIdentity: deps.identity, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(now), renewTime: microTime(now) };
     let lease: Lease | undefined;
@@ -202,7 +210,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     }
     const info = stsInfo(statefulSet, downscale);
     if (info.kind !== 'proceed') return toAdmissionDecision(info);
-    const now = deps.clock.now();
+    const now = deps.clock.monotonic();
     for (const [k, v] of recentlyAllowed) if (now - v.at > RECENTLY_ALLOWED_MS) recentlyAllowed.delete(k);
     const repeat = recentlyAllowed.get(key(downscale));
     if (repeat) return toAdmissionDecision({ kind: 'allow', ...(repeat.message ? { message: repeat.message } : {}) });
@@ -249,7 +257,8 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
           lastDownscales = lastDownscalesFromAnnotations(sets);
         }
         const othersPods = new Map(sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]));
-        const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now() });
+        const countedFrom = observeLastDownscales(deps.clock, namespace, lastDownscales, deps.mode);
+        const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now(), countedFrom });
         if (checks.kind === 'deny') {
           log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
           return toAdmissionDecision(checks);
@@ -270,7 +279,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         return toAdmissionDecision(outcome);
       }
       log.info(outcome.message ?? 'downscale allowed', { statefulSet: downscale.name, namespace });
-      recentlyAllowed.set(key(downscale), { at: deps.clock.now(), message: outcome.message });
+      recentlyAllowed.set(key(downscale), { at: deps.clock.monotonic(), message: outcome.message });
       return toAdmissionDecision(outcome);
     } finally {
       await release?.();

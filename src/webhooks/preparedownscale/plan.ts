@@ -24,7 +24,7 @@ import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podView } from '../../rollout/snapshot.ts';
 import { replicasOf } from '../nodownscale.ts';
 import { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
-import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type LastDownscale } from '../../workloads/downscale.ts';
+import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type CountedFromByName, type LastDownscale } from '../../workloads/downscale.ts';
 import type { ZoneInfo } from './zonetracker.ts';
 
 export { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
@@ -211,6 +211,8 @@ export function stsInfo(statefulSet: StatefulSet, downscale: Downscale): StsInfo
     }
     return { kind: 'allow' };
   }
+  // A mutating webhook sees the count before validation: a negative one would have every pod prepared for nothing.
+  if (downscale.to < 0) return deny(downscale, `the new replica count ${downscale.to} is negative: no pod was prepared for shutdown.`);
   if (info.port === '') return deny(downscale, `the ${PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY} annotation is not set or empty.`);
   if (info.path === '') return deny(downscale, `the ${PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY} annotation is not set or empty.`);
   if (info.serviceName === '') return deny(downscale, 'the serviceName is not set or empty.');
@@ -279,7 +281,10 @@ export interface GroupChecksInput {
   othersPods: ReadonlyMap<string, readonly Pod[]>;
   /** From lastDownscalesFromAnnotations or lastDownscalesFromZones. */
   lastDownscales: ReadonlyMap<string, LastDownscale>;
+  /** Wall clock. */
   now: number;
+  /** Steps of that clock since this process first saw a last downscale (src/workloads/clocksteps.ts). */
+  countedFrom?: CountedFromByName;
 }
 
 /** Why a group check denied, for logs and tests; `deny.message` is what the client sees. */
@@ -295,7 +300,7 @@ export type GroupChecksOutcome = { kind: 'ok' } | (Deny & { block: GroupBlock })
  * StatefulSets of the group in list order; the first hit denies.
  */
 export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
-  const { downscale, mode, self, others, othersPods, lastDownscales, now } = input;
+  const { downscale, mode, self, others, othersPods, lastDownscales, now, countedFrom } = input;
   const parseFailed = (statefulSet: string, error: string): GroupChecksOutcome => ({
     ...deny(
       downscale,
@@ -308,7 +313,7 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
   });
 
   // Min-time: the one rule shared with the replica coordinator (src/workloads/downscale.ts).
-  const minTime = checkMinTimeBetweenZoneDownscales({ self, group: others, lastDownscales, now });
+  const minTime = checkMinTimeBetweenZoneDownscales({ self, group: others, lastDownscales, now, countedFrom });
   if ('error' in minTime) return parseFailed(minTime.statefulSet, minTime.error);
   if (!minTime.elapsed) {
     return {

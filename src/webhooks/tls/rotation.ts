@@ -85,6 +85,11 @@ export class CertificateRotator {
     this.timer = undefined;
   }
 
+  /**
+   * Renews at the wall-clock instant `at` (a certificate's renewAt is a
+   * wall-clock time): a timer that fires early, because the wall clock
+   * stepped back or the wait was longer than one timer, waits again.
+   */
   private scheduleAt(at: number): void {
     if (this.stopped) return;
     this.timer?.cancel();
@@ -96,6 +101,16 @@ export class CertificateRotator {
     });
   }
 
+  /** Renews after `ms` of real time (a retry): not re-checked against the wall clock, which may step. */
+  private scheduleIn(ms: number): void {
+    if (this.stopped) return;
+    this.timer?.cancel();
+    this.timer = this.clock.setTimer(ms, () => {
+      this.timer = undefined;
+      void this.renew();
+    });
+  }
+
   private async renew(): Promise<void> {
     let next: EnsuredCertificate;
     try {
@@ -103,14 +118,15 @@ export class CertificateRotator {
     } catch (e) {
       if (this.stopped) return;
       this.log.warn('renewing the webhook certificate failed; retrying', { err: message(e), retryInMs: this.retryMs });
-      this.scheduleAt(this.clock.now() + this.retryMs);
+      this.scheduleIn(this.retryMs);
       return;
     }
     if (this.stopped) return;
     const changed = next.cert !== this.bundle?.cert || next.key !== this.bundle?.key;
     this.bundle = next;
     // A renewAt already past would spin; wait retryMs instead.
-    this.scheduleAt(next.renewAt > this.clock.now() ? next.renewAt : this.clock.now() + this.retryMs);
+    if (next.renewAt > this.clock.now()) this.scheduleAt(next.renewAt);
+    else this.scheduleIn(this.retryMs);
     if (!changed) return;
     this.log.info('webhook certificate renewed', { notAfter: new Date(next.notAfter).toISOString() });
     for (const listener of this.listeners) {

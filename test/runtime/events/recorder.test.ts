@@ -199,6 +199,36 @@ describe('EventRecorder', () => {
     assert.equal(sink.stored.size, 2);
   });
 
+  it('a wall clock stepping forward neither ends a series nor refills the spam budget (no burst)', async () => {
+    const { clock, sink, recorder, metric } = setup();
+    for (let i = 0; i < 25; i++) recorder.event(sts, 'Warning', `Reason${i}`, 'Rollout', 'n');
+    await recorder.flush();
+    assert.equal(sink.creates.length, 25);
+    clock.step(60 * MIN);
+    await clock.advance(SEC);
+    recorder.event(sts, 'Warning', 'Reason0', 'Rollout', 'n'); // a second after its create: the same series
+    recorder.event(sts, 'Warning', 'Fresh', 'Rollout', 'n'); // the budget refills over real minutes, not a step
+    await recorder.flush();
+    assert.equal(sink.creates.length, 25, 'no new Event: the series goes on and the budget is spent');
+    assert.equal(await metric('stateward_events_dropped_total', { cause: 'spam' }), 1);
+    await clock.advance(29 * SEC);
+    await recorder.flush();
+    // Timestamps written to the API are wall-clock ones: the repeat happened after the step.
+    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 2, lastObservedTime: microTime(T0 + 60 * MIN + SEC) } }]);
+  });
+
+  it('a wall clock stepping backwards does not hold back a series patch that is due (no stall)', async () => {
+    const { clock, sink, recorder } = setup();
+    blocked(recorder);
+    await clock.advance(SEC);
+    blocked(recorder);
+    clock.step(-60 * MIN);
+    await clock.advance(29 * SEC); // the coalesced repeat is due 30 s after the create, in real time
+    await recorder.flush();
+    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 2, lastObservedTime: microTime(T0 + SEC) } }]);
+    assert.equal(sink.patches[0]!.at, T0 + 30 * SEC - 60 * MIN);
+  });
+
   it('drops creates beyond an object\'s spam budget, but keeps patching its existing series', async () => {
     const { clock, sink, recorder, metric } = setup();
     for (let i = 0; i < 30; i++) recorder.event(sts, 'Warning', `Reason${i}`, 'Rollout', 'n');
@@ -292,6 +322,25 @@ describe('EventRecorder', () => {
     await recorder.flush();
     assert.equal(sink.calls.length, 2, 'asks again after the pause');
     assert.equal(sink.stored.size, 1);
+  });
+
+  it('pauses a forbidden namespace for 5 minutes of real time, whichever way the wall clock steps', async () => {
+    for (const step of [60 * MIN, -60 * MIN]) {
+      const { clock, sink, recorder } = setup();
+      sink.fault = () => httpError(403);
+      blocked(recorder);
+      await recorder.flush();
+      sink.fault = undefined;
+      clock.step(step);
+      await clock.advance(SEC);
+      recorder.event(sts, 'Normal', 'Second', 'Rollout', 'n');
+      await recorder.flush();
+      assert.equal(sink.calls.length, 1, `still paused a second later (step ${step / MIN} min)`);
+      await clock.advance(5 * MIN);
+      recorder.event(sts, 'Normal', 'Third', 'Rollout', 'n');
+      await recorder.flush();
+      assert.equal(sink.calls.length, 2, `asks again after 5 minutes (step ${step / MIN} min)`);
+    }
   });
 
   it('takes a 409 on a retried create as success (the lost answer case)', async () => {

@@ -148,18 +148,45 @@ describe('TokenBucket', { timeout: 10_000 }, () => {
     assert.doesNotThrow(() => new TokenBucket(0, 0));
   });
 
-  it('neither mints tokens nor stalls when the wall clock steps backwards', () => {
-    const fake = new FakeClock(0);
-    let now = 10_000;
-    const clock = { now: () => now, setTimer: fake.setTimer.bind(fake), sleep: fake.sleep.bind(fake) };
+  it('a wall clock stepping forward mints no tokens (no burst)', async () => {
+    const clock = new FakeClock(0);
+    const bucket = new TokenBucket(1, 2, clock);
+    assert.ok(bucket.tryTake() && bucket.tryTake());
+    clock.step(60_000);
+    assert.equal(bucket.tryTake(), false, 'a step is not time passing');
+    assert.equal(bucket.tokens(), 0);
+    const waited = track(clock, bucket.wait());
+    await clock.advance(999);
+    assert.equal(waited.at, undefined);
+    await clock.advance(1);
+    assert.equal(waited.at, 61_000, 'one token a second of real time');
+  });
+
+  it('a wall clock stepping backwards neither stalls accrual nor loses what accrued (no stall)', async () => {
+    const clock = new FakeClock(10_000);
     const bucket = new TokenBucket(1, 1, clock);
     assert.ok(bucket.tryTake());
-    now = 5_000;
-    assert.equal(bucket.tryTake(), false);
-    now = 5_500;
-    assert.equal(bucket.tryTake(), false, 'half a second since the step: half a token');
-    now = 6_000;
-    assert.ok(bucket.tryTake(), 'a full second of accrual since the step');
+    await clock.advance(500);
+    clock.step(-5_000);
+    assert.equal(bucket.tryTake(), false, 'half a second since the take: half a token');
+    await clock.advance(500);
+    assert.ok(bucket.tryTake(), 'a full second since the take');
+    clock.step(-60_000);
+    const waited = track(clock, bucket.wait());
+    await clock.advance(1000);
+    assert.ok(waited.at !== undefined && waited.error === undefined, 'the next token a second later, whatever the wall clock says');
+  });
+
+  it('deadlines are on the monotonic clock, so a step neither expires nor extends them', async () => {
+    const clock = new FakeClock(0);
+    const bucket = new TokenBucket(5, 1, clock);
+    assert.ok(bucket.tryTake());
+    clock.step(60_000);
+    const ok = track(clock, bucket.wait({ deadline: clock.monotonic() + 300 })); // token at 200
+    await clock.advance(200);
+    assert.deepEqual(ok, { at: 60_200 });
+    clock.step(-120_000);
+    await assert.rejects(bucket.wait({ deadline: clock.monotonic() + 100 }), RateLimitExceededError, 'token at 400 is past a deadline 100 ms away');
   });
 });
 

@@ -91,6 +91,26 @@ describe('WorkQueue', { timeout: 10_000 }, () => {
     assert.equal(queue.len(), 0, 'no later delayed add survived');
   });
 
+  it('a wall clock stepping forward does not stall a shorter delayed add behind a longer one', async () => {
+    const clock = new FakeClock(0);
+    const queue = new WorkQueue({ clock });
+    queue.addAfter('a', 30_000);
+    clock.step(60_000);
+    queue.addAfter('a', 1000); // earlier in real time: replaces the 30 s one
+    await clock.advance(1000);
+    assert.equal(queue.len(), 1, 'added after 1 s, not after 30 s');
+  });
+
+  it('a wall clock stepping backwards does not let a longer delayed add replace a shorter one', async () => {
+    const clock = new FakeClock(0);
+    const queue = new WorkQueue({ clock });
+    queue.addAfter('a', 1000);
+    clock.step(-60_000);
+    queue.addAfter('a', 30_000); // later in real time: dropped
+    await clock.advance(1000);
+    assert.equal(queue.len(), 1, 'added after 1 s, not after 30 s');
+  });
+
   it('addAfter with no delay adds at once', () => {
     const queue = new WorkQueue({ clock: new FakeClock(0) });
     queue.addAfter('a', 0);
@@ -366,6 +386,23 @@ describe('workQueueMetrics', { timeout: 10_000 }, () => {
     queue.addAfter('c', 10);
     queue.addRateLimited('d');
     assert.equal(await value(registry, 'workqueue_retries_total', 'pods'), 2);
+  });
+
+  it('measures queue and work durations on the monotonic clock: a step neither inflates nor hides them', async () => {
+    const clock = new FakeClock(0);
+    const registry = new Registry();
+    const queue = new WorkQueue({ clock, metrics: workQueueMetrics(registry, 'steps') });
+    queue.add('a');
+    clock.step(3_600_000);
+    await clock.advance(2000);
+    const a = (await queue.get())!;
+    assert.equal(await value(registry, 'workqueue_queue_duration_seconds', 'steps', '_sum'), 2);
+    clock.step(-7_200_000);
+    await clock.advance(500);
+    assert.equal(await value(registry, 'workqueue_longest_running_processor_seconds', 'steps'), 0.5);
+    await clock.advance(2500);
+    queue.done(a);
+    assert.equal(await value(registry, 'workqueue_work_duration_seconds', 'steps', '_sum'), 3);
   });
 
   it('reports unfinished work and the longest running processor at scrape time', async () => {
