@@ -38,7 +38,7 @@ async function soak(t: TestContext, name: string, o: Omit<SoakOptions, 'cluster'
   return report;
 }
 
-describe('chaos soak', { timeout: 330_000 }, () => {
+describe('chaos soak', { timeout: 600_000 }, () => {
   it('two minutes of work under every kind of fault: no promise broken, and every kind of work done', async (t) => {
     const report = await soak(t, 'test', {
       minutes: 2,
