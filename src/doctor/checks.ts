@@ -332,39 +332,31 @@ function checkKeyPlacement(scope: Scope): Finding[] {
     const object = objectName(kind, workload);
     const { labels: labelKeys, annotations: annotationKeys } = KEYS_BY_KIND[kind];
 
-    for (const key of labelKeys) {
-      if (!has(annotations, key)) continue;
-      const value = annotations[key]!;
-      const both = has(labels, key);
-      const bad = key === MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY ? goDurationProblem(value) : undefined;
-      findings.push({
-        severity: both ? 'warning' : 'error',
-        code: 'key-should-be-label',
-        object,
-        problem: both
-          ? `${key} is set both as a label and as an annotation (${JSON.stringify(value)}); only the label (${JSON.stringify(labels[key])}) is read`
-          : `${key}=${JSON.stringify(value)} is set as an annotation, but it is read only as a label, so it has no effect`,
-        fix: both
-          ? `remove the annotation: ${kubectl(workload, kind, 'annotate', `${key}-`)}`
-          : `move it to metadata.labels: ${kubectl(workload, kind, 'label', `${key}=${shellQuote(value)}`)} && ${kubectl(workload, kind, 'annotate', `${key}-`)}` +
-            (bad ? ` (and correct the value first: ${bad})` : '') + '; change the manifest too, or the next apply brings it back',
-      });
-    }
-    for (const key of annotationKeys) {
-      if (!has(labels, key)) continue;
-      const value = labels[key]!;
-      const both = has(annotations, key);
-      findings.push({
-        severity: both ? 'warning' : 'error',
-        code: 'key-should-be-annotation',
-        object,
-        problem: both
-          ? `${key} is set both as an annotation and as a label (${JSON.stringify(value)}); only the annotation (${JSON.stringify(annotations[key])}) is read`
-          : `${key}=${JSON.stringify(value)} is set as a label, but it is read only as an annotation, so it has no effect`,
-        fix: both
-          ? `remove the label: ${kubectl(workload, kind, 'label', `${key}-`)}`
-          : `move it to metadata.annotations: ${kubectl(workload, kind, 'annotate', `${key}=${shellQuote(value)}`)} && ${kubectl(workload, kind, 'label', `${key}-`)}; change the manifest too, or the next apply brings it back`,
-      });
+    // Each direction: keys read only as `read` (label or annotation) but found as the other.
+    const directions = [
+      { keys: labelKeys, read: { noun: 'label', map: labels, verb: 'label', field: 'metadata.labels' }, found: { noun: 'annotation', map: annotations, verb: 'annotate' } },
+      { keys: annotationKeys, read: { noun: 'annotation', map: annotations, verb: 'annotate', field: 'metadata.annotations' }, found: { noun: 'label', map: labels, verb: 'label' } },
+    ] as const;
+    for (const { keys, read, found } of directions) {
+      const article = (noun: string) => (noun === 'annotation' ? 'an annotation' : 'a label');
+      for (const key of keys) {
+        if (!has(found.map, key)) continue;
+        const value = found.map[key]!;
+        const both = has(read.map, key);
+        const bad = key === MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY && read.noun === 'label' ? goDurationProblem(value) : undefined;
+        findings.push({
+          severity: both ? 'warning' : 'error',
+          code: `key-should-be-${read.noun}`,
+          object,
+          problem: both
+            ? `${key} is set both as ${article(read.noun)} and as ${article(found.noun)} (${JSON.stringify(value)}); only the ${read.noun} (${JSON.stringify(read.map[key])}) is read`
+            : `${key}=${JSON.stringify(value)} is set as ${article(found.noun)}, but it is read only as ${article(read.noun)}, so it has no effect`,
+          fix: both
+            ? `remove the ${found.noun}: ${kubectl(workload, kind, found.verb, `${key}-`)}`
+            : `move it to ${read.field}: ${kubectl(workload, kind, read.verb, `${key}=${shellQuote(value)}`)} && ${kubectl(workload, kind, found.verb, `${key}-`)}` +
+              (bad ? ` (and correct the value first: ${bad})` : '') + '; change the manifest too, or the next apply brings it back',
+        });
+      }
     }
 
     const template = workload.spec?.template?.metadata;

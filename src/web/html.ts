@@ -3,7 +3,8 @@
 // markup (same classes, same data- attributes) from every report the event
 // stream pushes. Every name from the cluster goes through escapeHtml here
 // and through textContent there.
-import type { BudgetView, GroupStatusView, NamespaceStatus, PodCell, StatefulSetRow, StatusReport } from '../status/model.ts';
+import type { BudgetView, GroupStatusView, NamespaceStatus, StatefulSetRow, StatusReport } from '../status/model.ts';
+import { cellClass, cellsOf, cellTitle, type CellState } from './assets/cells.js';
 
 export const ASSET_PATHS = { js: '/status/assets/app.js', css: '/status/assets/app.css', icon: '/status/assets/icon.svg' } as const;
 
@@ -35,43 +36,6 @@ function h(tag: string, attrs: Attrs, ...children: (string | Raw | undefined)[])
 }
 
 const join = (parts: Raw[]): Raw => new Raw(parts.map((p) => p.html).join(''));
-
-/** What one grid cell shows: a pod, or the gap where a pod of the StatefulSet should be. */
-export interface CellState {
-  pod: string;
-  ordinal: number;
-  state: 'ready' | 'not-ready' | 'terminating' | 'missing';
-  updated: boolean;
-  ready: boolean;
-  stuckReason?: string;
-}
-
-/** One cell per ordinal up to the replicas (or the highest pod present): missing ordinals included. */
-export function cellsOf(row: StatefulSetRow): CellState[] {
-  const byOrdinal = new Map<number, PodCell>(row.podGrid.map((p) => [p.ordinal, p]));
-  const count = Math.max(row.replicas, ...row.podGrid.map((p) => p.ordinal + 1));
-  const cells: CellState[] = [];
-  for (let ordinal = 0; ordinal < count; ordinal++) {
-    const pod = byOrdinal.get(ordinal);
-    if (!pod) {
-      cells.push({ pod: `${row.name}-${ordinal}`, ordinal, state: 'missing', updated: false, ready: false });
-      continue;
-    }
-    const state = pod.terminating ? 'terminating' : pod.ready ? 'ready' : 'not-ready';
-    cells.push({ pod: pod.name, ordinal, state, updated: pod.updated, ready: pod.ready && !pod.terminating, ...(pod.stuckReason ? { stuckReason: pod.stuckReason } : {}) });
-  }
-  return cells;
-}
-
-export function cellTitle(cell: CellState): string {
-  if (cell.state === 'missing') return `${cell.pod}: missing`;
-  const revision = cell.updated ? 'updated' : 'outdated';
-  return `${cell.pod}: ${revision}, ${cell.state}${cell.stuckReason ? ` (${cell.stuckReason})` : ''}`;
-}
-
-export function cellClass(cell: CellState): string {
-  return ['cell', cell.state === 'missing' ? '' : cell.updated ? 'updated' : 'outdated', cell.state, cell.stuckReason ? 'stuck' : ''].filter(Boolean).join(' ');
-}
 
 function cell(c: CellState): Raw {
   return h('span', {

@@ -8,7 +8,7 @@
 //   GET /status/<namespace>          the namespace's page
 //   GET /status/api/<namespace>      its StatusReport (JSON)
 //   GET /status/events/<namespace>   text/event-stream: a report now and after each change
-//   GET /status/assets/<file>        the page's script, stylesheet and icon
+//   GET /status/assets/<file>        the page's scripts, stylesheet and icon
 //
 // Read-only by construction: GET and HEAD only, no cookies, and a CSP that
 // lets the page load its script and styles from this server and nothing else.
@@ -59,6 +59,7 @@ function loadAssets(): Map<string, Asset> {
   const read = (file: string) => readFileSync(new URL(`./assets/${file}`, import.meta.url));
   return new Map([
     ['app.js', { type: 'text/javascript; charset=utf-8', body: read('app.js') }],
+    ['cells.js', { type: 'text/javascript; charset=utf-8', body: read('cells.js') }],
     ['app.css', { type: 'text/css; charset=utf-8', body: read('app.css') }],
     ['icon.svg', { type: 'image/svg+xml', body: read('icon.svg') }],
   ]);

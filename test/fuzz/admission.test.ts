@@ -591,6 +591,19 @@ describe('fuzz: the HTTPS webhook server', { timeout: 120_000 }, () => {
 describe('fuzz regressions: admission', { timeout: 120_000 }, () => {
   const review = (request: Record<string, unknown>): Body => ({ contentType: 'application/json', doc: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request }, text: { op: 'none' } });
 
+  /** A ZPDB CREATE by alice, as the apiserver would send it, through zpdb-validation: the decision, checked. */
+  async function validateZpdbCreate(request: { uid: string; name: string; namespace: string }, metadata: Record<string, string>, spec: Record<string, unknown>) {
+    const body = review({
+      ...request,
+      userInfo: { username: 'alice' },
+      operation: 'CREATE',
+      resource: { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'zoneawarepoddisruptionbudgets' },
+      object: { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata, spec },
+    });
+    const { handler, calls } = recorded(zpdbValidationHandler);
+    return checkAnswer(await serve(body, handler), calls);
+  }
+
   it('prepare-downscale: a group lock the API cannot take denies the downscale (was: the handler threw, HTTP 500)', async () => {
     const sts = (replicas: number) => ({
       apiVersion: 'apps/v1',
@@ -689,44 +702,22 @@ describe('fuzz regressions: admission', { timeout: 120_000 }, () => {
   });
 
   it('zpdb-validation: a deeply nested selector is denied with a 400 (was: stack overflow, HTTP 500)', async () => {
-    const body = review({
-      uid: ' ',
-      name: 'ingester-zone-a-0',
-      namespace: 'ns',
-      userInfo: { username: 'alice' },
-      operation: 'CREATE',
-      resource: { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'zoneawarepoddisruptionbudgets' },
-      object: {
-        apiVersion: 'rollout-operator.grafana.com/v1',
-        kind: 'ZoneAwarePodDisruptionBudget',
-        metadata: { name: 'ingester', namespace: 'ns' },
-        spec: { maxUnavailablePercentage: 36, selector: { matchLabels: deepMarker('array', 100_000) }, podNamePartitionRegex: '(?P<p>[a-z]+)-\\d+', crossZoneEvictionDelay: '' },
-      },
-    });
-    const { handler, calls } = recorded(zpdbValidationHandler);
-    const decision = checkAnswer(await serve(body, handler), calls);
+    const decision = await validateZpdbCreate(
+      { uid: ' ', name: 'ingester-zone-a-0', namespace: 'ns' },
+      { name: 'ingester', namespace: 'ns' },
+      { maxUnavailablePercentage: 36, selector: { matchLabels: deepMarker('array', 100_000) }, podNamePartitionRegex: '(?P<p>[a-z]+)-\\d+', crossZoneEvictionDelay: '' },
+    );
     assert.equal(decision?.allowed, false);
     assert.equal(decision?.status?.code, 400);
     assert.match(decision?.status?.message ?? '', /^invalid value: selector is not valid, got \.spec\.selector\.matchLabels accessor error: \[\[\[/);
   });
 
   it('zpdb-validation: a partition regex too large to compile is denied with a 400 (was: "Regular expression too large" thrown, HTTP 500)', async () => {
-    const body = review({
-      uid: 'e3302647-2467-6158-bba0-c6bb3db10145',
-      name: '',
-      namespace: '',
-      userInfo: { username: 'alice' },
-      operation: 'CREATE',
-      resource: { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'zoneawarepoddisruptionbudgets' },
-      object: {
-        apiVersion: 'rollout-operator.grafana.com/v1',
-        kind: 'ZoneAwarePodDisruptionBudget',
-        metadata: { namespace: 'ns' },
-        spec: { maxUnavailable: 1, selector: { matchLabels: {} }, podNamePartitionRegex: 'x'.repeat(1_000_000) },
-      },
-    });
-    const { handler, calls } = recorded(zpdbValidationHandler);
-    const decision = checkAnswer(await serve(body, handler), calls);
+    const decision = await validateZpdbCreate(
+      { uid: 'e3302647-2467-6158-bba0-c6bb3db10145', name: '', namespace: '' },
+      { namespace: 'ns' },
+      { maxUnavailable: 1, selector: { matchLabels: {} }, podNamePartitionRegex: 'x'.repeat(1_000_000) },
+    );
     assert.equal(decision?.allowed, false);
     assert.equal(decision?.status?.code, 400);
     assert.match(decision?.status?.message ?? '', /^invalid value: regex is not valid, got /);

@@ -8,7 +8,8 @@ import { Registry } from 'prom-client';
 import { HttpServer } from '../../src/runtime/http/server.ts';
 import type { GroupStatusView, StatefulSetRow, StatusReport } from '../../src/status/model.ts';
 import { STATUS_API_VERSION } from '../../src/status/model.ts';
-import { cellsOf, escapeHtml } from '../../src/web/html.ts';
+import { cellsOf } from '../../src/web/assets/cells.js';
+import { escapeHtml } from '../../src/web/html.ts';
 import { CONTENT_SECURITY_POLICY, WebHandler, type ReportSource, type WebHandlerOptions } from '../../src/web/routes.ts';
 import { waitFor } from '../cluster/probe.ts';
 
@@ -190,7 +191,7 @@ describe('web view routes', () => {
     assert.match(html, /class="wait" data-code="pods-not-ready">waiting for ingester-zone-b-1 to be Ready</);
     assert.match(html, /class="legend"/);
     // Every page and asset stays on this server.
-    for (const text of [html, ...['app.js', 'app.css'].map((f) => readFileSync(new URL(`../../src/web/assets/${f}`, import.meta.url), 'utf8'))]) {
+    for (const text of [html, ...['app.js', 'cells.js', 'app.css'].map((f) => readFileSync(new URL(`../../src/web/assets/${f}`, import.meta.url), 'utf8'))]) {
       assert.doesNotMatch(text, /(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i);
       assert.doesNotMatch(text, /@import|url\(/);
     }

@@ -2,7 +2,10 @@
 // event stream (/status/events/<namespace>) pushes, or, when the stream
 // cannot be used, from /status/api/<namespace> every 2 s. The markup is the
 // server's (src/web/html.ts): same classes, same data- attributes. Every
-// name is set with textContent or setAttribute, never parsed as HTML.
+// name is set with textContent or setAttribute, never parsed as HTML. The
+// cells of the pod grid come from cells.js, which the server renders with too.
+
+import { cellClass, cellsOf, cellTitle } from './cells.js';
 
 const POLL_MS = 2000;
 
@@ -22,31 +25,6 @@ function h(tag, attrs, ...children) {
     element.append(typeof child === 'string' ? document.createTextNode(child) : child);
   }
   return element;
-}
-
-function cellsOf(row) {
-  const byOrdinal = new Map(row.podGrid.map((p) => [p.ordinal, p]));
-  const count = Math.max(row.replicas, ...row.podGrid.map((p) => p.ordinal + 1));
-  const cells = [];
-  for (let ordinal = 0; ordinal < count; ordinal++) {
-    const pod = byOrdinal.get(ordinal);
-    if (!pod) {
-      cells.push({ pod: `${row.name}-${ordinal}`, ordinal, state: 'missing', updated: false, ready: false });
-      continue;
-    }
-    const state = pod.terminating ? 'terminating' : pod.ready ? 'ready' : 'not-ready';
-    cells.push({ pod: pod.name, ordinal, state, updated: pod.updated, ready: pod.ready && !pod.terminating, stuckReason: pod.stuckReason });
-  }
-  return cells;
-}
-
-function cellTitle(cell) {
-  if (cell.state === 'missing') return `${cell.pod}: missing`;
-  return `${cell.pod}: ${cell.updated ? 'updated' : 'outdated'}, ${cell.state}${cell.stuckReason ? ` (${cell.stuckReason})` : ''}`;
-}
-
-function cellClass(cell) {
-  return ['cell', cell.state === 'missing' ? '' : cell.updated ? 'updated' : 'outdated', cell.state, cell.stuckReason ? 'stuck' : ''].filter(Boolean).join(' ');
 }
 
 function cell(c) {
