@@ -6,6 +6,7 @@ import { registerRuntimeFlags } from './runtime/config.ts';
 import { FlagSet } from './runtime/flags/flagset.ts';
 import { loadKubeConfig, KubeConfigError } from './runtime/kube/config.ts';
 import { validateElectionTimings } from './runtime/leaderelection/elector.ts';
+import { type FaultSource, reportFaults } from './runtime/faults.ts';
 import { createLogger } from './runtime/log/logger.ts';
 import { createRegistry } from './runtime/metrics.ts';
 import { Operator, type Capability } from './runtime/operator.ts';
@@ -26,6 +27,8 @@ export interface Io {
   env: NodeJS.ProcessEnv;
   /** Where the process's signals are delivered (process, or a stand-in in tests). */
   signals?: { on(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void };
+  /** Where uncaught exceptions and unhandled rejections are reported (process, or a stand-in in tests). */
+  faults?: FaultSource;
 }
 
 
@@ -90,10 +93,12 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 1;
   }
   logger.info('starting stateward', { version, namespace: config.namespace, watchNamespaces: config.watchNamespaces.join(','), leaderElection: config.leaderElection.enabled });
-  const operator = new Operator({ config, kubeConfig, logger, registry: createRegistry(), capabilities, version });
+  const registry = createRegistry();
+  const operator = new Operator({ config, kubeConfig, logger, registry, capabilities, version });
   const signals = io.signals ?? process;
   signals.on('SIGTERM', () => operator.requestStop('SIGTERM'));
   signals.on('SIGINT', () => operator.requestStop('SIGINT'));
+  const fatal = reportFaults(io.faults ?? process, { logger, registry, stop: (reason) => operator.requestStop(reason), graceMs: config.shutdownGraceMs });
   try {
     await operator.run();
   } catch (error) {
@@ -102,5 +107,5 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 1;
   }
   logger.flush();
-  return 0;
+  return fatal.happened ? 1 : 0;
 }

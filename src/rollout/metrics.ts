@@ -16,7 +16,7 @@ export class RolloutMetrics {
     const labelNames = ['rollout_group'];
     this.reconciles = new Counter({ name: 'rollout_operator_group_reconciles_total', help: 'Total number of reconciles started for a specific rollout group.', labelNames, registers: [registry] });
     this.failed = new Counter({ name: 'rollout_operator_group_reconciles_failed_total', help: 'Total number of reconciles failed for a specific rollout group.', labelNames, registers: [registry] });
-    // Prometheus' default buckets, as the anchor's histogram uses.
+    // Prometheus' default buckets, as rollout-operator's histogram uses.
     this.duration = new Histogram({ name: 'rollout_operator_group_reconcile_duration_seconds', help: 'Total time spent running a reconcile for a specific rollout group.', labelNames, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
     this.lastSuccess = new Gauge({ name: 'rollout_operator_last_successful_group_reconcile_timestamp_seconds', help: 'Time of the last successful reconcile for a specific rollout group.', labelNames, registers: [registry] });
     this.deleted = new Counter({ name: 'stateward_rollout_pods_deleted_total', help: 'Pods deleted to roll them to their update revision.', labelNames: ['rollout_group', 'reason'], registers: [registry] });
@@ -28,7 +28,7 @@ export class RolloutMetrics {
     this.known.add(group);
     const labels = { rollout_group: group };
     this.reconciles.inc(labels);
-    // Touch the series so they exist from the first reconcile, as the anchor does.
+    // Touch the series so they exist from the first reconcile, as rollout-operator does.
     this.failed.inc(labels, 0);
     const stop = this.duration.startTimer(labels);
     return (outcome) => {

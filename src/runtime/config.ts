@@ -2,12 +2,15 @@
 // flag, so its command lines work unchanged; new flags where it has none.
 import { hostname } from 'node:os';
 import type { FlagSet } from './flags/flagset.ts';
+import type { ServerLimits } from './http/guard.ts';
 import type { LogFormat, LogLevel } from './log/logger.ts';
 
 export interface RuntimeConfig {
   logFormat: LogFormat;
   logLevel: LogLevel;
   serverPort: number;
+  /** The plain HTTP server's timeouts and connection cap (-server.*). */
+  httpLimits: ServerLimits;
   kubeApiUrl: string;
   kubeConfigFile: string;
   clientTimeoutMs: number;
@@ -34,6 +37,9 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   const logFormat = fs.enumString('log.format', 'logfmt', ['logfmt', 'json'], 'Output log messages in the given format. Valid formats: [logfmt, json]');
   const logLevel = fs.enumString('log.level', 'info', ['debug', 'info', 'warn', 'error'], 'Only log messages with the given severity or above. Valid levels: [debug, info, warn, error]');
   const serverPort = fs.int('server.port', 8001, 'Port for the HTTP server: /ready, /healthz, /metrics.');
+  const serverTimeout = fs.duration('server.request-timeout', 10_000, 'Time a client of the HTTP server has to send a request\'s headers and body; a connection that sends nothing is closed after it too.');
+  const serverIdle = fs.duration('server.idle-timeout', 180_000, 'Keep-alive connections of the HTTP server idle this long are closed.');
+  const serverMaxConnections = fs.int('server.max-connections', 512, 'Most connections the HTTP server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).');
   const apiUrl = fs.string('kubernetes.api-url', '', 'The Kubernetes server API URL. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
   const configFile = fs.string('kubernetes.config-file', '', 'The Kubernetes config file path. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
   const clientTimeout = fs.duration('kubernetes.client-timeout', 5 * 60_000, 'Timeout of each request to the Kubernetes API (watches excepted).');
@@ -54,6 +60,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     logFormat: logFormat.value,
     logLevel: logLevel.value,
     serverPort: serverPort.value,
+    httpLimits: { requestTimeoutMs: serverTimeout.value, idleTimeoutMs: serverIdle.value, maxConnections: serverMaxConnections.value },
     kubeApiUrl: apiUrl.value,
     kubeConfigFile: configFile.value,
     clientTimeoutMs: clientTimeout.value,
@@ -76,6 +83,9 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   const validate = (): string | undefined => {
     if (!namespace.value) return 'the -kubernetes.namespace flag is required';
     if (serverPort.value < 0 || serverPort.value > 65535) return `-server.port=${serverPort.value}: not a port number`;
+    if (serverTimeout.value <= 0) return '-server.request-timeout must be positive';
+    if (serverIdle.value <= 0) return '-server.idle-timeout must be positive';
+    if (serverMaxConnections.value < 1) return '-server.max-connections must be at least 1';
     if (qps.value < 0) return '-kubernetes.client-qps must not be negative';
     if (qps.value > 0 && burst.value < 1) return '-kubernetes.client-burst must be at least 1 when -kubernetes.client-qps is above 0';
     if (clientTimeout.value <= 0) return '-kubernetes.client-timeout must be positive';

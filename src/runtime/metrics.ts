@@ -1,5 +1,5 @@
 // One private Prometheus registry per operator process (never prom-client's
-// global one), with process and Node.js runtime metrics, which the anchor
+// global one), with process and Node.js runtime metrics, which rollout-operator
 // (rollout-operator) does not expose.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 

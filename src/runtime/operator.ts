@@ -32,6 +32,12 @@ export interface Runtime {
   informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
   isLeader(): boolean;
+  /**
+   * Adds a condition to /ready: `check` returns undefined once its part is
+   * ready, else what is missing (shown in the 503 body). The Service sends
+   * traffic to a replica only while every condition holds.
+   */
+  readiness(name: string, check: () => string | undefined): void;
 }
 
 export interface CapabilityHandle {
@@ -65,6 +71,7 @@ export class Operator {
   readonly events: EventRecorder;
   private readonly informerMetrics: InformerMetrics;
   private readonly informerCache = new Map<string, Informer<KubeObject>>();
+  private readonly readinessChecks = new Map<string, () => string | undefined>();
   private elector: LeaderElector | undefined;
   private readonly stop = new AbortController();
   private readonly tasks: Promise<void>[] = [];
@@ -86,7 +93,7 @@ export class Operator {
       clock: this.clock,
       userAgent: `stateward/${options.version}`,
     });
-    this.http = new HttpServer({ port: config.serverPort, registry, ready: () => this.ready(), logger: this.log });
+    this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits });
     this.identity = config.leaderElection.enabled ? `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}` : config.leaderElection.identity;
     this.events = new EventRecorder({
       sink: kubeEventSink(this.client),
@@ -105,6 +112,17 @@ export class Operator {
     return [...this.informerCache.values()].every((i) => i.hasSynced());
   }
 
+  /** What /ready waits for: the caches, then every condition a capability registered. */
+  notReady(): string | undefined {
+    if (!this.ready()) return 'caches are still syncing';
+    const missing: string[] = [];
+    for (const [name, check] of this.readinessChecks) {
+      const problem = check();
+      if (problem !== undefined) missing.push(`${name}: ${problem}`);
+    }
+    return missing.length > 0 ? missing.join('; ') : undefined;
+  }
+
   isLeader(): boolean {
     return this.elector ? this.elector.isLeader() : true;
   }
@@ -120,6 +138,7 @@ export class Operator {
       events: this.events,
       http: this.http,
       isLeader: () => this.isLeader(),
+      readiness: (name, check) => void this.readinessChecks.set(name, check),
       informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {
         const scopes = !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
         return scopes.map((namespace) => {

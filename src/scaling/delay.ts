@@ -176,7 +176,7 @@ export type PrepareResults = ReadonlyMap<number, number | { error: string }>;
  * How far a downscale from `current` to `desired` may go at `now`: walking
  * from ordinal current−1 down to desired, the consecutive pods whose
  * now − timestamp ≥ delay may go. Any failed POST in [desired, current)
- * → error (no scaling this time); none may go → the anchor's error.
+ * → error (no scaling this time); none may go → rollout-operator's error.
  *
  * Time proportional to the answers, whatever current − desired (any int32):
  * the first loop stops at the first ordinal without an answer, so it runs

@@ -9,7 +9,7 @@
 // prepared by a POST that overtook the DELETE meant to withdraw it.
 //
 // DELETE (cancel) is idempotent and pods are its source of truth, so it is
-// not re-sent on every reconcile as the anchor does: it is sent when a
+// not re-sent on every reconcile as rollout-operator does: it is sent when a
 // prepare may have happened since the last cancel (a downscale withdrawn,
 // an upscale, the first sight of a StatefulSet after a start) and otherwise
 // at most every `cancelRepeatMs`.
@@ -49,7 +49,7 @@ export interface DelayCallsOptions {
   /** A prepare round for this StatefulSet finished: reconcile its group to act on it. */
   onSettled: (namespace: string, statefulSet: string) => void;
   calls?: Counter;
-  /** Calls in flight per StatefulSet (anchor: 32). */
+  /** Calls in flight per StatefulSet (rollout-operator: 32). */
   concurrency?: number;
   /** Answers older than this are not acted on; a new round is asked for. */
   freshMs?: number;
@@ -207,7 +207,7 @@ export class DelayedDownscaleCalls {
   private logCancelFailures(target: DelayTarget, state: SetState, results: Map<number, PodCallResult>): void {
     const failed = [...results].filter(([, r]) => 'error' in r || !cancelSucceeded(r.status));
     if (failed.length === 0) return;
-    // As the anchor: a failed cancel is only logged; it is sent again later.
+    // As rollout-operator: a failed cancel is only logged; it is sent again later.
     const [ordinal, first] = failed[0]!;
     this.o.log.warn(`could not cancel the delayed downscale of ${failed.length} pod(s)`, {
       statefulSet: target.statefulSet,

@@ -229,7 +229,7 @@ export class ReplicaCoordinator {
     }
     const delay = delayedDownscaleConfig(set);
     if (delay && 'error' in delay) {
-      // As the anchor: a broken delay configuration stops this StatefulSet's scaling both ways.
+      // As rollout-operator: a broken delay configuration stops this StatefulSet's scaling both ways.
       this.warn(set, 'InvalidScalingMetadata', `not scaling ${nameOf(set)}: ${delay.error}`);
       await backTo(current);
       return false;

@@ -59,7 +59,7 @@ export type ForceReplicas = { replicas: number } | { warning: string } | undefin
 
 /**
  * grafana.com/rollout-force-replicas: an int32 ≥ 0. Absent → undefined;
- * invalid or negative → a warning (the anchor ignores it silently, and so do
+ * invalid or negative → a warning (rollout-operator ignores it silently, and so do
  * we, but we say so).
  */
 export function forceReplicasOverride(sts: StatefulSet): ForceReplicas {

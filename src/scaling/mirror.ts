@@ -40,7 +40,7 @@ export function parseGroupVersion(apiVersion: string): { group: string; version:
 /**
  * The resource a StatefulSet mirrors. Undefined when neither the name nor
  * the kind annotation is set (not in mirror mode). Name and kind are both
- * needed: where the anchor silently skips a StatefulSet with only one of
+ * needed: where rollout-operator silently skips a StatefulSet with only one of
  * them, this reports it. The group comes only from the api-version
  * annotation, so for a custom resource it is effectively required.
  */

@@ -13,7 +13,7 @@
 //   now − its last-downscale ≥ that OTHER StatefulSet's min-time.
 //   An unparsable last-downscale annotation (even without the label, as the
 //   webhook) or an unparsable label (when it matters) is an error naming it.
-// The anchor's controller used the follower's OWN label instead. With two
+// rollout-operator's controller used the follower's OWN label instead. With two
 // rules the controller would decide a downscale was due, patch spec.replicas,
 // and the webhook (which checks the other zone's label) would deny the very
 // patch the controller attempted: a retry loop of denied patches, and a
@@ -52,7 +52,7 @@ export type FollowerDecision =
 
 /**
  * The most recent grafana.com/last-downscale among the group's StatefulSets
- * other than `excluding` (anchor: getMostRecentDownscale). Undefined when
+ * other than `excluding` (rollout-operator: getMostRecentDownscale). Undefined when
  * none carries the annotation; an error names the first unparsable one.
  */
 export function mostRecentDownscale(
@@ -88,7 +88,7 @@ export function minimumTimeHasElapsed(input: { zone: string; group: readonly Sta
 /**
  * The leader named by the follower's grafana.com/rollout-downscale-leader
  * annotation: undefined when there is no annotation, an error when the group
- * has no StatefulSet of that name (anchor: getLeaderForStatefulSet).
+ * has no StatefulSet of that name (rollout-operator: getLeaderForStatefulSet).
  */
 export function leaderFor(follower: StatefulSet, group: readonly StatefulSet[]): StatefulSet | undefined | { error: string } {
   const leaderName = annotationsOf(follower)[DOWNSCALE_LEADER_ANNOTATION_KEY];
@@ -98,7 +98,7 @@ export function leaderFor(follower: StatefulSet, group: readonly StatefulSet[]):
   return leader;
 }
 
-/** The replicas a StatefulSet should have in follow-leader mode (anchor: desiredStsReplicas). */
+/** The replicas a StatefulSet should have in follow-leader mode (rollout-operator: desiredStsReplicas). */
 export function desiredFollowerReplicas(input: { follower: StatefulSet; group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): FollowerDecision {
   const { follower, group, now, countedFrom } = input;
   const name = nameOf(follower);
@@ -155,7 +155,7 @@ function byName(a: StatefulSet, b: StatefulSet): number {
 
 /**
  * The group in adjustment order: every leader before its followers, and
- * otherwise by name (the anchor's zone order). A leader missing from the
+ * otherwise by name (rollout-operator's zone order). A leader missing from the
  * group is no edge (desiredFollowerReplicas reports it). A leader cycle
  * (including a StatefulSet leading itself) is an error listing the cycle.
  */
@@ -220,7 +220,7 @@ function cloneForSimulation(sts: StatefulSet): StatefulSet {
 }
 
 /**
- * Follow-leader for a whole group in one pass. Unlike the anchor (which
+ * Follow-leader for a whole group in one pass. Unlike rollout-operator (which
  * patches one StatefulSet and ends the reconcile, so a chain a→b→c needs one
  * resync per link), this simulates each change on a copy of the group in
  * chainOrder, so c sees b's new replicas and the chain converges at once.

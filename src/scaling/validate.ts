@@ -1,4 +1,4 @@
-// Warnings about scaling metadata the anchor would silently ignore or only
+// Warnings about scaling metadata rollout-operator would silently ignore or only
 // log: a label key set as an annotation (or the reverse), and values that do
 // not parse. Issue #306: prepare-shutdown was never called because the user
 // set grafana.com/prepare-downscale and min-time-between-zones-downscale as

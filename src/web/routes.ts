@@ -129,10 +129,10 @@ export class WebHandler {
     for (const end of [...this.streams]) end();
   }
 
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+  /** `path` is the request's path as the HTTP server checked it (runtime/http/target.ts). */
+  readonly handle = (req: IncomingMessage, res: ServerResponse, path: string): void => {
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') return plain(res, 405, `method ${method} not allowed: the status pages are read-only`, { allow: 'GET, HEAD' });
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const segments = path.split('/').filter((s) => s !== '');
     if (segments[0] !== 'status') return plain(res, 404, 'not found');
     let parts: string[];

@@ -6,7 +6,7 @@
 // Behaviour follows rollout-operator's pkg/admission/serve.go:
 // - Content-Type must be exactly "application/json": the whole header is
 //   compared, so "application/json; charset=utf-8" is refused too. The API
-//   server always sends the bare value; being as strict as the anchor keeps
+//   server always sends the bare value; being as strict as rollout-operator keeps
 //   Stateward a drop-in replacement (same 400 for the same request).
 // - Errors before the handler runs are HTTP 400 (413 for an oversized body)
 //   with a text/plain message, as Go's http.Error writes them (message + "\n").
@@ -105,6 +105,14 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/** Thrown by readLimitedBody when the server's shared byte budget has no room for more of the body. */
+export class BodyBudgetExhaustedError extends Error {
+  constructor() {
+    super('the server is holding as many request bytes as it may; retry');
+    this.name = 'BodyBudgetExhaustedError';
+  }
+}
+
 /**
  * Reads a whole body, refusing one longer than `limit` bytes. On overflow it
  * drops what it holds, detaches and pauses the stream (it does not destroy it,
@@ -113,7 +121,7 @@ export class BodyTooLargeError extends Error {
  * Rejects with the signal's reason on abort, and with the stream's error, or
  * an Error if it closes before its end.
  */
-export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal): Promise<Buffer> {
+export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal, take: (bytes: number) => boolean = () => true): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
@@ -139,6 +147,10 @@ export function readLimitedBody(stream: Readable, limit: number, signal: AbortSi
       received += buffer.length;
       if (received > limit) {
         fail(new BodyTooLargeError(limit, received));
+        return;
+      }
+      if (!take(buffer.length)) {
+        fail(new BodyBudgetExhaustedError());
         return;
       }
       chunks.push(buffer);

@@ -53,8 +53,7 @@ export class WebhookConfigurations {
   /**
    * kube_validating_webhook_failure_policy{type, webhook, policy}: 1 for the
    * webhook's current policy, 0 for the other (nil counts as Fail), computed
-   * at scrape time, so a deleted configuration's entries disappear (the
-   * anchor never removes them).
+   * at scrape time, so a deleted configuration's entries disappear (rollout-operator never removes them).
    */
   registerFailurePolicyGauge(registry: Registry): void {
     const informers = this.informers;

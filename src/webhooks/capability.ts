@@ -98,9 +98,12 @@ export function webhooksCapability(read: () => WebhookConfig): Capability {
       const injector = config.selfSigned && config.updateCaBundle ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations }) : undefined;
       const handlers = webhookHandlers(runtime, config);
 
+      // Set once the certificate is known; the rotation callbacks and /ready read it.
+      const live: { server?: WebhookServer } = {};
+      // The Service must not send the API server's webhook calls to a replica
+      // that cannot answer them yet (still creating or loading its certificate).
+      runtime.readiness('webhooks', () => (live.server?.serving ? undefined : `the HTTPS server on port ${config.port} is not serving yet`));
       const serve = async (signal: AbortSignal): Promise<void> => {
-        // Set once the certificate is known; the rotation callbacks read it.
-        const live: { server?: WebhookServer } = {};
         const stops: (() => void)[] = [];
         let tls: TlsPair;
         if (config.selfSigned) {
@@ -132,7 +135,16 @@ export function webhooksCapability(read: () => WebhookConfig): Capability {
           tls = watch.current;
           stops.push(() => watch.stop());
         }
-        const server = new WebhookServer({ port: config.port, requestTimeoutMs: config.requestTimeoutMs, registry: runtime.registry, logger: runtime.logger, tls });
+        const server = new WebhookServer({
+          port: config.port,
+          requestTimeoutMs: config.requestTimeoutMs,
+          idleTimeoutMs: config.idleTimeoutMs,
+          maxConnections: config.maxConnections,
+          maxInflightBodyBytes: config.maxInflightBodyBytes,
+          registry: runtime.registry,
+          logger: runtime.logger,
+          tls,
+        });
         live.server = server;
         for (const [path, handler] of handlers) server.handle(path, handler);
         await server.listen();

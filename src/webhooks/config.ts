@@ -1,6 +1,7 @@
 // rollout-operator's -server-tls.* and -webhooks.* flags, same names and
 // defaults, plus -webhooks.ca-bundle-configurations (its issue #38).
 import type { FlagSet } from '../runtime/flags/flagset.ts';
+import { MAX_ADMISSION_BODY_BYTES } from './admission.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import type { RescheduleConfig } from '../drain/reschedule/config.ts';
 
@@ -10,6 +11,10 @@ export interface WebhookConfig extends PodCallConfig {
   tlsEnabled: boolean;
   port: number;
   requestTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxConnections: number;
+  /** Bytes of request bodies held at once across every connection (read, parsed or being decided). */
+  maxInflightBodyBytes: number;
   certFile: string;
   keyFile: string;
   selfSigned: boolean;
@@ -27,6 +32,9 @@ export function registerWebhookFlags(fs: FlagSet, podCalls: () => PodCallConfig)
   const enabled = fs.bool('server-tls.enabled', false, 'Enable the HTTPS server for the admission webhooks.');
   const port = fs.int('server-tls.port', 8443, 'Port for the HTTPS server.');
   const timeout = fs.duration('server-tls.request-timeout', 10_000, 'Read and write timeout of the HTTPS server; webhook handlers get 90% of it.');
+  const idle = fs.duration('server-tls.idle-timeout', 90_000, 'Keep-alive connections of the HTTPS server idle this long are closed; longer than the API server\'s 90 s idle timeout for webhook clients, so it closes first.');
+  const maxConnections = fs.int('server-tls.max-connections', 1024, 'Most connections the HTTPS server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).');
+  const maxInflight = fs.int('server-tls.max-inflight-body-bytes', 16 * 1024 * 1024, 'Bytes of AdmissionReview bodies held at once across all connections; a request that would exceed it gets 503 at once instead of being buffered.');
   const certFile = fs.string('server-tls.cert-file', '', 'Certificate file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
   const keyFile = fs.string('server-tls.key-file', '', 'Private key file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
   const selfSigned = fs.bool('server-tls.self-signed-cert.enabled', true, 'Generate a self-signed certificate, stored in a Secret, renewed before it expires.');
@@ -43,6 +51,9 @@ export function registerWebhookFlags(fs: FlagSet, podCalls: () => PodCallConfig)
       tlsEnabled: enabled.value,
       port: port.value,
       requestTimeoutMs: timeout.value,
+      idleTimeoutMs: idle.value,
+      maxConnections: maxConnections.value,
+      maxInflightBodyBytes: maxInflight.value,
       certFile: certFile.value,
       keyFile: keyFile.value,
       selfSigned: selfSigned.value,
@@ -60,6 +71,9 @@ export function registerWebhookFlags(fs: FlagSet, podCalls: () => PodCallConfig)
       if (useZoneTracker.value && !trackerName.value) return '-zone-tracker.config-map-name must not be empty when -use-zone-tracker is set';
       if (!enabled.value) return undefined;
       if (timeout.value <= 0) return '-server-tls.request-timeout must be greater than 0';
+      if (idle.value <= 0) return '-server-tls.idle-timeout must be greater than 0';
+      if (maxConnections.value < 1) return '-server-tls.max-connections must be at least 1';
+      if (maxInflight.value < MAX_ADMISSION_BODY_BYTES) return `-server-tls.max-inflight-body-bytes must be at least ${MAX_ADMISSION_BODY_BYTES}, the largest AdmissionReview accepted`;
       if (port.value < 0 || port.value > 65535) return `-server-tls.port=${port.value}: not a port number`;
       if (!selfSigned.value && updateCaBundle.value) return '-webhooks.update-ca-bundle must be false when -server-tls.self-signed-cert.enabled=false (there is no CA to inject)';
       if (!selfSigned.value && (!certFile.value || !keyFile.value)) return '-server-tls.cert-file and -server-tls.key-file are required when -server-tls.self-signed-cert.enabled=false';

@@ -5,9 +5,11 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import { closeGracefully, inflightMetric, listenOn, requestDurationMetric, routeName } from '../runtime/http/server.ts';
+import { ByteBudget } from '../runtime/http/budget.ts';
+import { applyLimits, replyText, requestListener, serverOptions } from '../runtime/http/guard.ts';
+import { closeGracefully, listenOn, routeName } from '../runtime/http/server.ts';
 import { type Logger, nopLogger } from '../runtime/log/logger.ts';
-import { type AdmissionHandler, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
+import { type AdmissionHandler, BodyBudgetExhaustedError, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
 
 export interface TlsPair {
   cert: string;
@@ -17,8 +19,14 @@ export interface TlsPair {
 export interface WebhookServerOptions {
   port: number;
   host?: string;
-  /** -server-tls.request-timeout: the socket read/write budget; handlers get 90 % of it. */
+  /** -server-tls.request-timeout: headers and body must arrive within it; handlers get 90 % of it. */
   requestTimeoutMs: number;
+  /** -server-tls.idle-timeout (default 90 s). */
+  idleTimeoutMs?: number;
+  /** -server-tls.max-connections (default 1024). */
+  maxConnections?: number;
+  /** -server-tls.max-inflight-body-bytes (default 16 MiB). */
+  maxInflightBodyBytes?: number;
   registry: Registry;
   logger?: Logger;
   tls: TlsPair;
@@ -29,35 +37,40 @@ export class WebhookServer {
   private readonly server: Server;
   private readonly handlers = new Map<string, AdmissionHandler>();
   private readonly log: Logger;
+  private readonly bodies: ByteBudget;
+  private listening = false;
 
   constructor(options: WebhookServerOptions) {
     this.o = options;
     this.log = (options.logger ?? nopLogger).child({ component: 'webhook-server' });
-    const duration = requestDurationMetric(options.registry);
-    const inflight = inflightMetric(options.registry);
-    this.server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, (req, res) => {
-      const path = new URL(req.url ?? '/', 'https://localhost').pathname;
-      const handler = this.handlers.get(path);
-      const route = handler ? routeName(path) : 'other';
-      const method = req.method ?? 'POST';
-      const started = performance.now();
-      inflight.inc({ method, route });
-      res.once('close', () => {
-        inflight.dec({ method, route });
-        duration.observe({ method, route, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
-      });
-      void this.dispatch(req, res, handler);
+    this.bodies = new ByteBudget(options.maxInflightBodyBytes ?? 16 * 1024 * 1024);
+    const limits = {
+      requestTimeoutMs: options.requestTimeoutMs,
+      // Longer than the apiserver's idle timeout for its webhook client, so the
+      // apiserver closes idle connections first and never races our close.
+      idleTimeoutMs: options.idleTimeoutMs ?? 90_000,
+      maxConnections: options.maxConnections ?? 1024,
+    };
+    const listener = requestListener({
+      log: this.log,
+      registry: options.registry,
+      resolve: (path) => {
+        const handler = this.handlers.get(path);
+        return handler ? { name: routeName(path), handle: (req, res) => this.dispatch(req, res, handler) } : undefined;
+      },
     });
-    this.server.requestTimeout = options.requestTimeoutMs;
-    this.server.headersTimeout = options.requestTimeoutMs;
-    // Longer than the apiserver's idle timeout for its webhook client, so the
-    // apiserver closes idle connections first and never races our close.
-    this.server.keepAliveTimeout = 90_000;
+    this.server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: options.requestTimeoutMs, ...serverOptions(limits) }, listener);
+    applyLimits(this.server, limits, 'https', options.registry, this.log);
     this.server.on('tlsClientError', (error) => this.log.debug('TLS handshake failed', { err: error.message }));
   }
 
   handle(path: string, handler: AdmissionHandler): void {
     this.handlers.set(path, handler);
+  }
+
+  /** True once listen() has bound the port with a certificate, until close(). */
+  get serving(): boolean {
+    return this.listening;
   }
 
   /** New handshakes use this pair from now on; open connections keep theirs. */
@@ -66,44 +79,57 @@ export class WebhookServer {
     this.log.info('serving certificate updated');
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler | undefined): Promise<void> {
-    const reply = (status: number, contentType: string, body: string) => {
-      if (res.headersSent) return;
-      res.writeHead(status, { 'content-type': contentType });
-      res.end(body);
-    };
-    if (!handler) return reply(404, 'text/plain; charset=utf-8', '404 page not found\n');
-    if (req.method !== 'POST') return reply(405, 'text/plain; charset=utf-8', 'only POST is accepted\n');
+  private async dispatch(req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler): Promise<void> {
+    if (req.method !== 'POST') return replyText(res, 405, 'only POST is accepted\n');
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > MAX_ADMISSION_BODY_BYTES) {
+      return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
+    }
+    // Held from the first byte read until the answer is sent: the parsed
+    // review lives as long as its handler runs.
+    const hold = this.bodies.hold();
+    res.once('close', () => hold.release());
+    if (declared !== undefined && !hold.take(declared)) return busy(res);
     // The handler's deadline: 90 % of the request timeout, as rollout-operator,
     // so an answer always leaves before the apiserver gives up on us.
     const signal = AbortSignal.timeout(Math.floor(this.o.requestTimeoutMs * 0.9));
     let body: Buffer;
     try {
-      body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal);
+      body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal, declared === undefined ? (bytes) => hold.take(bytes) : () => true);
     } catch (error) {
-      const tooLarge = error instanceof BodyTooLargeError;
-      this.log.warn('rejected admission request body', { path: req.url, err: error instanceof Error ? error.message : String(error) });
-      // The rest of an oversized body is not read: close the connection after answering.
-      if (tooLarge) res.setHeader('connection', 'close');
-      return reply(tooLarge ? 413 : 400, 'text/plain; charset=utf-8', tooLarge ? `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n` : 'could not read the request body\n');
+      if (error instanceof BodyBudgetExhaustedError) return busy(res);
+      if (error instanceof BodyTooLargeError) return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
+      if (signal.aborted) return replyText(res, 408, 'the request body did not arrive in time\n');
+      this.log.debug('could not read an admission request body', { err: error instanceof Error ? error.message : String(error) });
+      return replyText(res, 400, 'could not read the request body\n');
     }
-    try {
-      const answer = await serveAdmission({ contentType: req.headers['content-type'], body, signal }, handler, this.log);
-      reply(answer.status, answer.contentType, answer.body);
-    } catch (error) {
-      this.log.error('admission request failed', { path: req.url, err: error instanceof Error ? error.message : String(error) });
-      reply(500, 'text/plain; charset=utf-8', 'internal error\n');
-    }
+    const answer = await serveAdmission({ contentType: req.headers['content-type'], body, signal }, handler, this.log);
+    replyText(res, answer.status, answer.body, { 'content-type': answer.contentType });
   }
 
   async listen(): Promise<number> {
     const port = await listenOn(this.server, this.o.port, this.o.host);
+    this.listening = true;
     this.log.info('serving admission webhooks over HTTPS', { port, paths: [...this.handlers.keys()].join(',') });
     return port;
   }
 
   /** Stops accepting; in-flight webhook calls finish (up to graceMs). */
   async close(graceMs = 10_000): Promise<void> {
+    this.listening = false;
     await closeGracefully(this.server, graceMs);
   }
+}
+
+/** Content-Length as a number, or undefined when the body is chunked or the header is absent. */
+function declaredLength(req: IncomingMessage): number | undefined {
+  const header = req.headers['content-length'];
+  if (header === undefined) return undefined;
+  const length = Number(header);
+  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
+}
+
+/** Over the in-flight byte budget: refused at once, and the rest of the body is not read. */
+function busy(res: ServerResponse): void {
+  replyText(res, 503, 'too many request bytes in flight; retry\n', { 'retry-after': '1' });
 }

@@ -78,7 +78,7 @@ class FakeSource implements ReportSource {
 }
 
 async function serve(t: TestContext, source: ReportSource, options: WebHandlerOptions = {}) {
-  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry: new Registry(), ready: () => true });
+  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry: new Registry(), notReady: () => undefined });
   const handler = new WebHandler(source, options);
   server.route('/status', handler.handle);
   server.routePrefix('/status/', handler.handle);

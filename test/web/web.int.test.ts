@@ -205,7 +205,7 @@ describe('web view in a browser', { timeout: 300000 }, () => {
         return () => listeners.delete(listener);
       },
     };
-    const server = new HttpServer({ port: 0, host: '127.0.0.1', registry: new Registry(), ready: () => true });
+    const server = new HttpServer({ port: 0, host: '127.0.0.1', registry: new Registry(), notReady: () => undefined });
     const handler = new WebHandler(source);
     server.routePrefix('/status/', handler.handle);
     const port = await server.listen();

@@ -5,7 +5,7 @@
 // how many pods may be unavailable, which budget covers a pod, and which
 // partition a pod serves.
 //
-// Every validation message is the anchor's text, because users and alerts
+// Every validation message is rollout-operator's text, because users and alerts
 // grep for them. Where Go and JavaScript differ (regular expressions, error
 // texts of the Go runtime) the closest faithful text is produced and the
 // difference is noted next to the code.
@@ -29,7 +29,7 @@ export const zpdbResource = {
   namespaced: true,
 } as const satisfies ResourceType;
 
-/** spec field names, as the anchor's messages spell them. */
+/** spec field names, as rollout-operator's messages spell them. */
 export const FIELD_MAX_UNAVAILABLE = 'maxUnavailable';
 export const FIELD_MAX_UNAVAILABLE_PERCENTAGE = 'maxUnavailablePercentage';
 export const FIELD_POD_NAME_PARTITION_REGEX = 'podNamePartitionRegex';
@@ -103,7 +103,7 @@ function isGoInt(value: unknown): value is number {
 }
 
 // Go's %T and %v of a decoded JSON value, for the accessor errors that
-// apimachinery's unstructured helpers produce (and the anchor passes on).
+// apimachinery's unstructured helpers produce (and rollout-operator passes on).
 function goType(value: unknown): string {
   if (value === null || value === undefined) return '<nil>';
   if (typeof value === 'string') return 'string';
@@ -137,7 +137,7 @@ function notAMap(path: string, value: unknown): string {
  * flag group (in parsePartitionRule) are translated; RE2 features that
  * JavaScript would silently read differently (POSIX classes `[[:alpha:]]`,
  * `\Q…\E`, `\p{…}` without the `u` flag) are refused rather than misread.
- * No `u` flag: Go accepts `\-` outside a class (the anchor's own examples
+ * No `u` flag: Go accepts `\-` outside a class (rollout-operator's own examples
  * use it) and `u` would reject it.
  */
 function translateGoRegex(source: string): string | { error: string } {
@@ -214,7 +214,7 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
   let regex: RegExp;
   let groups: number;
   try {
-    // The anchor compiles "^" + regex + "$", which anchors only the outer
+    // rollout-operator compiles "^" + regex + "$", which anchors only the outer
     // branches of an alternation (`a|b` → `^a|b$`). The group makes every
     // branch match the whole pod name, which is what the CRD documents.
     regex = new RegExp(`^(?:${translated})$`, flags);
@@ -237,7 +237,7 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
 
   if (groups === 0) return { error: 'regular expression requires at least one subexpression' };
   if (groups > 1 && !groupSet) return { error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set` };
-  // The anchor accepts a group < 1: 0 makes every pod name its own partition
+  // rollout-operator accepts a group < 1: 0 makes every pod name its own partition
   // and a negative group panics on the first eviction. The CRD schema says
   // minimum 1; refuse it here too (same message as a group past the end).
   if (group < 1 || group > groups) return { error: 'regular expression subexpression index out of range' };
@@ -254,14 +254,14 @@ function parseSpecInteger(spec: Record<string, unknown>, field: string): number 
 
 /**
  * rollout-operator's ParseAndValidate: the decoded object (any JSON value)
- * to a config, or the first problem found, checked in the anchor's order.
+ * to a config, or the first problem found, checked in rollout-operator's order.
  */
 export function parseZpdb(obj: unknown): ParseResult {
   const fail = (error: string): ParseResult => ({ error });
   if (!isRecord(obj) || !Object.hasOwn(obj, 'spec')) return fail('no spec found in unstructured object');
   const spec = obj.spec;
   if (!isRecord(spec)) return fail(notAMap('.spec', spec));
-  // apiVersion is not checked (the anchor does not; the webhook registration
+  // apiVersion is not checked (rollout-operator does not; the webhook registration
   // and the informer only ever deliver rollout-operator.grafana.com/v1).
   if (obj.kind !== ZPDB_KIND) return fail(`unexpected object kind - expecting ${ZPDB_KIND}`);
 
@@ -346,7 +346,7 @@ function parseMatchLabels(spec: Record<string, unknown>): { matchLabels: Record<
 
 /**
  * The validating webhook's view: the request's raw object (JSON text) to a
- * config. An absent object fails with Go's encoding/json text, as the anchor
+ * config. An absent object fails with Go's encoding/json text, as rollout-operator
  * answers it.
  */
 export function parseZpdbJson(raw: string | undefined): ParseResult {
@@ -364,8 +364,7 @@ export function parseZpdbJson(raw: string | undefined): ParseResult {
 
 /**
  * The replica count a percentage applies to: min(spec.replicas,
- * status.replicas), the more conservative of desired and created. As the
- * anchor, an unset spec.replicas gives 0 (the API server always sets it).
+ * status.replicas), the more conservative of desired and created. As rollout-operator, an unset spec.replicas gives 0 (the API server always sets it).
  */
 export function budgetReplicas(statefulSet: StatefulSet): number {
   const spec = statefulSet.spec?.replicas;
@@ -394,7 +393,7 @@ export function maxUnavailablePods(config: Pick<ZpdbConfig, 'maxUnavailable'>, s
 
 /**
  * Whether the budget's matchLabels select these labels. As a Kubernetes
- * PodDisruptionBudget (and the anchor), empty matchLabels select everything.
+ * PodDisruptionBudget (and rollout-operator), empty matchLabels select everything.
  */
 export function zpdbSelects(config: Pick<ZpdbConfig, 'matchLabels'>, labels: Readonly<Record<string, string>> | undefined): boolean {
   return Object.entries(config.matchLabels).every(([k, v]) => labels?.[k] === v);
@@ -403,14 +402,14 @@ export function zpdbSelects(config: Pick<ZpdbConfig, 'matchLabels'>, labels: Rea
 export type ZpdbLookup =
   | { kind: 'none' }
   | { kind: 'match'; config: ZpdbConfig }
-  /** The anchor, like Kubernetes' own eviction, refuses to pick one. */
+  /** rollout-operator, like Kubernetes' own eviction, refuses to pick one. */
   | { kind: 'multiple'; error: string; names: string[] };
 
 /**
  * The ZPDB covering a pod: the one whose selector matches the pod's labels.
  * Several → an error (the pod's eviction is then denied), none → the pod is
  * not in any ZPDB's scope. A budget only covers pods of its own namespace
- * (the anchor watches a single namespace, so it never needed the check).
+ * (rollout-operator watches a single namespace, so it never needed the check).
  */
 export function findZpdbForPod(configs: Iterable<ZpdbConfig>, pod: Pod): ZpdbLookup {
   const namespace = pod.metadata?.namespace ?? '';

@@ -4,7 +4,7 @@
 // I/O: the caller hands in a snapshot (informer caches) and `now`, and on an
 // allow records the returned eviction in its cache.
 //
-// The anchor's order, which the exported steps keep:
+// rollout-operator's order, which the exported steps keep:
 //   (webhook: request checks, GET the pod)
 //   evictionScope   terminal/pending/terminating pod → allow "pod is not ready";
 //                   several ZPDBs → 400; none → allow (native PDBs still apply)
@@ -36,7 +36,7 @@ export const MIN_STATEFULSETS_MESSAGE = 'minimum number of StatefulSets not foun
 
 /**
  * Recently allowed evictions: pod UID → epoch ms it was allowed. Keyed by
- * UID, not by name as the anchor: the pod a StatefulSet recreates under the
+ * UID, not by name as rollout-operator: the pod a StatefulSet recreates under the
  * same name is judged on its own state, while the old one, until it is gone,
  * still counts (terminating, then missing).
  */
@@ -58,7 +58,7 @@ export interface EvictionSnapshot {
   pods: readonly Pod[];
   pendingEvictions: PendingEvictions;
   now: number;
-  /** A dry-run eviction is judged but not recorded (the anchor records it). */
+  /** A dry-run eviction is judged but not recorded (rollout-operator records it). */
   dryRun?: boolean;
 }
 
@@ -69,7 +69,7 @@ export interface EvictionInput extends EvictionSnapshot {
   maxUnavailableZeroOverride?: number;
 }
 
-/** The anchor's rollout_operator_zpdb_eviction_requests_total reasons. */
+/** rollout-operator's rollout_operator_zpdb_eviction_requests_total reasons. */
 export type AllowReason = 'pod-not-ready' | 'pod-not-in-scope' | 'allowed';
 export type DenyReason = 'cfg-not-found' | 'sts-no-found' | 'max-unavailable-0' | 'min-sts-not-found' | 'partition-not-identified' | 'denied';
 export type DenyCode = 400 | 403 | 429 | 500;
@@ -148,7 +148,7 @@ function ownerOf(pod: Pod, statefulSets: readonly StatefulSet[]): StatefulSet | 
   if (!owner) return { error: 'unable to find a StatefulSet pod owner' };
   if (owner.kind !== 'StatefulSet') return { error: `pod owner is not a StatefulSet - ${pod.metadata?.name ?? ''} has owner ${owner.name} (${owner.kind})` };
   const found = statefulSets.find((s) => s.metadata?.name === owner.name);
-  // The anchor GETs it; this is the API's NotFound text it would pass on.
+  // rollout-operator GETs it; this is the API's NotFound text it would pass on.
   if (!found) return { error: `unable to find StatefulSet ${owner.name} by name: statefulsets.apps "${owner.name}" not found` };
   return found;
 }
@@ -193,8 +193,7 @@ function parsedTime(value: string | undefined): number | undefined {
  * lastTransitionTime. Stateward does not write the annotation: the
  * condition the kubelet keeps says the same without a patch per pod, and a
  * later transition also catches an annotation gone stale (a restart the
- * observer missed). Neither known → `now` (not yet past any delay), the
- * anchor's rule for a missing annotation.
+ * observer missed). Neither known → `now` (not yet past any delay), rollout-operator's rule for a missing annotation.
  */
 export function readySince(pod: Pod, now: number): number {
   const annotated = parsedTime(pod.metadata?.annotations?.[READY_TIME_ANNOTATION]);
@@ -209,7 +208,7 @@ export function podAvailable(pod: Pod, judge: Omit<Judge, 'evicted'>): boolean {
   if (isPendingEviction(judge.pending, pod.metadata?.uid, judge.now)) return false;
   if (!podView(pod).ready) return false;
   if (judge.delayMs <= 0) return true;
-  // Strictly after, as the anchor (now.After(since + delay)).
+  // Strictly after, as rollout-operator (now.After(since + delay)).
   return judge.now > readySince(pod, judge.now) + judge.delayMs;
 }
 
@@ -238,8 +237,7 @@ function tallyZone(statefulSet: StatefulSet, pods: readonly Pod[], judge: Judge,
     return tally;
   }
   // A StatefulSet's pods are named <name>-<ordinal>, so a missing pod's
-  // partition is known from its name: charge it to that partition only. The
-  // anchor charges every missing pod to every partition, so one pod being
+  // partition is known from its name: charge it to that partition only. rollout-operator charges every missing pod to every partition, so one pod being
   // recreated in zone a blocks all partitions of zone b. A shortfall the
   // names do not explain is still charged here (safe side).
   const name = statefulSet.metadata?.name ?? '';
@@ -297,7 +295,7 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   if (maxUnavailable === 0) return deny(403, 'max-unavailable-0', MAX_UNAVAILABLE_ZERO_MESSAGE);
 
   // One StatefulSet per zone; the selector finds them all. The owner is a
-  // zone even if the selector misses it (the anchor then crashes in zone mode).
+  // zone even if the selector misses it (rollout-operator then crashes in zone mode).
   const related = statefulSets.filter((s) => zpdbSelects(config, s.metadata?.labels));
   const others = related.filter((s) => !sameObject(s, owner)).sort(byName);
   const zones = others.length + 1;
@@ -329,13 +327,13 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
     total.notReady += tally.notReady;
     total.unknown += tally.unknown;
     // No trace of the partition's pod in that zone (e.g. already scaled
-    // down there): assume it is unavailable (anchor #370). The model is one
+    // down there): assume it is unavailable (rollout-operator #370). The model is one
     // pod per partition per zone.
     if (tally.tested === 0 && tally.notReady === 0 && tally.unknown === 0) total.unknown++;
   }
-  // Beyond the anchor, which skips the evicted pod's zone entirely: other
+  // Beyond rollout-operator, which skips the evicted pod's zone entirely: other
   // pods of the same partition in that zone count too. With one pod per
-  // partition per zone there are none, so the anchor's answers are unchanged.
+  // partition per zone there are none, so rollout-operator's answers are unchanged.
   total.notReady += tallyZone(owner, pods, judge, samePartition).notReady;
   if (total.notReady + total.unknown >= maxUnavailable) return deny(429, 'denied', budgetMessage(total, `partition ${partition}`));
   return allow(`zpdb met for partition ${partition} across ${zones} zones`);
@@ -361,7 +359,7 @@ export function maxUnavailableZeroOverride(config: Pick<ZpdbConfig, 'partition'>
 
 /**
  * Would deleting this pod for a rolling update break its ZPDB? The rollout
- * controller asks before each delete (the anchor's MarkPodAsDeleted): the
+ * controller asks before each delete (rollout-operator's MarkPodAsDeleted): the
  * same decision as an eviction, so voluntary evictions and rolling deletes
  * share one budget, with the maxUnavailable-0 override above. On an allow
  * the caller records `decision.record` before deleting.

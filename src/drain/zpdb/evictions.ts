@@ -196,7 +196,7 @@ export class ZpdbBudgets {
 
   /**
    * The rollout controller asks before deleting a pod for a rolling update
-   * (the anchor's MarkPodAsDeleted): the same budget as evictions, with the
+   * (rollout-operator's MarkPodAsDeleted): the same budget as evictions, with the
    * StatefulSet's rollout-max-unavailable standing in for a ZPDB budget of 0.
    * An allow is recorded in the ledger like an eviction, so an eviction
    * racing the rollout sees it.
@@ -341,7 +341,7 @@ const shared = new WeakMap<Runtime, ZpdbBudgets>();
  * The budgets of a runtime: one instance, so the eviction webhook and the
  * rollout controller share caches, ledgers and metrics. The ZPDB informer is
  * optional: without the CRD installed, start-up does not wait and no budget
- * applies (anchor #476).
+ * applies (rollout-operator #476).
  */
 export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
   let budgets = shared.get(runtime);

@@ -1,5 +1,5 @@
 // /admission/zpdb-validation: rejects a ZoneAwarePodDisruptionBudget the
-// eviction webhook could not use, with the anchor's messages (code 400).
+// eviction webhook could not use, with rollout-operator's messages (code 400).
 // No API calls. Fail-closed is safe here: a rejected budget is a clear
 // error for whoever applies it, while an accepted broken one would be
 // silently ignored at eviction time.

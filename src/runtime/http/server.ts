@@ -3,21 +3,25 @@
 // pages, status). Admission webhooks are served over TLS elsewhere.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { type Logger, nopLogger } from '../log/logger.ts';
+import { applyLimits, replyText, requestListener, serverOptions, type Route, type ServerLimits } from './guard.ts';
 
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+/** A route's handler; `path` is the request's path, already checked (see target.ts). */
+export type Handler = (req: IncomingMessage, res: ServerResponse, path: string) => void | Promise<void>;
 
 export interface HttpServerOptions {
   port: number;
   host?: string;
   registry: Registry;
-  /** Readiness: 200 only when this returns true (caches synced). */
-  ready: () => boolean;
+  /** Readiness: undefined when ready, else what is not ready yet (the 503 body). */
+  notReady: () => string | undefined;
   logger?: Logger;
+  /** Default: rollout-operator's server (10 s to read a request, 3 min idle keep-alive), 512 connections. */
+  limits?: ServerLimits;
 }
 
-const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
+export const DEFAULT_HTTP_LIMITS: ServerLimits = { requestTimeoutMs: 10_000, idleTimeoutMs: 180_000, maxConnections: 512 };
 
 /** Route names as rollout-operator's dskit middleware spells them: "/admission/pod-eviction" → "admission_pod_eviction". */
 export function routeName(path: string): string {
@@ -30,26 +34,23 @@ export class HttpServer {
   private readonly prefixes: { prefix: string; handler: Handler }[] = [];
   private readonly server: Server;
   private readonly log: Logger;
-  private readonly duration: Histogram;
-  private readonly inflight: Gauge;
 
   constructor(options: HttpServerOptions) {
     this.options = options;
     this.log = (options.logger ?? nopLogger).child({ component: 'http' });
-    this.duration = requestDurationMetric(options.registry);
-    this.inflight = inflightMetric(options.registry);
-    this.route('/healthz', (_req, res) => text(res, 200, 'ok\n'));
-    this.route('/ready', (_req, res) => (this.options.ready() ? text(res, 200, 'ready\n') : text(res, 503, 'not ready: caches are still syncing\n')));
+    const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
+    this.route('/healthz', (_req, res) => replyText(res, 200, 'ok\n'));
+    this.route('/ready', (_req, res) => {
+      const missing = this.options.notReady();
+      replyText(res, missing === undefined ? 200 : 503, missing === undefined ? 'ready\n' : `not ready: ${missing}\n`);
+    });
     this.route('/metrics', async (_req, res) => {
       const body = await this.options.registry.metrics();
       res.writeHead(200, { 'content-type': this.options.registry.contentType });
       res.end(body);
     });
-    this.server = createServer((req, res) => void this.dispatch(req, res));
-    // As rollout-operator's server: 10 s to read a request, 3 min idle keep-alive.
-    this.server.requestTimeout = 10_000;
-    this.server.headersTimeout = 10_000;
-    this.server.keepAliveTimeout = 180_000;
+    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, resolve: (path) => this.resolve(path) }));
+    applyLimits(this.server, limits, 'http', options.registry, this.log);
   }
 
   route(path: string, handler: Handler): void {
@@ -66,26 +67,11 @@ export class HttpServer {
     this.prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  private resolve(path: string): Route | undefined {
     const exact = this.routes.get(path);
-    const prefixed = exact ? undefined : this.prefixes.find((p) => path.startsWith(p.prefix));
-    const handler = exact ?? prefixed?.handler;
-    const route = exact ? routeName(path) : prefixed ? routeName(prefixed.prefix) : 'other';
-    const method = req.method ?? 'GET';
-    const started = performance.now();
-    this.inflight.inc({ method, route });
-    try {
-      if (!handler) text(res, 404, `404 page not found\n`);
-      else await handler(req, res);
-    } catch (error) {
-      this.log.error('handler failed', { path, err: error instanceof Error ? error.message : String(error) });
-      if (!res.headersSent) text(res, 500, 'internal error\n');
-      else res.destroy();
-    } finally {
-      this.inflight.dec({ method, route });
-      this.duration.observe({ method, route, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
-    }
+    if (exact) return { name: routeName(path), handle: exact };
+    const prefixed = this.prefixes.find((p) => path.startsWith(p.prefix));
+    return prefixed ? { name: routeName(prefixed.prefix), handle: prefixed.handler } : undefined;
   }
 
   async listen(): Promise<number> {
@@ -127,29 +113,3 @@ export async function closeGracefully(server: Pick<Server, 'close' | 'closeIdleC
   clearTimeout(timer);
 }
 
-function text(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
-  res.end(body);
-}
-
-// Shared by the HTTP and the HTTPS (webhook) servers: same names and labels as rollout-operator.
-const requestDurations = new WeakMap<Registry, Histogram>();
-const inflights = new WeakMap<Registry, Gauge>();
-
-export function requestDurationMetric(registry: Registry): Histogram {
-  let metric = requestDurations.get(registry);
-  if (!metric) {
-    metric = new Histogram({ name: 'rollout_operator_request_duration_seconds', help: 'Time (in seconds) spent serving HTTP requests.', labelNames: ['method', 'route', 'status_code', 'ws'], buckets: DSKIT_BUCKETS, registers: [registry] });
-    requestDurations.set(registry, metric);
-  }
-  return metric;
-}
-
-export function inflightMetric(registry: Registry): Gauge {
-  let metric = inflights.get(registry);
-  if (!metric) {
-    metric = new Gauge({ name: 'rollout_operator_inflight_requests', help: 'Current number of inflight requests.', labelNames: ['method', 'route'], registers: [registry] });
-    inflights.set(registry, metric);
-  }
-  return metric;
-}

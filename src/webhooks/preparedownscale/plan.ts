@@ -18,7 +18,7 @@
 //   afterRecord(...)                undo + deny, or allow
 //
 // Fail-open on decode and lookup errors, fail-closed on group-check and
-// prepare errors, as the anchor. Every deny message is the anchor's text.
+// prepare errors, as rollout-operator. Every deny message is rollout-operator's text.
 import type { AdmissionDecision, AdmissionRequestV1 } from '../admission.ts';
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podView } from '../../rollout/snapshot.ts';
@@ -43,9 +43,9 @@ export const PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY = 'grafana.com/prepare-downsc
 export const PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-port';
 export const ROLLOUT_GROUP_LABEL_KEY = 'rollout-group';
 export { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../workloads/downscale.ts';
-/** Pods of a StatefulSet are found by this pod-template label (anchor's rule, issue #15). */
+/** Pods of a StatefulSet are found by this pod-template label (rollout-operator's rule, issue #15). */
 export const POD_NAME_LABEL_KEY = 'name';
-/** The anchor's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
+/** rollout-operator's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local.';
 
 /** Where the last downscale of each StatefulSet is recorded. */
@@ -129,7 +129,7 @@ const GO_TYPE: Record<string, string> = { Deployment: '*v1.Deployment', ReplicaS
  * StatefulSet (or of its /scale) goes on.
  */
 export function firstChecks(request: AdmissionRequestV1): FirstChecksOutcome {
-  // The anchor dereferences request.dryRun without a nil check (a panic when
+  // rollout-operator dereferences request.dryRun without a nil check (a panic when
   // the field is absent); absent means false here. A dry run has no side
   // effects: allowed before any check.
   if (request.dryRun === true) return { kind: 'allow' };
@@ -179,7 +179,7 @@ export interface PrepareInfo {
 
 export type StsInfoOutcome = Allow | Deny | { kind: 'proceed'; downscale: Downscale; info: PrepareInfo; next: 'group-checks' | 'prepare-pods' };
 
-/** What the anchor reads from the StatefulSet (getStatefulSetPrepareInfo). */
+/** What rollout-operator reads from the StatefulSet (getStatefulSetPrepareInfo). */
 export function readPrepareInfo(statefulSet: StatefulSet): PrepareInfo & { prepareDownscale: boolean } {
   const labels = labelsOf(statefulSet);
   const annotations = annotationsOf(statefulSet);
@@ -201,8 +201,7 @@ export function readPrepareInfo(statefulSet: StatefulSet): PrepareInfo & { prepa
 export function stsInfo(statefulSet: StatefulSet, downscale: Downscale): StsInfoOutcome {
   const { prepareDownscale, ...info } = readPrepareInfo(statefulSet);
   if (!prepareDownscale) {
-    // Issue #306: the opt-in set as an annotation is silently ignored by the
-    // anchor. Still allowed (the anchor's decision), but say why.
+    // Issue #306: the opt-in set as an annotation is silently ignored by rollout-operator. Still allowed (rollout-operator's decision), but say why.
     if (annotationsOf(statefulSet)[PREPARE_DOWNSCALE_LABEL_KEY] === PREPARE_DOWNSCALE_LABEL_VALUE) {
       return {
         kind: 'allow',
@@ -306,7 +305,7 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
       downscale,
       mode === 'annotation'
         ? 'parsing downscale annotations failed.'
-        : // The doubled word is the anchor's.
+        : // The doubled word is rollout-operator's.
           'parsing parsing downscale timestamps from the zone ConfigMap failed.',
     ),
     block: { reason: 'parse-error', statefulSet, error },
@@ -325,7 +324,7 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
   // Rollout in progress: ready = the other StatefulSet's pods that are
   // running and ready (podView's test: phase Running, every container ready
   // and running, not terminating). It blocks unless status.replicas and
-  // status.updatedReplicas both equal ready. As the anchor reports it:
+  // status.updatedReplicas both equal ready. As rollout-operator reports it:
   // N non-updated = status.replicas - status.updatedReplicas (from the
   // status alone) and M non-ready = status.replicas - ready (from the pods),
   // so a block can read "0 non-updated and 0 non-ready" when more pods are
@@ -379,12 +378,12 @@ const MAX_SKIPPED_LISTED = 100;
  * The prepare-shutdown URL of each pod going away, ordinals from-1 down to
  * to: `http://<sts>-<i>.<serviceName>.<ns>.svc.<clusterDomain>:<port>/<path>`.
  *
- * Two fixes over the anchor:
+ * Two fixes over rollout-operator:
  * - Pods that do not exist are skipped (issue #72: downscaling while pods
  *   were still being created failed on DNS for pods that never existed).
  *   A pod that does not exist has nothing to prepare. `skipped` names the
  *   first 100 of them (highest ordinals first).
- * - Leading slashes of the path are dropped: the anchor joins with "/", so
+ * - Leading slashes of the path are dropped: rollout-operator joins with "/", so
  *   "/prepare" gave "…:80//prepare".
  */
 export function endpoints(input: EndpointsInput): { call: Endpoint[]; skipped: string[] } {

@@ -17,7 +17,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * One value as encoding/json decodes it into the anchor's zoneInfo struct:
+ * One value as encoding/json decodes it into rollout-operator's zoneInfo struct:
  * any key equal to `lastDownscaled` ignoring case sets the field (the last
  * such key wins), a null leaves it empty, unknown keys are ignored,
  * and anything else than a JSON object (or null) is an error.
@@ -44,7 +44,7 @@ function decodeZoneInfo(raw: string): ZoneInfo | { error: string } {
 /**
  * The ConfigMap's data as zones. A ConfigMap without data is an empty
  * tracker (no StatefulSet has a last downscale). Any undecodable value is an
- * error: the anchor then denies with "…because loading zones failed."
+ * error: rollout-operator then denies with "…because loading zones failed."
  */
 export function parseZoneTracker(data: Record<string, string> | undefined | null): Map<string, ZoneInfo> | { error: string } {
   const zones = new Map<string, ZoneInfo>();
@@ -62,7 +62,7 @@ function encodeZoneInfo(info: ZoneInfo): string {
 
 /**
  * The data of a newly created tracker: every StatefulSet of the group set to
- * `now`, as the anchor does on first creation. So the first downscale after
+ * `now`, as rollout-operator does on first creation. So the first downscale after
  * the ConfigMap is created waits out min-time-between-zones-downscale.
  */
 export function initialZoneTracker(statefulSetNames: Iterable<string>, now: number): Record<string, string> {
@@ -74,7 +74,7 @@ export function initialZoneTracker(statefulSetNames: Iterable<string>, now: numb
 
 /**
  * New data with `statefulSet` downscaled at `now` (added when missing); the
- * input is not modified. Other entries are kept verbatim (the anchor
+ * input is not modified. Other entries are kept verbatim (rollout-operator
  * re-marshals them, which only drops unknown JSON keys).
  */
 export function recordDownscale(data: Record<string, string> | undefined | null, statefulSet: string, now: number): Record<string, string> {

@@ -49,7 +49,7 @@ export interface GeneratedCertificate {
 
 function serial(): string {
   // Positive, non-zero, 16 random bytes: RFC 5280 wants unique serials,
-  // which the anchor's fixed 2022/1024 are not.
+  // which rollout-operator's fixed 2022/1024 are not.
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
   bytes[0] = (bytes[0]! & 0x7f) | 0x01;
   return Buffer.from(bytes).toString('hex');

@@ -5,7 +5,7 @@ import { HttpServer, routeName } from '../../../src/runtime/http/server.ts';
 
 async function started(ready: () => boolean) {
   const registry = new Registry();
-  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry, ready });
+  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry, notReady: () => (ready() ? undefined : 'caches are still syncing') });
   const port = await server.listen();
   return { server, registry, url: (path: string) => `http://127.0.0.1:${port}${path}` };
 }

@@ -1,0 +1,167 @@
+// What both of Stateward's servers (plain HTTP and the HTTPS webhooks) do
+// the same way so that no client can take the process down or hold more
+// than a bounded share of it: timeouts on every phase of a connection, a
+// connection cap, a request listener that never throws, one response per
+// request, and their request metrics. Every limit here is a flag; the
+// numbers and what each protects are in docs/webhooks.md ("Limits").
+import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Logger } from '../log/logger.ts';
+import { parseRequestTarget } from './target.ts';
+
+export interface ServerLimits {
+  /** Headers and body must arrive within this; a connection that sends no request at all is closed after it. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection idle for this long after a response is closed. */
+  idleTimeoutMs: number;
+  /** Connections beyond this many open ones are closed as they arrive. */
+  maxConnections: number;
+}
+
+/**
+ * Node checks request and header deadlines on a timer (30 s by default),
+ * which let a slow client hold a connection three times the documented
+ * timeout. A tenth of the timeout, between 50 ms and 1 s, keeps the overshoot small.
+ */
+export function serverOptions(limits: ServerLimits): ServerOptions {
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(limits.requestTimeoutMs / 10))),
+  };
+}
+
+/** The limits a server's constructor options cannot carry; `name` labels the dropped-connections metric ("http", "https"). */
+export function applyLimits(server: Server, limits: ServerLimits, name: string, registry: Registry, log: Logger): void {
+  server.keepAliveTimeout = limits.idleTimeoutMs;
+  // A connection that never sends a byte: Node's header deadline only starts
+  // with the first byte, so the socket's inactivity timeout closes it. It is
+  // switched off as each request starts (see requestListener), as Node itself
+  // does for the later requests of a keep-alive connection.
+  server.timeout = limits.requestTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  const dropped = droppedConnectionsMetric(registry);
+  const warn = everyMs(60_000);
+  server.on('drop', () => {
+    dropped.inc({ server: name });
+    if (warn()) log.warn('connection refused: too many open connections', { server: name, limit: limits.maxConnections });
+  });
+}
+
+export interface Route {
+  /** The route label of the request metrics (rollout-operator's spelling). */
+  name: string;
+  handle: (req: IncomingMessage, res: ServerResponse, path: string) => void | Promise<void>;
+}
+
+export interface ListenerOptions {
+  log: Logger;
+  registry: Registry;
+  /** The route serving a path, or undefined for a 404. */
+  resolve: (path: string) => Route | undefined;
+}
+
+/**
+ * A request listener that cannot throw: an unusable target is a 400 (414 when
+ * too long), an unknown path a 404, and an error escaping a handler a 500 for
+ * that request alone. A response sent before the request has fully arrived
+ * closes the connection, so a client never gets a second answer (Node's own
+ * 408) to the same request.
+ */
+export function requestListener(options: ListenerOptions): RequestListener {
+  const { log, registry, resolve } = options;
+  const duration = requestDurationMetric(registry);
+  const inflight = inflightMetric(registry);
+  return (req, res) => {
+    req.socket.setTimeout(0);
+    closeIfIncomplete(req, res);
+    const method = req.method ?? 'GET';
+    const target = parseRequestTarget(req.url);
+    const route = target.ok ? resolve(target.path) : undefined;
+    const labels = { method, route: route?.name ?? 'other' };
+    const started = performance.now();
+    inflight.inc(labels);
+    res.once('close', () => {
+      inflight.dec(labels);
+      duration.observe({ ...labels, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
+    });
+    if (!target.ok) {
+      log.debug('unusable request target', { target: req.url ?? '', reason: target.reason });
+      return replyText(res, target.status, `${target.reason}\n`);
+    }
+    if (!route) return replyText(res, 404, '404 page not found\n');
+    const failed = (error: unknown) => {
+      log.error('request handler failed', { path: target.path, err: error instanceof Error ? error.message : String(error) });
+      if (!res.headersSent) replyText(res, 500, 'internal error\n');
+      else res.destroy();
+    };
+    try {
+      const pending = route.handle(req, res, target.path);
+      if (pending) pending.catch(failed);
+    } catch (error) {
+      failed(error);
+    }
+  };
+}
+
+/**
+ * An answer that starts before its request has fully arrived (a 413, 503 or
+ * 408, or a route that ignores bodies) says `Connection: close`, and Node
+ * closes the connection once it is sent: otherwise Node would read the rest
+ * of the body as the connection's next request, or answer it a second time
+ * with its own 408 when it never finishes. writeHead is where every answer's
+ * head is decided, explicit or implicit (res.end() alone calls it too).
+ */
+function closeIfIncomplete(req: IncomingMessage, res: ServerResponse): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    if (!req.complete) res.shouldKeepAlive = false;
+    return writeHead(...args);
+  }) as ServerResponse['writeHead'];
+}
+
+/** A plain-text answer, unless one has already started. */
+export function replyText(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), ...headers });
+  res.end(body);
+}
+
+/** A gate that opens at most once per interval (monotonic time). */
+function everyMs(intervalMs: number): () => boolean {
+  let last = -Infinity;
+  return () => {
+    const now = performance.now();
+    if (now - last < intervalMs) return false;
+    last = now;
+    return true;
+  };
+}
+
+// Shared by the HTTP and the HTTPS (webhook) servers: same names and labels as rollout-operator.
+const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
+const requestDurations = new WeakMap<Registry, Histogram>();
+const inflights = new WeakMap<Registry, Gauge>();
+const droppedConnections = new WeakMap<Registry, Counter>();
+
+function once<M>(cache: WeakMap<Registry, M>, registry: Registry, make: () => M): M {
+  let metric = cache.get(registry);
+  if (!metric) {
+    metric = make();
+    cache.set(registry, metric);
+  }
+  return metric;
+}
+
+export function requestDurationMetric(registry: Registry): Histogram {
+  return once(requestDurations, registry, () => new Histogram({ name: 'rollout_operator_request_duration_seconds', help: 'Time (in seconds) spent serving HTTP requests.', labelNames: ['method', 'route', 'status_code', 'ws'], buckets: DSKIT_BUCKETS, registers: [registry] }));
+}
+
+export function inflightMetric(registry: Registry): Gauge {
+  return once(inflights, registry, () => new Gauge({ name: 'rollout_operator_inflight_requests', help: 'Current number of inflight requests.', labelNames: ['method', 'route'], registers: [registry] }));
+}
+
+function droppedConnectionsMetric(registry: Registry): Counter {
+  return once(droppedConnections, registry, () => new Counter({ name: 'stateward_http_connections_refused_total', help: 'Connections closed on arrival because the server already had its maximum number open (-server.max-connections, -server-tls.max-connections).', labelNames: ['server'], registers: [registry] }));
+}

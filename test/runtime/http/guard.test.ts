@@ -1,0 +1,195 @@
+// Both servers against clients that misbehave on purpose, over raw sockets:
+// targets that used to end the process, connections that send nothing or
+// send too slowly, bodies that never finish, too many connections, too
+// many request bytes at once, and handlers that fail. Limits are made
+// small so each case takes a fraction of a second.
+import assert from 'node:assert/strict';
+import { connect as tcpConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { describe, it, type TestContext } from 'node:test';
+import { Registry } from 'prom-client';
+import { HttpServer } from '../../../src/runtime/http/server.ts';
+import { WebhookServer } from '../../../src/webhooks/server.ts';
+import { MAX_ADMISSION_BODY_BYTES } from '../../../src/webhooks/admission.ts';
+import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
+
+const LIMITS = { requestTimeoutMs: 600, idleTimeoutMs: 400, maxConnections: 50 };
+
+interface Exchange {
+  /** Everything the server sent. */
+  data: string;
+  /** When the server closed the connection (ms after connecting), or undefined if it was still open at the deadline. */
+  closedAfterMs: number | undefined;
+}
+
+/**
+ * Opens a connection, writes `parts` (a string each, `gapMs` apart), and
+ * collects what comes back until the server closes or `deadlineMs` passes.
+ */
+function exchange(port: number, secure: boolean, parts: string[], options: { gapMs?: number; deadlineMs?: number } = {}): Promise<Exchange> {
+  const { gapMs = 0, deadlineMs = 5000 } = options;
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const socket: Socket = secure ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false }) : tcpConnect(port, '127.0.0.1');
+    let data = '';
+    let index = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (closed: boolean) => {
+      clearTimeout(deadline);
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ data, closedAfterMs: closed ? performance.now() - started : undefined });
+    };
+    const deadline = setTimeout(() => finish(false), deadlineMs);
+    const next = () => {
+      if (index >= parts.length || socket.destroyed) return;
+      socket.write(parts[index++]!);
+      timer = setTimeout(next, gapMs);
+    };
+    socket.once(secure ? 'secureConnect' : 'connect', next);
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => finish(true));
+  });
+}
+
+const statusLines = (data: string) => data.match(/^HTTP\/1\.1 \d{3}/gm) ?? [];
+
+async function plainServer(t: TestContext, limits = LIMITS) {
+  const registry = new Registry();
+  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry, notReady: () => undefined, limits });
+  server.route('/throws', () => {
+    throw new Error('handler bug');
+  });
+  server.route('/rejects', () => Promise.reject(new Error('async handler bug')));
+  const port = await server.listen();
+  t.after(() => server.close(100));
+  return { port, registry };
+}
+
+async function webhookServer(t: TestContext, extra: { maxInflightBodyBytes?: number; maxConnections?: number } = {}) {
+  const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
+  const registry = new Registry();
+  const server = new WebhookServer({ port: 0, host: '127.0.0.1', requestTimeoutMs: LIMITS.requestTimeoutMs, idleTimeoutMs: LIMITS.idleTimeoutMs, maxConnections: extra.maxConnections ?? 50, maxInflightBodyBytes: extra.maxInflightBodyBytes, registry, tls });
+  server.handle('/admission/test', () => ({ allowed: true }));
+  const port = await server.listen();
+  t.after(() => server.close(100));
+  return { port, registry, server };
+}
+
+const review = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u-1', operation: 'UPDATE', resource: { group: 'apps', version: 'v1', resource: 'statefulsets' } } });
+const goodReview = `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${review.length}\r\nConnection: close\r\n\r\n${review}`;
+
+async function answersGoodRequests(plainPort: number | undefined, webhookPort: number | undefined): Promise<void> {
+  if (plainPort !== undefined) assert.equal((await fetch(`http://127.0.0.1:${plainPort}/healthz`)).status, 200);
+  if (webhookPort !== undefined) {
+    const reply = await exchange(webhookPort, true, [goodReview]);
+    assert.match(reply.data, /^HTTP\/1\.1 200/);
+    assert.match(reply.data, /"uid":"u-1","allowed":true/);
+  }
+}
+
+describe('hardened HTTP servers', { timeout: 60_000 }, () => {
+  it('answers the four requests that ended the process on eb14a05, and keeps serving', async (t) => {
+    const plain = await plainServer(t);
+    const hooks = await webhookServer(t);
+    const cases: [number, boolean, string, RegExp][] = [
+      [plain.port, false, 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 404/],
+      [hooks.port, true, 'POST // HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 404/],
+      [plain.port, false, 'GET http://a:99999/metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 400[^]*malformed port/],
+      [hooks.port, true, 'POST http://[::1/admission/no-downscale HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 400[^]*unclosed IPv6/],
+    ];
+    for (const [port, secure, request, expected] of cases) {
+      const reply = await exchange(port, secure, [request]);
+      assert.match(reply.data, expected, JSON.stringify(request));
+      await answersGoodRequests(plain.port, hooks.port);
+    }
+  });
+
+  it('turns a handler that throws or rejects into a 500 for that request alone', async (t) => {
+    const plain = await plainServer(t);
+    for (const path of ['/throws', '/rejects']) {
+      assert.equal((await fetch(`http://127.0.0.1:${plain.port}${path}`)).status, 500);
+      await answersGoodRequests(plain.port, undefined);
+    }
+  });
+
+  it('closes a connection that sends nothing after the request timeout, on both servers', async (t) => {
+    const plain = await plainServer(t);
+    const hooks = await webhookServer(t);
+    for (const [port, secure] of [[plain.port, false], [hooks.port, true]] as const) {
+      const reply = await exchange(port, secure, []);
+      assert.ok(reply.closedAfterMs !== undefined, `${secure ? 'TLS' : 'plain'} connection still open after 5 s`);
+      assert.ok(reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 1000, `closed after ${reply.closedAfterMs} ms`);
+      assert.equal(reply.data, '');
+    }
+  });
+
+  it('closes an idle keep-alive connection after the idle timeout', async (t) => {
+    const plain = await plainServer(t);
+    const reply = await exchange(plain.port, false, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n']);
+    assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 200']);
+    assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.idleTimeoutMs + 2500, `closed after ${reply.closedAfterMs} ms`);
+  });
+
+  it('cuts a client that sends its headers too slowly at the request timeout, with one 408', async (t) => {
+    const plain = await plainServer(t);
+    const hooks = await webhookServer(t);
+    const slow = 'GET /healthz HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split('');
+    for (const [port, secure] of [[plain.port, false], [hooks.port, true]] as const) {
+      const reply = await exchange(port, secure, slow, { gapMs: 40 });
+      assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 1500, `closed after ${reply.closedAfterMs} ms`);
+      assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 408']);
+    }
+  });
+
+  it('answers a body that never completes once (408) and closes the connection', async (t) => {
+    const hooks = await webhookServer(t);
+    const reply = await exchange(hooks.port, true, ['POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"apiVersion"'], { deadlineMs: 4000 });
+    assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 408']);
+    assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 2500, `closed after ${reply.closedAfterMs} ms`);
+  });
+
+  it('answers early without reading the body only once: the rest of the connection is not parsed as a new request', async (t) => {
+    const plain = await plainServer(t);
+    // /healthz does not read bodies; the half-sent one must not earn a second answer (a 408, or a 400 for its bytes).
+    const reply = await exchange(plain.port, false, ['POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n'], { deadlineMs: 4000 });
+    assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 200']);
+    assert.ok(reply.closedAfterMs !== undefined, 'connection closed');
+  });
+
+  it('refuses connections over the cap at once and counts them', async (t) => {
+    const hooks = await webhookServer(t, { maxConnections: 3 });
+    const held = [0, 1, 2].map(() => exchange(hooks.port, false, [], { deadlineMs: 3000 }));
+    // Let the three be accepted before the fourth arrives.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = await exchange(hooks.port, false, [], { deadlineMs: 3000 });
+    assert.ok(refused.closedAfterMs !== undefined && refused.closedAfterMs < 300, `the fourth connection closed after ${refused.closedAfterMs} ms`);
+    await Promise.all(held);
+    assert.match(await hooks.registry.metrics(), /stateward_http_connections_refused_total\{server="https"\} [1-9]/);
+    await answersGoodRequests(undefined, hooks.port);
+  });
+
+  it('keeps request bodies in flight within the byte budget: over it, 503 at once; within it again, served', async (t) => {
+    const budget = MAX_ADMISSION_BODY_BYTES + 1024 * 1024;
+    const hooks = await webhookServer(t, { maxInflightBodyBytes: budget });
+    const large = MAX_ADMISSION_BODY_BYTES - 100;
+    // A large body held open: half of it sent, the rest never.
+    const holding = exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\n\r\n${' '.repeat(1000)}`], { deadlineMs: 3000 });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const started = performance.now();
+    const declared = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`]);
+    assert.deepEqual(statusLines(declared.data), ['HTTP/1.1 503']);
+    assert.ok(performance.now() - started < 400, 'refused without waiting for the body');
+    // Chunked: refused once the chunks it sent no longer fit.
+    const chunk = 'a'.repeat(1024 * 1024);
+    const chunked = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`, ...[0, 1, 2].map(() => `${chunk.length.toString(16)}\r\n${chunk}\r\n`)], { gapMs: 20 });
+    assert.deepEqual(statusLines(chunked.data), ['HTTP/1.1 503']);
+    // Small reviews still fit beside the held body.
+    await answersGoodRequests(undefined, hooks.port);
+    await holding;
+    // The held body's share came back when its connection ended.
+    const whole = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\nConnection: close\r\n\r\n${' '.repeat(large - review.length)}${review}`], { deadlineMs: 10_000 });
+    assert.deepEqual(statusLines(whole.data), ['HTTP/1.1 200']);
+  });
+});
