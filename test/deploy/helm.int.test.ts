@@ -15,6 +15,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { testClient } from '../support/rollout-group.ts';
 import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
+import { lastFlag, narrowingViolations } from '../support/rbac.ts';
 import { helmBinary } from '../tools/helm.ts';
 
 const exec = promisify(execFile);
@@ -40,6 +41,12 @@ async function template(namespace: string, values: string[]): Promise<Manifest[]
 type Rules = Manifest & { rules: KubeRule[] };
 type Deployment = Manifest & { spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } };
 type Webhooks = Manifest & { webhooks: Record<string, unknown>[] };
+type Service = Manifest & { spec: { ports: unknown[] } };
+type NetworkPolicy = Manifest & { spec: { policyTypes: string[]; ingress: unknown[] } };
+
+const isWebhookConfiguration = (d: Manifest): d is Webhooks => d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration';
+/** The chart names each shipped webhook configuration `<name>-<namespace>`, in its RBAC too. */
+const inChart = (rules: KubeRule[], namespace: string) => rules.map((r) => (r.apiGroups.includes('admissionregistration.k8s.io') && r.resourceNames ? { ...r, resourceNames: r.resourceNames.map((n) => `${n}-${namespace}`) } : r));
 
 interface Case {
   name: string;
@@ -84,11 +91,18 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       const [local, wide]: [Scope[], Scope[]] = c.clusterWide ? [['own'], ['managed', 'cluster']] : [['managed', 'own'], ['cluster']];
       // Order of rules carries no meaning.
       const sorted = (rules: KubeRule[]) => rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
-      assert.deepEqual(sorted(role?.rules ?? []), sorted(policyRules(c.features, local)), 'Role rules');
-      assert.deepEqual(sorted(clusterRole?.rules ?? []), sorted(policyRules(c.features, wide)), 'ClusterRole rules');
+      assert.deepEqual(sorted(role?.rules ?? []), sorted(inChart(policyRules(c.features, local), 'helm-ns')), 'Role rules');
+      assert.deepEqual(sorted(clusterRole?.rules ?? []), sorted(inChart(policyRules(c.features, wide), 'helm-ns')), 'ClusterRole rules');
       for (const binding of docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding')) {
         assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [{ kind: 'ServiceAccount', name: 'stateward', namespace: 'helm-ns' }]);
       }
+      // CA injection, and the RBAC's webhook-configuration patch, limited to the configurations this release installs.
+      const configurations = docs.filter(isWebhookConfiguration).map((d) => d.metadata!.name!).sort();
+      const args = docs.find((d): d is Deployment => d.kind === 'Deployment')!.spec.template.spec.containers[0]!.args;
+      assert.deepEqual(lastFlag(args, 'webhooks.ca-bundle-configurations')?.split(',').sort(), c.features.includes('webhooks') ? configurations : undefined);
+      for (const r of [role, clusterRole]) if (r) assert.deepEqual(narrowingViolations(r.rules, configurations), [], `${r.kind} narrowed`);
+      assert.ok(!args.some((a) => a.startsWith('-web.enabled')), 'the web view stays off');
+      assert.ok(!docs.some((d) => d.kind === 'NetworkPolicy'), 'the NetworkPolicy is opt-in');
       if (!c.overlay) return;
       const overlay = await renderOverlay(c.overlay, 'helm-ns');
       const chartDeployment = docs.find((d): d is Deployment => d.kind === 'Deployment')!;
@@ -96,10 +110,29 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       assert.equal(chartDeployment.spec.replicas, overlayDeployment.spec.replicas);
       const chartFlags = flagNames(chartDeployment.spec.template.spec.containers[0]!.args);
       for (const flag of flagNames(overlayDeployment.spec.template.spec.containers[0]!.args)) assert.ok(chartFlags.has(flag), `the chart passes ${flag} as the overlay does`);
-      const webhooks = (list: Manifest[]) => list.filter((d): d is Webhooks => d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration').map((d) => normalised(d, 'helm-ns')).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+      const webhooks = (list: Manifest[]) => list.filter(isWebhookConfiguration).map((d) => normalised(d, 'helm-ns')).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
       assert.deepEqual(webhooks(docs), webhooks(overlay), 'the same webhook configurations');
+      const services = (list: Manifest[]) => list.filter((d): d is Service => d.kind === 'Service').map((d) => [d.metadata?.name, d.spec.ports]).sort();
+      assert.deepEqual(services(docs), services(overlay), 'the same Services (metrics; webhooks apart), names and ports');
     });
   }
+
+  it('networkPolicy: opt-in, the same as the kustomize component; the metrics port only from the named namespaces', async () => {
+    const policy = async (values: string[]) => (await template('helm-ns', ['networkPolicy.enabled=true', ...values])).filter((d): d is NetworkPolicy => d.kind === 'NetworkPolicy');
+    const named = 'networkPolicy.metricsNamespaces={monitoring,prometheus}';
+    const [withWebhooks] = await policy(['webhooks.enabled=true', named]);
+    const patches = [{ target: { kind: 'NetworkPolicy', name: 'stateward' }, patch: '- op: replace\n  path: /spec/ingress/1/from/0/namespaceSelector/matchExpressions/0/values\n  value: [monitoring, prometheus]' }];
+    const component = (await renderOverlay('webhooks', 'helm-ns', { components: ['network-policy'], patches })).find((d): d is NetworkPolicy => d.kind === 'NetworkPolicy')!;
+    assert.deepEqual(withWebhooks?.spec.ingress, component.spec.ingress);
+    assert.deepEqual(withWebhooks.spec.policyTypes, ['Ingress']);
+    // Without webhooks only the metrics rule; with no namespace named, nothing but the node (probes) gets in.
+    const [metricsOnly] = await policy([named]);
+    assert.deepEqual(metricsOnly?.spec.ingress, component.spec.ingress.slice(1));
+    const [closed] = await policy(['networkPolicy.metricsNamespaces=null']);
+    assert.deepEqual(closed?.spec.ingress, []);
+    const [defaults] = await policy([]);
+    assert.deepEqual(defaults?.spec.ingress, [{ from: [{ namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['monitoring'] }] } }], ports: [{ port: 'http-metrics', protocol: 'TCP' }] }], 'monitoring by default');
+  });
 
   it('refuses values that would be unsafe, saying why', async () => {
     const twoUnelected = await helm('template', 'stateward', CHART, '--set', 'replicas=2');
@@ -110,9 +143,10 @@ describe('Helm chart', { timeout: 900_000 }, () => {
     assert.match(rescheduleAlone.out, /reschedule\.enabled needs webhooks\.enabled=true/);
   });
 
-  it('a rendered chart with every feature applies to the local control plane', async (t) => {
+  it('a rendered chart with every feature and the NetworkPolicy applies to the local control plane', async (t) => {
     const namespace = await cluster.namespace(t);
-    const docs = await template(namespace, CASES.find((c) => c.name === 'every feature')!.values);
+    const docs = await template(namespace, [...CASES.find((c) => c.name === 'every feature')!.values, 'networkPolicy.enabled=true']);
+    assert.ok(docs.some((d) => d.kind === 'NetworkPolicy'));
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
     await kubectlApply(cluster.kubeconfigPath, docs);
     const kube = testClient(cluster);

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { resources, type ResourceType, type ConfigMap, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { resources, type ResourceType, type ConfigMap, type KubeObject, type Lease, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -107,7 +107,8 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-c' }, 'merge', { metadata: { labels: { 'grafana.com/no-downscale': 'true' } } });
     await waitGroupSettled(kube, namespace, 60_000);
 
-    const { op, kubeconfig, docs } = await install(t, 'all', namespace, [...FAST_ELECTION, '-restart-grace-period=1', '-reconcile.interval=1s']);
+    // The zone tracker records prepared downscales: its ConfigMap is written by name.
+    const { op, kubeconfig, docs } = await install(t, 'all', namespace, [...FAST_ELECTION, '-restart-grace-period=1', '-reconcile.interval=1s', '-use-zone-tracker']);
 
     // Leader election and CA injection.
     await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 30_000 });
@@ -137,7 +138,11 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     const prepared = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.ok(prepared.ok, prepared.out);
     assert.deepEqual(endpoints.calls.filter((c) => c.method === 'POST').map((c) => c.pod), ['ingester-zone-a-1']);
-    assert.ok((await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' })).metadata?.annotations?.['grafana.com/last-downscale']);
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
+    assert.ok(tracker.data?.['ingester-zone-a'], 'the downscale recorded in the zone tracker');
+    // The group's lock is released by clearing its holder (no Lease delete is granted).
+    const locks = (await kube.list<Lease>(resources.leases, { namespace })).items.filter((l) => l.metadata?.name?.startsWith('stateward-downscale-'));
+    assert.deepEqual(locks.map((l) => l.spec?.holderIdentity ?? ''), [''], 'one lock Lease, released');
 
     // Mirrored replicas from a ReplicaTemplate, with status written back.
     await waitFor('a ReplicaTemplate created', () => kube.create(REPLICA_TEMPLATE, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name: 'mirrored', namespace }, spec: { replicas: 2 } } as KubeObject).catch(() => undefined), { timeoutMs: 30_000 });
@@ -203,8 +208,16 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(await canI(kubeconfig, 'create', 'clusterrolebindings'), false);
     assert.equal(await canI(kubeconfig, 'update', 'secrets/someone-elses', '-n', namespace), false, 'updates only its own certificate Secret');
     assert.equal(await canI(kubeconfig, 'delete', 'validatingwebhookconfigurations'), false);
+    // Narrowed: ConfigMap and webhook-configuration writes by name only, no Lease delete.
+    for (const verb of ['update', 'patch', 'delete']) assert.equal(await canI(kubeconfig, verb, 'configmaps/someone-elses', '-n', namespace), false, `no ${verb} of other ConfigMaps`);
+    assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', namespace), false, 'no Lease delete');
+    assert.equal(await canI(kubeconfig, 'patch', 'validatingwebhookconfigurations/someone-elses'), false, 'patches only the shipped webhook configurations');
+    assert.equal(await canI(kubeconfig, 'patch', 'mutatingwebhookconfigurations/someone-elses'), false);
     // And the ones it needs, as a cross-check of the method.
     assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', namespace), true);
+    assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', namespace), true);
+    assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-reschedule-tracking', '-n', namespace), true);
+    for (const [type, name] of webhookNames) assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
   });
 
   it('cluster-wide: rolls a group in another namespace with ClusterRoles, still no Secret access', async (t) => {
@@ -223,9 +236,14 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     const refusals = (await refusedCalls(op)).length;
     const logged = refusalsLogged(op).split('\n').filter((l) => l !== '');
     assert.ok(refusals === 0 || logged.length > 0, 'every refusal logged');
-    assert.deepEqual(logged.filter((l) => !/because it is being terminated/.test(l)), [], 'no refusal by RBAC');
+    // (The log shortens long errors: the admission message may be cut before "because it is being terminated".)
+    assert.deepEqual(logged.filter((l) => !/because it is being terminated|unable to create new content in namespace/.test(l)), [], 'no refusal by RBAC');
     assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', workloads), true);
     assert.equal(await canI(kubeconfig, 'list', 'secrets', '-n', workloads), false, 'rollouts need no Secrets');
     assert.equal(await canI(kubeconfig, 'patch', 'namespaces'), false);
+    // Every namespace, kube-system's too: only its own ConfigMap, and no Lease delete.
+    for (const verb of ['update', 'patch', 'delete']) assert.equal(await canI(kubeconfig, verb, 'configmaps/kube-proxy', '-n', 'kube-system'), false, `no ${verb} of kube-system's ConfigMaps`);
+    assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', 'kube-system'), false);
+    assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', workloads), true);
   });
 });

@@ -23,12 +23,28 @@ export async function kustomize(dir: string): Promise<Manifest[]> {
   return parseAllDocuments(stdout).map((d) => d.toJS() as Manifest).filter((d) => d !== null);
 }
 
+/** What a user's overlay may add: our components by name (deploy/kustomize/components/<name>), patches, a name suffix. */
+export interface UserOverlay {
+  components?: string[];
+  patches?: unknown[];
+  nameSuffix?: string;
+}
+
 /** The overlay rendered into `namespace`, through a user overlay on top of ours. */
-export async function renderOverlay(overlay: Overlay, namespace: string): Promise<Manifest[]> {
+export async function renderOverlay(overlay: Overlay, namespace: string, extra: UserOverlay = {}): Promise<Manifest[]> {
   const ours = parse(await readFile(join(KUSTOMIZE, 'overlays', overlay, 'kustomization.yaml'), 'utf8')) as { replacements?: unknown[] };
   const dir = await mkdtemp(join(tmpdir(), 'stateward-kustomize-'));
   try {
-    const user = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', namespace, resources: [relative(dir, join(KUSTOMIZE, 'overlays', overlay))], ...(ours.replacements ? { replacements: ours.replacements } : {}) };
+    const user = {
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      namespace,
+      ...(extra.nameSuffix ? { nameSuffix: extra.nameSuffix } : {}),
+      resources: [relative(dir, join(KUSTOMIZE, 'overlays', overlay))],
+      ...(extra.components ? { components: extra.components.map((c) => relative(dir, join(KUSTOMIZE, 'components', c))) } : {}),
+      ...(extra.patches ? { patches: extra.patches } : {}),
+      ...(ours.replacements ? { replacements: ours.replacements } : {}),
+    };
     await writeFile(join(dir, 'kustomization.yaml'), stringify(user));
     return await kustomize(dir);
   } finally {

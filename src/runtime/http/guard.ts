@@ -114,11 +114,11 @@ export function requestListener(options: ListenerOptions): RequestListener {
  * head is decided, explicit or implicit (res.end() alone calls it too).
  */
 function closeIfIncomplete(req: IncomingMessage, res: ServerResponse): void {
-  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
-  res.writeHead = ((...args: unknown[]) => {
+  const writeHead = res.writeHead.bind(res);
+  res.writeHead = (...args: unknown[]) => {
     if (!req.complete) res.shouldKeepAlive = false;
-    return writeHead(...args);
-  }) as ServerResponse['writeHead'];
+    return Reflect.apply(writeHead, undefined, args) as ServerResponse;
+  };
 }
 
 /** A plain-text answer, unless one has already started. */

@@ -92,7 +92,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   function localLock(namespace: string, group: string, error: unknown): (() => Promise<void>) | undefined {
     if (!warnedLocal) {
       warnedLocal = true;
-      log.warn('not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update,delete (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: String(error) });
+      log.warn('not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: String(error) });
     }
     const key = `${namespace}/${group}`;
     if (localLocks.has(key)) return undefined;
@@ -110,7 +110,9 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     const now = deps.clock.now();
     const spec = { holderIdentity: deps.identity, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(now), renewTime: microTime(now) };
     let lease: Lease | undefined;
-    // The holder may release the lock between our create and our read: then try again.
+    // The Lease stays once created (released by clearing its holder); it may
+    // still vanish between our create and our read (deleted by hand, or by an
+    // older release that deleted it to release it): then try again.
     for (let attempt = 0; attempt < 3 && lease === undefined; attempt++) {
       try {
         lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
@@ -126,6 +128,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         if (isNotFound(error)) continue;
         throw error;
       }
+      // An empty holder is a released lock: free whatever its times say.
       const renewed = Date.parse(current.spec?.renewTime ?? '') || 0;
       const held = Boolean(current.spec?.holderIdentity) && now - renewed < (current.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000;
       if (held) return undefined;
@@ -141,7 +144,10 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     if (lease === undefined) return undefined;
     const held = lease;
     return async () => {
-      await client.delete(resources.leases, { namespace, name }, { uid: held.metadata?.uid, timeoutMs: 5000 }).catch((error: unknown) => {
+      // Released by clearing the holder, not by a delete (the RBAC grants no
+      // Lease delete): the next taker finds it free. The resourceVersion
+      // clears only our own hold, never a taker's after ours expired.
+      await client.update<Lease>(resources.leases, { metadata: held.metadata, spec: { ...held.spec, holderIdentity: '' } }, { timeoutMs: 5000 }).catch((error: unknown) => {
         if (!isNotFound(error) && !isConflict(error)) log.warn('could not release the downscale lock; it expires by itself', { lease: name, err: String(error) });
       });
     };

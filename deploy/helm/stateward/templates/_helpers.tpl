@@ -16,6 +16,32 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ printf "%s-%s" .Release.Name .Release.Namespace | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* A shipped webhook configuration's name in this release: suffixed with the namespace, so two installs never collide. */}}
+{{- define "stateward.webhookName" -}}
+{{- $root := index . 0 -}}
+{{ printf "%s-%s" (index . 1) $root.Release.Namespace | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The files of files/webhooks this release installs, as JSON. */}}
+{{- define "stateward.webhookFiles" -}}
+{{- $files := list -}}
+{{- if .Values.webhooks.enabled }}{{ $files = concat $files (list "no-downscale" "prepare-downscale" "pod-eviction") }}{{ end -}}
+{{- if .Values.reschedule.enabled }}{{ $files = append $files "reschedule-on-eviction" }}{{ end -}}
+{{ toJson $files }}
+{{- end }}
+
+{{/* -webhooks.ca-bundle-configurations: the names of the configurations this release installs (templates/webhooks.yaml), as JSON. */}}
+{{- define "stateward.webhookNames" -}}
+{{- $names := list -}}
+{{- range $file := include "stateward.webhookFiles" . | fromJsonArray }}
+{{- range $doc := regexSplit "(?m)^---$" ($.Files.Get (printf "files/webhooks/%s.yaml" $file)) -1 }}
+{{- $cfg := fromYaml $doc -}}
+{{- if $cfg.kind }}{{ $names = append $names (include "stateward.webhookName" (list $ $cfg.metadata.name)) }}{{ end -}}
+{{- end }}
+{{- end }}
+{{- toJson $names }}
+{{- end }}
+
 {{/* The features whose permissions are granted, as in src/rbac/permissions.ts. */}}
 {{- define "stateward.features" -}}
 {{- $f := list "rollouts" -}}
@@ -35,6 +61,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- range $feature := include "stateward.features" $root | fromJsonArray -}}
 {{- range $scope := $scopes -}}
 {{- range $rule := index (index $rbac $feature) $scope -}}
+{{- /* The webhook configurations carry this release's names (stateward.webhookName). */ -}}
+{{- if and (has "admissionregistration.k8s.io" $rule.apiGroups) $rule.resourceNames -}}
+{{- $names := list -}}
+{{- range $n := $rule.resourceNames }}{{ $names = append $names (include "stateward.webhookName" (list $root $n)) }}{{ end -}}
+{{- $_ := set $rule "resourceNames" $names -}}
+{{- end -}}
 {{- if not (has $rule $rules) }}{{ $rules = append $rules $rule }}{{ end -}}
 {{- end -}}
 {{- end -}}

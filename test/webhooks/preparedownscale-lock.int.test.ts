@@ -1,0 +1,65 @@
+// The prepare-downscale group lock against the real apiserver: released by
+// clearing the Lease's holder (the shipped RBAC grants no Lease delete),
+// and a Lease with an empty holder is free to take, however fresh its times.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { systemClock } from '../../src/runtime/clock.ts';
+import { microTime } from '../../src/runtime/kube/time.ts';
+import { resources, type Lease, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { nopLogger } from '../../src/runtime/log/logger.ts';
+import type { AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
+import { lockName, prepareDownscaleHandler } from '../../src/webhooks/preparedownscale/handler.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { testClient } from '../support/rollout-group.ts';
+
+const cluster = testCluster();
+
+/** A zone of the group, labelled for prepare-downscale; no pods (replicas 0 in the cluster), so no pod is called. */
+function zone(namespace: string, name: string): StatefulSet {
+  return {
+    metadata: {
+      name,
+      namespace,
+      labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true' },
+      annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare-shutdown', 'grafana.com/prepare-downscale-http-port': '8080' },
+    },
+    spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
+  };
+}
+
+function downscaleRequest(namespace: string, set: StatefulSet, from: number, to: number): AdmissionRequestV1 {
+  const at = (replicas: number) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', ...set, spec: { ...set.spec, replicas } });
+  return { uid: `uid-${from}-${to}`, resource: { group: 'apps', version: 'v1', resource: 'statefulsets' }, name: set.metadata!.name!, namespace, operation: 'UPDATE', oldObject: at(from), object: at(to), dryRun: false };
+}
+
+describe('prepare-downscale group lock', () => {
+  it('is released by clearing the holder, is taken when its holder is empty, and denies while another holds it', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const set = await kube.create(resources.statefulSets, zone(namespace, 'zone-a'));
+    const handle = prepareDownscaleHandler({ client: kube, clock: systemClock, log: nopLogger, mode: 'annotation', zoneTrackerConfigMap: 'unused', clusterDomain: 'cluster.local.', podTimeoutMs: 1000, identity: 'replica-1' });
+    // Each request its own from/to: a repeat of an allowed one within 15 s is allowed without the lock.
+    const ask = (from: number) => Promise.resolve(handle(downscaleRequest(namespace, set, from, from - 1), AbortSignal.timeout(15_000)));
+    const where = { namespace, name: lockName('ingester') };
+    const lease = () => kube.get<Lease>(resources.leases, where);
+
+    const first = await ask(5);
+    assert.equal(first.allowed, true, first.status?.message);
+    const released = await lease();
+    assert.equal(released.spec?.holderIdentity ?? '', '', 'released by clearing the holder; the Lease stays');
+
+    // Held by another replica, fresh: denied, and left as it was.
+    const now = microTime(Date.now());
+    const held = await kube.update<Lease>(resources.leases, { metadata: released.metadata, spec: { ...released.spec, holderIdentity: 'replica-2', acquireTime: now, renewTime: now, leaseDurationSeconds: 30 } });
+    const denied = await ask(4);
+    assert.equal(denied.allowed, false);
+    assert.match(denied.status?.message ?? '', /statefulset zone-a is already in process of updating replicas/);
+    assert.equal((await lease()).metadata?.resourceVersion, held.metadata?.resourceVersion, 'the other holder keeps it');
+
+    // Released by the other replica (empty holder, times still fresh): free.
+    await kube.update<Lease>(resources.leases, { metadata: held.metadata, spec: { ...held.spec, holderIdentity: '' } });
+    const taken = await ask(3);
+    assert.equal(taken.allowed, true, taken.status?.message);
+    assert.equal((await lease()).spec?.holderIdentity ?? '', '', 'released again');
+  });
+});
