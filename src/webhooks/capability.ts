@@ -2,7 +2,7 @@
 // certificate (self-signed in a Secret and renewed, or files reloaded on
 // change), CA injection into labelled webhook configurations (leader), and
 // the webhooks themselves.
-import type { ResourceType, KubeObject, Secret } from '../runtime/kube/types.ts';
+import type { Secret } from '../runtime/kube/types.ts';
 import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
 import { RESCHEDULE_PATH, rescheduleHandler } from '../drain/reschedule/webhook.ts';
 import { workloadCache } from '../workloads/cache.ts';
@@ -13,7 +13,8 @@ import type { Capability, Runtime } from '../runtime/operator.ts';
 import type { AdmissionHandler } from './admission.ts';
 import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import type { WebhookConfig } from './config.ts';
-import { noDownscaleHandler, SCALE_PARENT_RESOURCES } from './nodownscale.ts';
+import { noDownscaleHandler } from './nodownscale.ts';
+import { scaleParentLabels } from './scaleparents.ts';
 import { WebhookServer, type TlsPair } from './server.ts';
 import { prepareDownscaleHandler } from './preparedownscale/handler.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
@@ -24,12 +25,6 @@ export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
 export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
 export const POD_EVICTION_PATH = '/admission/pod-eviction';
 export const ZPDB_VALIDATION_PATH = '/admission/zpdb-validation';
-
-const parentTypes: Record<string, ResourceType> = {
-  statefulsets: resources.statefulSets,
-  deployments: resources.deployments,
-  replicasets: resources.replicaSets,
-};
 
 /**
  * How long a new CA is trusted alongside the old one before the new serving
@@ -73,15 +68,7 @@ export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<st
       podTimeoutMs: config.podTimeoutMs,
       identity: runtime.config.leaderElection.identity,
     })],
-    [NO_DOWNSCALE_PATH, noDownscaleHandler({
-      log,
-      getParentLabels: async (resource, namespace, name, signal) => {
-        const type = parentTypes[resource];
-        if (!type || !SCALE_PARENT_RESOURCES.includes(resource)) throw new Error(`unsupported resource ${resource}`);
-        const parent = await runtime.client.get<KubeObject>(type, { namespace, name }, { signal, metadataOnly: true });
-        return parent.metadata?.labels;
-      },
-    })],
+    [NO_DOWNSCALE_PATH, noDownscaleHandler({ log, getParentLabels: scaleParentLabels(runtime) })],
   ]);
 }
 

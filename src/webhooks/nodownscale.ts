@@ -2,17 +2,24 @@
 // of a StatefulSet, Deployment or ReplicaSet labelled
 // grafana.com/no-downscale=true, whether through an UPDATE of the object or
 // of its /scale subresource. Behaviour of rollout-operator's
-// pkg/admission/no_downscale.go.
+// pkg/admission/no_downscale.go, except where the label cannot be known.
 //
-// Fail-open on every error. The label is a guard rail against an accidental
-// downscale, not a security boundary, and the webhook sits in the path of
-// every replicas change of the workloads it matches (the operator's own
-// scaling included). If we cannot tell what the change is (an undecodable or
-// unexpected object) or cannot read the parent's labels (a /scale request
-// whose parent GET fails), blocking would turn a transient API error into a
-// stuck rollout; so we allow and say why in a warning the client sees.
+// Fail-open where the change itself cannot be read: the label is a guard
+// rail, and the webhook sits in the path of every replicas change of the
+// workloads it matches (the operator's own scaling included), so an
+// undecodable or unexpected object is allowed with a warning the client sees.
+//
+// Fail-closed where the change is a downscale but the label cannot be read:
+// a /scale request carries no labels, and its parent comes from the caches
+// (no API call) or, when it is not cached (outside the watched namespaces, or
+// created a moment ago), from a live read. rollout-operator allows when that
+// read fails — and under load its reads queue behind its own client rate
+// limit until the deadline, so a burst of `kubectl scale` calls or an HPA
+// downscaled exactly what the label protects. Here a read that fails for any
+// reason but "not found" denies the downscale, saying why and to retry.
 // A deny carries no exception for dry-run: a dry-run downscale is denied too,
 // so `kubectl scale --dry-run=server` tells the truth.
+import { isNotFound } from '../runtime/kube/errors.ts';
 import { nopLogger, type Logger } from '../runtime/log/logger.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from './admission.ts';
 
@@ -23,7 +30,7 @@ export const NO_DOWNSCALE_LABEL_VALUE = 'true';
 export const SCALE_PARENT_RESOURCES: readonly string[] = ['statefulsets', 'deployments', 'replicasets'];
 
 export interface NoDownscaleDeps {
-  /** Labels of the live parent of a Scale (a GET); may throw. undefined = no labels. */
+  /** Labels of the parent of a Scale (from a cache, or read live); undefined = no labels. Throws a NotFound KubeApiError when there is no parent, another error when it cannot be read. */
   getParentLabels(resource: string, namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
   log?: Logger;
 }
@@ -150,8 +157,16 @@ export function noDownscaleHandler(deps: NoDownscaleDeps): AdmissionHandler {
         labels = (await deps.getParentLabels(resource, namespace, name, signal)) ?? {};
       } catch (error) {
         const err = errorText(error);
-        log.error(cannotGet, { err });
-        return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
+        // No parent: nothing the label could protect.
+        if (isNotFound(error)) {
+          log.warn(cannotGet, { err });
+          return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
+        }
+        log.error('cannot read the parent of a /scale downscale; denying it', { err });
+        return {
+          allowed: false,
+          status: { code: 503, message: `downscale of ${resource}/${name} in ${namespace} from ${before} to ${after} replicas is denied because its label '${NO_DOWNSCALE_LABEL_KEY}' could not be read (${err}); retry` },
+        };
       }
     } else {
       labels = labelsOf(oldDecoded.object);

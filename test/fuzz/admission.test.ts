@@ -195,8 +195,11 @@ describe('fuzz: /admission/no-downscale', { timeout: 120_000 }, () => {
           assert.equal(decision.allowed, false, 'a downscale of a labelled workload is denied');
           assert.equal(decision.warnings, undefined, 'the deny carries no warning');
           assert.match(decision.status?.message ?? '', /is not allowed because it has the label 'grafana\.com\/no-downscale=true'/);
+        } else if (downscale && before.kind === 'Scale' && ['statefulsets', 'deployments', 'replicasets'].includes(calls[0]!.request.resource.resource)) {
+          // The parent's labels cannot be read: fail closed, and say to retry.
+          assert.ok(!decision.allowed && /could not be read .*; retry$/.test(decision.status?.message ?? ''), JSON.stringify(decision));
         } else if (downscale && before.kind === 'Scale') {
-          // The parent's labels cannot be read: fail open, and say so.
+          // A parent kind it cannot resolve: fail open, and say so.
           assert.ok(decision.allowed && (decision.warnings?.length ?? 0) > 0, JSON.stringify(decision));
         } else {
           assert.equal(decision.allowed, true, `only a labelled downscale is denied: ${JSON.stringify(decision)}`);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { AdmissionDecision, AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
+import { KubeApiError } from '../../src/runtime/kube/errors.ts';
 import { noDownscaleHandler, replicasOf } from '../../src/webhooks/nodownscale.ts';
 
 const never = new AbortController().signal;
@@ -152,12 +153,22 @@ describe('no-downscale: /scale', { timeout: 10000 }, () => {
     assert.deepEqual(calls, []);
   });
 
-  it('allows with a "can\'t get" warning when the parent lookup fails', async () => {
-    const decision = await handler(new Error('statefulsets.apps "web" not found')).run(request('statefulsets', scale(3), scale(2), { subResource: 'scale' }));
+  it('allows with a "can\'t get" warning when the parent does not exist', async () => {
+    const notFound = new KubeApiError({ code: 404, reason: 'NotFound', message: 'statefulsets.apps "web" not found', method: 'GET', path: '/apis/apps/v1/namespaces/ns/statefulsets/web' });
+    const decision = await handler(notFound).run(request('statefulsets', scale(3), scale(2), { subResource: 'scale' }));
     assert.deepEqual(decision, {
       allowed: true,
-      warnings: [`can't get statefulsets/web in namespace ns, allowing the change: statefulsets.apps "web" not found`],
+      warnings: [`can't get statefulsets/web in namespace ns, allowing the change: ${notFound.message}`],
     });
+  });
+
+  it('denies, saying to retry, when the parent cannot be read (rollout-operator allows: a throttled read let protected downscales through)', async () => {
+    for (const error of [new KubeApiError({ code: 0, reason: 'RateLimited', message: 'client rate limit', method: 'GET', path: '/x' }), new KubeApiError({ code: 500, reason: 'InternalError', message: 'etcd', method: 'GET', path: '/x' }), new Error('connect ECONNREFUSED')]) {
+      const decision = await handler(error).run(request('statefulsets', scale(3), scale(2), { subResource: 'scale' }));
+      assert.equal(decision.allowed, false);
+      assert.equal(decision.status?.code, 503);
+      assert.match(decision.status?.message ?? '', /^downscale of statefulsets\/web in ns from 3 to 2 replicas is denied because its label 'grafana\.com\/no-downscale' could not be read \(.+\); retry$/);
+    }
   });
 
   it('allows with a "can\'t get" warning for a resource it cannot resolve, without a lookup', async () => {

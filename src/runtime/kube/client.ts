@@ -78,6 +78,7 @@ const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8
 const METADATA_ACCEPT_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 export class KubeClient {
+  private readonly options: KubeClientOptions;
   private readonly kc: KubeConfig;
   private readonly timeoutMs: number;
   private readonly limiter: RequestLimiter | undefined;
@@ -88,6 +89,7 @@ export class KubeClient {
   private agent: { key: string; dispatcher: Agent } | undefined;
 
   constructor(options: KubeClientOptions) {
+    this.options = options;
     this.kc = options.kubeConfig;
     this.timeoutMs = options.timeoutMs;
     this.limiter = options.limiter;
@@ -98,6 +100,15 @@ export class KubeClient {
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     if (cluster.proxyUrl) throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
     this.server = cluster.server.replace(/\/+$/, '');
+  }
+
+  /**
+   * A client with the same credentials, timeout and metrics but a rate limit
+   * of its own, for a caller that must not wait behind the rest of the
+   * operator's requests (nor hold them up). It has its own connection pool.
+   */
+  withLimiter(limiter: RequestLimiter | undefined): KubeClient {
+    return new KubeClient({ ...this.options, limiter });
   }
 
   get serverUrl(): string {
