@@ -193,4 +193,20 @@ describe('local cluster', () => {
     }
     assert.notEqual((await core.readNode({ name: node })).spec?.unschedulable, true);
   });
+
+  it('applies stateward.dev/max-pods to a running node at its next heartbeat, and back', async () => {
+    const node = cluster.nodes[1]!.name;
+    const core = cluster.core();
+    const capacity = async () => (await core.readNode({ name: node })).status?.capacity?.['pods'];
+    const annotate = (value: string | null) => core.patchNode({ name: node, body: { metadata: { annotations: { 'stateward.dev/max-pods': value } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    const before = await capacity();
+    await annotate('2345');
+    try {
+      await waitFor('capacity 2345', async () => (await capacity()) === '2345', { timeoutMs: 45_000 });
+      assert.equal((await core.readNode({ name: node })).status?.allocatable?.['pods'], '2345');
+    } finally {
+      await annotate(null);
+    }
+    await waitFor(`capacity back to ${before}`, async () => (await capacity()) === (before ?? '110'), { timeoutMs: 45_000 });
+  });
 });
