@@ -14,7 +14,7 @@ import type { AdmissionHandler } from './admission.ts';
 import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import type { WebhookConfig } from './config.ts';
 import { noDownscaleHandler } from './nodownscale.ts';
-import { scaleParentLabels } from './scaleparents.ts';
+import { cached, scaleParentLabels } from './scaleparents.ts';
 import { WebhookServer, type TlsPair } from './server.ts';
 import { prepareDownscaleHandler } from './preparedownscale/handler.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
@@ -67,6 +67,7 @@ export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<st
       clusterDomain: config.clusterDomain,
       podTimeoutMs: config.podTimeoutMs,
       identity: runtime.config.leaderElection.identity,
+      cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
     })],
     [NO_DOWNSCALE_PATH, noDownscaleHandler({ log, getParentLabels: scaleParentLabels(runtime) })],
   ]);

@@ -24,7 +24,7 @@ const TYPES: Record<string, ResourceType> = {
 };
 
 /** The object a set of per-namespace informers holds, or undefined when it is not cached (or the cache has not synced). */
-function cached<T extends KubeObject>(informers: Informer<T>[]): (namespace: string, name: string) => KubeObject | undefined {
+export function cached<T extends KubeObject>(informers: Informer<T>[]): (namespace: string, name: string) => T | undefined {
   return (namespace, name) => {
     const informer = informerFor(informers, namespace);
     return informer?.hasSynced() ? informer.get(namespace, name) : undefined;

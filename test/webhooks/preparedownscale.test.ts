@@ -3,6 +3,12 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { AdmissionDecision, AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
 import type { Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { KubeApiError } from '../../src/runtime/kube/errors.ts';
+import { FakeClock } from '../../src/runtime/clock.ts';
+import { nopLogger } from '../../src/runtime/log/logger.ts';
+import { prepareDownscaleHandler } from '../../src/webhooks/preparedownscale/handler.ts';
+import { failingClient } from '../fuzz/support.ts';
 import {
   afterPrepare,
   afterRecord,
@@ -703,5 +709,44 @@ describe('goTimeString', () => {
   it('prints a UTC instant as Go\'s time.Time String does', () => {
     assert.equal(goTimeString(Date.parse('2024-01-02T03:04:05Z')), '2024-01-02 03:04:05 +0000 UTC');
     assert.equal(goTimeString(Date.parse('2024-01-02T03:04:05.120Z')), '2024-01-02 03:04:05.12 +0000 UTC');
+  });
+});
+
+describe('prepare-downscale: the parent of a /scale request', () => {
+  const scaleRequest = (): AdmissionRequestV1 => ({
+    uid: 'u',
+    operation: 'UPDATE',
+    name: 'ingester-zone-a',
+    namespace: 'ns',
+    resource: { group: 'apps', version: 'v1', resource: 'statefulsets' },
+    subResource: 'scale',
+    oldObject: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'ingester-zone-a', namespace: 'ns' }, spec: { replicas: 3 } },
+    object: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'ingester-zone-a', namespace: 'ns' }, spec: { replicas: 2 } },
+  });
+  const handler = (client: KubeClient, cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined) =>
+    prepareDownscaleHandler({ client, clock: new FakeClock(), log: nopLogger, mode: 'annotation', zoneTrackerConfigMap: 'zones', clusterDomain: 'cluster.local.', podTimeoutMs: 200, identity: 'test', ...(cachedStatefulSet ? { cachedStatefulSet } : {}) });
+  const never = new AbortController().signal;
+
+  it('denies, saying to retry, when the parent cannot be read (rollout-operator allows and downscales unprepared)', async () => {
+    for (const failure of ['transport', 'server-error'] as const) {
+      const decision = await handler(failingClient(failure).client)(scaleRequest(), never);
+      assert.equal(decision.allowed, false, failure);
+      assert.match(decision.status?.message ?? '', /^downscale of statefulsets\/ingester-zone-a in ns from 3 to 2 replicas is not allowed because the StatefulSet could not be read to check grafana\.com\/prepare-downscale \(.+\); retry$/);
+    }
+  });
+
+  it('allows, with a warning, when the parent does not exist', async () => {
+    const notFound = new Proxy({}, { get: (_t, p) => (p === 'then' ? undefined : () => Promise.reject(new KubeApiError({ code: 404, reason: 'NotFound', message: 'statefulsets.apps "ingester-zone-a" not found', method: 'GET', path: '/x' }))) }) as unknown as KubeClient;
+    const decision = await handler(notFound)(scaleRequest(), never);
+    assert.equal(decision.allowed, true);
+    assert.match(decision.warnings?.[0] ?? '', /not found, allowing the change$/);
+  });
+
+  it('reads a cached parent without calling the API', async () => {
+    const { client, calls } = failingClient('transport');
+    const unlabelled: StatefulSet = { metadata: { name: 'ingester-zone-a', namespace: 'ns', labels: {} }, spec: { replicas: 3 } } as StatefulSet;
+    const decision = await handler(client, (namespace, name) => (namespace === 'ns' && name === 'ingester-zone-a' ? unlabelled : undefined))(scaleRequest(), never);
+    assert.equal(decision.allowed, true, JSON.stringify(decision));
+    assert.deepEqual(calls, []);
   });
 });

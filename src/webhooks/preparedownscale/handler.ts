@@ -30,6 +30,7 @@ import {
   lastDownscalesFromAnnotations,
   lastDownscalesFromZones,
   lookupFailed,
+  parentUnreadable,
   stsInfo,
   toAdmissionDecision,
   type CallResult,
@@ -52,6 +53,8 @@ export interface PrepareDownscaleDeps {
   podTimeoutMs: number;
   /** This replica, as the holder of group locks. */
   identity: string;
+  /** A StatefulSet from the informer cache, when cached: a /scale request's parent is read from here before the API. */
+  cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined;
 }
 
 const LOCK_SECONDS = 30;
@@ -208,10 +211,16 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     if (first.source.kind === 'old-object') {
       statefulSet = first.source.statefulSet;
     } else {
-      try {
-        statefulSet = await client.get<StatefulSet>(resources.statefulSets, { namespace: first.source.namespace, name: first.source.name }, { signal });
-      } catch (error) {
-        return toAdmissionDecision(lookupFailed(error instanceof Error ? error.message : String(error)));
+      const { namespace, name } = first.source;
+      const cached = deps.cachedStatefulSet?.(namespace, name);
+      if (cached) statefulSet = cached;
+      else {
+        try {
+          statefulSet = await client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { signal });
+        } catch (error) {
+          const err = error instanceof Error ? error.message : String(error);
+          return toAdmissionDecision(isNotFound(error) ? lookupFailed(err) : parentUnreadable(downscale, err));
+        }
       }
     }
     const info = stsInfo(statefulSet, downscale);

@@ -162,9 +162,18 @@ export function firstChecks(request: AdmissionRequestV1): FirstChecksOutcome {
   return lookupFailed(`unsupported type apps/v1, Kind=${oldReplicas.kind} (go type ${GO_TYPE[oldReplicas.kind] ?? oldReplicas.kind})`);
 }
 
-/** The StatefulSet cannot be read (the /scale parent GET failed): fail open. */
+/** The /scale parent is not a StatefulSet this webhook handles, or no longer exists: fail open. */
 export function lookupFailed(err: string): Allow {
   return { kind: 'allow', warning: `${err}, allowing the change` };
+}
+
+/**
+ * The /scale parent exists but could not be read (throttled, timed out, an
+ * API error): fail closed. rollout-operator allows here, which downscales
+ * without preparing the leaving pods whenever its client is saturated.
+ */
+export function parentUnreadable(downscale: Downscale, err: string): Deny {
+  return deny(downscale, `the StatefulSet could not be read to check ${PREPARE_DOWNSCALE_LABEL_KEY} (${err}); retry`);
 }
 
 // ---------------------------------------------------------------- b. stsInfo
