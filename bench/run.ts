@@ -3,15 +3,19 @@
 //   cluster   local cluster warm start and teardown
 //   informer  cache memory for 10,000 pods (transform on vs off), watch throughput
 //   rollout   reaction latency and makespan of a 3-zone × 10-pod rollout
-//   webhooks  no-downscale webhook over HTTPS at 500 req/s: latency, server CPU, API calls
+//   webhooks  no-downscale webhook over HTTPS at 500 req/s: latency, server CPU, API calls; then the
+//             real operator at 200 and 500 req/s: /scale no-downscale, allowed and denied evictions
 //   evictions pod-eviction decisions with 300 pods over 3 zones: rate, p99, API calls per decision
 //   restarts  config-change restarts with 7,000 configs and 500 workloads: memory, latency, API calls
+//   abuse     the operator's two servers under hostile clients (issue 16): RSS, log bytes, good-request p99
 import { clusterBench } from './cluster.bench.ts';
 import { informerBench } from './informer.bench.ts';
 import { rolloutBench } from './rollout.bench.ts';
 import { webhooksBench } from './webhooks.bench.ts';
+import { webhooksLoadBench } from './webhooks-load.bench.ts';
 import { evictionsBench } from './evictions.bench.ts';
 import { restartsBench } from './restarts.bench.ts';
+import { abuseBench } from './abuse.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -20,9 +24,14 @@ const all: Record<string, () => Promise<boolean>> = {
   cluster: () => clusterBench(runs),
   informer: () => informerBench(),
   rollout: () => rolloutBench(),
-  webhooks: () => webhooksBench(),
+  webhooks: async () => {
+    const server = await webhooksBench();
+    const underLoad = await webhooksLoadBench();
+    return server && underLoad;
+  },
   evictions: () => evictionsBench(),
   restarts: () => restartsBench(),
+  abuse: () => abuseBench(),
 };
 for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
 

@@ -94,7 +94,7 @@ function statefulSet(replicas: number, generation: number): Record<string, unkno
 const UID = '@@UID@@';
 
 /** The review body around its uid, serialised once: [before uid, after uid]. */
-function reviewTemplate(newReplicas: number): [string, string] {
+export function reviewTemplate(newReplicas: number): [string, string] {
   const gvk = { group: 'apps', version: 'v1', kind: 'StatefulSet' };
   const gvr = { group: 'apps', version: 'v1', resource: 'statefulsets' };
   const review = {
@@ -127,7 +127,7 @@ interface ServerStats {
   getParentLabelsCalls: number;
 }
 
-interface Outcome {
+export interface Outcome {
   ok: boolean;
   latencyMs: number;
   error?: string;
@@ -169,7 +169,7 @@ function post(agent: Agent, port: number, body: string, uid: string, expectAllow
  * the outcomes, the wall time from first send to last answer, and the
  * largest delay of a send behind its schedule.
  */
-async function drive(agent: Agent, port: number, rate: number, count: number, templates: { deny: [string, string]; allow: [string, string] }) {
+export async function drive(agent: Agent, port: number, rate: number, count: number, templates: { deny: [string, string]; allow: [string, string] }) {
   const interval = 1000 / rate;
   const pending: Promise<Outcome>[] = [];
   const start = performance.now();
