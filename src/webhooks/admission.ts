@@ -87,9 +87,13 @@ export interface AdmissionHttpResponse {
 export const ADMISSION_API_VERSIONS: readonly string[] = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];
 
 const TEXT = 'text/plain; charset=utf-8';
+const EMPTY = Buffer.alloc(0);
 const JSON_TYPE = 'application/json';
 
 export const HANDLER_DEADLINE_MESSAGE = 'webhook handler deadline exceeded';
+
+/** Longest request.uid accepted (rollout-operator accepts any; the API server sends UUIDs). */
+export const MAX_UID_LENGTH = 1024;
 
 /** Thrown by readLimitedBody when the body is longer than the limit. */
 export class BodyTooLargeError extends Error {
@@ -121,12 +125,15 @@ export class BodyBudgetExhaustedError extends Error {
  * Rejects with the signal's reason on abort, and with the stream's error, or
  * an Error if it closes before its end.
  */
-export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal, take: (bytes: number) => boolean = () => true): Promise<Buffer> {
+export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal, take: (bytes: number) => boolean = () => true, expectedLength?: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
       return;
     }
+    // With a known length (Content-Length, which Node's parser enforces) the
+    // body is copied into one buffer as it arrives: no second copy at the end.
+    let whole = expectedLength !== undefined && expectedLength <= limit ? Buffer.allocUnsafe(expectedLength) : undefined;
     let chunks: Buffer[] = [];
     let received = 0;
     const detach = () => {
@@ -139,6 +146,7 @@ export function readLimitedBody(stream: Readable, limit: number, signal: AbortSi
     const fail = (error: unknown) => {
       detach();
       chunks = [];
+      whole = undefined;
       stream.pause();
       reject(error instanceof Error ? error : new Error(String(error)));
     };
@@ -153,11 +161,12 @@ export function readLimitedBody(stream: Readable, limit: number, signal: AbortSi
         fail(new BodyBudgetExhaustedError());
         return;
       }
-      chunks.push(buffer);
+      if (whole && received <= whole.length) buffer.copy(whole, received - buffer.length);
+      else chunks.push(buffer);
     };
     const onEnd = () => {
       detach();
-      resolve(Buffer.concat(chunks, received));
+      resolve(whole && received === whole.length ? whole : Buffer.concat(chunks, received));
     };
     const onError = (error: unknown) => fail(error);
     const onClose = () => fail(new Error('request body stream closed before its end'));
@@ -189,6 +198,8 @@ const optionalString = (value: unknown) => value === undefined || value === null
 function requestProblem(request: Record<string, unknown>): string | undefined {
   if (request.uid === undefined || request.uid === null || request.uid === '') return 'AdmissionReview request has no uid';
   if (typeof request.uid !== 'string') return 'Request could not be decoded: request.uid is not a string';
+  // A Kubernetes uid is a 36-character UUID; the answer echoes it, so a huge one would cost its size twice more.
+  if (request.uid.length > MAX_UID_LENGTH) return `Request could not be decoded: request.uid is longer than ${MAX_UID_LENGTH} characters`;
   for (const field of ['name', 'namespace', 'operation', 'subResource'] as const) {
     if (!optionalString(request[field])) return `Request could not be decoded: request.${field} is not a string`;
   }
@@ -249,7 +260,8 @@ function runHandler(handler: AdmissionHandler, request: AdmissionRequestV1, sign
 /**
  * Serves one AdmissionReview. Never throws: every outcome is an HTTP answer.
  * `input.body` should already be limited by readLimitedBody; it is checked
- * against MAX_ADMISSION_BODY_BYTES again here.
+ * against MAX_ADMISSION_BODY_BYTES again here, and replaced by an empty
+ * buffer once decoded (the caller should hold no other reference to it).
  */
 export async function serveAdmission(
   input: { contentType: string | undefined; body: Buffer; signal: AbortSignal },
@@ -267,7 +279,11 @@ export async function serveAdmission(
 
   let review: unknown;
   try {
-    review = JSON.parse(input.body.toString('utf8'));
+    const text = input.body.toString('utf8');
+    // The raw bytes are not needed once decoded: dropped here so that they are
+    // not kept (up to 7 MiB a request) for as long as the handler runs.
+    input.body = EMPTY;
+    review = JSON.parse(text);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     log.warn('request could not be decoded', { err: reason });

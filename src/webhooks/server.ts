@@ -93,9 +93,9 @@ export class WebhookServer {
     // The handler's deadline: 90 % of the request timeout, as rollout-operator,
     // so an answer always leaves before the apiserver gives up on us.
     const signal = AbortSignal.timeout(Math.floor(this.o.requestTimeoutMs * 0.9));
-    let body: Buffer;
+    let body: Buffer | undefined;
     try {
-      body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal, declared === undefined ? (bytes) => hold.take(bytes) : () => true);
+      body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal, declared === undefined ? (bytes) => hold.take(bytes) : () => true, declared);
     } catch (error) {
       if (error instanceof BodyBudgetExhaustedError) return busy(res);
       if (error instanceof BodyTooLargeError) return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
@@ -103,7 +103,10 @@ export class WebhookServer {
       this.log.debug('could not read an admission request body', { err: error instanceof Error ? error.message : String(error) });
       return replyText(res, 400, 'could not read the request body\n');
     }
-    const answer = await serveAdmission({ contentType: req.headers['content-type'], body, signal }, handler, this.log);
+    // serveAdmission drops the bytes once decoded; nothing here keeps them.
+    const input = { contentType: req.headers['content-type'], body, signal };
+    body = undefined;
+    const answer = await serveAdmission(input, handler, this.log);
     replyText(res, answer.status, answer.body, { 'content-type': answer.contentType });
   }
 

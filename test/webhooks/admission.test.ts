@@ -111,6 +111,11 @@ describe('serveAdmission: bad input', { timeout: 10000 }, () => {
     const numericUid = await serve(review('admission.k8s.io/v1', baseRequest({ uid: 7 })), spy);
     assert.equal(numericUid.status, 400);
     assert.match(numericUid.body, /^Request could not be decoded: request.uid/);
+    // A uid is echoed in the answer: a huge one is refused rather than sent back (issue 16: 7 MiB uids).
+    assert.equal((await serve(review('admission.k8s.io/v1', baseRequest({ uid: 'u'.repeat(1024) })), () => ({ allowed: true }))).status, 200);
+    const hugeUid = await serve(review('admission.k8s.io/v1', baseRequest({ uid: 'u'.repeat(1025) })), spy);
+    assert.equal(hugeUid.status, 400);
+    assert.equal(hugeUid.body, 'Request could not be decoded: request.uid is longer than 1024 characters\n');
     const badResource = await serve(review('admission.k8s.io/v1', baseRequest({ resource: 'statefulsets' })), spy);
     assert.equal(badResource.status, 400);
     assert.equal(called, false);
