@@ -34,7 +34,7 @@ export function registerWebhookFlags(fs: FlagSet, podCalls: () => PodCallConfig)
   const timeout = fs.duration('server-tls.request-timeout', 10_000, 'Read and write timeout of the HTTPS server; webhook handlers get 90% of it.');
   const idle = fs.duration('server-tls.idle-timeout', 90_000, 'Keep-alive connections of the HTTPS server idle this long are closed; longer than the API server\'s 90 s idle timeout for webhook clients, so it closes first.');
   const maxConnections = fs.int('server-tls.max-connections', 1024, 'Most connections the HTTPS server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).');
-  const maxInflight = fs.int('server-tls.max-inflight-body-bytes', 16 * 1024 * 1024, 'Bytes of AdmissionReview bodies held at once across all connections; a request that would exceed it gets 503 at once instead of being buffered.');
+  const maxInflight = fs.int('server-tls.max-inflight-body-bytes', 12 * 1024 * 1024, 'Bytes of AdmissionReview bodies held at once across all connections: 7 MiB for bodies over 1 MiB (one of the largest at a time), the rest for smaller ones; a request that would exceed its share gets 503 at once instead of being buffered.');
   const certFile = fs.string('server-tls.cert-file', '', 'Certificate file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
   const keyFile = fs.string('server-tls.key-file', '', 'Private key file for the HTTPS server, used when -server-tls.self-signed-cert.enabled=false; reloaded when it changes.');
   const selfSigned = fs.bool('server-tls.self-signed-cert.enabled', true, 'Generate a self-signed certificate, stored in a Secret, renewed before it expires.');

@@ -25,7 +25,7 @@ export interface WebhookServerOptions {
   idleTimeoutMs?: number;
   /** -server-tls.max-connections (default 1024). */
   maxConnections?: number;
-  /** -server-tls.max-inflight-body-bytes (default 16 MiB). */
+  /** -server-tls.max-inflight-body-bytes (default 12 MiB). */
   maxInflightBodyBytes?: number;
   registry: Registry;
   logger?: Logger;
@@ -37,13 +37,21 @@ export class WebhookServer {
   private readonly server: Server;
   private readonly handlers = new Map<string, AdmissionHandler>();
   private readonly log: Logger;
-  private readonly bodies: ByteBudget;
+  /** Bodies that declare at most SMALL_BODY_BYTES: every review the API server sends for ordinary objects. */
+  private readonly smallBodies: ByteBudget;
+  /** Larger bodies, and chunked ones of unknown length: one of the largest size at a time. */
+  private readonly largeBodies: ByteBudget;
   private listening = false;
 
   constructor(options: WebhookServerOptions) {
     this.o = options;
     this.log = (options.logger ?? nopLogger).child({ component: 'webhook-server' });
-    this.bodies = new ByteBudget(options.maxInflightBodyBytes ?? 16 * 1024 * 1024);
+    // Two lanes out of one budget, so that a flood of large bodies (the
+    // costliest to decode) can neither hold the memory ordinary reviews need
+    // nor keep more than one large decode on the event loop at once.
+    const budget = options.maxInflightBodyBytes ?? 12 * 1024 * 1024;
+    this.largeBodies = new ByteBudget(MAX_ADMISSION_BODY_BYTES);
+    this.smallBodies = new ByteBudget(Math.max(SMALL_BODY_BYTES, budget - MAX_ADMISSION_BODY_BYTES));
     const limits = {
       requestTimeoutMs: options.requestTimeoutMs,
       // Longer than the apiserver's idle timeout for its webhook client, so the
@@ -87,7 +95,7 @@ export class WebhookServer {
     }
     // Held from the first byte read until the answer is sent: the parsed
     // review lives as long as its handler runs.
-    const hold = this.bodies.hold();
+    const hold = (declared !== undefined && declared <= SMALL_BODY_BYTES ? this.smallBodies : this.largeBodies).hold();
     res.once('close', () => hold.release());
     if (declared !== undefined && !hold.take(declared)) return busy(res);
     // The handler's deadline: 90 % of the request timeout, as rollout-operator,
@@ -123,6 +131,9 @@ export class WebhookServer {
     await closeGracefully(this.server, graceMs);
   }
 }
+
+/** Bodies up to this size (declared) take the ordinary lane of the byte budget; reviews of ordinary objects are tens of KiB. */
+const SMALL_BODY_BYTES = 1024 * 1024;
 
 /** Content-Length as a number, or undefined when the body is chunked or the header is absent. */
 function declaredLength(req: IncomingMessage): number | undefined {
