@@ -162,7 +162,11 @@ interface Trickle {
   ours?: boolean;
 }
 
-async function trickle(port: number, tls: boolean, head: string, endless: string, t: Trickle, deadline: number): Promise<void> {
+/**
+ * Opens a connection, writes `head` at once, then one byte of `slow` every
+ * 200 ms (then `endless` forever) until the server cuts it or the deadline.
+ */
+async function trickle(port: number, tls: boolean, head: string, slow: Buffer, endless: string, t: Trickle, deadline: number): Promise<void> {
   const started = performance.now();
   const socket: Socket = tls ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false }) : netConnect({ host: HOST, port });
   let closed = false;
@@ -179,9 +183,9 @@ async function trickle(port: number, tls: boolean, head: string, endless: string
     socket.once(tls ? 'secureConnect' : 'connect', () => resolve());
     socket.once('close', () => resolve());
   });
+  if (!closed && head) socket.write(head, 'latin1');
   for (let i = 0; !closed && performance.now() < deadline; i++) {
-    const byte = i < head.length ? head[i]! : endless;
-    socket.write(Buffer.from(byte, 'latin1'));
+    socket.write(i < slow.length ? slow.subarray(i, i + 1) : Buffer.from(endless, 'latin1'));
     t.bytes++;
     await delay(200);
   }
@@ -204,8 +208,9 @@ async function slowloris(o: ClientOptions): Promise<ClientResult> {
       const t: Trickle = { group: g.name, bytes: 0 };
       all.push(t);
       // The body group sends its head at once and trickles only the body.
-      const head = g.name.endsWith('body bytes') ? g.head.slice(0, g.head.indexOf('\r\n\r\n') + 4) : g.head;
-      runs.push(g.name.endsWith('body bytes') ? trickleBody(g.port, head, body, t, deadline) : trickle(g.port, g.tls, head, 'a', t, deadline));
+      const bodyGroup = g.name.endsWith('body bytes');
+      const head = bodyGroup ? g.head.slice(0, g.head.indexOf('\r\n\r\n') + 4) : '';
+      runs.push(trickle(g.port, g.tls, head, bodyGroup ? body : Buffer.from(g.head, 'latin1'), bodyGroup ? '' : 'a', t, deadline));
     }
   }
   await Promise.all(runs);
@@ -218,33 +223,6 @@ async function slowloris(o: ClientOptions): Promise<ClientResult> {
     return `${g.name} (one byte every 200 ms): ${cut.length} of ${mine.length} cut by the server${cut.length > 0 ? ` after ${s(Math.min(...times))}–${s(Math.max(...times))} (median ${s(percentile(times, 50))}), answers: ${list(statuses)}` : ''}${cut.length < mine.length ? `; ${mine.length - cut.length} not cut within ${s(o.seconds * 1000)}` : ''}`;
   });
   return { hostile: all.length, notes };
-}
-
-async function trickleBody(port: number, head: string, body: Buffer, t: Trickle, deadline: number): Promise<void> {
-  const started = performance.now();
-  const socket = tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false });
-  let closed = false;
-  let received = '';
-  socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    closed = true;
-    if (t.ours) return;
-    t.cutAt = performance.now() - started;
-    t.status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 'no response';
-  });
-  await new Promise<void>((resolve) => {
-    socket.once('secureConnect', () => resolve());
-    socket.once('close', () => resolve());
-  });
-  if (!closed) socket.write(head);
-  for (let i = 0; !closed && i < body.length && performance.now() < deadline; i++) {
-    socket.write(body.subarray(i, i + 1));
-    t.bytes++;
-    await delay(200);
-  }
-  t.ours = true;
-  socket.destroy();
 }
 
 // ------------------------------------------------------------------ fuzz

@@ -15,11 +15,14 @@
 // created a moment ago), from a live read. rollout-operator allows when that
 // read fails — and under load its reads queue behind its own client rate
 // limit until the deadline, so a burst of `kubectl scale` calls or an HPA
-// downscaled exactly what the label protects. Here a read that fails for any
-// reason but "not found" denies the downscale, saying why and to retry.
+// downscaled exactly what the label protects. Here a read that fails for a
+// reason a retry can cure (throttled, timed out, a server error) denies the
+// downscale, saying why and to retry; "not found" (nothing to protect) and
+// "forbidden" (no retry helps; rollout-operator's Role grants no read of
+// Deployments and ReplicaSets) allow with rollout-operator's warning.
 // A deny carries no exception for dry-run: a dry-run downscale is denied too,
 // so `kubectl scale --dry-run=server` tells the truth.
-import { isNotFound } from '../runtime/kube/errors.ts';
+import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { nopLogger, type Logger } from '../runtime/log/logger.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from './admission.ts';
 
@@ -157,9 +160,12 @@ export function noDownscaleHandler(deps: NoDownscaleDeps): AdmissionHandler {
         labels = (await deps.getParentLabels(resource, namespace, name, signal)) ?? {};
       } catch (error) {
         const err = errorText(error);
-        // No parent: nothing the label could protect.
-        if (isNotFound(error)) {
-          log.warn(cannotGet, { err });
+        // No parent: nothing the label could protect. Not permitted to read
+        // it (rollout-operator's own Role grants nothing on Deployments and
+        // ReplicaSets): no retry would help, so allow as rollout-operator
+        // does, and say which permission is missing.
+        if (isNotFound(error) || isForbidden(error)) {
+          log.warn(cannotGet, { err, ...(isForbidden(error) ? { fix: `grant get, list, watch on ${resource} (deploy/kustomize/rbac/PERMISSIONS.md)` } : {}) });
           return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
         }
         log.error('cannot read the parent of a /scale downscale; denying it', { err });

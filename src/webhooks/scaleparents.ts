@@ -34,8 +34,11 @@ export function cached<T extends KubeObject>(informers: Informer<T>[]): (namespa
 export function scaleParentLabels(runtime: Runtime): NoDownscaleDeps['getParentLabels'] {
   const caches: Record<string, (namespace: string, name: string) => KubeObject | undefined> = {
     statefulsets: cached(workloadCache(runtime).statefulSets),
-    deployments: cached(runtime.informers<KubeObject>(resources.deployments, { metadataOnly: true, transform: stripManagedFields })),
-    replicasets: cached(runtime.informers<KubeObject>(resources.replicaSets, { metadataOnly: true, transform: stripManagedFields })),
+    // Optional: rollout-operator's own Role grants nothing on Deployments and
+    // ReplicaSets, and a user swapping the image must still start (a 403 is
+    // an empty cache; the lookup then falls through to the live read).
+    deployments: cached(runtime.informers<KubeObject>(resources.deployments, { metadataOnly: true, transform: stripManagedFields, optional: true })),
+    replicasets: cached(runtime.informers<KubeObject>(resources.replicaSets, { metadataOnly: true, transform: stripManagedFields, optional: true })),
   };
   const { clientQps, clientBurst } = runtime.config;
   const live = runtime.client.withLimiter(clientQps > 0 ? new PerKeyTokenBuckets(clientQps, clientBurst, runtime.clock) : undefined);

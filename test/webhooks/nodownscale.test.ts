@@ -162,6 +162,13 @@ describe('no-downscale: /scale', { timeout: 10000 }, () => {
     });
   });
 
+  it('allows with a "can\'t get" warning when not permitted to read the parent (rollout-operator\'s Role grants nothing on Deployments)', async () => {
+    const forbidden = new KubeApiError({ code: 403, reason: 'Forbidden', message: 'deployments.apps "web" is forbidden', method: 'GET', path: '/apis/apps/v1/namespaces/ns/deployments/web' });
+    const decision = await handler(forbidden).run(request('deployments', scale(3), scale(2), { subResource: 'scale' }));
+    assert.equal(decision.allowed, true);
+    assert.match(decision.warnings?.[0] ?? '', /^can't get deployments\/web in namespace ns, allowing the change: .*forbidden/);
+  });
+
   it('denies, saying to retry, when the parent cannot be read (rollout-operator allows: a throttled read let protected downscales through)', async () => {
     for (const error of [new KubeApiError({ code: 0, reason: 'RateLimited', message: 'client rate limit', method: 'GET', path: '/x' }), new KubeApiError({ code: 500, reason: 'InternalError', message: 'etcd', method: 'GET', path: '/x' }), new Error('connect ECONNREFUSED')]) {
       const decision = await handler(error).run(request('statefulsets', scale(3), scale(2), { subResource: 'scale' }));

@@ -219,7 +219,8 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
           statefulSet = await client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { signal });
         } catch (error) {
           const err = error instanceof Error ? error.message : String(error);
-          return toAdmissionDecision(isNotFound(error) ? lookupFailed(err) : parentUnreadable(downscale, err));
+          // Gone, or never readable with these permissions: allow, as rollout-operator. A read a retry can cure: deny.
+          return toAdmissionDecision(isNotFound(error) || isForbidden(error) ? lookupFailed(err) : parentUnreadable(downscale, err));
         }
       }
     }
