@@ -62,6 +62,7 @@ export class WebhookServer {
     const listener = requestListener({
       log: this.log,
       registry: options.registry,
+      readsBodies: true,
       resolve: (path) => {
         const handler = this.handlers.get(path);
         return handler ? { name: routeName(path), handle: (req, res) => this.dispatch(req, res, handler) } : undefined;

@@ -49,7 +49,7 @@ export class HttpServer {
       res.writeHead(200, { 'content-type': this.options.registry.contentType });
       res.end(body);
     });
-    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, resolve: (path) => this.resolve(path) }));
+    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, readsBodies: false, resolve: (path) => this.resolve(path) }));
     applyLimits(this.server, limits, 'http', options.registry, this.log);
   }
 
