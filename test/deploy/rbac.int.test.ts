@@ -84,7 +84,8 @@ async function refusedCalls(op: OperatorProcess): Promise<string[]> {
   return metrics.split('\n').filter((l) => l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count') && l.includes('status_code="403"'));
 }
 
-const refusalsLogged = (op: OperatorProcess) => op.logs.split('\n').filter((l) => /403|forbidden/i.test(l)).join('\n');
+// A 403 status or a Forbidden reason; not any "403" (a namespace named …-4038c6 matched once).
+const refusalsLogged = (op: OperatorProcess) => op.logs.split('\n').filter((l) => /\b403\b|forbidden/i.test(l)).join('\n');
 
 async function canI(kubeconfig: string, ...args: string[]): Promise<boolean> {
   const { stdout } = await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', ...args]).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
