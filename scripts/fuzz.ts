@@ -13,12 +13,9 @@
 // operator and the one that does it is printed with the seed and its bytes;
 // the run stops there (or, with --keep-going, goes on with a fresh operator).
 // Exit 1 if the process died or stopped answering at any point.
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { clustersRoot, LocalCluster, readState } from '../test/cluster/cluster.ts';
-import { serveControl } from '../test/cluster/control.ts';
-import { processAlive } from '../test/cluster/lock.ts';
-import { TEST_CLUSTER_ENV, testCluster } from '../test/cluster/testing.ts';
+import { reuseOrStartCluster } from '../test/cluster/reuse.ts';
+import { testCluster } from '../test/cluster/testing.ts';
 import { checkHealth, describeFinding, fuzzBatch, FuzzOperator, FuzzStats, type Finding } from '../test/fuzz/http-driver.ts';
 
 const usage = 'usage: npm run fuzz -- --minutes N [--seed S] [--cluster NAME] [--batch B] [--concurrency C] [--timeout-ms T] [--keep-going]';
@@ -50,19 +47,8 @@ async function main(): Promise<number> {
     return 2;
   }
 
-  let owned: LocalCluster | undefined;
   const name = values.cluster ?? 'default';
-  const stateDir = process.env[TEST_CLUSTER_ENV] ?? join(clustersRoot(), name);
-  const state = readState(stateDir);
-  if (!(state?.ready && processAlive(state.ownerPid))) {
-    const ownName = name === 'default' ? `fuzz-${process.pid}` : name;
-    console.error(`# starting local cluster "${ownName}" for this run`);
-    owned = await LocalCluster.start({ name: ownName, nodesPerZone: 1, log: () => {} });
-    await serveControl(owned, () => undefined);
-    process.env[TEST_CLUSTER_ENV] = owned.stateDir;
-  } else {
-    process.env[TEST_CLUSTER_ENV] = stateDir;
-  }
+  const owned = await reuseOrStartCluster(name, { name: name === 'default' ? `fuzz-${process.pid}` : name, nodesPerZone: 1, log: () => {} });
 
   const cleanups: (() => Promise<unknown>)[] = [];
   let operator: FuzzOperator | undefined;

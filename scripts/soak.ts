@@ -5,10 +5,8 @@
 // written to test-artifacts/soak/<id>/report.json); exit 1 on any violation.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { clustersRoot, LocalCluster, readState } from '../test/cluster/cluster.ts';
-import { serveControl } from '../test/cluster/control.ts';
-import { processAlive } from '../test/cluster/lock.ts';
-import { TEST_CLUSTER_ENV, testCluster } from '../test/cluster/testing.ts';
+import { reuseOrStartCluster } from '../test/cluster/reuse.ts';
+import { testCluster } from '../test/cluster/testing.ts';
 import { FAULT_KINDS } from '../test/chaos/faults.ts';
 import { runSoak, summarize } from '../test/chaos/soak.ts';
 
@@ -46,18 +44,8 @@ async function main(): Promise<number> {
     return 2;
   }
 
-  let owned: LocalCluster | undefined;
   const name = values.cluster ?? 'default';
-  const stateDir = process.env[TEST_CLUSTER_ENV] ?? join(clustersRoot(), name);
-  const state = readState(stateDir);
-  if (!(state?.ready && processAlive(state.ownerPid))) {
-    console.error(`# starting local cluster "${name === 'default' ? 'soak' : name}" for this run`);
-    owned = await LocalCluster.start({ name: name === 'default' ? 'soak' : name });
-    await serveControl(owned, () => undefined);
-    process.env[TEST_CLUSTER_ENV] = owned.stateDir;
-  } else {
-    process.env[TEST_CLUSTER_ENV] = stateDir;
-  }
+  const owned = await reuseOrStartCluster(name, { name: name === 'default' ? 'soak' : name });
   const stop = () => void owned?.teardown().then(() => process.exit(130));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
