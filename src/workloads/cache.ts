@@ -5,6 +5,7 @@ import { indexByLabel, indexByNodeName, indexByOwnerUid, stripManagedFields } fr
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { observeLastDownscales } from './clocksteps.ts';
+import type { Seen } from '../runtime/sightings.ts';
 import { lastDownscalesFromAnnotations } from './downscale.ts';
 
 export const ROLLOUT_GROUP_LABEL = 'rollout-group';
@@ -38,16 +39,19 @@ export function workloadCache(runtime: Runtime): WorkloadCache {
 /**
  * Registers the shared workload caches, so /ready waits for them, and shows
  * every StatefulSet's grafana.com/last-downscale to the min-time sightings as
- * it changes, on every replica: min-time then counts a new stamp from the
- * moment the watch delivered it, even on a replica that only serves the
- * prepare-downscale webhook (src/runtime/sightings.ts).
+ * it changes, on every replica: a watch delivers a new stamp moments after
+ * it was written, so one that claims to be much older shows the writer's
+ * clock is behind, even on a replica that only serves the prepare-downscale
+ * webhook (src/runtime/sightings.ts).
  */
 export const workloadsCapability: Capability = {
   name: 'workloads',
   setup(runtime) {
-    const see = (set: StatefulSet, seen: 'initial' | 'live') => observeLastDownscales(runtime.clock, set.metadata?.namespace ?? '', lastDownscalesFromAnnotations([set]), 'annotation', seen);
+    const see = (set: StatefulSet, seen: Seen) =>
+      observeLastDownscales(runtime.clock, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
     for (const informer of workloadCache(runtime).statefulSets) {
-      informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'initial' : 'live'), onUpdate: (_old, set) => see(set, 'live') });
+      // The initial list shows stamps of any age; a later delivery is a change the watch just saw.
+      informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'read' : 'event'), onUpdate: (_old, set) => see(set, 'event') });
     }
     return {};
   },

@@ -1,30 +1,34 @@
 // Min-time between zone downscales compares a wall-clock stamp shared by
 // every replica (grafana.com/last-downscale, or the zone tracker's record)
-// with this process's clock. It counts from when this process saw the stamp
-// (src/runtime/sightings.ts), so neither a step of this process's clock nor
-// a writer whose clock disagrees shortens the wait.
+// with this process's clock. The stamp is taken at its word unless this
+// process has evidence that a clock stepped or disagrees
+// (src/runtime/sightings.ts); then it is counted so that neither shortens
+// the wait.
 import type { Clock } from '../runtime/clock.ts';
-import { timestampSightings } from '../runtime/sightings.ts';
+import { timestampSightings, type Seen } from '../runtime/sightings.ts';
 import type { CountedFrom, LastDownscale } from './downscale.ts';
 
 /** Where the stamps come from; the two may disagree for the same StatefulSet. */
 export type LastDownscaleSource = 'annotation' | 'zone-tracker';
 
 /**
- * Notes the last downscales of StatefulSets of `namespace` (name → stamp, as
- * lastDownscalesFromAnnotations or lastDownscalesFromZones read them) and
- * returns when to count each from: the input of
- * checkMinTimeBetweenZoneDownscales' `countedFrom`. Call it with every read
- * (the StatefulSet informer does), so a change is seen as early as possible.
+ * Notes what one read showed of the last downscales of StatefulSets of
+ * `namespace` and returns when to count each from: the input of
+ * checkMinTimeBetweenZoneDownscales' `countedFrom`. `statefulSets` names
+ * every StatefulSet the read covered, stamped or not: a look that saw no
+ * stamp is what dates one that appears later. Call it with every read (the
+ * StatefulSet informer does), so a change is seen as early as possible.
  */
-export function observeLastDownscales(clock: Clock, namespace: string, lastDownscales: ReadonlyMap<string, LastDownscale>, source: LastDownscaleSource = 'annotation', seen: 'initial' | 'live' = 'initial'): Map<string, CountedFrom> {
+export function observeLastDownscales(clock: Clock, read: { namespace: string; statefulSets: Iterable<string>; lastDownscales: ReadonlyMap<string, LastDownscale>; source: LastDownscaleSource; seen: Seen }): Map<string, CountedFrom> {
   const sightings = timestampSightings(clock);
   const out = new Map<string, CountedFrom>();
-  for (const [name, at] of lastDownscales) {
-    if (typeof at !== 'number') continue;
-    // One scope per StatefulSet: a new stamp there was written after the previous look at it.
-    const from = sightings.look(`last-downscale/${source}/${namespace}/${name}`, new Map([['', at]]), seen).get('')!;
-    out.set(name, { at, from });
+  const names = new Set([...read.statefulSets, ...read.lastDownscales.keys()]);
+  for (const name of names) {
+    const at = read.lastDownscales.get(name);
+    // One scope per StatefulSet and source.
+    const stamps = typeof at === 'number' ? new Map([['', at]]) : new Map<string, number>();
+    const counted = sightings.look(`last-downscale/${read.source}/${read.namespace}/${name}`, stamps, read.seen).get('');
+    if (counted && typeof at === 'number') out.set(name, { at, ...counted });
   }
   return out;
 }

@@ -10,9 +10,11 @@
 //
 // `now` is the wall clock (the timestamps are shared by every replica);
 // `countedFrom` (clocksteps.ts) keeps a clock step, or a writer whose clock
-// disagrees, from shortening the wait.
+// disagrees, from shortening the wait — only when this replica has evidence
+// of one; otherwise a stamp counts from itself, as in rollout-operator.
 import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
+import type { ClockEvidence, Counted } from '../runtime/sightings.ts';
 import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
 
 export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
@@ -42,12 +44,26 @@ export function lastDownscalesFromAnnotations(statefulSets: readonly StatefulSet
 }
 
 /**
- * When this process counts a StatefulSet's last downscale `at` from (its
- * first sighting on the monotonic clock, src/runtime/sightings.ts).
+ * When this process counts a StatefulSet's last downscale `at` from: `at`
+ * itself, unless `evidence` says why not (src/runtime/sightings.ts).
  */
-export interface CountedFrom {
+export interface CountedFrom extends Counted {
   at: number;
-  from: number;
+}
+
+/** The denial's explanation of a wait not counted from the stamp. */
+function countedNote(from: number, evidence: ClockEvidence | undefined): string {
+  const when = goTimeString(from);
+  switch (evidence) {
+    case 'ahead':
+      return ` (counted from ${when}, when this replica first saw it: the stamp is ahead of this replica's clock)`;
+    case 'before-look':
+      return ` (counted from ${when}, when this replica saw it: it is older than a look of this replica's that did not show it, so the writer's clock is behind)`;
+    case 'stepped':
+      return ` (counted from ${when}: this replica's clock stepped)`;
+    default:
+      return '';
+  }
 }
 
 /** Per StatefulSet name (observeLastDownscales). */
@@ -77,7 +93,7 @@ export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: 
     const counted = input.countedFrom?.get(name);
     const from = counted?.at === last ? counted.from : last;
     if (input.now - from < minTime) {
-      const note = from - last >= 1000 ? ` (counted from ${goTimeString(from)}, when this replica saw it: clocks stepped or disagree)` : '';
+      const note = counted?.at === last && from !== last ? countedNote(from, counted.evidence) : '';
       return {
         elapsed: false,
         blockedBy: name,

@@ -24,7 +24,7 @@ const kubectl = (...args: string[]) => run(cluster, ...args);
  * a different replica (an objectSelector on the StatefulSet's zone label),
  * so concurrent downscales of the group meet in two processes.
  */
-async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
+async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], minTime = '1h') {
   const namespace = await cluster.namespace(t);
   const kube = testClient(cluster);
   const [podPort, ...webhookPorts] = await freePorts(1 + replicas);
@@ -32,7 +32,7 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = []) {
   for (const zone of ['a', 'b']) {
     await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
       metadata: {
-        labels: { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': '1h', zone },
+        labels: { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': minTime, zone },
         annotations: { 'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown', 'grafana.com/prepare-downscale-http-port': String(podPort) },
       },
     });
@@ -121,5 +121,31 @@ describe('prepare-downscale webhook', () => {
     const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
     assert.equal(denied.ok, false);
     assert.match(denied.out, /statefulset ingester-zone-a was downscaled at .* and is labelled to wait 1h0m0s between zone downscales/);
+  });
+
+  // rollout-operator's own scenario (its integration manifests use
+  // -use-zone-tracker): the next zone may go once min-time has passed since
+  // the previous zone's recorded downscale — counted from that stamp, not from
+  // when this replica next read the tracker (which doubled the wait).
+  it('with -use-zone-tracker, the next zone is allowed once min-time has passed since the recorded downscale', async (t) => {
+    const minTimeS = 8;
+    const { namespace, kube } = await setup(t, 1, ['-use-zone-tracker'], `${minTimeS}s`);
+    const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+    const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
+    assert.ok(scaled.ok, scaled.out);
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
+    // RFC3339 in whole seconds, as rollout-operator writes it.
+    const recorded = Date.parse((JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled);
+    const early = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    if (Date.now() < recorded + minTimeS * 1000) {
+      assert.equal(early.ok, false, 'inside min-time');
+      assert.doesNotMatch(early.out, /counted from/, 'no clock evidence with one replica and no step: the stamp is taken at its word');
+    }
+    // Min-time is a wait on the clock itself: wait for it (plus the second the stamp's rounding can hide) to pass.
+    const due = recorded + (minTimeS + 1) * 1000;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())));
+    const allowed = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.ok(allowed.ok, `zone b refused ${((Date.now() - recorded) / 1000).toFixed(1)} s after zone a's recorded downscale: ${allowed.out}`);
   });
 });

@@ -3,38 +3,72 @@ import { describe, it } from 'node:test';
 import { FakeClock } from '../../src/runtime/clock.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
 import { observeLastDownscales } from '../../src/workloads/clocksteps.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations } from '../../src/workloads/downscale.ts';
+import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type LastDownscale } from '../../src/workloads/downscale.ts';
+import { recordDownscale, parseZoneTracker, initialZoneTracker } from '../../src/webhooks/preparedownscale/zonetracker.ts';
+import { lastDownscalesFromZones } from '../../src/webhooks/preparedownscale/plan.ts';
 
-const MIN = 60_000;
+const SEC = 1000;
+const MIN = 60 * SEC;
 const T0 = Date.UTC(2024, 0, 2, 12, 0, 0);
 
-describe('min-time counted from when this replica saw the last downscale', () => {
+const read = (clock: FakeClock, lastDownscales: ReadonlyMap<string, LastDownscale>, over: Partial<Parameters<typeof observeLastDownscales>[1]> = {}) =>
+  observeLastDownscales(clock, { namespace: 'ns', statefulSets: ['a', 'b'], lastDownscales, source: 'annotation', seen: 'read', ...over });
+
+describe('min-time counted from the stamp unless this replica has evidence against it', () => {
   const group: StatefulSet[] = [
     { metadata: { name: 'a', namespace: 'ns' } },
     { metadata: { name: 'b', namespace: 'ns', labels: { 'grafana.com/min-time-between-zones-downscale': '10m' }, annotations: { 'grafana.com/last-downscale': '2024-01-02T12:00:00Z' } } },
   ];
   const lastDownscales = lastDownscalesFromAnnotations(group);
 
-  it('holds after a forward step, and the denial says from when it counts', () => {
+  it('holds after a forward step, and the denial says from when it counts and why', () => {
     const clock = new FakeClock(T0);
-    observeLastDownscales(clock, 'ns', lastDownscales);
+    read(clock, lastDownscales);
     clock.step(11 * MIN);
     const now = clock.now();
     assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now }), { elapsed: true }, 'by the wall clock alone, 11 minutes passed');
-    const countedFrom = observeLastDownscales(clock, 'ns', lastDownscales);
-    assert.deepEqual(countedFrom, new Map([['b', { at: T0, from: T0 + 11 * MIN }]]));
+    const countedFrom = read(clock, lastDownscales);
+    assert.deepEqual(countedFrom, new Map([['b', { at: T0, from: T0 + 11 * MIN, evidence: 'stepped' }]]));
     const held = checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now, countedFrom });
     assert.ok('elapsed' in held && !held.elapsed);
     assert.equal(held.lastDownscale, T0);
-    assert.equal(held.reason, 'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC, when this replica saw it: clocks stepped or disagree)');
+    assert.equal(held.reason, 'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC: this replica\'s clock stepped)');
   });
 
   it('ignores what was counted for another value of the annotation, and keeps sources and namespaces apart', () => {
     const clock = new FakeClock(T0 + 11 * MIN);
     const now = clock.now();
     assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now, countedFrom: new Map([['b', { at: T0 - 60 * MIN, from: now }]]) }), { elapsed: true });
-    observeLastDownscales(clock, 'ns', new Map([['b', T0]]), 'zone-tracker');
-    assert.deepEqual(observeLastDownscales(clock, 'other', new Map([['b', T0 + MIN]]), 'annotation', 'live'), new Map([['b', { at: T0 + MIN, from: now }]]), 'a StatefulSet first seen live counts from now');
-    assert.deepEqual(observeLastDownscales(clock, 'ns', lastDownscales), new Map([['b', { at: T0, from: T0 }]]), 'first seen in an initial read: its stamp');
+    read(clock, new Map([['b', T0]]), { source: 'zone-tracker' });
+    assert.deepEqual(read(clock, new Map([['b', T0 + MIN]]), { namespace: 'other', seen: 'event' }), new Map([['b', { at: T0 + MIN, from: now, evidence: 'before-look' }]]), 'a watch delivering a 10-minute-old stamp: the writer is behind');
+    assert.deepEqual(read(clock, lastDownscales), new Map([['b', { at: T0, from: T0 }]]), 'first seen in a read: its stamp');
+  });
+
+  it('rollout-operator\'s zone-tracker scenario: zone-b 23 s after zone-a under a 20 s min-time is allowed, in one replica', async () => {
+    const clock = new FakeClock(T0);
+    const zoneGroup: StatefulSet[] = ['a', 'b'].map((name) => ({ metadata: { name, namespace: 'ns', labels: { 'grafana.com/min-time-between-zones-downscale': '20s' } } }));
+    const fromTracker = (data: Record<string, string>) => {
+      const zones = parseZoneTracker(data);
+      assert.ok(!('error' in zones));
+      return lastDownscalesFromZones(zones);
+    };
+    // The tracker is created (every zone stamped now), then a minute later zone-a asks.
+    let data = initialZoneTracker(['a', 'b'], clock.now());
+    await clock.advance(MIN);
+    const first = fromTracker(data);
+    const forA = read(clock, first, { source: 'zone-tracker' });
+    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group: zoneGroup, lastDownscales: first, now: clock.now(), countedFrom: forA }), { elapsed: true });
+    data = recordDownscale(data, 'a', clock.now());
+    await clock.advance(23 * SEC);
+    const second = fromTracker(data);
+    const forB = read(clock, second, { source: 'zone-tracker' });
+    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'b', group: zoneGroup, lastDownscales: second, now: clock.now(), countedFrom: forB }), { elapsed: true }, 'counted from the stamp, not from this read');
+  });
+
+  it('the note appears only with evidence', () => {
+    const clock = new FakeClock(T0 + 5 * MIN);
+    const held = checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now: clock.now(), countedFrom: read(clock, lastDownscales) });
+    assert.ok('elapsed' in held && !held.elapsed);
+    assert.equal(held.reason, 'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales');
   });
 });

@@ -11,7 +11,7 @@
 // a drain for a reason a retry fixes.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
-import { timestampSightings } from '../../runtime/sightings.ts';
+import { timestampSightings, type Counted, type Seen } from '../../runtime/sightings.ts';
 import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isEvictionDryRun } from '../dryrun.ts';
@@ -85,11 +85,11 @@ export class ZpdbBudgets {
       informer.addHandlers({
         onAdd: (l, initial) => {
           this.caughtUp(l);
-          this.seeLedger(l, initial ? 'initial' : 'live');
+          this.seeLedger(l, initial ? 'read' : 'event');
         },
         onUpdate: (_old, l) => {
           this.caughtUp(l);
-          this.seeLedger(l, 'live');
+          this.seeLedger(l, 'event');
         },
       });
     }
@@ -215,29 +215,30 @@ export class ZpdbBudgets {
 
   /**
    * The entries of a budget's ledger that still hold something back. Entries
-   * are wall-clock stamps shared with the other replicas; each is judged as
-   * counted from when this process first saw it (src/runtime/sightings.ts),
-   * so a replica whose clock runs behind cannot write an allow that others
-   * take as expired, nor can a step of this process's clock expire one.
+   * are wall-clock stamps shared with the other replicas, taken at their
+   * word unless this process has evidence of a clock step or skew
+   * (src/runtime/sightings.ts): so a replica whose clock runs behind cannot
+   * write an allow that others take as expired, nor can a step of this
+   * process's clock expire one.
    * `pending` (counted times) is for decisions; `kept` (the stamps as
    * written) is what to write back.
    */
   private judgeLedger(namespace: string, name: string, ledger: Ledger): { kept: Ledger; pending: Map<string, number> } {
     const podInformer = informerFor(this.d.caches.pods, namespace);
-    // Live: the ledger informer delivered every older ledger in its initial list; one it has not is new.
-    const from = this.seeEntries(namespace, name, ledger, 'live');
-    const counted: Ledger = new Map([...ledger].map(([uid, entry]) => [uid, { ...entry, at: from.get(uid) ?? entry.at }]));
+    // A read: the informer's earlier looks at this ledger date an entry they did not show.
+    const from = this.seeEntries(namespace, name, ledger, 'read');
+    const counted: Ledger = new Map([...ledger].map(([uid, entry]) => [uid, { ...entry, at: from.get(uid)?.from ?? entry.at }]));
     const judged = pruneLedger(counted, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName));
     return { kept: new Map([...judged.keys()].map((uid) => [uid, ledger.get(uid)!])), pending: pendingFrom(judged) };
   }
 
   /** Shows a ledger's entries to the sightings as the watch delivers them, on every replica. */
-  private seeLedger(lease: Lease, seen: 'initial' | 'live'): void {
+  private seeLedger(lease: Lease, seen: Seen): void {
     const { ledger } = decodeLedger(lease);
     this.seeEntries(lease.metadata?.namespace ?? '', lease.metadata?.name ?? '', ledger, seen);
   }
 
-  private seeEntries(namespace: string, name: string, ledger: Ledger, seen: 'initial' | 'live'): Map<string, number> {
+  private seeEntries(namespace: string, name: string, ledger: Ledger, seen: Seen): Map<string, Counted> {
     return timestampSightings(this.d.clock).look(`zpdb-ledger/${namespace}/${name}`, new Map([...ledger].map(([uid, entry]) => [uid, entry.at])), seen);
   }
 

@@ -273,7 +273,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
           lastDownscales = lastDownscalesFromAnnotations(sets);
         }
         const othersPods = new Map(sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]));
-        const countedFrom = observeLastDownscales(deps.clock, namespace, lastDownscales, deps.mode);
+        const countedFrom = observeLastDownscales(deps.clock, { namespace, statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales, source: deps.mode, seen: 'read' });
         const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now(), countedFrom });
         if (checks.kind === 'deny') {
           log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
