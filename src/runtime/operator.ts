@@ -28,6 +28,8 @@ export interface Runtime {
   readonly clock: Clock;
   readonly events: EventRecorder;
   readonly http: HttpServer;
+  /** This process as the holder of Leases: unique per process (see Operator.identity). */
+  readonly identity: string;
   /** Shared informers: one per (type, namespace scope, selectors), created on first request. */
   informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
@@ -77,6 +79,12 @@ export class Operator {
   private readonly tasks: Promise<void>[] = [];
   private leading: AbortController | undefined;
   private readonly leaderGauge: Gauge;
+  /**
+   * This process as the holder of Leases (leader election, the
+   * prepare-downscale group locks): the configured identity (the pod name)
+   * plus a random suffix, so a restarted pod, or two processes on one host,
+   * are different holders.
+   */
   readonly identity: string;
 
   constructor(options: OperatorOptions) {
@@ -94,7 +102,7 @@ export class Operator {
       userAgent: `stateward/${options.version}`,
     });
     this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits });
-    this.identity = config.leaderElection.enabled ? `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}` : config.leaderElection.identity;
+    this.identity = `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}`;
     this.events = new EventRecorder({
       sink: kubeEventSink(this.client),
       clock: this.clock,
@@ -137,6 +145,7 @@ export class Operator {
       clock: this.clock,
       events: this.events,
       http: this.http,
+      identity: this.identity,
       isLeader: () => this.isLeader(),
       readiness: (name, check) => void this.readinessChecks.set(name, check),
       informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {

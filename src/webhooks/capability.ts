@@ -66,7 +66,7 @@ export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<st
       zoneTrackerConfigMap: config.zoneTrackerConfigMap,
       clusterDomain: config.clusterDomain,
       podTimeoutMs: config.podTimeoutMs,
-      identity: runtime.config.leaderElection.identity,
+      identity: runtime.identity,
       cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
     })],
     [NO_DOWNSCALE_PATH, noDownscaleHandler({ log, getParentLabels: scaleParentLabels(runtime) })],

@@ -5,7 +5,7 @@
 // Each pod also keeps the state a delayed-downscale endpoint has (Mimir's
 // prepare-delayed-downscale): the first POST records the time and every POST
 // answers {"timestamp": <that time>}; a DELETE forgets it.
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export interface PodCall {
@@ -23,6 +23,8 @@ export class PodEndpoints {
   readonly status = new Map<string, number>();
   /** Pods that accept a call and never answer it. */
   readonly hang = new Set<string>();
+  /** While set, calls to the pods it holds are answered only once `open` resolves: holds a request mid-flight. */
+  gate: { holds: (pod: string) => boolean; open: Promise<void> } | undefined;
   /** Per pod: unix seconds of the first POST since the last DELETE. Tests may backdate it. */
   readonly preparedAt = new Map<string, number>();
   /** The clock of the simulated pods (unix seconds). */
@@ -34,20 +36,9 @@ export class PodEndpoints {
         this.calls.push({ pod: pod.name, method: req.method ?? '', path: req.url ?? '', host: req.headers.host ?? '' });
         req.resume();
         if (this.hang.has(pod.name)) return;
-        const status = this.status.get(pod.name) ?? 200;
-        res.statusCode = status;
-        if (status >= 300) {
-          res.end();
-          return;
-        }
-        if (req.method === 'DELETE') this.preparedAt.delete(pod.name);
-        if (req.method === 'POST') {
-          if (!this.preparedAt.has(pod.name)) this.preparedAt.set(pod.name, this.now());
-          res.setHeader('content-type', 'application/json');
-          res.end(JSON.stringify({ timestamp: this.preparedAt.get(pod.name) }));
-          return;
-        }
-        res.end();
+        const gate = this.gate?.holds(pod.name) ? this.gate.open : undefined;
+        if (gate) void gate.then(() => this.answer(pod.name, req.method ?? '', res));
+        else this.answer(pod.name, req.method ?? '', res);
       });
       server.on('connection', (socket) => {
         this.sockets.add(socket);
@@ -56,6 +47,23 @@ export class PodEndpoints {
       await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, pod.ip, () => resolve()));
       this.servers.push(server);
     }
+  }
+
+  private answer(pod: string, method: string, res: ServerResponse): void {
+    const status = this.status.get(pod) ?? 200;
+    res.statusCode = status;
+    if (status >= 300) {
+      res.end();
+      return;
+    }
+    if (method === 'DELETE') this.preparedAt.delete(pod);
+    if (method === 'POST') {
+      if (!this.preparedAt.has(pod)) this.preparedAt.set(pod, this.now());
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ timestamp: this.preparedAt.get(pod) }));
+      return;
+    }
+    res.end();
   }
 
   /** The calls made to one pod, as "METHOD path". */

@@ -3,7 +3,7 @@
 // and a Lease with an empty holder is free to take, however fresh its times.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { systemClock } from '../../src/runtime/clock.ts';
+import { FakeClock, systemClock } from '../../src/runtime/clock.ts';
 import { microTime } from '../../src/runtime/kube/time.ts';
 import { resources, type Lease, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../src/runtime/log/logger.ts';
@@ -61,5 +61,32 @@ describe('prepare-downscale group lock', () => {
     const taken = await ask(3);
     assert.equal(taken.allowed, true, taken.status?.message);
     assert.equal((await lease()).spec?.holderIdentity ?? '', '', 'released again');
+  });
+
+  it('judges another holder\'s lock expired only after seeing it unchanged for the lease duration on its own monotonic clock, whatever renewTime says', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const set = await kube.create(resources.statefulSets, zone(namespace, 'zone-a'));
+    // This replica's wall clock is an hour ahead of the holder's: by renewTime the lock looks long dead.
+    const clock = new FakeClock(Date.now() + 3600_000);
+    const handle = prepareDownscaleHandler({ client: kube, clock, log: nopLogger, mode: 'annotation', zoneTrackerConfigMap: 'unused', clusterDomain: 'cluster.local.', podTimeoutMs: 1000, identity: 'replica-1' });
+    const ask = (from: number) => Promise.resolve(handle(downscaleRequest(namespace, set, from, from - 1), AbortSignal.timeout(15_000)));
+    const now = microTime(Date.now());
+    const created = await kube.create<Lease>(resources.leases, { metadata: { name: lockName('ingester'), namespace }, spec: { holderIdentity: 'replica-2', acquireTime: now, renewTime: now, leaseDurationSeconds: 30 } });
+
+    assert.equal((await ask(5)).allowed, false, 'first sight of a held lock: held');
+    await clock.advance(29_000);
+    assert.equal((await ask(5)).allowed, false, 'unchanged for 29 s: still held');
+    // The holder renews: the lease changed, so the wait starts again.
+    const renewed = await kube.update<Lease>(resources.leases, { metadata: created.metadata, spec: { ...created.spec, renewTime: microTime(Date.now()) } });
+    await clock.advance(2_000);
+    assert.equal((await ask(5)).allowed, false, 'renewed 2 s ago (as this replica saw it): held');
+    assert.equal((await kube.get<Lease>(resources.leases, { namespace, name: lockName('ingester') })).metadata?.resourceVersion, renewed.metadata?.resourceVersion, 'left to its holder');
+    await clock.advance(30_000);
+    const taken = await ask(5);
+    assert.equal(taken.allowed, true, `unchanged for 30 s: the holder stopped renewing, the lock is taken: ${taken.status?.message}`);
+    const after = await kube.get<Lease>(resources.leases, { namespace, name: lockName('ingester') });
+    assert.equal(after.spec?.holderIdentity ?? '', '', 'and released after the request');
+    assert.equal(after.spec?.leaseTransitions, 1);
   });
 });

@@ -6,16 +6,17 @@
 // Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
 // (deny) on group-check errors, failed pod preparation and a failed record.
 //
-// Clocks: what is written to or compared with the API (the lock Lease's
-// times, last-downscale records) is wall clock; min-time counts each stamp
-// from when this process saw it (src/workloads/clocksteps.ts, shared with
-// the replica coordinator); the in-process repeat window is monotonic.
+// Clocks: last-downscale records are wall clock, taken at their word by
+// min-time unless this replica has evidence of a step or skew
+// (src/workloads/clocksteps.ts, shared with the replica coordinator); the
+// group lock's expiry (a LeaseLock) and the in-process repeat window are
+// monotonic, so a replica whose clock runs ahead cannot take a live lock.
 import { createHash } from 'node:crypto';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runtime/kube/errors.ts';
-import { microTime } from '../../runtime/kube/time.ts';
-import { resources, type ConfigMap, type Lease, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
-import type { Clock } from '../../runtime/clock.ts';
+import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
+import type { Clock, Timer } from '../../runtime/clock.ts';
+import { LeaseLock } from '../../runtime/leaderelection/leaselock.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import type { AdmissionHandler } from '../admission.ts';
 import {
@@ -57,8 +58,24 @@ export interface PrepareDownscaleDeps {
   cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined;
 }
 
-const LOCK_SECONDS = 30;
+/** The group lock's lease duration: another replica takes it over after seeing it unrenewed this long. */
+const LOCK_DURATION_MS = 30_000;
+/** The holder renews this often while its request runs. */
+const LOCK_RENEW_EVERY_MS = 10_000;
+/** The holder acts (prepares pods, records) only while its latest renewal is younger than this. */
+const LOCK_RENEW_DEADLINE_MS = 20_000;
+/** Each lock API call's deadline. */
+const LOCK_CALL_TIMEOUT_MS = 10_000;
+/** Locks of groups not downscaled for this long are forgotten (their observations with them). */
+const FORGET_LOCK_AFTER_MS = 30 * 60_000;
 const MAX_PARALLEL_CALLS = 32;
+
+/** A group lock held for one request. */
+interface HeldLock {
+  /** True while this replica may act under the lock. */
+  held(): boolean;
+  release(): Promise<void>;
+}
 
 /** A Lease name for a group's downscale lock: a DNS label, unique per group value. */
 export function lockName(group: string): string {
@@ -88,11 +105,12 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   let warnedLocal = false;
 
   /**
-   * Not permitted to write Leases (an install that kept rollout-operator's
-   * Role): serialise this process's downscales of the group in memory, which
-   * is what one replica needs and what rollout-operator does.
+   * Not permitted to read or write Leases (an install that kept
+   * rollout-operator's Role): serialise this process's downscales of the
+   * group in memory, which is what one replica needs and what
+   * rollout-operator does.
    */
-  function localLock(namespace: string, group: string, error: unknown): (() => Promise<void>) | undefined {
+  function localLock(namespace: string, group: string, error: unknown): HeldLock | undefined {
     if (!warnedLocal) {
       warnedLocal = true;
       log.warn('not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: String(error) });
@@ -100,59 +118,78 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     const key = `${namespace}/${group}`;
     if (localLocks.has(key)) return undefined;
     localLocks.add(key);
-    return () => {
-      localLocks.delete(key);
-      return Promise.resolve();
+    return {
+      held: () => true,
+      release: () => {
+        localLocks.delete(key);
+        return Promise.resolve();
+      },
     };
   }
 
-  /** Holds the group's Lease for this request; undefined when another holder has it. */
-  async function lock(namespace: string, group: string, signal: AbortSignal): Promise<(() => Promise<void>) | undefined> {
-    const name = lockName(group);
-    // Wall clock: the lock is shared with other replicas through renewTime.
-    const now = deps.clock.now();
-    const spec = { holderIdentity: deps.identity, leaseDurationSeconds: LOCK_SECONDS, acquireTime: microTime(now), renewTime: microTime(now) };
-    let lease: Lease | undefined;
-    // The Lease stays once created (released by clearing its holder); it may
-    // still vanish between our create and our read (deleted by hand, or by an
-    // older release that deleted it to release it): then try again.
-    for (let attempt = 0; attempt < 3 && lease === undefined; attempt++) {
-      try {
-        lease = await client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, spec }, { signal });
-        break;
-      } catch (error) {
-        if (isForbidden(error)) return localLock(namespace, group, error);
-        if (!isAlreadyExists(error)) throw error;
-      }
-      let current: Lease;
-      try {
-        current = await client.get<Lease>(resources.leases, { namespace, name }, { signal });
-      } catch (error) {
-        if (isNotFound(error)) continue;
-        throw error;
-      }
-      // An empty holder is a released lock: free whatever its times say.
-      const renewed = Date.parse(current.spec?.renewTime ?? '') || 0;
-      const held = Boolean(current.spec?.holderIdentity) && now - renewed < (current.spec?.leaseDurationSeconds ?? LOCK_SECONDS) * 1000;
-      if (held) return undefined;
-      try {
-        // Taking over a free or stale lock: the resourceVersion makes two takers race to exactly one winner.
-        lease = await client.update<Lease>(resources.leases, { metadata: current.metadata, spec }, { signal });
-      } catch (takeover) {
-        if (isConflict(takeover)) return undefined;
-        if (!isNotFound(takeover)) throw takeover;
-      }
+  /**
+   * One LeaseLock per group, kept across requests: its observations of the
+   * Lease are what let this replica judge another holder's lock expired
+   * (unchanged for the lease duration on this replica's monotonic clock),
+   * never a comparison of our wall clock with the holder's renewTime.
+   */
+  const groupLocks = new Map<string, { lock: LeaseLock; busy: boolean; lastUsed: number }>();
+
+  function groupLock(namespace: string, group: string): { lock: LeaseLock; busy: boolean; lastUsed: number } {
+    const now = deps.clock.monotonic();
+    for (const [k, v] of groupLocks) if (!v.busy && now - v.lastUsed > FORGET_LOCK_AFTER_MS) groupLocks.delete(k);
+    const key = `${namespace}/${group}`;
+    let entry = groupLocks.get(key);
+    if (!entry) {
+      const lock = new LeaseLock({ client, namespace, name: lockName(group), identity: deps.identity, leaseDurationMs: LOCK_DURATION_MS, clock: deps.clock, labels: { 'app.kubernetes.io/managed-by': 'stateward' } });
+      groupLocks.set(key, (entry = { lock, busy: false, lastUsed: now }));
     }
-    // Still contended after three rounds: as good as held by someone else.
-    if (lease === undefined) return undefined;
-    const held = lease;
-    return async () => {
-      // Released by clearing the holder, not by a delete (the RBAC grants no
-      // Lease delete): the next taker finds it free. The resourceVersion
-      // clears only our own hold, never a taker's after ours expired.
-      await client.update<Lease>(resources.leases, { metadata: held.metadata, spec: { ...held.spec, holderIdentity: '' } }, { timeoutMs: 5000 }).catch((error: unknown) => {
-        if (!isNotFound(error) && !isConflict(error)) log.warn('could not release the downscale lock; it expires by itself', { lease: name, err: String(error) });
+    entry.lastUsed = now;
+    return entry;
+  }
+
+  /** Holds the group's Lease for this request, renewing it meanwhile; undefined when another holder has it. */
+  async function lock(namespace: string, group: string, signal: AbortSignal): Promise<HeldLock | undefined> {
+    const entry = groupLock(namespace, group);
+    // Another request of this replica holds it: our identity is on the Lease, but the group is busy.
+    if (entry.busy) return undefined;
+    entry.busy = true;
+    let acquired: boolean;
+    try {
+      acquired = await entry.lock.tryAcquireOrRenew(signal, LOCK_CALL_TIMEOUT_MS);
+    } catch (error) {
+      entry.busy = false;
+      if (isForbidden(error)) return localLock(namespace, group, error);
+      throw error;
+    }
+    if (!acquired) {
+      entry.busy = false;
+      return undefined;
+    }
+    // Renew while the request runs (pod calls can take a while): another
+    // replica takes over only a lock it has seen unchanged for the lease duration.
+    let renewing: Promise<unknown> = Promise.resolve();
+    let timer: Timer | undefined;
+    const renewLater = () => {
+      timer = deps.clock.setTimer(LOCK_RENEW_EVERY_MS, () => {
+        renewing = entry.lock.tryAcquireOrRenew(AbortSignal.timeout(LOCK_CALL_TIMEOUT_MS), LOCK_CALL_TIMEOUT_MS)
+          .catch((error: unknown) => log.warn('could not renew the downscale lock', { lease: lockName(group), err: String(error) }))
+          .finally(() => {
+            if (timer) renewLater();
+          });
       });
+    };
+    renewLater();
+    return {
+      held: () => entry.lock.sinceRenewed() < LOCK_RENEW_DEADLINE_MS,
+      release: async () => {
+        timer?.cancel();
+        timer = undefined;
+        // A renewal in flight would otherwise write after the release and keep the lock.
+        await renewing;
+        await entry.lock.release(5000).catch((error: unknown) => log.warn('could not release the downscale lock; it expires by itself', { lease: lockName(group), err: String(error) }));
+        entry.busy = false;
+      },
     };
   }
 
@@ -233,18 +270,18 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     const { namespace } = downscale;
     const group = info.info.rolloutGroup;
 
-    let release: (() => Promise<void>) | undefined;
+    let held: HeldLock | undefined;
     try {
       if (info.next === 'group-checks') {
         // One downscale per group at a time, whichever replica serves it. The
         // group is read only once the lock is held: read before, it could miss
         // the downscale the previous holder recorded just before releasing.
         try {
-          release = await lock(namespace, group, signal);
+          held = await lock(namespace, group, signal);
         } catch (error) {
           return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-failed', error: error instanceof Error ? error.message : String(error) }));
         }
-        if (!release) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
+        if (!held) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
       }
       let pods: Pod[];
       try {
@@ -284,10 +321,16 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       const podsByName = new Map(mine.map((p) => [p.metadata?.name ?? '', p]));
       const { call, skipped } = endpoints({ sts: downscale.name, namespace, serviceName: info.info.serviceName, port: info.info.port, path: info.info.path, clusterDomain: deps.clusterDomain, from: downscale.from, to: downscale.to, existingPods: new Set(podsByName.keys()) });
       if (skipped.length > 0) log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
+      // Act only under a lock still ours (renewed within the deadline), before each irreversible step.
+      if (held && !held.held()) return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
       const prepared = afterPrepare({ downscale, call, results: await callPods('POST', call, podsByName, signal) });
       if (prepared.kind !== 'record') {
         await callPods('DELETE', prepared.undo, podsByName, signal);
         return toAdmissionDecision(prepared);
+      }
+      if (held && !held.held()) {
+        await callPods('DELETE', call, podsByName, signal);
+        return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
       }
       const outcome = afterRecord({ downscale, mode: deps.mode, call, ...(await record(downscale, tracker, signal).then((e) => (e === undefined ? {} : { recordError: e }))) });
       if (outcome.kind === 'deny') {
@@ -298,7 +341,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       recentlyAllowed.set(key(downscale), { at: deps.clock.monotonic(), message: outcome.message });
       return toAdmissionDecision(outcome);
     } finally {
-      await release?.();
+      await held?.release();
     }
   };
 }

@@ -234,10 +234,12 @@ export type ExecutorFailure =
   | { kind: 'list-statefulsets' }
   | { kind: 'load-zones' }
   | { kind: 'list-pods' }
-  /** Tracker mode: another downscale of this rollout group holds the in-process lock. */
+  /** Another downscale of this rollout group holds its lock, in this replica or another. */
   | { kind: 'group-locked'; statefulSet: string }
   /** The group's lock (a Lease) could not be read or written. */
-  | { kind: 'lock-failed'; error: string };
+  | { kind: 'lock-failed'; error: string }
+  /** This replica could not renew the group's lock in time: another may take it, so it does not act. */
+  | { kind: 'lock-lost' };
 
 export function executorFailed(downscale: Downscale, failure: ExecutorFailure): Deny {
   switch (failure.kind) {
@@ -251,6 +253,8 @@ export function executorFailed(downscale: Downscale, failure: ExecutorFailure): 
       return deny(downscale, `statefulset ${failure.statefulSet} is already in process of updating replicas`);
     case 'lock-failed':
       return deny(downscale, `taking the rollout group's lock failed: ${failure.error}`);
+    case 'lock-lost':
+      return deny(downscale, "the rollout group's lock could not be renewed in time, so another replica may hold it now; retry");
   }
 }
 
