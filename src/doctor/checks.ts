@@ -818,7 +818,7 @@ function checkZpdbs(scope: Scope): Finding[] {
         severity: 'error',
         code: 'zpdb-invalid',
         object,
-        problem: `${parsed.error}; the operator ignores this budget, so evictions of the pods it means to protect are not limited by it`,
+        problem: `${parsed.error}; the operator denies every eviction of the pods it may cover until it is fixed (docs/drain.md#an-invalid-budget-fails-closed)`,
         fix: `correct its spec (one of maxUnavailable or maxUnavailablePercentage, selector.matchLabels, a podNamePartitionRegex with a capture group before crossZoneEvictionDelay; see docs/drain.md): ${kubectl(zpdb, 'zpdb', 'edit')}`,
       });
       continue;

@@ -18,6 +18,7 @@
 // meaning.
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { Wire } from '../runtime/kube/types.ts';
+import { compileGoRegexp, type GoRegexp } from '../runtime/goregexp.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
 export type PodTemplateSpec = Wire<V1PodTemplateSpec>;
@@ -314,8 +315,8 @@ export interface ReloadPattern {
   namespace: string;
   /** The entry as written. */
   source: string;
-  /** Anchored at both ends. */
-  regex: RegExp;
+  /** A Go regular expression (as Reloader's), matched against whole names. */
+  regex: GoRegexp;
 }
 
 export interface WatchedConfigs {
@@ -353,13 +354,14 @@ export interface WatchedConfigs {
  *     entries, each trimmed and matched against the whole name. These add
  *     configs whether or not the template references them (§2.1), and do not
  *     restrict the auto modes: a referenced config not in the list is still
- *     watched under auto. Entries are Go regexes in Reloader; here they run
- *     as JavaScript regexes wrapped as ^(?:entry)$ (Reloader concatenates
- *     "^" + entry + "$", which leaves a|b anchored at one end only; we anchor
- *     the whole entry). Entries using syntax RE2 lacks (lookaround,
- *     backreferences), syntax JavaScript lacks ((?i), (?P<n>)), or shapes that
- *     could backtrack catastrophically are skipped with a warning, as Reloader
- *     reports invalid regexes (PR #1193). Empty entries are skipped silently,
+ *     watched under auto. Entries are Go regexes in Reloader, and are here
+ *     too: compiled and matched with Go's RE2 semantics in linear time
+ *     (src/runtime/goregexp.ts), against the whole name (Reloader
+ *     concatenates "^" + entry + "$", which leaves a|b anchored at one end
+ *     only; we anchor the whole entry). Entries Go would refuse (lookaround,
+ *     backreferences, unbalanced parentheses…) are skipped with a warning
+ *     giving Go's error, as Reloader reports invalid regexes (PR #1193).
+ *     Empty entries are skipped silently,
  *     as in Reloader. As there, the list is split on every comma, so an
  *     entry cannot contain one ({n,m} is not expressible). Only the first
  *     256 entries are read (with a warning): each costs a compile.
@@ -459,9 +461,9 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
         if (isDnsSubdomain(entry)) select(kind, entry, 'reloader-reload-list');
         if (!/^[a-z0-9-]+$/.test(entry)) {
           patterns.push({ kind, namespace, source: entry, regex: compiled.regex });
-          for (const r of ofKind) if (compiled.regex.test(r.name)) select(kind, r.name, 'reloader-reload-list');
+          for (const r of ofKind) if (compiled.regex.matchWhole(r.name)) select(kind, r.name, 'reloader-reload-list');
           for (const name of existingNames()) {
-            if (typeof name === 'string' && compiled.regex.test(name)) select(kind, name, 'reloader-reload-list');
+            if (typeof name === 'string' && compiled.regex.matchWhole(name)) select(kind, name, 'reloader-reload-list');
           }
         }
       }
@@ -534,7 +536,7 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
  * workload's watchedConfigs must be recomputed.
  */
 export function patternMatches(watched: Pick<WatchedConfigs, 'patterns'>, kind: ConfigKind, namespace: string, name: string): boolean {
-  return watched.patterns.some((p) => p.kind === kind && p.namespace === namespace && p.regex.test(name));
+  return watched.patterns.some((p) => p.kind === kind && p.namespace === namespace && p.regex.matchWhole(name));
 }
 
 /** reloader.stakater.com/ignore: "true" (exactly) on a ConfigMap or Secret. */
@@ -559,136 +561,14 @@ function splitList(value: string): string[] {
 }
 
 const MAX_ENTRY_LENGTH = 1024;
-/** Reload-list entries read; each costs a regex compile (and an exception when it is none). */
+/** Reload-list entries read; each costs a regex compile. */
 const MAX_RELOAD_ENTRIES = 256;
-const MAX_UNBOUNDED_QUANTIFIERS = 2;
 
-function compileEntry(entry: string): { regex: RegExp } | { warning: string } {
+function compileEntry(entry: string): { regex: GoRegexp } | { warning: string } {
   if (entry.length > MAX_ENTRY_LENGTH) return { warning: `is longer than ${MAX_ENTRY_LENGTH} characters` };
-  const unsupported = unsupportedRe2Syntax(entry);
-  if (unsupported) return { warning: unsupported };
-  try {
-    // Compiled on its own first: that proves the parentheses balance, so the
-    // wrapping below cannot change what the entry means.
-    new RegExp(entry);
-  } catch {
-    return { warning: 'is not a valid regular expression' };
-  }
-  const risk = backtrackingRisk(entry);
-  if (risk) return { warning: risk };
-  return { regex: new RegExp(`^(?:${entry})$`) };
-}
-
-/** Lookaround and backreferences: JavaScript has them, Go's RE2 does not (and backreferences can take exponential time). */
-export function unsupportedRe2Syntax(p: string): string | undefined {
-  if (/\(\?<?[=!]|\\[1-9]|\\k</.test(p)) return 'uses lookaround or backreferences, which Go regular expressions (RE2) do not support';
-  return undefined;
-}
-
-/** What an unbounded quantifier can range over: the longest object name (253), plus one. */
-const NAME_RANGE = 254;
-/** The most ways to match a pattern may have: two unbounded quantifiers, times 4 (e.g. a{2,3}.*-.*). */
-
-/**
- * JavaScript regexes backtrack; Go's do not. A workload author must not be
- * able to stall the operator with a pattern like (a+)+b, so refuse a
- * repeated group that itself contains a quantifier or an alternation, more
- * than two unbounded quantifiers (*, +, {n,}, wide {n,m}) overall, and
- * patterns with too many ways to match: every optional part (?, {n,m}) and
- * every alternation multiplies them (a?a?a?…, (a|a)(a|a)… double at each),
- * and each unbounded quantifier counts as the 254 lengths a name allows.
- * Names are at most 253 characters, so two unbounded quantifiers keep the
- * worst case near 253² steps per name (three already cost ~15 ms per name
- * in a quick measurement). The pattern must compile (it is not validated
- * here), and is run anchored at both ends.
- */
-export function backtrackingRisk(p: string, maxUnbounded = MAX_UNBOUNDED_QUANTIFIERS): string | undefined {
-  const maxWays = NAME_RANGE ** maxUnbounded * 4;
-  const groups: { risky: boolean; branches: number }[] = []; // per open group: its body has a quantifier or |, and its alternatives
-  let inClass = false;
-  let closedRisky = false; // the previous token closed a risky group
-  let quantifiable = false; // the previous token was an atom (not a quantifier, '(', '|' or the start)
-  let unbounded = 0;
-  let ways = 1;
-  let topBranches = 1;
-  for (let i = 0; i < p.length; i++) {
-    const c = p[i];
-    if (inClass) {
-      if (c === '\\') i++;
-      else if (c === ']') inClass = false;
-      continue;
-    }
-    if (c === '\\') {
-      i++;
-      closedRisky = false;
-      quantifiable = true;
-      continue;
-    }
-    if (c === '[') {
-      inClass = true;
-      closedRisky = false;
-      quantifiable = true;
-      continue;
-    }
-    if (c === '(') {
-      groups.push({ risky: false, branches: 1 });
-      if (p[i + 1] === '?') i++; // (?:, (?<name>, (?=…: the ? is no quantifier
-      closedRisky = false;
-      quantifiable = false;
-      continue;
-    }
-    if (c === ')') {
-      const group = groups.pop();
-      closedRisky = group?.risky ?? false;
-      ways *= group?.branches ?? 1;
-      quantifiable = true;
-      continue;
-    }
-    if (c === '|') {
-      markGroups(groups);
-      const group = groups[groups.length - 1];
-      if (group) group.branches++;
-      else topBranches++;
-      closedRisky = false;
-      quantifiable = false;
-      continue;
-    }
-    const brace = c === '{' ? braceRange(p.slice(i)) : undefined;
-    if (quantifiable && (c === '*' || c === '+' || c === '?' || brace !== undefined)) {
-      const max = c === '?' ? 1 : brace ? brace.max : Infinity;
-      const choices = c === '?' ? 2 : brace ? brace.max - brace.min + 1 : Infinity;
-      // Repeating a group that can match in several ways multiplies them at every repetition.
-      if (closedRisky && max > 1) return 'nests quantifiers or alternations inside a repeated group, which can backtrack catastrophically';
-      if (choices > 17) unbounded++;
-      else ways *= choices;
-      if (unbounded > maxUnbounded) return `has more than ${maxUnbounded} unbounded quantifiers`;
-      if (NAME_RANGE ** unbounded * ways * topBranches > maxWays) return 'has too many ways to match (optional parts and alternatives multiply them), which can backtrack catastrophically';
-      markGroups(groups);
-      if (brace) i += brace.length - 1;
-      closedRisky = false;
-      quantifiable = false; // a ? right after a quantifier makes it lazy
-      continue;
-    }
-    if (!quantifiable && (c === '*' || c === '+' || c === '?')) continue; // lazy marker
-    closedRisky = false;
-    quantifiable = true;
-  }
-  if (NAME_RANGE ** unbounded * ways * topBranches > maxWays) return 'has too many ways to match (optional parts and alternatives multiply them), which can backtrack catastrophically';
-  return undefined;
-}
-
-/** {n}, {n,} or {n,m} at the start of `rest`: the repetitions it allows, and its length; undefined when not a quantifier. */
-function braceRange(rest: string): { min: number; max: number; length: number } | undefined {
-  const m = /^\{(\d+)(?:(,)(\d*))?\}/.exec(rest);
-  if (!m) return undefined;
-  const min = Number(m[1]);
-  const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
-  return { min, max, length: m[0].length };
-}
-
-/** A quantifier or | inside a group makes that group and every enclosing one risky to repeat. */
-function markGroups(groups: { risky: boolean }[]): void {
-  for (const g of groups) g.risky = true;
+  const compiled = compileGoRegexp(entry);
+  if ('error' in compiled) return { warning: `is not a valid Go regular expression (${compiled.error})` };
+  return { regex: compiled.regexp };
 }
 
 function isDnsSubdomain(name: string): boolean {

@@ -8,11 +8,12 @@ import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
-import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
+import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import { RolloutMetrics } from './metrics.ts';
-import { planGroup, type Plan } from './planner.ts';
+import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
+import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
 import { ReplicaCoordinator } from '../scaling/executor.ts';
@@ -38,6 +39,22 @@ function splitKey(key: string): { namespace: string; group: string } {
 /** How long a pod we deleted counts as going away even if the cache has not seen it yet. */
 const DELETE_EXPECTATION_MS = 60_000;
 
+/**
+ * When a group waiting for the StatefulSet controller's status, or whose
+ * status write met a conflict, is reconciled again at the latest. The
+ * controller's status write is a watch event that queues the group at once;
+ * this only covers a missed one, sooner than -reconcile.interval.
+ */
+const REQUEUE_MS = 1_000;
+
+/** What carrying a plan out came to, beyond the plan itself. */
+interface Execution {
+  /** The zone-aware budget refused the group's next delete. */
+  budgetWait?: { statefulSet: string; message: string };
+  /** A write met a conflict (the object changed under us): reconcile again, not a failure. */
+  requeue?: boolean;
+}
+
 export class RolloutController {
   private readonly runtime: Runtime;
   private readonly options: RolloutOptions;
@@ -52,6 +69,9 @@ export class RolloutController {
   /** Last wait/blocked message per group, so repeats do not become new Events. */
   private readonly lastReported = new Map<string, string>();
   private readonly knownGroups = new Set<string>();
+  /** Per group: StatefulSet uid → the pending status already logged for it, so each is logged once. */
+  private readonly pendingLogged = new Map<string, Map<string, string>>();
+  private readonly revisions: CurrentRevisionWriter;
   private readonly scaling: ReplicaCoordinator | undefined;
   private readonly budgets: ZpdbBudgets;
 
@@ -65,6 +85,10 @@ export class RolloutController {
     this.metrics = new RolloutMetrics(runtime.registry);
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
     this.budgets = zpdbBudgets(runtime);
+    this.revisions = new CurrentRevisionWriter({
+      read: (namespace, name) => runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
+      writeStatus: (set) => runtime.client.update<StatefulSet>(resources.statefulSets, set, { subresource: 'status', timeoutMs: 30_000 }),
+    });
     this.scaling = new ReplicaCoordinator(runtime, {
       podCalls: options.podCalls,
       requeue: (namespace, name) => {
@@ -81,7 +105,10 @@ export class RolloutController {
           this.enqueueSet(s);
           if (old.metadata?.labels?.[ROLLOUT_GROUP_LABEL] !== s.metadata?.labels?.[ROLLOUT_GROUP_LABEL]) this.enqueueSet(old);
         },
-        onDelete: (s) => this.enqueueSet(s),
+        onDelete: (s) => {
+          this.revisions.forget(s.metadata?.uid ?? '');
+          this.enqueueSet(s);
+        },
       });
     }
     for (const informer of this.pods) {
@@ -161,6 +188,7 @@ export class RolloutController {
       this.metrics.forget(this.metricGroup(namespace, group));
     }
     this.knownGroups.clear();
+    this.pendingLogged.clear();
   }
 
   snapshot(namespace: string, group: string): GroupSnapshot {
@@ -182,7 +210,7 @@ export class RolloutController {
     return snapshot;
   }
 
-  async reconcile(key: string): Promise<void> {
+  async reconcile(key: string): Promise<HandlerResult> {
     if (!this.runtime.isLeader()) return;
     const { namespace, group } = splitKey(key);
     let snapshot = this.snapshot(namespace, group);
@@ -192,6 +220,7 @@ export class RolloutController {
       this.metrics.forget(metricGroup);
       this.status.remove(namespace, group);
       this.lastReported.delete(key);
+      this.pendingLogged.delete(key);
       return;
     }
     this.knownGroups.add(key);
@@ -215,9 +244,12 @@ export class RolloutController {
       }
     }
     const plan = planGroup(snapshot);
-    let budgetWait: { statefulSet: string; message: string } | undefined;
+    this.logPendingStatus(key, plan, snapshot);
+    let execution: Execution = {};
     try {
-      budgetWait = await this.execute(key, plan, snapshot);
+      execution = await this.execute(key, plan, snapshot);
+      // A group waiting for its StatefulSets' first status, or a write that
+      // met a conflict, is a success that is reconciled again, not a failure.
       done(plan.blocked || plan.errors.length > 0 ? 'failure' : 'success');
     } catch (error) {
       done('failure');
@@ -226,17 +258,47 @@ export class RolloutController {
       // Wall clock: `since` is a timestamp in the published status.
       const status = groupStatus(plan, this.runtime.clock.now());
       // The budget is asked outside the plan: its refusal is why the group waits.
+      const budgetWait = execution.budgetWait;
       this.status.publish(budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status);
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
+    if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
+    return undefined;
+  }
+
+  /**
+   * Waiting for the StatefulSet controller's status is logged once per
+   * StatefulSet and episode (its first status; each spec generation it has
+   * not caught up with), not on every reconcile: a new group is reconciled on
+   * every event of its pods meanwhile.
+   */
+  private logPendingStatus(key: string, plan: Plan, snapshot: GroupSnapshot): void {
+    let logged = this.pendingLogged.get(key);
+    for (const set of snapshot.statefulSets) {
+      if (statusPending(set) === undefined) logged?.delete(set.uid);
+    }
+    if (plan.waiting?.code !== STATUS_PENDING_WAIT) {
+      if (logged?.size === 0) this.pendingLogged.delete(key);
+      return;
+    }
+    const set = snapshot.statefulSets.find((s) => s.name === plan.waiting?.statefulSet);
+    if (!set) return;
+    const episode = set.currentRevision && set.updateRevision ? `generation ${set.generation ?? ''}` : 'first';
+    if (!logged) this.pendingLogged.set(key, (logged = new Map<string, string>()));
+    if (logged.get(set.uid) === episode) return;
+    logged.set(set.uid, episode);
+    const log = this.log.child({ namespace: plan.namespace, group: plan.group });
+    // A new StatefulSet is worth a line; the lag after each template change is routine.
+    if (episode === 'first') log.info(plan.waiting.message, { statefulSet: set.name, code: plan.waiting.code });
+    else log.debug(plan.waiting.message, { statefulSet: set.name, code: plan.waiting.code });
   }
 
   private regarding(namespace: string, name: string, snapshot: GroupSnapshot) {
     return { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name, uid: snapshot.statefulSets.find((s) => s.name === name)?.uid ?? '' };
   }
 
-  /** Carries the plan out; returns the zone-aware budget's refusal when it stopped a delete. */
-  private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<{ statefulSet: string; message: string } | undefined> {
+  /** Carries the plan out; says whether the zone-aware budget stopped a delete, and whether a write met a conflict. */
+  private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<Execution> {
     const { namespace, group } = plan;
     const events = this.runtime.events;
     const log = this.log.child({ namespace, group });
@@ -253,12 +315,12 @@ export class RolloutController {
         log.error(blocked.message, { statefulSet: blocked.statefulSet });
         events.event(this.regarding(namespace, blocked.statefulSet, snapshot), 'Warning', 'RolloutBlocked', 'Rollout', `rollout group ${group}: ${blocked.message}`);
       });
-      return;
+      return {};
     }
     let budgetWait: { statefulSet: string; message: string } | undefined;
     for (const deletion of plan.deletions) {
       // Re-check right before every write: a replica that lost its lease must not act.
-      if (!this.runtime.isLeader()) return;
+      if (!this.runtime.isLeader()) return {};
       const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
       // A zone-aware disruption budget covers rolling deletes as it covers
       // evictions; a denial waits for the next reconcile.
@@ -289,12 +351,18 @@ export class RolloutController {
       log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
       events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'DeletingPod', 'Rollout', note, { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid });
     }
+    let requeue = false;
     for (const update of plan.revisionUpdates) {
-      if (!this.runtime.isLeader()) return budgetWait;
-      await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
+      if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue };
+      const outcome = await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
+      if (outcome === 'conflict') requeue = true;
+      if (outcome !== 'advanced') continue;
       events.event(this.regarding(namespace, update.statefulSet, snapshot), 'Normal', 'RolloutComplete', 'Rollout', `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`);
     }
-    if (plan.waiting && plan.deletions.length === 0) {
+    // Waiting for the StatefulSet controller's status is logged once per
+    // StatefulSet (logPendingStatus) and is no Event: it is over in
+    // milliseconds, and the status ConfigMap shows it while it lasts.
+    if (plan.waiting && plan.deletions.length === 0 && plan.waiting.code !== STATUS_PENDING_WAIT) {
       const waiting = plan.waiting;
       log.debug(waiting.message, { code: waiting.code });
       // One Event per distinct wait (reason and StatefulSet), not per count
@@ -307,20 +375,23 @@ export class RolloutController {
     } else if (!plan.waiting && !budgetWait) {
       this.lastReported.delete(key);
     }
-    return budgetWait;
+    return { ...(budgetWait ? { budgetWait } : {}), requeue };
   }
 
   /**
    * With OnDelete the StatefulSet controller never advances currentRevision
    * (kubernetes#73492), so we do, as rollout-operator does: a PUT of the
-   * status subresource with the cached resourceVersion (needs only
-   * statefulsets/status update); a conflict is retried on the next reconcile.
+   * status subresource (needs only statefulsets/status update). It is
+   * written so as not to fight the StatefulSet controller, and a conflict is
+   * a requeue, never a failed reconcile: see CurrentRevisionWriter.
    */
-  private async advanceCurrentRevision(namespace: string, name: string, revision: string, log: Logger): Promise<void> {
+  private async advanceCurrentRevision(namespace: string, name: string, revision: string, log: Logger): Promise<AdvanceOutcome> {
     const cached = this.setInformer(namespace)?.get(namespace, name);
-    if (!cached?.status || cached.status.updateRevision !== revision) return;
-    await this.runtime.client.update<StatefulSet>(resources.statefulSets, { ...cached, status: { ...cached.status, currentRevision: revision } }, { subresource: 'status', timeoutMs: 30_000 });
-    log.info(`StatefulSet ${name} fully updated to revision ${revision}`, { statefulSet: name });
+    if (!cached) return 'not-needed';
+    const outcome = await this.revisions.advance(cached, revision);
+    if (outcome === 'advanced') log.info(`StatefulSet ${name} fully updated to revision ${revision}`, { statefulSet: name });
+    else if (outcome === 'conflict') log.debug(`StatefulSet ${name} kept changing while its currentRevision was advanced to ${revision}; reconciling again`, { statefulSet: name });
+    return outcome;
   }
 
   private reportOnce(key: string, message: string, report: () => void): void {

@@ -9,6 +9,10 @@
 // Order follows rollout-operator: StatefulSets by name, except that the one
 // StatefulSet already having not-Ready pods goes first; pods by ascending
 // ordinal; paused StatefulSets are passed over.
+// A StatefulSet whose status the StatefulSet controller has not written yet
+// (see statusPending) makes the group wait: rollout-operator fails the
+// reconcile there ("currentRevision is empty"), which made a healthy new
+// group count as failing (issue 17).
 import { parseMaxUnavailable } from './annotations.ts';
 import type { GroupSnapshot, PodView, StatefulSetView } from './snapshot.ts';
 
@@ -32,7 +36,11 @@ export type WaitCode =
   | 'max-unavailable-reached'
   | 'pods-terminating'
   | 'updated-pods-not-ready'
-  | 'paused-statefulset-not-ready';
+  | 'paused-statefulset-not-ready'
+  /** The StatefulSet controller has not written the status for the current spec yet (statusPending). */
+  | 'statefulset-status-pending';
+
+export const STATUS_PENDING_WAIT = 'statefulset-status-pending' satisfies WaitCode;
 
 export interface SetSummary {
   name: string;
@@ -56,7 +64,11 @@ export interface Plan {
   waiting?: { code: WaitCode; statefulSet?: string; message: string };
   /** The group cannot be rolled at all (a StatefulSet is not OnDelete). */
   blocked?: { statefulSet: string; message: string };
-  /** Reconcile failures (counted as failed reconciles, retried). */
+  /**
+   * Reconcile failures (counted as failed reconciles, retried). The planner
+   * itself reports none today: a StatefulSet without a status yet, which
+   * rollout-operator reports as an error, is a wait here.
+   */
   errors: { statefulSet: string; message: string }[];
   /** Bad annotations and the like: reported, then worked around. */
   warnings: { statefulSet: string; message: string }[];
@@ -79,6 +91,32 @@ export function hasNotReadyPods(set: StatefulSetView): boolean {
     set.pods.length < Math.max(set.statusReplicas, set.replicas) ||
     set.pods.some((p) => !p.ready)
   );
+}
+
+/**
+ * Why the status of `set` cannot be planned on yet, or undefined when it can.
+ * The StatefulSet controller writes currentRevision, updateRevision and
+ * observedGeneration together, in every sync. So "not written yet" is:
+ * - no currentRevision or updateRevision: never written (a StatefulSet just
+ *   created, or a controller-manager that is not running), so there is no
+ *   revision to compare pods with;
+ * - observedGeneration < metadata.generation: written for an older spec
+ *   (just after a template change, until the controller has computed its new
+ *   updateRevision). Pods compared with that stale updateRevision would look
+ *   up to date, and the group would be rolled in the wrong order or its
+ *   currentRevision advanced to a revision that is no longer the update one.
+ * Either lasts milliseconds with a healthy controller, and its status write
+ * is a watch event that reconciles the group again. A missing
+ * observedGeneration with both revisions present counts as written.
+ */
+export function statusPending(set: StatefulSetView): string | undefined {
+  if (!set.currentRevision || !set.updateRevision) {
+    return `the StatefulSet controller has not written the status of ${set.name} yet (no ${!set.currentRevision ? 'currentRevision' : 'updateRevision'})`;
+  }
+  if (set.generation !== undefined && set.observedGeneration !== undefined && set.observedGeneration < set.generation) {
+    return `the status of ${set.name} is of generation ${set.observedGeneration}, its spec of generation ${set.generation}; the StatefulSet controller has not caught up yet`;
+  }
+  return undefined;
 }
 
 const needsUpdate = (set: StatefulSetView) => (p: PodView) => p.revision !== set.updateRevision;
@@ -117,7 +155,8 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
   });
   const finish = (states: Map<string, SetSummary['state']>): Plan => {
     plan.sets = sets.map((s) => summary(s, states.get(s.name) ?? 'pending'));
-    plan.complete = !plan.blocked && plan.errors.length === 0 && sets.every((s) => !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)));
+    // Without a current status, "every pod on its update revision" is unknown.
+    plan.complete = !plan.blocked && plan.errors.length === 0 && sets.every((s) => statusPending(s) === undefined && !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)));
     return plan;
   };
   const states = new Map<string, SetSummary['state']>();
@@ -152,8 +191,13 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
       }
       continue;
     }
-    if (!set.currentRevision || !set.updateRevision) {
-      plan.errors.push({ statefulSet: set.name, message: `StatefulSet ${set.name}: ${!set.currentRevision ? 'currentRevision' : 'updateRevision'} is empty` });
+    // Where rollout-operator fails the reconcile ("currentRevision is empty"):
+    // a StatefulSet the controller has not written a status for yet is not
+    // broken, only new (or just changed). The group waits here, as it would
+    // have stopped here; nothing after it in the order is rolled meanwhile.
+    const pending = statusPending(set);
+    if (pending) {
+      plan.waiting = { code: STATUS_PENDING_WAIT, statefulSet: set.name, message: `waiting: ${pending}` };
       states.set(set.name, 'waiting');
       return finish(states);
     }

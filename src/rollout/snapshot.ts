@@ -27,6 +27,10 @@ export interface StatefulSetView {
   readyReplicas: number;
   currentRevision: string;
   updateRevision: string;
+  /** metadata.generation: bumped by every spec change. */
+  generation?: number;
+  /** status.observedGeneration: the generation the StatefulSet controller's status describes. */
+  observedGeneration?: number;
   maxUnavailableAnnotation?: string;
   paused: boolean;
   pods: PodView[];
@@ -102,6 +106,8 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
     readyReplicas: set.status?.readyReplicas ?? 0,
     currentRevision: set.status?.currentRevision ?? '',
     updateRevision: set.status?.updateRevision ?? '',
+    ...(set.metadata?.generation !== undefined ? { generation: set.metadata.generation } : {}),
+    ...(set.status?.observedGeneration !== undefined ? { observedGeneration: set.status.observedGeneration } : {}),
     ...(set.metadata?.annotations?.[MAX_UNAVAILABLE_ANNOTATION] !== undefined ? { maxUnavailableAnnotation: set.metadata.annotations[MAX_UNAVAILABLE_ANNOTATION] } : {}),
     paused: isPaused(set.metadata?.annotations),
     pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || a.name.localeCompare(b.name)),

@@ -7,7 +7,7 @@
 // and the restart functions say which configs a workload follows. Nothing
 // here re-decides any of it.
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
-import { hasNotReadyPods, planGroup, rollOrder, type Deletion, type Plan } from '../rollout/planner.ts';
+import { hasNotReadyPods, planGroup, rollOrder, STATUS_PENDING_WAIT, type Deletion, type Plan } from '../rollout/planner.ts';
 import { groupSnapshot, podsOf, type StatefulSetView } from '../rollout/snapshot.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
@@ -289,6 +289,7 @@ const WAITING_FOR: Record<string, (statefulSet: string | undefined) => string> =
   'pods-terminating': () => 'waiting for pods to terminate',
   'updated-pods-not-ready': () => 'waiting for updated pods to become Ready',
   [ZPDB_WAIT_CODE]: () => 'waiting for its ZoneAwarePodDisruptionBudget',
+  [STATUS_PENDING_WAIT]: (s) => `waiting for the StatefulSet controller to report ${s ?? 'a StatefulSet'}'s status`,
 };
 
 /** What happens now, in a few words (the wait reason itself is reported beside it). */

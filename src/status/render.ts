@@ -83,7 +83,7 @@ function budgetLines(budgets: BudgetView[], options: RenderOptions): string[] {
   }
   const lines = ['BUDGETS', ...alignColumns(rows, '  ')];
   for (const b of budgets) {
-    if (b.error) lines.push(`  * ${b.name}: ${paint('invalid, not enforced', 'red', options)}: ${b.error}`);
+    if (b.error) lines.push(`  * ${b.name}: ${paint('invalid, evictions of its pods denied', 'red', options)}: ${b.error}`);
     for (const w of b.warnings ?? []) lines.push(`  * ${b.name}: ${paint('warning', 'yellow', options)}: ${w}`);
   }
   return lines;

@@ -251,21 +251,40 @@ describe('zone-aware pod disruption budgets', () => {
     assert.ok((allowed ?? 0) >= 6, `every rolling delete was judged against the budget (${allowed})`);
   });
 
-  it('an invalid budget that got into the cluster is ignored with a Warning Event on it', async (t) => {
-    const namespace = await cluster.namespace(t);
-    const kube = testClient(cluster);
-    assert.ok((await kubectl(cluster, 'apply', '-f', crd)).ok);
-    const invalid = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'broken', namespace }, spec: { maxUnavailable: 1, maxUnavailablePercentage: 50, selector: SELECTOR } } as KubeObject;
-    // No validation webhook here: the object reaches the cluster.
-    await waitFor('the invalid ZPDB created', () => kube.create(zpdbResource, invalid).catch(() => undefined), { timeoutMs: 30_000 });
-    const op = await OperatorProcess.start(cluster, namespace, []);
-    t.after(() => op.stop());
-    await op.waitReady();
+  it('an invalid budget that got into the cluster fails closed: evictions of its pods are denied (403, kubectl drain stops and says why), with a Warning Event on it, until it is fixed', async (t) => {
+    // Created before the operator and its validation webhook: the CRD schema alone lets it in.
+    const { namespace, kube, tag, monitor, operators } = await setup(t, { zones: ['a', 'b'], spec: { maxUnavailable: 1, maxUnavailablePercentage: 50, selector: SELECTOR } });
+    const problem = 'invalid value: only one of maxUnavailable or maxUnavailablePercentage may be set';
+    const denial = `ZoneAwarePodDisruptionBudget ${namespace}/ingester is invalid, evictions of the pods it selects are denied until it is fixed: ${problem}`;
+    // Was: ignored, and these three evictions across two zones were all allowed.
+    for (const pod of ['ingester-zone-a-0', 'ingester-zone-a-1', 'ingester-zone-b-0']) {
+      const refused = await evict(kube, namespace, pod);
+      assert.equal(refused.code, 403, `${pod}: ${refused.message}`);
+      assert.ok(refused.message.endsWith(denial), refused.message);
+    }
+    const pods = await podsOf(kube, namespace);
+    const node = pods.find((p) => p.metadata?.name === 'ingester-zone-b-1')!.spec!.nodeName!;
+    t.after(() => cluster.uncordon(node));
+    const drained = await drain(node, tag);
+    assert.equal(drained.ok, false, drained.out);
+    assert.ok(drained.out.includes(denial), drained.out);
+    assert.equal(monitor.transitions.length, 0, 'no pod went down');
+
     const event = await waitFor('the InvalidBudget Event', async () => (await kube.list<Event>(resources.events, { namespace })).items.find((e) => e.reason === 'InvalidBudget'), { timeoutMs: 20_000 });
     assert.equal(event.type, 'Warning');
-    assert.equal(event.regarding?.name, 'broken');
-    assert.match(event.note ?? '', /only one of maxUnavailable or maxUnavailablePercentage may be set/);
+    assert.equal(event.regarding?.name, 'ingester');
+    assert.equal(event.note, `invalid, evictions of the pods it selects are denied until it is fixed: ${problem}`);
+    const op = operators[0]!;
     assert.equal(await op.metric('rollout_operator_zpdb_configurations_observed_total{result="invalid"}'), 1);
+    assert.ok(((await op.metric('rollout_operator_zpdb_eviction_requests_total{reason="invalid-zpdb",status="403"}')) ?? 0) >= 4);
+
+    // Fixed (through the validation webhook, which is installed now): the budget limits evictions again.
+    await kube.patch(zpdbResource, { namespace, name: 'ingester' }, 'merge', { spec: { maxUnavailablePercentage: null } });
+    await waitFor('a-0 evicted under the fixed budget', async () => (await evict(kube, namespace, 'ingester-zone-a-0')).code === 201, { timeoutMs: 15_000, intervalMs: 250 });
+    const b0 = await evict(kube, namespace, 'ingester-zone-b-0');
+    assert.equal(b0.code, 429, b0.message);
+    await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
+    assert.deepEqual(monitor.violations, []);
   });
 });
 

@@ -351,13 +351,40 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     assert.deepEqual(alt.keys, ['configmap/prod/env']);
   });
 
-  it('bad, unsupported or dangerous reload entries warn and are skipped, the rest still apply', () => {
-    for (const bad of ['team-(', '(?=x)a', '(a)\\1', '(?i)abc', '(a+)+b', '(a|aa)*', '.*.*.*x', 'a+b+c+', 'x'.repeat(1100)]) {
+  it("reload entries Go refuses warn with Go's error and are skipped, the rest still apply", () => {
+    const refused: [string, string][] = [
+      ['team-(', 'error parsing regexp: missing closing ): `team-(`'],
+      ['(?=x)a', 'error parsing regexp: invalid or unsupported Perl syntax: `(?=`'],
+      ['(a)\\1', 'error parsing regexp: invalid escape sequence: `\\1`'],
+    ];
+    for (const [bad, why] of refused) {
       const w = watchedConfigs(workload({ [CM_RELOAD]: `${bad},vol-cm` }), { configNames: () => ['a'.repeat(40)] });
       assert.deepEqual(w.keys, ['configmap/prod/vol-cm'], bad);
-      assert.equal(w.warnings.length, 1, bad);
+      assert.deepEqual(w.warnings, [`web: ${CM_RELOAD}: entry ${JSON.stringify(bad)} is not a valid Go regular expression (${why}); ignored`], bad);
     }
+    const long = watchedConfigs(workload({ [CM_RELOAD]: `${'x'.repeat(1100)},vol-cm` }));
+    assert.deepEqual(long.keys, ['configmap/prod/vol-cm']);
+    assert.match(long.warnings[0] ?? '', /is longer than 1024 characters; ignored$/);
     assert.deepEqual(watchedConfigs(workload({ [CM_RELOAD]: '(ab)+c,(x|y)-z,a{2,3}.*-.*,a{3}' })).warnings, []);
+  });
+
+  it('reload entries are Go regexes: Go syntax JavaScript lacks, and shapes that backtrack, match in linear time (were: refused)', () => {
+    const names = ['ABC', 'team-a', 'a'.repeat(252) + '!', 'a'.repeat(40), 'aaab'];
+    for (const [entry, matched] of [
+      ['(?i)abc', ['ABC']],
+      ['(?P<team>team)-[[:alpha:]]', ['team-a']],
+      ['\\Qteam-a\\E', ['team-a']],
+      ['(a+)+b', ['aaab']],
+      ['(a|aa)*', ['a'.repeat(40)]],
+      ['.*.*.*!', ['a'.repeat(252) + '!']],
+      ['a+b+c+', []],
+    ] as const) {
+      const started = performance.now();
+      const w = watchedConfigs(workload({ [CM_RELOAD]: entry }), { configNames: () => names });
+      assert.ok(performance.now() - started < 2_000, `${entry}: ${performance.now() - started} ms`);
+      assert.deepEqual(w.warnings, [], entry);
+      assert.deepEqual(w.keys, matched.map((n) => `configmap/prod/${n}`).sort(), entry);
+    }
   });
 
   it('ignore on the config excludes it from every opt-in, xing included', () => {

@@ -1,10 +1,12 @@
 // Property tests: for every group fast-check can think of, every plan keeps
 // the four guarantees, and a plan makes progress whenever progress is allowed.
+// Groups include StatefulSets whose status the StatefulSet controller has not
+// written yet (new ones) or not caught up with (a spec just changed).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseMaxUnavailable } from '../../src/rollout/annotations.ts';
-import { hasNotReadyPods, planGroup, unavailableCount, type Plan } from '../../src/rollout/planner.ts';
+import { hasNotReadyPods, planGroup, STATUS_PENDING_WAIT, statusPending, unavailableCount, type Plan } from '../../src/rollout/planner.ts';
 import type { GroupSnapshot, PodView, StatefulSetView } from '../../src/rollout/snapshot.ts';
 
 const revisions = ['rev-old', 'rev-new'];
@@ -35,6 +37,12 @@ const setArb = (zone: string) =>
     paused: fc.boolean(),
     statusLag: fc.integer({ min: -1, max: 1 }),
     currentIsUpdate: fc.boolean(),
+    // Mostly a status written for the current spec; else none yet (a new
+    // StatefulSet: no revisions), half of one, or one of an older generation.
+    status: fc.oneof(
+      { arbitrary: fc.constant('current'), weight: 12 },
+      { arbitrary: fc.constantFrom('no-observed-generation', 'none', 'no-current', 'no-update', 'stale'), weight: 4 },
+    ),
   }).chain((cfg) => {
     const name = `ingester-${zone}`;
     const count = Math.max(0, cfg.replicas - cfg.missing) + cfg.extra;
@@ -48,8 +56,10 @@ const setArb = (zone: string) =>
         replicas: cfg.replicas,
         statusReplicas: pods.length,
         readyReplicas: Math.max(0, Math.min(pods.length, ready + cfg.statusLag)),
-        currentRevision: cfg.currentIsUpdate ? 'rev-new' : 'rev-old',
-        updateRevision: 'rev-new',
+        currentRevision: cfg.status === 'none' || cfg.status === 'no-current' ? '' : cfg.currentIsUpdate ? 'rev-new' : 'rev-old',
+        updateRevision: cfg.status === 'none' || cfg.status === 'no-update' ? '' : 'rev-new',
+        ...(cfg.status === 'none' ? {} : { generation: 4 }),
+        ...(cfg.status === 'none' || cfg.status === 'no-observed-generation' ? {} : { observedGeneration: cfg.status === 'stale' ? 3 : 4 }),
         ...(cfg.annotation !== undefined ? { maxUnavailableAnnotation: cfg.annotation } : {}),
         paused: cfg.paused,
         pods,
@@ -116,6 +126,24 @@ describe('rollout planner guarantees (property)', () => {
     }), { numRuns: 2000 });
   });
 
+  it('never rolls or advances a StatefulSet whose status is not written for its spec, and waits there instead of failing', () => {
+    fc.assert(fc.property(groupArb, (g) => {
+      const plan = planGroup(g);
+      assert.deepEqual(plan.errors, [], 'a missing status is a wait, never a failed reconcile');
+      for (const name of deletedSets(plan)) assert.equal(statusPending(byName(g, name)), undefined, `${name} rolled on a status not written for its spec`);
+      for (const update of plan.revisionUpdates) {
+        const set = byName(g, update.statefulSet);
+        assert.equal(statusPending(set), undefined, `${set.name} advanced on a status not written for its spec`);
+        assert.equal(update.revision, set.updateRevision);
+      }
+      if (plan.waiting?.code === STATUS_PENDING_WAIT) {
+        assert.ok(plan.waiting.statefulSet && statusPending(byName(g, plan.waiting.statefulSet)) !== undefined);
+        assert.equal(plan.complete, false);
+      }
+      if (g.statefulSets.some((s) => statusPending(s) !== undefined)) assert.equal(plan.complete, false, 'not complete while a status is not known');
+    }), { numRuns: 3000 });
+  });
+
   it('takes Ready pods in ascending ordinal order', () => {
     fc.assert(fc.property(groupArb, (g) => {
       const plan = planGroup(g);
@@ -139,9 +167,17 @@ describe('rollout planner guarantees (property)', () => {
         assert.equal(plan.waiting?.code, 'paused-statefulset-not-ready');
         return;
       }
-      // The first StatefulSet (in rollout order) that is not paused and not finished:
+      // The first StatefulSet (in rollout order) that is not paused and not
+      // finished; one whose status is not written for its spec stops the
+      // walk there, as the planner cannot tell whether it is finished.
       const ordered = [...notReady, ...[...g.statefulSets].sort((a, b) => a.name.localeCompare(b.name)).filter((s) => !notReady.includes(s))];
-      const first = ordered.find((s) => !s.paused && (hasNotReadyPods(s) || s.pods.some((p) => p.revision !== s.updateRevision)));
+      const first = ordered.find((s) => !s.paused && (statusPending(s) !== undefined || hasNotReadyPods(s) || s.pods.some((p) => p.revision !== s.updateRevision)));
+      if (first && statusPending(first) !== undefined) {
+        assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
+        assert.equal(plan.waiting?.statefulSet, first.name);
+        assert.deepEqual(plan.deletions, []);
+        return;
+      }
       if (!first) {
         // Nothing to roll: every unpaused StatefulSet whose currentRevision lags is brought up to date.
         for (const s of g.statefulSets.filter((x) => !x.paused && x.currentRevision !== x.updateRevision)) {

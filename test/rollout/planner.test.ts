@@ -3,8 +3,9 @@
 // better.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planGroup } from '../../src/rollout/planner.ts';
+import { planGroup, STATUS_PENDING_WAIT, statusPending } from '../../src/rollout/planner.ts';
 import type { GroupSnapshot, PodView, StatefulSetView } from '../../src/rollout/snapshot.ts';
+import { groupStatus } from '../../src/rollout/status.ts';
 
 type PodSpec = { rev?: 'old' | 'new'; ready?: boolean; terminating?: boolean; stuck?: string };
 
@@ -166,6 +167,62 @@ describe('rollout planner: better than rollout-operator', () => {
   it('takes a percentage of spec.replicas, floored, at least 1', () => {
     assert.equal(deleted(group(sts('a', 10, ready(10), { maxUnavailableAnnotation: '25%' }))).length, 2);
     assert.equal(deleted(group(sts('a', 3, ready(3), { maxUnavailableAnnotation: '10%' }))).length, 1);
+  });
+
+  it('waits, without an error, for a StatefulSet whose status the StatefulSet controller has not written yet (rollout-operator: "currentRevision is empty", a failed reconcile)', () => {
+    // A new group as kubectl apply creates it: zone a exists alone, no pods, no status.
+    const alone = planGroup(group(sts('a', 1, [], { statusReplicas: 0, readyReplicas: 0, currentRevision: '', updateRevision: '' })));
+    assert.deepEqual(alone.errors, [], 'a wait, not a failure');
+    assert.deepEqual(alone.deletions, []);
+    assert.deepEqual(alone.revisionUpdates, []);
+    assert.equal(alone.waiting?.code, STATUS_PENDING_WAIT);
+    assert.equal(alone.waiting?.statefulSet, 'ingester-zone-a');
+    assert.equal(alone.waiting?.message, 'waiting: the StatefulSet controller has not written the status of ingester-zone-a yet (no currentRevision)');
+    assert.equal(alone.complete, false);
+    assert.equal(alone.sets[0]?.state, 'waiting');
+    assert.equal(groupStatus(alone, 0).phase, 'waiting');
+    // Only updateRevision missing.
+    assert.match(planGroup(group(sts('a', 2, ready(2), { updateRevision: '' }))).waiting?.message ?? '', /no updateRevision/);
+  });
+
+  it('does not roll past a StatefulSet without status: the next zone waits too', () => {
+    // Zone a up to date, zone b's status not written (its pods Ready), zone c needs an update: c is not rolled yet.
+    const plan = planGroup(group(
+      sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2' }),
+      sts('b', 2, ready(2), { currentRevision: '', updateRevision: '' }),
+      sts('c', 2, ready(2)),
+    ));
+    assert.deepEqual(plan.deletions, []);
+    assert.deepEqual(plan.errors, []);
+    assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
+    assert.equal(plan.waiting?.statefulSet, 'ingester-zone-b');
+    assert.deepEqual(plan.sets.map((s) => s.state), ['up-to-date', 'waiting', 'pending']);
+  });
+
+  it('waits while the status is of an older generation than the spec (a template just changed): its updateRevision is stale', () => {
+    // Pods match the stale updateRevision, so without the check zone a would look done
+    // and zone b would be rolled before zone a, out of order.
+    const stale = sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2', generation: 3, observedGeneration: 2 });
+    const plan = planGroup(group(stale, sts('b', 2, ready(2))));
+    assert.deepEqual(plan.deletions, []);
+    assert.deepEqual(plan.errors, []);
+    assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
+    assert.equal(plan.waiting?.message, 'waiting: the status of ingester-zone-a is of generation 2, its spec of generation 3; the StatefulSet controller has not caught up yet');
+    assert.equal(plan.complete, false);
+    // Caught up: zone a is done, zone b rolls.
+    assert.deepEqual(deleted(group({ ...stale, observedGeneration: 3 }, sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
+    // No observedGeneration at all (revisions present): counts as written.
+    assert.equal(statusPending(sts('a', 2, ready(2), { generation: 3 })), undefined);
+  });
+
+  it('does not advance currentRevision on a status older than the spec', () => {
+    const plan = planGroup(group(sts('a', 2, ready(2, 'new'), { generation: 2, observedGeneration: 1 })));
+    assert.deepEqual(plan.revisionUpdates, []);
+    assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
+  });
+
+  it('passes over a paused StatefulSet without status, as over any paused one', () => {
+    assert.deepEqual(deleted(group(sts('a', 2, ready(2), { paused: true, currentRevision: '', updateRevision: '' }), sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
   });
 
   it('summarises each StatefulSet for the group status', () => {

@@ -47,4 +47,14 @@ describe('rollout snapshot', () => {
     assert.equal(view.updateRevision, 'r2');
     assert.equal(view.replicas, 3);
   });
+
+  it('reads the generation and the status\'s observedGeneration, and leaves them out when absent', () => {
+    const view = statefulSetView({ ...set, metadata: { ...set.metadata, generation: 4 }, status: { ...set.status!, observedGeneration: 3 } }, []);
+    assert.equal(view.generation, 4);
+    assert.equal(view.observedGeneration, 3);
+    const fresh = statefulSetView({ ...set, metadata: { ...set.metadata, generation: 1 }, status: undefined }, []);
+    assert.equal(fresh.observedGeneration, undefined);
+    assert.equal(fresh.currentRevision, '');
+    assert.ok(!('generation' in statefulSetView(set, [])));
+  });
 });

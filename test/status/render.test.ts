@@ -63,7 +63,7 @@ describe('status table', () => {
     assert.deepEqual(restarts.map((r) => r.slice(0, 3)), [['Deployment', 'querier', 'rolling'], ['StatefulSet', 'store-gateway', 'standalone-ondelete']]);
     assert.equal(restarts[0]![5], 'Secret/querier-secret');
     assert.equal(restarts[1]!.at(-1), '1');
-    assert.match(text, /broken: invalid, not enforced: invalid value/);
+    assert.match(text, /broken: invalid, evictions of its pods denied: invalid value/);
     assert.match(text, /store-zone-b-2: CrashLoopBackOff/);
   });
 

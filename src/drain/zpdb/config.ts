@@ -6,12 +6,14 @@
 // partition a pod serves.
 //
 // Every validation message is rollout-operator's text, because users and alerts
-// grep for them. Where Go and JavaScript differ (regular expressions, error
-// texts of the Go runtime) the closest faithful text is produced and the
-// difference is noted next to the code.
+// grep for them. podNamePartitionRegex is a Go regular expression, compiled
+// and matched with Go's semantics (src/runtime/goregexp.ts), so its errors
+// are Go's too. Where Go and JavaScript still differ (error texts of the Go
+// runtime) the closest faithful text is produced and the difference is noted
+// next to the code.
 import type { KubeObject, ObjectMeta, Pod, ResourceType, StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/flags/duration.ts';
-import { backtrackingRisk, unsupportedRe2Syntax } from '../../restarts/references.ts';
+import { compileGoRegexp, type GoRegexp } from '../../runtime/goregexp.ts';
 
 export const ZPDB_GROUP = 'rollout-operator.grafana.com';
 export const ZPDB_VERSION = 'v1';
@@ -69,9 +71,9 @@ export type MaxUnavailable =
 export interface PartitionRule {
   /** podNamePartitionRegex as written. */
   source: string;
-  /** Compiled, anchored to the whole pod name. */
-  regex: RegExp;
-  /** 1-based capture group holding the partition name. */
+  /** Compiled with Go's semantics (RE2); matched against the whole pod name. */
+  regex: GoRegexp;
+  /** 1-based capture group holding the partition name, numbered as Go numbers them. */
   group: number;
 }
 
@@ -131,60 +133,11 @@ function notAMap(path: string, value: unknown): string {
 // ----------------------------------------------------------------- regex
 
 /**
- * Go RE2 syntax → JavaScript. Both engines give the leftmost-first match, so
- * ordinary patterns (classes, groups, `?`, `+`, `\-`, `\d`) mean the same.
- * Go's named group `(?P<n>…)`, the text anchors `\A` / `\z` and a leading
- * flag group (in parsePartitionRule) are translated; RE2 features that
- * JavaScript would silently read differently (POSIX classes `[[:alpha:]]`,
- * `\Q…\E`, `\p{…}` without the `u` flag) are refused rather than misread.
- * No `u` flag: Go accepts `\-` outside a class (rollout-operator's own examples
- * use it) and `u` would reject it.
+ * Longest podNamePartitionRegex accepted. Go has no such limit, but pod
+ * names are at most 253 characters, and compiling costs time in the
+ * validation webhook and the eviction webhook's cache: a 1,024-character
+ * pattern can already expand to ~100,000 instructions (\pL{1000}…).
  */
-function translateGoRegex(source: string): string | { error: string } {
-  let out = '';
-  let inClass = false;
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i]!;
-    if (c === '\\') {
-      const next = source[i + 1];
-      if (next === 'Q' || next === 'p' || next === 'P') return { error: `Go regular expression syntax \\${next} is not supported` };
-      if (!inClass && next === 'A') out += '^';
-      else if (!inClass && next === 'z') out += '(?![\\s\\S])';
-      else out += c + (next ?? '');
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === '[' && source[i + 1] === ':') return { error: 'Go POSIX character classes ([:name:]) are not supported' };
-      if (c === ']') inClass = false;
-      out += c;
-      continue;
-    }
-    if (c === '[') {
-      inClass = true;
-      out += c;
-      // A ']' right after '[' or '[^' is a literal in Go, the class continues.
-      if (source[i + 1] === '^') out += source[++i];
-      if (source[i + 1] === ']') out += '\\' + source[++i];
-      if (source[i + 1] === '[' && source[i + 2] === ':') return { error: 'Go POSIX character classes ([:name:]) are not supported' };
-      continue;
-    }
-    if (c === '(' && source.startsWith('?P<', i + 1)) {
-      out += '(?<';
-      i += 3;
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-function captureGroups(regex: RegExp): number {
-  // Matching the empty alternative fills every group slot with undefined.
-  return new RegExp(`${regex.source}|`, regex.flags).exec('')!.length - 1;
-}
-
-/** Longest podNamePartitionRegex accepted. */
 const MAX_PARTITION_REGEX_LENGTH = 1024;
 
 function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | undefined | { error: string } {
@@ -199,41 +152,12 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
   if (groupSet && !isGoInt(rawGroup)) return { error: `failed to extract group value from config field ${FIELD_POD_NAME_REGEX_GROUP}` };
   const group = groupSet ? (rawGroup as number) : 1;
 
-  // Go's leading flag group, e.g. `(?i)`, becomes JavaScript flags. `m` only
-  // changes ^ and $ around newlines, which pod names cannot contain.
-  const leading = /^\(\?([imsU]+)\)/.exec(source);
-  if (leading?.[1]?.includes('U')) return { error: 'error parsing regexp: Go ungreedy flag (?U) is not supported' };
-  const flags = [...new Set(leading?.[1]?.replace('m', '') ?? '')].join('');
-  // Go refuses a program past its size limit too; pod names are at most 253 characters.
   if (source.length > MAX_PARTITION_REGEX_LENGTH) return { error: `error parsing regexp: expression too large (longer than ${MAX_PARTITION_REGEX_LENGTH} characters)` };
-  // Checked on the Go source: the translation of \z is itself a lookahead.
-  const unsupported = unsupportedRe2Syntax(source);
-  if (unsupported) return { error: `error parsing regexp: ${unsupported}` };
-  const translated = translateGoRegex(leading ? source.slice(leading[0].length) : source);
-  if (typeof translated !== 'string') return { error: `error parsing regexp: ${translated.error}` };
-  let regex: RegExp;
-  let groups: number;
-  try {
-    // rollout-operator compiles "^" + regex + "$", which anchors only the outer
-    // branches of an alternation (`a|b` → `^a|b$`). The group makes every
-    // branch match the whole pod name, which is what the CRD documents.
-    regex = new RegExp(`^(?:${translated})$`, flags);
-    // V8 compiles on the first match, and may only then find it too large.
-    regex.test('');
-    groups = captureGroups(regex);
-  } catch (e) {
-    // Go's text would be e.g. "error parsing regexp: missing closing ]: `[$`";
-    // the detail here is V8's.
-    return { error: `error parsing regexp: ${(e as Error).message}` };
-  }
-  // RE2 matches in linear time; JavaScript backtracks. Every eviction runs
-  // the regex on each pod name of the group, so refuse what could stall it.
-  // Three unbounded quantifiers, not the two config restarts allow: a partition
-  // regex like (.*)-zone-.*-(\d+) is valid for rollout-operator, and a budget
-  // refused here is ignored, which would leave its evictions unlimited. Names
-  // are at most 253 characters: about 15 ms per name in the worst case.
-  const risk = backtrackingRisk(translated, 3);
-  if (risk) return { error: `error parsing regexp: ${risk}` };
+  // Go's regexp (RE2): the syntax rollout-operator accepts, its leftmost-first
+  // submatches, and matching in time linear in the pod name whatever the pattern.
+  const compiled = compileGoRegexp(source);
+  if ('error' in compiled) return { error: compiled.error };
+  const groups = compiled.regexp.numSubexp;
 
   if (groups === 0) return { error: 'regular expression requires at least one subexpression' };
   if (groups > 1 && !groupSet) return { error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set` };
@@ -241,7 +165,7 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
   // and a negative group panics on the first eviction. The CRD schema says
   // minimum 1; refuse it here too (same message as a group past the end).
   if (group < 1 || group > groups) return { error: 'regular expression subexpression index out of range' };
-  return { source, regex, group };
+  return { source, regex: compiled.regexp, group };
 }
 
 // ----------------------------------------------------------------- parse
@@ -389,6 +313,63 @@ export function maxUnavailablePods(config: Pick<ZpdbConfig, 'maxUnavailable'>, s
   return maxUnavailableForReplicas(config, budgetReplicas(statefulSet));
 }
 
+// ------------------------------------------------------ invalid budgets
+
+/**
+ * A ZPDB that does not validate (it got past the validation webhook, e.g.
+ * while that was down or set to Ignore, or was valid for an older version):
+ * what can still be read of it. It fails closed: evictions of the pods it
+ * may cover are denied until it is fixed. rollout-operator ignores such a
+ * budget, which leaves the evictions it was meant to limit unlimited.
+ */
+export interface InvalidZpdb {
+  name: string;
+  namespace: string;
+  /** parseZpdb's error. */
+  error: string;
+  /** spec.selector.matchLabels when they can be read; undefined when the selector itself is what is wrong. */
+  matchLabels?: Readonly<Record<string, string>>;
+}
+
+/** What can be read of a budget parseZpdb refused with `error`. */
+export function invalidZpdb(obj: unknown, error: string): InvalidZpdb {
+  const metadata = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
+  const spec = isRecord(obj) && isRecord(obj.spec) ? obj.spec : undefined;
+  const selector = spec ? parseMatchLabels(spec) : undefined;
+  return {
+    name: typeof metadata.name === 'string' ? metadata.name : '',
+    namespace: typeof metadata.namespace === 'string' ? metadata.namespace : '',
+    error,
+    ...(selector && 'matchLabels' in selector ? { matchLabels: selector.matchLabels } : {}),
+  };
+}
+
+/**
+ * Whether an invalid budget may cover the pod: its selector selects it, or,
+ * when the selector cannot be read, the pod belongs to a StatefulSet of the
+ * budget's namespace (the only pods a ZPDB is for: which of them it meant is
+ * unknown, so none is evicted on a guess; other pods are not held back by a
+ * budget that could not have protected them).
+ */
+export function invalidZpdbCovers(budget: InvalidZpdb, pod: Pod): boolean {
+  const namespace = pod.metadata?.namespace ?? '';
+  if (budget.namespace !== '' && namespace !== '' && budget.namespace !== namespace) return false;
+  if (budget.matchLabels) return zpdbSelects({ matchLabels: budget.matchLabels }, pod.metadata?.labels);
+  return pod.metadata?.ownerReferences?.some((r) => r.controller === true && r.kind === 'StatefulSet') ?? false;
+}
+
+/** What an invalid budget does: "evictions of the pods it selects are denied until it is fixed". */
+export function invalidZpdbEffect(budget: InvalidZpdb): string {
+  return budget.matchLabels
+    ? 'evictions of the pods it selects are denied until it is fixed'
+    : `its selector cannot be read, so evictions of StatefulSet pods in namespace ${budget.namespace} are denied until it is fixed`;
+}
+
+/** The denial of an eviction under an invalid budget, naming it and its problem. */
+export function invalidZpdbMessage(budget: InvalidZpdb): string {
+  return `${ZPDB_KIND} ${budget.namespace}/${budget.name} is invalid, ${invalidZpdbEffect(budget)}: ${budget.error}`;
+}
+
 // ------------------------------------------------------------- matching
 
 /**
@@ -427,7 +408,23 @@ export function findZpdbForPod(configs: Iterable<ZpdbConfig>, pod: Pod): ZpdbLoo
 export function podPartition(config: Pick<ZpdbConfig, 'partition'>, podName: string): string | undefined | { error: string } {
   const rule = config.partition;
   if (rule === undefined) return undefined;
-  const value = rule.regex.exec(podName)?.[rule.group];
-  if (value === undefined || value === '') return { error: PARTITION_NOT_FOUND_MESSAGE };
-  return value;
+  let known = partitionsSeen.get(rule);
+  if (!known) partitionsSeen.set(rule, (known = new Map<string, string>()));
+  const seen = known.get(podName);
+  if (seen !== undefined) return seen === '' ? { error: PARTITION_NOT_FOUND_MESSAGE } : seen;
+  // The whole name, every branch of an alternation included: rollout-operator
+  // compiles "^" + regex + "$", which anchors only the outer branches (`a|b`
+  // → `^a|b$`); the CRD documents a match of the whole name.
+  const value = rule.regex.submatchWhole(podName)?.[rule.group] ?? '';
+  if (known.size >= MAX_PARTITIONS_SEEN) known.clear();
+  known.set(podName, value);
+  return value === '' ? { error: PARTITION_NOT_FOUND_MESSAGE } : value;
 }
+
+/**
+ * Partitions already found per rule ('' for none): each eviction asks for
+ * the partition of every pod of the group, and the answer for a name never
+ * changes. A new generation of the budget is a new rule.
+ */
+const partitionsSeen = new WeakMap<PartitionRule, Map<string, string>>();
+const MAX_PARTITIONS_SEEN = 4096;

@@ -7,6 +7,8 @@
 // rollout-operator's order, which the exported steps keep:
 //   (webhook: request checks, GET the pod)
 //   evictionScope   terminal/pending/terminating pod → allow "pod is not ready";
+//                   an invalid ZPDB that may cover the pod → 403 (Stateward:
+//                   rollout-operator ignores invalid budgets);
 //                   several ZPDBs → 400; none → allow (native PDBs still apply)
 //   decideEviction  owner StatefulSet (500), budget 0 (403), fewer than two
 //                   zones (400), partition (400), then the zone or partition
@@ -24,7 +26,7 @@
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podsOf, podView } from '../../rollout/snapshot.ts';
 import { parseRfc3339 } from '../../webhooks/preparedownscale/rfc3339.ts';
-import { findZpdbForPod, maxUnavailablePods, podPartition, zpdbSelects, type ZpdbConfig } from './config.ts';
+import { findZpdbForPod, invalidZpdbCovers, invalidZpdbMessage, maxUnavailablePods, podPartition, zpdbSelects, type InvalidZpdb, type ZpdbConfig } from './config.ts';
 
 /** When a pod last became Ready and running; maintained by the pod observer. */
 export const READY_TIME_ANNOTATION = 'grafana.com/ready-time';
@@ -71,7 +73,7 @@ export interface EvictionInput extends EvictionSnapshot {
 
 /** rollout-operator's rollout_operator_zpdb_eviction_requests_total reasons. */
 export type AllowReason = 'pod-not-ready' | 'pod-not-in-scope' | 'allowed';
-export type DenyReason = 'cfg-not-found' | 'sts-no-found' | 'max-unavailable-0' | 'min-sts-not-found' | 'partition-not-identified' | 'denied';
+export type DenyReason = 'cfg-not-found' | 'invalid-zpdb' | 'sts-no-found' | 'max-unavailable-0' | 'min-sts-not-found' | 'partition-not-identified' | 'denied';
 export type DenyCode = 400 | 403 | 429 | 500;
 
 export interface EvictionAllowed {
@@ -132,9 +134,23 @@ export type EvictionScope =
   | { kind: 'decided'; decision: EvictionDecision }
   | { kind: 'in-scope'; config: ZpdbConfig };
 
-/** Steps before the budget: ignorable pods, and which ZPDB (if any) covers the pod. */
-export function evictionScope(pod: Pod, configs: Iterable<ZpdbConfig>): EvictionScope {
+/**
+ * Steps before the budget: ignorable pods, invalid budgets, and which ZPDB
+ * (if any) covers the pod.
+ *
+ * An invalid budget fails closed: a pod it may cover (invalidZpdbCovers) is
+ * not evicted until the budget is fixed, whatever valid budget also covers
+ * it (a pod under two budgets is denied anyway). 403, as for
+ * maxUnavailable 0: waiting does not help, a person must act, and
+ * `kubectl drain` shows the message at once instead of retrying.
+ */
+export function evictionScope(pod: Pod, configs: Iterable<ZpdbConfig>, invalid: Iterable<InvalidZpdb> = []): EvictionScope {
   if (podCanIgnoreBudget(pod)) return { kind: 'decided', decision: { allowed: true, reason: 'pod-not-ready', warning: POD_NOT_READY_WARNING } };
+  const broken = [...invalid].filter((b) => invalidZpdbCovers(b, pod)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (broken.length > 0) {
+    const more = broken.length > 1 ? ` (and ${broken.length - 1} more invalid ${broken.length > 2 ? 'budgets' : 'budget'}: ${broken.slice(1).map((b) => b.name).join(', ')})` : '';
+    return { kind: 'decided', decision: deny(403, 'invalid-zpdb', invalidZpdbMessage(broken[0]!) + more) };
+  }
   const found = findZpdbForPod(configs, pod);
   if (found.kind === 'multiple') return { kind: 'decided', decision: deny(400, 'cfg-not-found', found.error) };
   if (found.kind === 'none') return { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } };
@@ -339,9 +355,9 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   return allow(`zpdb met for partition ${partition} across ${zones} zones`);
 }
 
-/** The whole pod-eviction decision from the scope step on, given every known ZPDB. */
-export function admitEviction(input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; maxUnavailableZeroOverride?: number }): EvictionDecision {
-  const scope = evictionScope(input.pod, input.configs);
+/** The whole pod-eviction decision from the scope step on, given every known ZPDB, valid and invalid. */
+export function admitEviction(input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; invalid?: Iterable<InvalidZpdb>; maxUnavailableZeroOverride?: number }): EvictionDecision {
+  const scope = evictionScope(input.pod, input.configs, input.invalid);
   if (scope.kind === 'decided') return scope.decision;
   return decideEviction({ ...input, config: scope.config });
 }
@@ -363,6 +379,12 @@ export function maxUnavailableZeroOverride(config: Pick<ZpdbConfig, 'partition'>
  * same decision as an eviction, so voluntary evictions and rolling deletes
  * share one budget, with the maxUnavailable-0 override above. On an allow
  * the caller records `decision.record` before deleting.
+ *
+ * Invalid budgets do not hold rolling deletes back (only evictions): the
+ * rollout controller's own rules (one zone at a time, only while every other
+ * zone is Ready, rollout-max-unavailable) still apply, as for pods without a
+ * budget, and evictions under an invalid budget are all denied, so there are
+ * none for a rolling delete to race.
  */
 export function decideRolloutDelete(input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; rolloutMaxUnavailable: number }): EvictionDecision {
   const scope = evictionScope(input.pod, input.configs);

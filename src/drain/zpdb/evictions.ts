@@ -21,7 +21,7 @@ import type { Logger } from '../../runtime/log/logger.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
-import { parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import { invalidZpdb, invalidZpdbEffect, parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type InvalidZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
 import type { EventRecorder } from '../../runtime/events/recorder.ts';
 import { admitEviction, decideRolloutDelete, evictionScope, type EvictionDecision } from './decide.ts';
 import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
@@ -67,8 +67,8 @@ export class ZpdbBudgets {
   private readonly requests: Counter;
   private readonly inflight: Gauge;
   private readonly observed: Counter;
-  /** Parsed ZPDBs by uid, reparsed when the generation changes. */
-  private readonly parsed = new Map<string, { generation: number; config?: ZpdbConfig }>();
+  /** Parsed ZPDBs by uid, reparsed when the generation changes; an invalid one keeps what can be read of it. */
+  private readonly parsed = new Map<string, { generation: number; config?: ZpdbConfig; invalid?: InvalidZpdb }>();
   /** One ledger write at a time per ZPDB in this process; other replicas meet at the resourceVersion. */
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Namespaces where Leases may not be written: ledgers live in `written` only. */
@@ -132,9 +132,11 @@ export class ZpdbBudgets {
     if (known && known.generation === generation) return;
     const result = parseZpdb(z);
     if ('error' in result) {
-      this.d.log.warn('ignoring an invalid ZoneAwarePodDisruptionBudget', { namespace: z.metadata?.namespace, name: z.metadata?.name, err: result.error });
-      this.d.events?.event({ apiVersion: ZPDB_API_VERSION, kind: ZPDB_KIND, namespace: z.metadata?.namespace, name: z.metadata?.name ?? '', uid }, 'Warning', 'InvalidBudget', 'Validate', `ignored: evictions of the pods it selects are not limited by it: ${result.error}`);
-      this.parsed.set(uid, { generation });
+      // Fails closed: the pods it may cover are not evicted until it is fixed (decide.ts evictionScope).
+      const invalid = invalidZpdb(z, result.error);
+      this.d.log.warn(`invalid ZoneAwarePodDisruptionBudget: ${invalidZpdbEffect(invalid)}`, { namespace: z.metadata?.namespace, name: z.metadata?.name, err: result.error });
+      this.d.events?.event({ apiVersion: ZPDB_API_VERSION, kind: ZPDB_KIND, namespace: z.metadata?.namespace, name: z.metadata?.name ?? '', uid }, 'Warning', 'InvalidBudget', 'Validate', `invalid, ${invalidZpdbEffect(invalid)}: ${result.error}`);
+      this.parsed.set(uid, { generation, invalid });
       this.observed.inc({ result: 'invalid' });
       return;
     }
@@ -143,15 +145,22 @@ export class ZpdbBudgets {
   }
 
   private configs(namespace: string): ZpdbConfig[] {
+    return this.budgets(namespace).configs;
+  }
+
+  /** The namespace's budgets: the valid ones, and what can be read of the invalid ones. */
+  private budgets(namespace: string): { configs: ZpdbConfig[]; invalid: InvalidZpdb[] } {
     const informer = informerFor(this.d.caches.zpdbs, namespace);
     const configs: ZpdbConfig[] = [];
+    const invalid: InvalidZpdb[] = [];
     for (const z of informer?.list() ?? []) {
       if (z.metadata?.namespace !== namespace) continue;
       if (!this.parsed.has(z.metadata.uid ?? '')) this.observe(z);
-      const config = this.parsed.get(z.metadata.uid ?? '')?.config;
-      if (config) configs.push(config);
+      const known = this.parsed.get(z.metadata.uid ?? '');
+      if (known?.config) configs.push(known.config);
+      if (known?.invalid) invalid.push(known.invalid);
     }
-    return configs;
+    return { configs, invalid };
   }
 
   private synced(): boolean {
@@ -182,16 +191,16 @@ export class ZpdbBudgets {
     // Only a uid says so; anything else in its place is judged as no precondition.
     if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
 
-    const configs = this.configs(namespace);
-    const scope = evictionScope(pod, configs);
+    const { configs, invalid } = this.budgets(namespace);
+    const scope = evictionScope(pod, configs, invalid);
     if (scope.kind === 'decided') return fromDecision(scope.decision);
     const { config } = scope;
     const { pending } = this.judgeLedger(namespace, ledgerName(config.name), decodeLedger(this.cachedLedger(namespace, ledgerName(config.name))).ledger);
     // A dry run, or a denial, is answered from the caches and writes nothing.
-    const first = this.decide(pod, configs, pending, isEvictionDryRun(request));
+    const first = this.decide(pod, configs, invalid, pending, isEvictionDryRun(request));
     if (!first.allowed || !first.record) return fromDecision(first);
     const fresh = pod;
-    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, (p) => this.decide(fresh, configs, p, false), signal));
+    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, (p) => this.decide(fresh, configs, invalid, p, false), signal));
   }
 
   /**
@@ -199,7 +208,8 @@ export class ZpdbBudgets {
    * (rollout-operator's MarkPodAsDeleted): the same budget as evictions, with the
    * StatefulSet's rollout-max-unavailable standing in for a ZPDB budget of 0.
    * An allow is recorded in the ledger like an eviction, so an eviction
-   * racing the rollout sees it.
+   * racing the rollout sees it. Invalid budgets are left out: they deny
+   * evictions, not rolling deletes (decideRolloutDelete says why).
    */
   async allowRolloutDelete(pod: Pod, rolloutMaxUnavailable: number, signal?: AbortSignal): Promise<{ allowed: true } | { allowed: false; message: string }> {
     const namespace = pod.metadata?.namespace ?? '';
@@ -243,8 +253,8 @@ export class ZpdbBudgets {
   }
 
   /** The decision on the caches, with these pending evictions. */
-  private decide(pod: Pod, configs: ZpdbConfig[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
-    return admitEviction({ ...this.snapshot(pod), pendingEvictions: pending, dryRun, configs });
+  private decide(pod: Pod, configs: ZpdbConfig[], invalid: InvalidZpdb[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
+    return admitEviction({ ...this.snapshot(pod), pendingEvictions: pending, dryRun, configs, invalid });
   }
 
   /** The pod's namespace as the caches have it. */

@@ -7,6 +7,9 @@ import fc from 'fast-check';
 import {
   budgetReplicas,
   findZpdbForPod,
+  invalidZpdb,
+  invalidZpdbCovers,
+  invalidZpdbMessage,
   maxUnavailableForReplicas,
   maxUnavailablePods,
   parseZpdb,
@@ -130,13 +133,53 @@ describe('pod partition', { timeout: 10000 }, () => {
     assert.equal(podPartition(config({ podNamePartitionRegex: 'ingester-([0-9]+)\\z' }), 'ingester-4'), '4');
     assert.equal(podPartition(config({ podNamePartitionRegex: '(?i)INGESTER-([0-9]+)' }), 'ingester-4'), '4');
   });
+
+  it('accepts ([a-z]+-)*zone-([a-z])-(\\d+) (rollout-operator does; was refused as a backtracking risk) and finds the partition of any name', () => {
+    const byOrdinal = config({ podNamePartitionRegex: '([a-z]+-)*zone-([a-z])-(\\d+)', podNameRegexGroup: 3 });
+    assert.equal(byOrdinal.partition?.regex.numSubexp, 3);
+    assert.equal(podPartition(byOrdinal, 'ingester-zone-a-0'), '0');
+    assert.equal(podPartition(byOrdinal, 'mimir-ingester-zone-b-12'), '12');
+    assert.equal(podPartition(byOrdinal, 'zone-c-3'), '3');
+    for (const name of ['ingester-zone-a-x', 'ingester-zone-ab-0', 'Ingester-zone-a-0', 'ingester-zone-a-0-']) assert.deepEqual(podPartition(byOrdinal, name), { error: 'failed to extract partition from pod Name regular expression' }, name);
+    const byZone = config({ podNamePartitionRegex: '([a-z]+-)*zone-([a-z])-(\\d+)', podNameRegexGroup: 2 });
+    assert.equal(podPartition(byZone, 'mimir-ingester-zone-b-12'), 'b');
+    assert.match(error(zpdb({ podNamePartitionRegex: '([a-z]+-)*zone-([a-z])-(\\d+)' })), /requires podNameRegexGroup to be set$/);
+  });
+
+  it('accepts patterns a backtracking engine would take exponential time on, and answers in linear time', () => {
+    for (const regex of ['(a*)*-([0-9]+)', '(?:(?:a|aa)+)+-(\\d+)', '(.*)-zone-.*-(\\d+)', '((a+)+)+b', '(a|a)*(a?){20}(b)']) {
+      const c = config({ podNamePartitionRegex: regex, podNameRegexGroup: 1 });
+      const started = performance.now();
+      for (let n = 200; n <= 253; n++) podPartition(c, 'a'.repeat(n - 1) + '!');
+      assert.ok(performance.now() - started < 2_000, `${regex}: ${performance.now() - started} ms`);
+    }
+  });
+
+  it("finds Go's submatches, not a backtracking engine's: a repeated group keeps its last iteration", () => {
+    // JavaScript resets a group inside a repetition on each iteration: /^(?:(?:(a)|b)+)$/.exec('ab')[1] is undefined.
+    assert.equal(podPartition(config({ podNamePartitionRegex: '(?:(a)|b)+' }), 'ab'), 'a');
+    assert.equal(podPartition(config({ podNamePartitionRegex: '(?U)(a+)(a*)', podNameRegexGroup: 1 }), 'aaa'), 'a', 'ungreedy flag');
+    assert.equal(podPartition(config({ podNamePartitionRegex: '(?P<n>[a-z]+)-(?P<n>\\d+)', podNameRegexGroup: 2 }), 'ingester-7'), '7', 'a name on two groups, as Go allows');
+  });
 });
 
 describe('regex validation (TestBadRegex)', { timeout: 10000 }, () => {
   const regexError = (regex: unknown, group?: unknown) => error(zpdb({ podNamePartitionRegex: regex, ...(group !== undefined ? { podNameRegexGroup: group } : {}) }));
 
-  it('an unparsable regex', () => {
-    assert.ok(regexError('(a bad regex[').startsWith('invalid value: regex is not valid, got error parsing regexp: '));
+  it("an unparsable regex, in Go's words", () => {
+    assert.equal(regexError('(a bad regex['), 'invalid value: regex is not valid, got error parsing regexp: missing closing ]: `[`');
+    assert.equal(regexError('([bad_regex'), 'invalid value: regex is not valid, got error parsing regexp: missing closing ]: `[bad_regex`');
+    assert.equal(regexError('(a)**'), 'invalid value: regex is not valid, got error parsing regexp: invalid nested repetition operator: `**`');
+  });
+
+  it('what Go refuses: lookaround, backreferences, \\Z', () => {
+    assert.equal(regexError('(?=x)(a)'), 'invalid value: regex is not valid, got error parsing regexp: invalid or unsupported Perl syntax: `(?=`');
+    assert.equal(regexError('(a)\\1'), 'invalid value: regex is not valid, got error parsing regexp: invalid escape sequence: `\\1`');
+    assert.equal(regexError('(a)\\Z'), 'invalid value: regex is not valid, got error parsing regexp: invalid escape sequence: `\\Z`');
+  });
+
+  it('longer than 1024 characters (pod names are at most 253)', () => {
+    assert.equal(regexError(`(${'a'.repeat(1100)})`), 'invalid value: regex is not valid, got error parsing regexp: expression too large (longer than 1024 characters)');
   });
 
   it('no capture group', () => {
@@ -161,10 +204,14 @@ describe('regex validation (TestBadRegex)', { timeout: 10000 }, () => {
     assert.equal(regexError('a-([0-9]+)', '1'), 'invalid value: regex is not valid, got failed to extract group value from config field podNameRegexGroup');
   });
 
-  it('Go syntax JavaScript would misread is refused', () => {
-    for (const regex of ['[[:alpha:]]+-([0-9]+)', 'a-[x[:digit:]]-([0-9]+)', '\\Qa.b\\E-([0-9]+)', '\\pL+-([0-9]+)', '(?U)a+(b)']) {
-      assert.ok(regexError(regex).startsWith('invalid value: regex is not valid, got error parsing regexp: '), regex);
-    }
+  it('Go syntax JavaScript would misread is read as Go reads it (was: refused)', () => {
+    const partition = (regex: string, name: string) => podPartition(config({ podNamePartitionRegex: regex }), name);
+    assert.equal(partition('[[:alpha:]]+-([0-9]+)', 'ingester-3'), '3');
+    assert.equal(partition('a-[x[:digit:]]-([0-9]+)', 'a-7-3'), '3');
+    assert.equal(partition('\\Qa.b\\E-([0-9]+)', 'a.b-3'), '3');
+    assert.ok(typeof partition('\\Qa.b\\E-([0-9]+)', 'axb-3') === 'object', '\\Q…\\E is literal');
+    assert.equal(partition('\\pL+-([0-9]+)', 'ingester-3'), '3');
+    assert.equal(partition('(?U)a+(b)', 'aab'), 'b');
   });
 });
 
@@ -289,6 +336,32 @@ describe('validating webhook input (zpdb_validating_webhook_test.go)', { timeout
     assert.deepEqual(parseZpdbJson(undefined), { error: 'unexpected end of JSON input' });
     assert.deepEqual(parseZpdbJson(''), { error: 'unexpected end of JSON input' });
     assert.ok('error' in parseZpdbJson('{'));
+  });
+});
+
+describe('an invalid budget: what can be read of it', { timeout: 10000 }, () => {
+  it('keeps its name, namespace, error and, when it reads, its selector', () => {
+    const obj = zpdb({ maxUnavailable: -1 }, { name: 'broken', namespace: 'mimir' });
+    assert.deepEqual(invalidZpdb(obj, 'x'), { name: 'broken', namespace: 'mimir', error: 'x', matchLabels: { 'rollout-group': 'test' } });
+    assert.deepEqual(invalidZpdb({ kind: KIND, metadata: { name: 'b', namespace: 'mimir' }, spec: { selector: { matchLabels: { a: 1 } } } }, 'y'), { name: 'b', namespace: 'mimir', error: 'y' });
+    assert.deepEqual(invalidZpdb({ kind: KIND, metadata: { name: 'b', namespace: 'mimir' } }, 'z'), { name: 'b', namespace: 'mimir', error: 'z' });
+    assert.deepEqual(invalidZpdb('nonsense', 'w'), { name: '', namespace: '', error: 'w' });
+  });
+
+  it('covers the pods its selector selects in its namespace; with no readable selector, every StatefulSet pod of its namespace', () => {
+    const readable = invalidZpdb(zpdb({ maxUnavailable: -1 }), 'e');
+    const unreadable = invalidZpdb({ kind: KIND, metadata: { name: 'b', namespace: 'ns' }, spec: {} }, 'e');
+    const stsPod = (labels: Record<string, string>, namespace = 'ns'): Pod => ({ metadata: { ...pod('p', labels, namespace).metadata, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 's', uid: 'u', controller: true }] } });
+    assert.equal(invalidZpdbCovers(readable, pod('p', { 'rollout-group': 'test' })), true);
+    assert.equal(invalidZpdbCovers(readable, pod('p', { 'rollout-group': 'other' })), false);
+    assert.equal(invalidZpdbCovers(readable, pod('p', { 'rollout-group': 'test' }, 'elsewhere')), false);
+    assert.equal(invalidZpdbCovers(unreadable, stsPod({})), true);
+    assert.equal(invalidZpdbCovers(unreadable, stsPod({}, 'elsewhere')), false);
+    assert.equal(invalidZpdbCovers(unreadable, pod('p', { 'rollout-group': 'test' })), false, 'no StatefulSet owner');
+  });
+
+  it('its denial names it and says what is wrong', () => {
+    assert.equal(invalidZpdbMessage(invalidZpdb(zpdb({}, { name: 'ingester', namespace: 'mimir' }), 'bad')), 'ZoneAwarePodDisruptionBudget mimir/ingester is invalid, evictions of the pods it selects are denied until it is fixed: bad');
   });
 });
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { parseZpdb, type ZpdbConfig } from '../../../src/drain/zpdb/config.ts';
+import { invalidZpdb, parseZpdb, type InvalidZpdb, type ZpdbConfig } from '../../../src/drain/zpdb/config.ts';
 import {
   admitEviction,
   decideEviction,
@@ -195,6 +195,81 @@ describe('before the budget', { timeout: 10000 }, () => {
   it('a pod name the partition regex does not match denies 400', () => {
     const w = new World(['a', 'b']);
     assertDenied(w.evict('ingester-zone-a-0', zpdb({ podNamePartitionRegex: 'mimir-([0-9]+)' })), 400, 'failed to extract partition from pod Name regular expression');
+  });
+});
+
+describe('an invalid budget fails closed', { timeout: 10000 }, () => {
+  /** What the eviction webhook keeps of a budget parseZpdb refuses. */
+  function broken(spec: Record<string, unknown>, name = 'broken', selector: unknown = { matchLabels: GROUP }): InvalidZpdb {
+    const obj = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace: NS }, spec: { selector, ...spec } };
+    const r = parseZpdb(obj);
+    assert.ok('error' in r, JSON.stringify(r));
+    return invalidZpdb(obj, r.error);
+  }
+  const admit = (w: World, name: string, configs: ZpdbConfig[], invalid: InvalidZpdb[], extra: { dryRun?: boolean } = {}) => {
+    const d = admitEviction({ pod: w.get(name), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, configs, invalid, ...extra });
+    if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+    return d;
+  };
+  const SELECTED = 'ZoneAwarePodDisruptionBudget ns/broken is invalid, evictions of the pods it selects are denied until it is fixed: ';
+
+  it('denies 403 every eviction of the pods it selects, naming the budget and the problem (was: ignored, three evictions across two zones allowed)', () => {
+    const w = new World(['a', 'b']);
+    const invalid = [broken({ maxUnavailable: -1 })];
+    for (const name of ['ingester-zone-a-0', 'ingester-zone-a-1', 'ingester-zone-b-0']) {
+      const d = admit(w, name, [], invalid);
+      assert.deepEqual(d, { allowed: false, code: 403, reason: 'invalid-zpdb', message: `${SELECTED}invalid value: max unavailable must be 0 <= val, got -1` }, name);
+    }
+    assert.equal(w.pending.size, 0, 'nothing recorded');
+    assert.deepEqual(admit(w, 'ingester-zone-a-0', [], invalid, { dryRun: true }), admit(w, 'ingester-zone-a-0', [], invalid), 'a dry run answers as the eviction would');
+    // Fixed: the budget applies again.
+    assertAllowed(admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], []));
+    assertDenied(admit(w, 'ingester-zone-b-0', [maxUnavailable(1)], []), 429, '1 pod not ready in ingester-zone-a');
+  });
+
+  it('wins over a valid budget that also selects the pod, and leaves pods it does not select alone', () => {
+    const w = new World(['a', 'b']);
+    const invalid = [broken({ podNamePartitionRegex: 'ingester-zone-[a-z]-[0-9]+' })];
+    const d = admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], invalid);
+    assertDenied(d, 403, `${SELECTED}invalid value: regex is not valid, got regular expression requires at least one subexpression`);
+    const elsewhere = [broken({ maxUnavailable: -1 }, 'broken', { matchLabels: { 'rollout-group': 'store-gateway' } })];
+    assertAllowed(admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], elsewhere), 'zpdb met across 2 zones');
+    assert.deepEqual(admit(w, 'ingester-zone-b-0', [], elsewhere), { allowed: true, reason: 'pod-not-in-scope' });
+  });
+
+  it('still lets finished, pending and terminating pods go (evicting them takes nothing down)', () => {
+    for (const state of ['failed', 'pending', 'succeeded', 'terminating'] as const) {
+      const w = new World().set('ingester-zone-a-0', state);
+      assert.deepEqual(admit(w, 'ingester-zone-a-0', [], [broken({ maxUnavailable: -1 })]), { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' }, state);
+    }
+  });
+
+  it('with a selector that cannot be read: denies evictions of every StatefulSet pod of its namespace, and only those', () => {
+    const w = new World(['a', 'b']);
+    const unreadable = broken({}, 'broken', { matchLabels: { 'rollout-group': 7 } });
+    assert.equal(unreadable.matchLabels, undefined);
+    const d = admit(w, 'ingester-zone-a-0', [], [unreadable]);
+    assertDenied(
+      d,
+      403,
+      'ZoneAwarePodDisruptionBudget ns/broken is invalid, its selector cannot be read, so evictions of StatefulSet pods in namespace ns are denied until it is fixed: ' +
+        'invalid value: selector is not valid, got .spec.selector.matchLabels accessor error: contains non-string value in the map under key "rollout-group": 7 is of the type int64, expected string',
+    );
+    const other = { ...w.get('ingester-zone-a-0'), metadata: { ...w.get('ingester-zone-a-0').metadata, labels: { app: 'other' } } };
+    assert.equal(evictionScope(other, [], [unreadable]).kind, 'decided', 'any label');
+    const fromReplicaSet: Pod = { ...other, metadata: { ...other.metadata, name: 'web-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'web-uid', controller: true }] } };
+    assert.deepEqual(evictionScope(fromReplicaSet, [], [unreadable]), { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } }, 'not a StatefulSet pod');
+    const inOtherNamespace: Pod = { ...other, metadata: { ...other.metadata, namespace: 'elsewhere' } };
+    assert.deepEqual(evictionScope(inOtherNamespace, [], [unreadable]), { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } }, 'another namespace');
+    // No spec at all: nothing to read a selector from either.
+    const noSpec = invalidZpdb({ kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'empty', namespace: NS } }, 'no spec found in unstructured object');
+    assertDenied(admit(w, 'ingester-zone-b-0', [], [noSpec]), 403, 'ZoneAwarePodDisruptionBudget ns/empty is invalid, its selector cannot be read, so evictions of StatefulSet pods in namespace ns are denied until it is fixed: no spec found in unstructured object');
+  });
+
+  it('names the first of several invalid budgets and counts the others', () => {
+    const w = new World(['a', 'b']);
+    const d = admit(w, 'ingester-zone-a-0', [], [broken({ maxUnavailable: -1 }, 'zz'), broken({ maxUnavailable: -2 }, 'aa'), broken({ maxUnavailablePercentage: 200 }, 'mm')]);
+    assertDenied(d, 403, 'ZoneAwarePodDisruptionBudget ns/aa is invalid, evictions of the pods it selects are denied until it is fixed: invalid value: max unavailable must be 0 <= val, got -2 (and 2 more invalid budgets: mm, zz)');
   });
 });
 
