@@ -13,6 +13,7 @@ import { Operator, type Capability } from './runtime/operator.ts';
 import { workloadsCapability } from './workloads/cache.ts';
 import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
+import { replicaCoordinationCapability } from './downscale/capability.ts';
 import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { registerRescheduleFlags } from './drain/reschedule/webhook.ts';
@@ -50,7 +51,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const runtimeFlags = registerRuntimeFlags(fs);
   const podCallFlags = registerPodCallFlags(fs);
-  const rolloutOptions = registerRolloutFlags(fs, podCallFlags.read);
+  const rolloutOptions = registerRolloutFlags(fs);
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const rescheduleFlags = registerRescheduleFlags(fs);
   const restartOptions = registerRestartFlags(fs);
@@ -61,7 +62,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     const read = rescheduleFlags.read();
     return 'config' in read ? read.config : undefined;
   };
-  const capabilities: Capability[] = [workloadsCapability, rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions), webCapability(webFlags)];
+  // Replica coordination before the rollout controller, which uses it.
+  const capabilities: Capability[] = [workloadsCapability, replicaCoordinationCapability(() => ({ podCalls: podCallFlags.read() })), rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions), webCapability(webFlags)];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);

@@ -46,8 +46,8 @@ import {
   chainOrder,
   leaderFor,
   validateScalingMetadata,
-} from '../scaling/plan.ts';
-import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
+} from '../downscale/coordination/plan.ts';
+import { parseRfc3339 } from '../downscale/prepare/rfc3339.ts';
 import { INJECT_LABEL, NAMESPACE_LABEL } from '../webhooks/cainjection.ts';
 import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { matchesLabelSelector, type LabelRequirement } from '../drain/reschedule/config.ts';

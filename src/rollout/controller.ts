@@ -10,24 +10,21 @@ import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
-import type { PodCallConfig } from '../workloads/podclient.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
-import { ReplicaCoordinator } from '../scaling/executor.ts';
+import { replicaCoordination, type ReplicaCoordination } from '../downscale/capability.ts';
 import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;
-  /** Delayed downscale calls pods. */
-  podCalls: PodCallConfig;
 }
 
-export function registerRolloutFlags(fs: FlagSet, podCalls: () => PodCallConfig): () => RolloutOptions {
+export function registerRolloutFlags(fs: FlagSet): () => RolloutOptions {
   const interval = fs.duration('reconcile.interval', 5_000, 'Interval at which every rollout group is reconciled even without a change (changes are reconciled at once).');
-  return () => ({ reconcileIntervalMs: interval.value, podCalls: podCalls() });
+  return () => ({ reconcileIntervalMs: interval.value });
 }
 
 const groupKey = (namespace: string, group: string) => `${namespace}/${group}`;
@@ -72,7 +69,7 @@ export class RolloutController {
   /** Per group: StatefulSet uid → the pending status already logged for it, so each is logged once. */
   private readonly pendingLogged = new Map<string, Map<string, string>>();
   private readonly revisions: CurrentRevisionWriter;
-  private readonly scaling: ReplicaCoordinator | undefined;
+  private readonly scaling: ReplicaCoordination | undefined;
   private readonly budgets: ZpdbBudgets;
 
   constructor(runtime: Runtime, options: RolloutOptions) {
@@ -89,12 +86,10 @@ export class RolloutController {
       read: (namespace, name) => runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
       writeStatus: (set) => runtime.client.update<StatefulSet>(resources.statefulSets, set, { subresource: 'status', timeoutMs: 30_000 }),
     });
-    this.scaling = new ReplicaCoordinator(runtime, {
-      podCalls: options.podCalls,
-      requeue: (namespace, name) => {
-        const set = this.setInformer(namespace)?.get(namespace, name);
-        if (set) this.enqueueSet(set);
-      },
+    this.scaling = replicaCoordination(runtime);
+    this.scaling?.onRequeue((namespace, name) => {
+      const set = this.setInformer(namespace)?.get(namespace, name);
+      if (set) this.enqueueSet(set);
     });
     const multiNamespace = runtime.config.watchNamespaces.length > 1 || runtime.config.watchNamespaces.includes('*');
     this.metricGroup = (namespace, group) => (multiNamespace ? `${namespace}/${group}` : group);
@@ -180,7 +175,6 @@ export class RolloutController {
       }),
     ]);
     this.queue = undefined;
-    this.scaling?.stop();
     await this.status.stop();
     // A standby reports no groups: its last values would go stale beside the new leader's.
     for (const key of this.knownGroups) {

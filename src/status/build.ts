@@ -28,7 +28,7 @@ import {
   replicasOf,
   validateScalingMetadata,
   type GroupReplicaPlan,
-} from '../scaling/plan.ts';
+} from '../downscale/coordination/plan.ts';
 import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';

@@ -16,7 +16,7 @@ import type { WebhookConfig } from './config.ts';
 import { noDownscaleHandler } from './nodownscale.ts';
 import { cached, scaleParentLabels } from './scaleparents.ts';
 import { WebhookServer, type TlsPair } from './server.ts';
-import { prepareDownscaleHandler } from './preparedownscale/handler.ts';
+import { prepareDownscaleHandler } from '../downscale/prepare/handler.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
 import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
 import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';

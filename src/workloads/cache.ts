@@ -4,9 +4,9 @@ import type { Informer } from '../runtime/informer/informer.ts';
 import { indexByLabel, indexByNodeName, indexByOwnerUid, stripManagedFields } from '../runtime/informer/store.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
-import { observeLastDownscales } from './clocksteps.ts';
+import { observeLastDownscales } from '../downscale/clocksteps.ts';
 import type { Seen } from '../runtime/sightings.ts';
-import { lastDownscalesFromAnnotations } from './downscale.ts';
+import { lastDownscalesFromAnnotations } from '../downscale/mintime.ts';
 
 export const ROLLOUT_GROUP_LABEL = 'rollout-group';
 

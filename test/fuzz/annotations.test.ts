@@ -34,11 +34,11 @@ import {
   podUrl,
   validateScalingMetadata,
   writeBack,
-} from '../../src/scaling/plan.ts';
+} from '../../src/downscale/coordination/plan.ts';
 import { parseGoDuration, parsePromDuration } from '../../src/runtime/flags/duration.ts';
-import { parseRfc3339 } from '../../src/webhooks/preparedownscale/rfc3339.ts';
-import { parseZoneTracker } from '../../src/webhooks/preparedownscale/zonetracker.ts';
-import { lastDownscalesFromAnnotations } from '../../src/workloads/downscale.ts';
+import { parseRfc3339 } from '../../src/downscale/prepare/rfc3339.ts';
+import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
+import { lastDownscalesFromAnnotations } from '../../src/downscale/mintime.ts';
 import { decodeLedger, LEDGER_ANNOTATION } from '../../src/drain/zpdb/ledger.ts';
 import { formatLabelSelector, matchesLabelSelector, parseLabelSelector, parseRescheduleConfig, qualifiedNameProblem } from '../../src/drain/reschedule/config.ts';
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';

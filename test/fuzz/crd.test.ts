@@ -27,7 +27,7 @@ import {
   planGroupReplicas,
   validateScalingMetadata,
   writeBack,
-} from '../../src/scaling/plan.ts';
+} from '../../src/downscale/coordination/plan.ts';
 import { adversarialNames, capturingRegexSource, materialize, metadataValue, mutated, params, weirdValue, within } from './support.ts';
 
 /** Per call; the eviction webhook calls podPartition once per pod of the group. */

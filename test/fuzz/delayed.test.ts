@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../src/scaling/delay.ts';
+import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../src/downscale/coordination/delay.ts';
 import { params, within } from './support.ts';
 
 const BUDGET_MS = 50;

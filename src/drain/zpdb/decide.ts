@@ -25,7 +25,7 @@
 // Pods a StatefulSet should have but that are not there count as unavailable.
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podsOf, podView } from '../../rollout/snapshot.ts';
-import { parseRfc3339 } from '../../webhooks/preparedownscale/rfc3339.ts';
+import { parseRfc3339 } from '../../downscale/prepare/rfc3339.ts';
 import { findZpdbForPod, invalidZpdbCovers, invalidZpdbMessage, maxUnavailablePods, podPartition, zpdbSelects, type InvalidZpdb, type ZpdbConfig } from './config.ts';
 
 /** When a pod last became Ready and running; maintained by the pod observer. */

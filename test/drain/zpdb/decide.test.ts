@@ -20,7 +20,7 @@ import {
   type PendingEvictions,
 } from '../../../src/drain/zpdb/decide.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
-import { formatRfc3339 } from '../../../src/webhooks/preparedownscale/rfc3339.ts';
+import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
 
 const NS = 'ns';
 const NOW = Date.parse('2026-07-01T12:00:00Z');

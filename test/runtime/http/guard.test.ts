@@ -120,7 +120,9 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     for (const [port, secure] of [[plain.port, false], [hooks.port, true]] as const) {
       const reply = await exchange(port, secure, []);
       assert.ok(reply.closedAfterMs !== undefined, `${secure ? 'TLS' : 'plain'} connection still open after 5 s`);
-      assert.ok(reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 1000, `closed after ${reply.closedAfterMs} ms`);
+      // Not before the timeout; after it, within Node's connection check interval (≤ 1 s) plus
+      // what a loaded two-core CI machine adds to timers — the point is that it closes at all.
+      assert.ok(reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 3000, `closed after ${reply.closedAfterMs} ms`);
       assert.equal(reply.data, '');
     }
   });

@@ -3,14 +3,14 @@
 // and a Lease with an empty holder is free to take, however fresh its times.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock, systemClock } from '../../src/runtime/clock.ts';
-import { microTime } from '../../src/runtime/kube/time.ts';
-import { resources, type Lease, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import { nopLogger } from '../../src/runtime/log/logger.ts';
-import type { AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
-import { lockName, prepareDownscaleHandler } from '../../src/webhooks/preparedownscale/handler.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { testClient } from '../support/rollout-group.ts';
+import { FakeClock, systemClock } from '../../../src/runtime/clock.ts';
+import { microTime } from '../../../src/runtime/kube/time.ts';
+import { resources, type Lease, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { nopLogger } from '../../../src/runtime/log/logger.ts';
+import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import { lockName, prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
 

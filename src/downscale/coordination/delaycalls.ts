@@ -23,10 +23,10 @@
 // clock. (The pods' answers carry wall-clock timestamps; delay.ts compares
 // those with the wall clock.)
 import type { Counter } from 'prom-client';
-import type { Clock } from '../runtime/clock.ts';
-import type { Pod } from '../runtime/kube/types.ts';
-import type { Logger } from '../runtime/log/logger.ts';
-import { callPod, mapBounded, type PodCallResult } from '../workloads/podclient.ts';
+import type { Clock } from '../../runtime/clock.ts';
+import type { Pod } from '../../runtime/kube/types.ts';
+import type { Logger } from '../../runtime/log/logger.ts';
+import { callPod, mapBounded, type PodCallResult } from '../../workloads/podclient.ts';
 import { cancelSucceeded, delayedDownscaleCalls, ordinalsOf, parsePrepareResponse, podUrl, type DelayedDownscaleCallPlan, type PrepareResults } from './delay.ts';
 
 export interface DelayTarget {

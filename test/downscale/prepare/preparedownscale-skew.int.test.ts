@@ -10,15 +10,15 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { resources, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import { freePorts } from '../cluster/ports.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { faketimeEnv, LIBFAKETIME } from '../support/faketime.ts';
-import { kubectl as run } from '../support/kubectl.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
-import { PodEndpoints } from '../support/pod-endpoints.ts';
-import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { resources, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { freePorts } from '../../cluster/ports.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { faketimeEnv, LIBFAKETIME } from '../../support/faketime.ts';
+import { kubectl as run } from '../../support/kubectl.ts';
+import { OperatorProcess } from '../../support/operator-process.ts';
+import { PodEndpoints } from '../../support/pod-endpoints.ts';
+import { createGroup, testClient, waitGroupSettled } from '../../support/rollout-group.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.ts';
 
 const cluster = testCluster();
 const kubectl = (...args: string[]) => run(cluster, ...args);

@@ -4,14 +4,14 @@
 // min-time) and reads and writes the group through the apiserver.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock } from '../../src/runtime/clock.ts';
-import { resources, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import { nopLogger } from '../../src/runtime/log/logger.ts';
-import type { AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
-import { prepareDownscaleHandler } from '../../src/webhooks/preparedownscale/handler.ts';
-import { formatRfc3339 } from '../../src/webhooks/preparedownscale/rfc3339.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { testClient } from '../support/rollout-group.ts';
+import { FakeClock } from '../../../src/runtime/clock.ts';
+import { resources, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { nopLogger } from '../../../src/runtime/log/logger.ts';
+import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import { prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
 const SEC = 1000;

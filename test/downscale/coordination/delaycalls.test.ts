@@ -2,14 +2,14 @@
 // is sent, in which order, when, and that a reconcile never waits for it.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { FakeClock } from '../../src/runtime/clock.ts';
-import type { Pod } from '../../src/runtime/kube/types.ts';
-import { createLogger } from '../../src/runtime/log/logger.ts';
-import { delayedDownscaleDecision } from '../../src/scaling/delay.ts';
-import { DelayedDownscaleCalls, type DelayTarget } from '../../src/scaling/delaycalls.ts';
-import { freePorts } from '../cluster/ports.ts';
-import { settlesWithin } from '../fuzz/support.ts';
-import { PodEndpoints } from '../support/pod-endpoints.ts';
+import { FakeClock } from '../../../src/runtime/clock.ts';
+import type { Pod } from '../../../src/runtime/kube/types.ts';
+import { createLogger } from '../../../src/runtime/log/logger.ts';
+import { delayedDownscaleDecision } from '../../../src/downscale/coordination/delay.ts';
+import { DelayedDownscaleCalls, type DelayTarget } from '../../../src/downscale/coordination/delaycalls.ts';
+import { freePorts } from '../../cluster/ports.ts';
+import { settlesWithin } from '../../fuzz/support.ts';
+import { PodEndpoints } from '../../support/pod-endpoints.ts';
 
 const ZONES = ['a', 'b'];
 const ipOf = (zone: string, ordinal: number) => `127.0.${10 + ZONES.indexOf(zone)}.${ordinal + 1}`;

@@ -11,15 +11,15 @@
 // is compared with grafana.com/last-downscale and with the pods' prepared-at
 // timestamps, with the forward steps of that clock this process noted.
 import { Counter } from 'prom-client';
-import type { Runtime } from '../runtime/operator.ts';
-import type { Logger } from '../runtime/log/logger.ts';
-import { resources, type StatefulSet } from '../runtime/kube/types.ts';
-import { formatGoDuration } from '../runtime/flags/duration.ts';
-import { informerFor } from '../runtime/informer/informer.ts';
-import { INDEX, workloadCache } from '../workloads/cache.ts';
-import { observeLastDownscales } from '../workloads/clocksteps.ts';
-import { lastDownscalesFromAnnotations } from '../workloads/downscale.ts';
-import type { PodCallConfig } from '../workloads/podclient.ts';
+import type { Runtime } from '../../runtime/operator.ts';
+import type { Logger } from '../../runtime/log/logger.ts';
+import { resources, type StatefulSet } from '../../runtime/kube/types.ts';
+import { formatGoDuration } from '../../runtime/flags/duration.ts';
+import { informerFor } from '../../runtime/informer/informer.ts';
+import { INDEX, workloadCache } from '../../workloads/cache.ts';
+import { observeLastDownscales } from '../clocksteps.ts';
+import { lastDownscalesFromAnnotations } from '../mintime.ts';
+import type { PodCallConfig } from '../../workloads/podclient.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   MIRROR_WRITE_BACK_ANNOTATION_KEY,

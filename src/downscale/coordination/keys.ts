@@ -2,7 +2,7 @@
 // mirror-resource, delayed downscale, force-replicas), with rollout-operator's
 // exact names. Keys shared with the webhooks are re-used from there so the two
 // places can never drift apart.
-import type { StatefulSet } from '../runtime/kube/types.ts';
+import type { StatefulSet } from '../../runtime/kube/types.ts';
 
 export {
   LAST_DOWNSCALE_ANNOTATION_KEY,
@@ -12,8 +12,8 @@ export {
   PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
   ROLLOUT_GROUP_LABEL_KEY,
   DEFAULT_CLUSTER_DOMAIN,
-} from '../webhooks/preparedownscale/plan.ts';
-export { NO_DOWNSCALE_LABEL_KEY } from '../webhooks/nodownscale.ts';
+} from '../prepare/plan.ts';
+export { NO_DOWNSCALE_LABEL_KEY } from '../../webhooks/nodownscale.ts';
 
 export const DOWNSCALE_LEADER_ANNOTATION_KEY = 'grafana.com/rollout-downscale-leader';
 export const UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY = 'grafana.com/rollout-upscale-only-when-leader-ready';

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { AdmissionDecision, AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
-import type { Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
-import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { KubeApiError } from '../../src/runtime/kube/errors.ts';
-import { FakeClock } from '../../src/runtime/clock.ts';
-import { nopLogger } from '../../src/runtime/log/logger.ts';
-import { prepareDownscaleHandler } from '../../src/webhooks/preparedownscale/handler.ts';
-import { failingClient } from '../fuzz/support.ts';
+import type { AdmissionDecision, AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
+import type { KubeClient } from '../../../src/runtime/kube/client.ts';
+import { KubeApiError } from '../../../src/runtime/kube/errors.ts';
+import { FakeClock } from '../../../src/runtime/clock.ts';
+import { nopLogger } from '../../../src/runtime/log/logger.ts';
+import { prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+import { failingClient } from '../../fuzz/support.ts';
 import {
   afterPrepare,
   afterRecord,
@@ -37,7 +37,7 @@ import {
   type Downscale,
   type LastDownscale,
   type TrackerMode,
-} from '../../src/webhooks/preparedownscale/plan.ts';
+} from '../../../src/downscale/prepare/plan.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 3, 4, 5);
 const NOW_TEXT = '2024-01-02T03:04:05Z';

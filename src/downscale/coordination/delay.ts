@@ -3,8 +3,8 @@
 // go (POST) when it was first asked, and scales down only the tail of pods
 // whose delay has passed; pods staying get a DELETE (cancel). The executor
 // makes the HTTP calls (≤32 at a time) and feeds the results back here.
-import type { StatefulSet } from '../runtime/kube/types.ts';
-import { formatGoDuration, parsePromDuration } from '../runtime/flags/duration.ts';
+import type { StatefulSet } from '../../runtime/kube/types.ts';
+import { formatGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
 import {
   DEFAULT_CLUSTER_DOMAIN,
   DELAYED_DOWNSCALE_ANNOTATION_KEY,

@@ -6,7 +6,7 @@
 // the wait.
 import type { Clock } from '../runtime/clock.ts';
 import { timestampSightings, type Seen } from '../runtime/sightings.ts';
-import type { CountedFrom, LastDownscale } from './downscale.ts';
+import type { CountedFrom, LastDownscale } from './mintime.ts';
 
 /** Where the stamps come from; the two may disagree for the same StatefulSet. */
 export type LastDownscaleSource = 'annotation' | 'zone-tracker';

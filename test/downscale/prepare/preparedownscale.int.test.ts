@@ -4,14 +4,14 @@
 // back for min-time — across two operator replicas too.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import { freePorts } from '../cluster/ports.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { kubectl as run } from '../support/kubectl.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
-import { PodEndpoints } from '../support/pod-endpoints.ts';
-import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
+import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { freePorts } from '../../cluster/ports.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { kubectl as run } from '../../support/kubectl.ts';
+import { OperatorProcess } from '../../support/operator-process.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.ts';
+import { PodEndpoints } from '../../support/pod-endpoints.ts';
+import { createGroup, testClient, waitGroupSettled } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
 

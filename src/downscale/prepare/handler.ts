@@ -8,7 +8,7 @@
 //
 // Clocks: last-downscale records are wall clock, taken at their word by
 // min-time unless this replica has evidence of a step or skew
-// (src/workloads/clocksteps.ts, shared with the replica coordinator); the
+// (src/downscale/clocksteps.ts, shared with the replica coordinator); the
 // group lock's expiry (a LeaseLock) and the in-process repeat window are
 // monotonic, so a replica whose clock runs ahead cannot take a live lock.
 import { createHash } from 'node:crypto';
@@ -18,7 +18,7 @@ import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../run
 import type { Clock, Timer } from '../../runtime/clock.ts';
 import { LeaseLock } from '../../runtime/leaderelection/leaselock.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import type { AdmissionHandler } from '../admission.ts';
+import type { AdmissionHandler } from '../../webhooks/admission.ts';
 import {
   afterPrepare,
   afterRecord,
@@ -41,7 +41,7 @@ import {
 } from './plan.ts';
 import { callPod, mapBounded } from '../../workloads/podclient.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
-import { observeLastDownscales } from '../../workloads/clocksteps.ts';
+import { observeLastDownscales } from '../clocksteps.ts';
 
 export interface PrepareDownscaleDeps {
   client: KubeClient;

@@ -5,12 +5,12 @@ import { describe, it } from 'node:test';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../cluster/probe.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { kubectl } from '../support/kubectl.ts';
-import { KubeClient } from '../../src/runtime/kube/client.ts';
-import type { KubeObject } from '../../src/runtime/kube/types.ts';
-import { ScaleClient } from '../../src/scaling/scaleclient.ts';
+import { waitFor } from '../../cluster/probe.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { kubectl } from '../../support/kubectl.ts';
+import { KubeClient } from '../../../src/runtime/kube/client.ts';
+import type { KubeObject } from '../../../src/runtime/kube/types.ts';
+import { ScaleClient } from '../../../src/downscale/coordination/scaleclient.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/replica-templates.yaml', import.meta.url));

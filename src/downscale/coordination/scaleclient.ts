@@ -1,8 +1,8 @@
 // Reads and writes the scale of any resource that has a scale subresource,
 // found through API discovery (the kind named in an annotation → its plural
 // resource), as client-go's RESTMapper + scale client do for rollout-operator.
-import type { KubeClient } from '../runtime/kube/client.ts';
-import type { KubeObject, ResourceType } from '../runtime/kube/types.ts';
+import type { KubeClient } from '../../runtime/kube/client.ts';
+import type { KubeObject, ResourceType } from '../../runtime/kube/types.ts';
 
 export interface ScaleRef {
   /** "group/version", or "v1" for the core group. */

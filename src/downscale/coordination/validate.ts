@@ -3,10 +3,10 @@
 // not parse. Issue #306: prepare-shutdown was never called because the user
 // set grafana.com/prepare-downscale and min-time-between-zones-downscale as
 // annotations, and nothing said so.
-import type { StatefulSet } from '../runtime/kube/types.ts';
-import { parseGoDuration, parsePromDuration } from '../runtime/flags/duration.ts';
-import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
-import { parseGoBool } from '../runtime/flags/gostrconv.ts';
+import type { StatefulSet } from '../../runtime/kube/types.ts';
+import { parseGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
+import { parseRfc3339 } from '../prepare/rfc3339.ts';
+import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { StatefulSet } from '../../src/runtime/kube/types.ts';
+import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY as DELAY,
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY as DELAY_URL,
@@ -31,8 +31,8 @@ import {
   podUrl,
   validateScalingMetadata,
   writeBack,
-} from '../../src/scaling/plan.ts';
-import { formatRfc3339 } from '../../src/webhooks/preparedownscale/rfc3339.ts';
+} from '../../../src/downscale/coordination/plan.ts';
+import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 const MIN = 60_000;

@@ -15,7 +15,7 @@
 import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import type { ClockEvidence, Counted } from '../runtime/sightings.ts';
-import { parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
+import { parseRfc3339 } from './prepare/rfc3339.ts';
 
 export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
 export const LAST_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/last-downscale';

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../src/runtime/clock.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
-import { observeLastDownscales } from '../../src/workloads/clocksteps.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type LastDownscale } from '../../src/workloads/downscale.ts';
-import { recordDownscale, parseZoneTracker, initialZoneTracker } from '../../src/webhooks/preparedownscale/zonetracker.ts';
-import { lastDownscalesFromZones } from '../../src/webhooks/preparedownscale/plan.ts';
+import { observeLastDownscales } from '../../src/downscale/clocksteps.ts';
+import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type LastDownscale } from '../../src/downscale/mintime.ts';
+import { recordDownscale, parseZoneTracker, initialZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
+import { lastDownscalesFromZones } from '../../src/downscale/prepare/plan.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

@@ -3,8 +3,8 @@
 // mirrors, the replicas it should have, and whether to write them back to
 // the resource's status.replicas. The executor resolves the reference
 // (RESTMapper + /scale) and applies the result.
-import type { StatefulSet } from '../runtime/kube/types.ts';
-import { parseGoBool } from '../runtime/flags/gostrconv.ts';
+import type { StatefulSet } from '../../runtime/kube/types.ts';
+import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import {
   MIRROR_API_VERSION_ANNOTATION_KEY,
   MIRROR_KIND_ANNOTATION_KEY,

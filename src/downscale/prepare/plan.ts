@@ -19,12 +19,12 @@
 //
 // Fail-open on decode and lookup errors, fail-closed on group-check and
 // prepare errors, as rollout-operator. Every deny message is rollout-operator's text.
-import type { AdmissionDecision, AdmissionRequestV1 } from '../admission.ts';
+import type { AdmissionDecision, AdmissionRequestV1 } from '../../webhooks/admission.ts';
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podView } from '../../rollout/snapshot.ts';
-import { replicasOf } from '../nodownscale.ts';
+import { replicasOf } from '../../webhooks/nodownscale.ts';
 import { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
-import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type CountedFromByName, type LastDownscale } from '../../workloads/downscale.ts';
+import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type CountedFromByName, type LastDownscale } from '../mintime.ts';
 import type { ZoneInfo } from './zonetracker.ts';
 
 export { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
@@ -42,7 +42,7 @@ export const PREPARE_DOWNSCALE_LABEL_VALUE = 'true';
 export const PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-path';
 export const PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-port';
 export const ROLLOUT_GROUP_LABEL_KEY = 'rollout-group';
-export { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../workloads/downscale.ts';
+export { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
 /** Pods of a StatefulSet are found by this pod-template label (rollout-operator's rule, issue #15). */
 export const POD_NAME_LABEL_KEY = 'name';
 /** rollout-operator's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
@@ -295,7 +295,7 @@ export interface GroupChecksInput {
   lastDownscales: ReadonlyMap<string, LastDownscale>;
   /** Wall clock. */
   now: number;
-  /** Steps of that clock since this process first saw a last downscale (src/workloads/clocksteps.ts). */
+  /** Steps of that clock since this process first saw a last downscale (src/downscale/clocksteps.ts). */
   countedFrom?: CountedFromByName;
 }
 
@@ -324,7 +324,7 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
     block: { reason: 'parse-error', statefulSet, error },
   });
 
-  // Min-time: the one rule shared with the replica coordinator (src/workloads/downscale.ts).
+  // Min-time: the one rule shared with the replica coordinator (src/downscale/mintime.ts).
   const minTime = checkMinTimeBetweenZoneDownscales({ self, group: others, lastDownscales, now, countedFrom });
   if ('error' in minTime) return parseFailed(minTime.statefulSet, minTime.error);
   if (!minTime.elapsed) {

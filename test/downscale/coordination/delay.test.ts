@@ -5,8 +5,8 @@
 // the leader allocated 2^31-element arrays and died out of memory).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../src/scaling/delay.ts';
-import { within } from '../fuzz/support.ts';
+import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../../src/downscale/coordination/delay.ts';
+import { within } from '../../fuzz/support.ts';
 
 const INT32_MAX = 2 ** 31 - 1;
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);

@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { FakeClock } from '../../src/runtime/clock.ts';
-import type { StatefulSet } from '../../src/runtime/kube/types.ts';
-import { nopLogger } from '../../src/runtime/log/logger.ts';
-import type { Runtime } from '../../src/runtime/operator.ts';
-import { ReplicaCoordinator } from '../../src/scaling/executor.ts';
-import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../src/scaling/plan.ts';
-import { formatRfc3339 } from '../../src/webhooks/preparedownscale/rfc3339.ts';
+import { FakeClock } from '../../../src/runtime/clock.ts';
+import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { nopLogger } from '../../../src/runtime/log/logger.ts';
+import type { Runtime } from '../../../src/runtime/operator.ts';
+import { ReplicaCoordinator } from '../../../src/downscale/coordination/coordinator.ts';
+import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../../src/downscale/coordination/plan.ts';
+import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

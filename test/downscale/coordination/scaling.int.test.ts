@@ -2,16 +2,16 @@
 // ReplicaTemplate, and Stateward moves the followers and mirrors.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { resources, type Event, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
-import { freePorts } from '../cluster/ports.ts';
-import { waitFor } from '../cluster/probe.ts';
-import { testCluster } from '../cluster/testing.ts';
-import { kubectl } from '../support/kubectl.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
-import { PodEndpoints } from '../support/pod-endpoints.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
-import { createReplicaTemplate, mirrorAnnotations } from '../support/replica-templates.ts';
-import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
+import { resources, type Event, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { freePorts } from '../../cluster/ports.ts';
+import { waitFor } from '../../cluster/probe.ts';
+import { testCluster } from '../../cluster/testing.ts';
+import { kubectl } from '../../support/kubectl.ts';
+import { OperatorProcess } from '../../support/operator-process.ts';
+import { PodEndpoints } from '../../support/pod-endpoints.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.ts';
+import { createReplicaTemplate, mirrorAnnotations } from '../../support/replica-templates.ts';
+import { createGroup, testClient, waitGroupSettled } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
 

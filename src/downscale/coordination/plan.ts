@@ -3,10 +3,10 @@
 // adjusted, and re-exports of the mirror, delayed-downscale and validation
 // parts (mirror.ts, delay.ts, validate.ts). Time is passed in (epoch ms, the
 // wall clock: it is compared with last-downscale timestamps), with the
-// forward steps of that clock the executor noted (src/workloads/clocksteps.ts).
+// forward steps of that clock the executor noted (src/downscale/clocksteps.ts).
 //
 // MIN-TIME RULE (decided; the same rule as the prepare-downscale webhook,
-// src/webhooks/preparedownscale/plan.ts groupChecks):
+// src/downscale/prepare/plan.ts groupChecks):
 //   A zone may be downscaled only when, for every OTHER StatefulSet of the
 //   group that has a grafana.com/last-downscale annotation AND a
 //   grafana.com/min-time-between-zones-downscale label,
@@ -20,9 +20,9 @@
 // follower whose label differs from its peers' waits by one rule here and by
 // another there. One rule means: what the controller attempts, the webhook
 // admits.
-import type { StatefulSet } from '../runtime/kube/types.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type CountedFromByName } from '../workloads/downscale.ts';
-import { formatRfc3339, parseRfc3339 } from '../webhooks/preparedownscale/rfc3339.ts';
+import type { StatefulSet } from '../../runtime/kube/types.ts';
+import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type CountedFromByName } from '../mintime.ts';
+import { formatRfc3339, parseRfc3339 } from '../prepare/rfc3339.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   FORCE_REPLICAS_ANNOTATION_KEY,

@@ -1,0 +1,53 @@
+// Replica coordination as its own capability: zones following a leader or a
+// reference resource's scale subresource, min-time between zone downscales,
+// and delayed downscales (coordination/). The rollout controller moves a
+// group's replicas before it rolls the group, as rollout-operator does, but
+// it only sees the ReplicaCoordination interface: it neither constructs nor
+// configures the coordinator, and runs without one when this capability is
+// not registered.
+import type { Capability, Runtime } from '../runtime/operator.ts';
+import type { StatefulSet } from '../runtime/kube/types.ts';
+import type { PodCallConfig } from '../workloads/podclient.ts';
+import { ReplicaCoordinator } from './coordination/coordinator.ts';
+
+export interface ReplicaCoordination {
+  /**
+   * Sets the replicas of a group's StatefulSets (the group as cached);
+   * true when it changed something, and the group is rolled on the
+   * reconcile that change triggers.
+   */
+  adjust(group: StatefulSet[]): Promise<boolean>;
+  /** `listener` is called when a StatefulSet's group needs another reconcile (a delayed downscale's pod answers arrived). */
+  onRequeue(listener: (namespace: string, statefulSet: string) => void): void;
+}
+
+const byRuntime = new WeakMap<Runtime, ReplicaCoordination>();
+
+/** The replica coordination of this runtime; undefined when the capability is not registered (or not set up yet). */
+export function replicaCoordination(runtime: Runtime): ReplicaCoordination | undefined {
+  return byRuntime.get(runtime);
+}
+
+/** Register before the rollout capability, which looks it up in its setup. */
+export function replicaCoordinationCapability(options: () => { podCalls: PodCallConfig }): Capability {
+  return {
+    name: 'replica-coordination',
+    setup(runtime) {
+      const listeners: ((namespace: string, statefulSet: string) => void)[] = [];
+      const coordinator = new ReplicaCoordinator(runtime, {
+        podCalls: options().podCalls,
+        requeue: (namespace, statefulSet) => {
+          for (const listener of listeners) listener(namespace, statefulSet);
+        },
+      });
+      byRuntime.set(runtime, { adjust: (group) => coordinator.adjust(group), onRequeue: (listener) => void listeners.push(listener) });
+      return {
+        // Leadership ended: abandon delayed-downscale pod calls in flight; the next leader starts from what the pods say.
+        lead: (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => {
+          coordinator.stop();
+          resolve();
+        }, { once: true })),
+      };
+    },
+  };
+}
