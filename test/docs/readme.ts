@@ -99,7 +99,7 @@ export function codeSpans(cell: string): string[] {
 }
 
 /**
- * The anchor GitHub gives a heading: inline markup dropped, lowercased,
+ * rollout-operator GitHub gives a heading: inline markup dropped, lowercased,
  * punctuation other than `-` and `_` removed, each space a `-`. (Repeated
  * headings get -1, -2, …; `anchors` accounts for that.)
  */

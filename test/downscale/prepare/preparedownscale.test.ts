@@ -208,8 +208,8 @@ function run(world: World, req: AdmissionRequestV1): Run {
   return finish(toAdmissionDecision(final));
 }
 
-/** The anchor's world: the StatefulSet under test and a sibling in the same group, all pods ready. */
-function anchorWorld(mode: TrackerMode, from: number, extra: Partial<World> = {}, siblings: StatefulSet[] = []): World {
+/** rollout-operator's world: the StatefulSet under test and a sibling in the same group, all pods ready. */
+function rolloutOperatorWorld(mode: TrackerMode, from: number, extra: Partial<World> = {}, siblings: StatefulSet[] = []): World {
   const sibling = sts({ name: `${STS}-1`, status: { replicas: 3, updatedReplicas: 3 } });
   const all = [sts({ replicas: from }), sibling, ...siblings];
   const pods = [...podsOf(STS, from), ...all.slice(1).flatMap((s) => podsOf(s.metadata?.name ?? '', s.status?.replicas ?? 0))];
@@ -225,13 +225,13 @@ function stsRequest(from: number, to: number, extra: Partial<AdmissionRequestV1>
 for (const mode of MODES) {
   describe(`prepare-downscale pipeline (${mode} mode)`, { timeout: 10000 }, () => {
     it('TestUpscale: allowed, nothing called', () => {
-      const r = run(anchorWorld(mode, 2), stsRequest(2, 5));
+      const r = run(rolloutOperatorWorld(mode, 2), stsRequest(2, 5));
       assert.deepEqual(r.decision, { allowed: true });
       assert.deepEqual([r.posts, r.deletes, r.recorded], [[], [], false]);
     });
 
     it('TestNoReplicasChange: allowed, nothing called', () => {
-      const r = run(anchorWorld(mode, 5), stsRequest(5, 5));
+      const r = run(rolloutOperatorWorld(mode, 5), stsRequest(5, 5));
       assert.deepEqual(r.decision, { allowed: true });
       assert.deepEqual([r.posts, r.deletes, r.recorded], [[], [], false]);
     });
@@ -241,7 +241,7 @@ for (const mode of MODES) {
       ['TestValidDownscaleWith204', 204],
     ] as const) {
       it(`${name}: pods prepared from the highest ordinal, downscale recorded, allowed`, () => {
-        const world = anchorWorld(mode, 3, { answer: () => status });
+        const world = rolloutOperatorWorld(mode, 3, { answer: () => status });
         const r = run(world, stsRequest(3, 1));
         assert.deepEqual(r.decision, { allowed: true, status: { message: allowedMessage(3, 1) } });
         assert.deepEqual(r.posts, [url(2), url(1)]);
@@ -261,7 +261,7 @@ for (const mode of MODES) {
         labels: { 'grafana.com/min-time-between-zones-downscale': '12h' },
         annotations: mode === 'annotation' ? { 'grafana.com/last-downscale': NOW_TEXT } : {},
       });
-      const world = anchorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: `{"lastDownscaled":"${NOW_TEXT}"}` } } : {}, [busy]);
+      const world = rolloutOperatorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: `{"lastDownscaled":"${NOW_TEXT}"}` } } : {}, [busy]);
       const r = run(world, stsRequest(3, 1));
       assert.deepEqual(r.decision, {
         allowed: false,
@@ -271,7 +271,7 @@ for (const mode of MODES) {
     });
 
     it('TestInvalidDownscale: a pod failing to prepare → DELETE to every endpoint, deny, nothing recorded', () => {
-      const world = anchorWorld(mode, 5, { answer: (u, method) => (method === 'POST' && u === url(3) ? 500 : 200) });
+      const world = rolloutOperatorWorld(mode, 5, { answer: (u, method) => (method === 'POST' && u === url(3) ? 500 : 200) });
       const r = run(world, stsRequest(5, 3));
       assert.deepEqual(r.decision, { allowed: false, status: { message: denied(5, 3, 'one or more pods failed to prepare for shutdown.') } });
       assert.deepEqual(r.posts, [url(4), url(3)]);
@@ -280,13 +280,13 @@ for (const mode of MODES) {
     });
 
     it('a transport error counts as a failure too', () => {
-      const r = run(anchorWorld(mode, 5, { answer: (u, m) => (m === 'POST' && u === url(4) ? new Error('dial tcp: no such host') : 200) }), stsRequest(5, 3));
+      const r = run(rolloutOperatorWorld(mode, 5, { answer: (u, m) => (m === 'POST' && u === url(4) ? new Error('dial tcp: no such host') : 200) }), stsRequest(5, 3));
       assert.equal(r.decision.allowed, false);
       assert.deepEqual(r.deletes, [url(4), url(3)]);
     });
 
     it('TestFailLastDownscaleAttr: recording fails → DELETE to every endpoint, deny', () => {
-      const r = run(anchorWorld(mode, 5, { recordFails: true }), stsRequest(5, 3));
+      const r = run(rolloutOperatorWorld(mode, 5, { recordFails: true }), stsRequest(5, 3));
       const because = mode === 'annotation' ? 'adding an annotation to the statefulset failed.' : 'setting downscale timestamp in the zone ConfigMap failed.';
       assert.deepEqual(r.decision, { allowed: false, status: { message: denied(5, 3, because) } });
       assert.deepEqual(r.posts, [url(4), url(3)]);
@@ -294,36 +294,36 @@ for (const mode of MODES) {
     });
 
     it('TestDownscaleDryRun: allowed at once, no side effects', () => {
-      const world = anchorWorld(mode, 5, { answer: () => 500 });
+      const world = rolloutOperatorWorld(mode, 5, { answer: () => 500 });
       const r = run(world, stsRequest(5, 3, { dryRun: true }));
       assert.deepEqual(r.decision, { allowed: true });
       assert.deepEqual([r.posts, r.deletes, r.recorded], [[], [], false]);
     });
 
-    it('dryRun absent is not a dry run (the anchor would crash on it)', () => {
+    it('dryRun absent is not a dry run (rollout-operator would crash on it)', () => {
       const req = stsRequest(5, 3);
       delete req.dryRun;
-      const r = run(anchorWorld(mode, 5), req);
+      const r = run(rolloutOperatorWorld(mode, 5), req);
       assert.deepEqual(r.decision, { allowed: true, status: { message: allowedMessage(5, 3) } });
       assert.deepEqual(r.posts, [url(4), url(3)]);
     });
 
     it('TestDownscaleAnotherStsHasNonUpdatedReplicas: deny with the counts', () => {
       const rolling = sts({ name: `${STS}-2`, status: { replicas: 3, updatedReplicas: 2 } });
-      const r = run(anchorWorld(mode, 3, {}, [rolling]), stsRequest(3, 1));
+      const r = run(rolloutOperatorWorld(mode, 3, {}, [rolling]), stsRequest(3, 1));
       assert.deepEqual(r.decision, { allowed: false, status: { message: denied(3, 1, `statefulset ${STS}-2 has 1 non-updated replicas and 0 non-ready replicas`) } });
       assert.deepEqual(r.posts, []);
     });
 
     it('a sibling with a non-ready pod denies', () => {
-      const world = anchorWorld(mode, 3);
+      const world = rolloutOperatorWorld(mode, 3);
       world.pods = world.pods.map((p) => (p.metadata?.name === `${STS}-1-2` ? pod(`${STS}-1-2`, `${STS}-1`, false) : p));
       const r = run(world, stsRequest(3, 1));
       assert.deepEqual(r.decision, { allowed: false, status: { message: denied(3, 1, `statefulset ${STS}-1 has 0 non-updated replicas and 1 non-ready replicas`) } });
     });
 
     it('#72: pods that do not exist yet are skipped, the rest prepared', () => {
-      const world = anchorWorld(mode, 2); // only pods 0 and 1 exist
+      const world = rolloutOperatorWorld(mode, 2); // only pods 0 and 1 exist
       const r = run(world, stsRequest(5, 1));
       assert.deepEqual(r.decision, { allowed: true, status: { message: allowedMessage(5, 1) } });
       assert.deepEqual(r.posts, [url(1)]);
@@ -331,13 +331,13 @@ for (const mode of MODES) {
     });
 
     it('a /scale request reads the live StatefulSet', () => {
-      const r = run(anchorWorld(mode, 3), request(scale(3), scale(2)));
+      const r = run(rolloutOperatorWorld(mode, 3), request(scale(3), scale(2)));
       assert.deepEqual(r.decision, { allowed: true, status: { message: allowedMessage(3, 2) } });
       assert.deepEqual(r.posts, [url(2)]);
     });
 
     it('a /scale request whose GET fails is allowed with a warning', () => {
-      const world = anchorWorld(mode, 3);
+      const world = rolloutOperatorWorld(mode, 3);
       world.statefulSets = [];
       const r = run(world, request(scale(3), scale(2)));
       assert.deepEqual(r.decision, { allowed: true, warnings: [`statefulsets.apps "${STS}" not found, allowing the change`] });
@@ -345,14 +345,14 @@ for (const mode of MODES) {
 
     it('a parse error of a last downscale denies with the mode message', () => {
       const bad = sts({ name: `${STS}-2`, annotations: mode === 'annotation' ? { 'grafana.com/last-downscale': 'yesterday' } : {} });
-      const world = anchorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: '{"lastDownscaled":"yesterday"}' } } : {}, [bad]);
+      const world = rolloutOperatorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: '{"lastDownscaled":"yesterday"}' } } : {}, [bad]);
       const because = mode === 'annotation' ? 'parsing downscale annotations failed.' : 'parsing parsing downscale timestamps from the zone ConfigMap failed.';
       assert.deepEqual(run(world, stsRequest(3, 1)).decision, { allowed: false, status: { message: denied(3, 1, because) } });
     });
 
     it('without a rollout group no group check runs', () => {
       const rolling = sts({ name: `${STS}-2`, group: null, status: { replicas: 3, updatedReplicas: 0 } });
-      const world = anchorWorld(mode, 3, {}, [rolling]);
+      const world = rolloutOperatorWorld(mode, 3, {}, [rolling]);
       world.statefulSets[0] = sts({ replicas: 3, group: null });
       world.statefulSets[1] = sts({ name: `${STS}-1`, group: null, status: { replicas: 3, updatedReplicas: 0 } });
       const r = run(world, request(sts({ replicas: 3, group: null }), sts({ replicas: 1, group: null })));
@@ -461,7 +461,7 @@ describe('TestGetStatefulSetPrepareInfo (stsInfo)', { timeout: 10000 }, () => {
 });
 
 describe('executor failures (fail closed)', { timeout: 10000 }, () => {
-  it('each has the anchor message', () => {
+  it('each has rollout-operator message', () => {
     const d = downscale(5, 3);
     assert.equal(executorFailed(d, { kind: 'list-statefulsets' }).message, denied(5, 3, 'finding other statefulsets failed.'));
     assert.equal(executorFailed(d, { kind: 'load-zones' }).message, denied(5, 3, 'loading zones failed.'));
@@ -507,7 +507,7 @@ describe('groupChecks (min-time, rollout in progress)', { timeout: 10000 }, () =
     }
   });
 
-  it('a malformed label without a last downscale is ignored (as the anchor)', () => {
+  it('a malformed label without a last downscale is ignored (as rollout-operator)', () => {
     assert.deepEqual(groupChecks(base('annotation', [labelled('b', 'bogus')], new Map())), { kind: 'ok' });
   });
 
@@ -534,7 +534,7 @@ describe('TestCreateEndpoints', { timeout: 10000 }, () => {
     assert.equal(endpoints({ ...input, clusterDomain: 'example.org', from: 1, to: 0 }).call[0]?.url, `http://${STS}-0.nginx.${NS}.svc.example.org:8080/prepare-shutdown`);
   });
 
-  it('a leading slash in the path does not produce // (fix over the anchor)', () => {
+  it('a leading slash in the path does not produce // (fix over rollout-operator)', () => {
     assert.deepEqual(endpoints({ ...input, path: '/ingester/prepare-shutdown', from: 1, to: 0 }).call.map((e) => e.url), [url(0, 'ingester/prepare-shutdown')]);
   });
 

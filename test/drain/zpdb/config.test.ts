@@ -48,7 +48,7 @@ function pod(name: string, labels: Record<string, string> = {}, namespace = 'ns'
 }
 
 describe('zpdb resource', { timeout: 10000 }, () => {
-  it('has the anchor CRD names', () => {
+  it('has rollout-operator CRD names', () => {
     assert.deepEqual(zpdbResource, { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'zoneawarepoddisruptionbudgets', kind: KIND, namespaced: true });
   });
 });
@@ -74,7 +74,7 @@ describe('max unavailable (TestMaxUnavailable)', { timeout: 10000 }, () => {
     assert.equal(maxUnavailablePods(half, sts(10, 6)), 3);
     assert.equal(maxUnavailablePods(half, sts(10, 20)), 5);
     assert.equal(maxUnavailablePods(half, sts(10, 0)), 0);
-    assert.equal(budgetReplicas(sts(undefined, 5)), 0, 'unset spec.replicas → 0, as the anchor');
+    assert.equal(budgetReplicas(sts(undefined, 5)), 0, 'unset spec.replicas → 0, as rollout-operator');
   });
 
   it('property: a percentage budget is within [1, replicas] and never above the exact share, except for the floor of 1', () => {
@@ -121,7 +121,7 @@ describe('pod partition', { timeout: 10000 }, () => {
     assert.equal(podPartition(config({ podNamePartitionRegex: '', podNameRegexGroup: 5 }), 'ingester-zone-a-0'), undefined, 'group not checked without a regex');
   });
 
-  it('anchors every branch of an alternation (the anchor anchors only the outer ones)', () => {
+  it('anchors every branch of an alternation (rollout-operator anchors only the outer ones)', () => {
     const c = config({ podNamePartitionRegex: 'foo-([0-9]+)|bar-([0-9]+)', podNameRegexGroup: 1 });
     assert.equal(podPartition(c, 'foo-1'), '1');
     assert.ok(typeof podPartition(c, 'xfoo-1') === 'object');
@@ -194,7 +194,7 @@ describe('regex validation (TestBadRegex)', { timeout: 10000 }, () => {
     assert.equal(regexError('ingester-zone-([a-z])-([0-9]+),$10', 10), 'invalid value: regex is not valid, got regular expression subexpression index out of range');
   });
 
-  it('a group below 1 (the anchor accepts 0, and panics on a negative one)', () => {
+  it('a group below 1 (rollout-operator accepts 0, and panics on a negative one)', () => {
     assert.equal(regexError('ingester-([0-9]+)', 0), 'invalid value: regex is not valid, got regular expression subexpression index out of range');
     assert.equal(regexError('ingester-([0-9]+)', -1), 'invalid value: regex is not valid, got regular expression subexpression index out of range');
   });

@@ -161,7 +161,7 @@ describe('before the budget', { timeout: 10000 }, () => {
     assert.equal(scope.kind, 'in-scope');
   });
 
-  it('an ignorable pod is allowed even under several ZPDBs, as the anchor orders its checks', () => {
+  it('an ignorable pod is allowed even under several ZPDBs, as rollout-operator orders its checks', () => {
     const w = new World().set('ingester-zone-a-0', 'failed');
     const d = admitEviction({ pod: w.get('ingester-zone-a-0'), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, configs: [maxUnavailable(1), zpdb({}, 'second')] });
     assert.equal(d.allowed && d.reason, 'pod-not-ready');
@@ -360,7 +360,7 @@ describe('zone mode', { timeout: 10000 }, () => {
     assert.deepEqual([...w.pending.keys()], ['ingester-zone-b-0-uid'], 'expired entries are dropped when recording');
   });
 
-  it('a dry run is judged but not recorded (the anchor records it)', () => {
+  it('a dry run is judged but not recorded (rollout-operator records it)', () => {
     const w = new World();
     const d = w.evict('ingester-zone-a-0', maxUnavailable(1), { dryRun: true });
     assertAllowed(d);
@@ -376,7 +376,7 @@ describe('zone mode', { timeout: 10000 }, () => {
     assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1)));
   });
 
-  it('the owner counts as a zone even when the selector misses it (the anchor crashes)', () => {
+  it('the owner counts as a zone even when the selector misses it (rollout-operator crashes)', () => {
     const w = new World();
     w.statefulSets = w.statefulSets.map((s) => (s.metadata?.name === 'ingester-zone-a' ? { ...s, metadata: { ...s.metadata, labels: {} } } : s));
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)), 'zpdb met across 3 zones');
@@ -402,7 +402,7 @@ describe('partition mode', { timeout: 10000 }, () => {
     assertDenied(w().set('ingester-zone-b-0', 'failed').evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod not ready in partition 0');
 
     // A missing pod is charged to its own partition, known from its name
-    // (<sts>-<ordinal>); the anchor charges it to every partition.
+    // (<sts>-<ordinal>); rollout-operator charges it to every partition.
     const missing = w();
     missing.sts('ingester-zone-b').status!.replicas = 4;
     assertAllowed(missing.evict('ingester-zone-a-0', partitioned(1)), 'zpdb met for partition 0 across 3 zones');
@@ -446,7 +446,7 @@ describe('partition mode', { timeout: 10000 }, () => {
     assertAllowed(w.evict('ingester-zone-b-0', partitioned(1)));
   });
 
-  it('other pods of the partition in the evicted pod\'s own zone count too (the anchor skips that zone)', () => {
+  it('other pods of the partition in the evicted pod\'s own zone count too (rollout-operator skips that zone)', () => {
     const onePartition = zpdb({ maxUnavailable: 1, podNamePartitionRegex: '(ingester)-zone-[a-z]-[0-9]+' });
     assertAllowed(new World().evict('ingester-zone-a-0', onePartition));
     assertDenied(new World().set('ingester-zone-a-1', 'unready').evict('ingester-zone-a-0', onePartition), 429, '1 pod not ready in partition ingester');

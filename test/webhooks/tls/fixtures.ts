@@ -10,7 +10,7 @@ export type KeyKind = 'ec' | 'rsa';
 
 interface Keys {
   pair: webcrypto.CryptoKeyPair;
-  /** PEM of the private key: SEC1 for EC, PKCS#1 for RSA (the anchor's format). */
+  /** PEM of the private key: SEC1 for EC, PKCS#1 for RSA (rollout-operator's format). */
   pem: string;
   signing: { name: string; hash: string; namedCurve?: string };
 }
