@@ -7,33 +7,15 @@ import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import { resources, type StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
 import { prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
 import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
 import { testCluster } from '../../cluster/testing.ts';
+import { downscaleRequest, zone } from './requests.ts';
 import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
 const SEC = 1000;
 const MIN = 60 * SEC;
-
-/** A zone of the group, labelled for prepare-downscale; no pods (replicas 0 in the cluster). */
-function zone(namespace: string, name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): StatefulSet {
-  return {
-    metadata: {
-      name,
-      namespace,
-      labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true', ...extra.labels },
-      annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare-shutdown', 'grafana.com/prepare-downscale-http-port': '8080', ...extra.annotations },
-    },
-    spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
-  };
-}
-
-function downscaleRequest(namespace: string, set: StatefulSet, from: number, to: number): AdmissionRequestV1 {
-  const at = (replicas: number) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', ...set, spec: { ...set.spec, replicas } });
-  return { uid: `uid-${from}-${to}`, resource: { group: 'apps', version: 'v1', resource: 'statefulsets' }, name: set.metadata!.name!, namespace, operation: 'UPDATE', oldObject: at(from), object: at(to), dryRun: false };
-}
 
 describe('prepare-downscale min-time under wall-clock steps', () => {
   it('a forward step of this replica\'s clock does not admit the next zone early', async (t) => {

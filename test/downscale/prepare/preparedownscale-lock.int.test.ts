@@ -5,32 +5,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock, systemClock } from '../../../src/runtime/clock.ts';
 import { microTime } from '../../../src/runtime/kube/time.ts';
-import { resources, type Lease, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { resources, type Lease } from '../../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
 import { lockName, prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
 import { testCluster } from '../../cluster/testing.ts';
+import { downscaleRequest, zone } from './requests.ts';
 import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
-
-/** A zone of the group, labelled for prepare-downscale; no pods (replicas 0 in the cluster), so no pod is called. */
-function zone(namespace: string, name: string): StatefulSet {
-  return {
-    metadata: {
-      name,
-      namespace,
-      labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true' },
-      annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare-shutdown', 'grafana.com/prepare-downscale-http-port': '8080' },
-    },
-    spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
-  };
-}
-
-function downscaleRequest(namespace: string, set: StatefulSet, from: number, to: number): AdmissionRequestV1 {
-  const at = (replicas: number) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', ...set, spec: { ...set.spec, replicas } });
-  return { uid: `uid-${from}-${to}`, resource: { group: 'apps', version: 'v1', resource: 'statefulsets' }, name: set.metadata!.name!, namespace, operation: 'UPDATE', oldObject: at(from), object: at(to), dryRun: false };
-}
 
 describe('prepare-downscale group lock', () => {
   it('is released by clearing the holder, is taken when its holder is empty, and denies while another holds it', async (t) => {

@@ -64,6 +64,12 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], mi
   return { namespace, kube, endpoints, operators };
 }
 
+/** A zone tracker whose zones were last downscaled two hours ago: nothing blocks the first downscale. */
+async function seedZoneTracker(kube: ReturnType<typeof testClient>, namespace: string): Promise<void> {
+  const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+}
+
 describe('prepare-downscale webhook', () => {
   it('prepares the leaving pods on their own IPs, records the downscale, and denies the next zone inside min-time', async (t) => {
     const { namespace, kube, endpoints } = await setup(t);
@@ -109,8 +115,7 @@ describe('prepare-downscale webhook', () => {
 
   it('records in the zone tracker ConfigMap with -use-zone-tracker', async (t) => {
     const { namespace, kube } = await setup(t, 1, ['-use-zone-tracker']);
-    const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+    await seedZoneTracker(kube, namespace);
     const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
     assert.ok(scaled.ok, scaled.out);
     const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
@@ -130,8 +135,7 @@ describe('prepare-downscale webhook', () => {
   it('with -use-zone-tracker, the next zone is allowed once min-time has passed since the recorded downscale', async (t) => {
     const minTimeS = 8;
     const { namespace, kube } = await setup(t, 1, ['-use-zone-tracker'], `${minTimeS}s`);
-    const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+    await seedZoneTracker(kube, namespace);
     const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
     assert.ok(scaled.ok, scaled.out);
     const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
