@@ -3,7 +3,7 @@
 // zone with live progress. The cluster stays up afterwards for exploring.
 import { execFile, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../src/runtime/kube/client.ts';
@@ -91,8 +91,10 @@ async function main(): Promise<number> {
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);
-  console.log(`  node bin/stateward.ts status -n ${namespace}      # or, as a kubectl plugin: kubectl stateward status -n ${namespace}`);
-  console.log(`  node bin/stateward.ts doctor -n ${namespace}`);
+  // The Node that ran this demo (the project's Node 24): the machine's own `node` may be too old for .ts sources.
+  const node = relative(process.cwd(), process.execPath) || process.execPath;
+  console.log(`  ${node} bin/stateward.ts status -n ${namespace}`);
+  console.log(`  ${node} bin/stateward.ts doctor -n ${namespace}`);
   console.log('Stop it with: npm run cluster -- down');
   return 0;
 }
