@@ -6,6 +6,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
+import { Prng } from '../chaos/prng.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES, type Transition } from '../support/rollout-group.ts';
 
@@ -154,9 +155,13 @@ describe('rollouts', () => {
     await waitRevisionsPending(kube, namespace);
     let operator = await startOperator(t, namespace);
     const kills: number[] = [];
+    // Seeded, and printed with every failure below, so a failing sequence of kill points can be run again (KILL_SEED=<n>).
+    const seed = Number(process.env['KILL_SEED'] || Date.now() % 2 ** 31);
+    const prng = new Prng(seed);
+    t.diagnostic(`kill points seeded with KILL_SEED=${seed}`);
     for (let i = 0; i < 4; i++) {
       // Wait for a random amount of rollout progress, then kill without warning.
-      const target = monitor.transitions.length + 1 + Math.floor(Math.random() * 6);
+      const target = monitor.transitions.length + prng.int(1, 6);
       await waitFor('some rollout progress', () => monitor.transitions.length >= target, { timeoutMs: 60_000, intervalMs: 20 });
       operator.signal('SIGKILL');
       await operator.exited;
@@ -165,8 +170,8 @@ describe('rollouts', () => {
     }
     await waitRolledOut(kube, namespace);
     assert.equal(kills.length, 4);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    assert.deepEqual(monitor.violations, [], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c'], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
   });
 
   it('hands a rollout in flight to the standby when the leader dies', async (t) => {

@@ -52,8 +52,25 @@ describe('operator runtime', () => {
       const leaders = await leaderOf(replicas);
       return leaders.length === 1 ? leaders : undefined;
     }, { timeoutMs: 15_000 });
-    // Stays exactly one over several renewals.
-    for (let i = 0; i < 5; i++) assert.equal((await leaderOf(replicas)).length, 1);
+    // Stays exactly one over several renewals: watched on the Lease itself
+    // (each renewal is a new resourceVersion, same holder), with the leaders
+    // counted at every one of them.
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 5000 });
+    t.after(() => kube.close());
+    const renewals = new Set<string>();
+    let holder: string | undefined;
+    const counts: number[] = [];
+    await waitFor('four renewals of the leader Lease', async () => {
+      const lease = await kube.get<Lease>(resources.leases, { namespace, name: 'stateward-leader' });
+      holder ??= lease.spec?.holderIdentity;
+      assert.equal(lease.spec?.holderIdentity, holder, 'one holder throughout');
+      if (!renewals.has(lease.metadata?.resourceVersion ?? '')) {
+        renewals.add(lease.metadata?.resourceVersion ?? '');
+        counts.push((await leaderOf(replicas)).length);
+      }
+      return renewals.size >= 5 ? true : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 100 });
+    assert.deepEqual(counts, [1, 1, 1, 1, 1], 'exactly one replica leads at each renewal');
     const standby = replicas.find((r) => r !== leader)!;
     assert.equal(await standby.metric('stateward_leader_is_leader'), 0);
     const killedAt = Date.now();
