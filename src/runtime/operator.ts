@@ -73,6 +73,8 @@ export class Operator {
   readonly events: EventRecorder;
   private readonly informerMetrics: InformerMetrics;
   private readonly informerCache = new Map<string, Informer<KubeObject>>();
+  /** What each cached informer was created with: a later request must agree (informerConflict). */
+  private readonly informerOptions = new Map<string, Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>>();
   private readonly readinessChecks = new Map<string, () => string | undefined>();
   private elector: LeaderElector | undefined;
   private readonly stop = new AbortController();
@@ -152,11 +154,16 @@ export class Operator {
         const scopes = !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
         return scopes.map((namespace) => {
           const key = JSON.stringify([type.group, type.resource, namespace, options.labelSelector, options.fieldSelector, options.metadataOnly]);
-          let informer = this.informerCache.get(key);
-          if (!informer) {
-            informer = new Informer<KubeObject>({ ...(options as InformerOptions<KubeObject>), client: this.client, type, namespace, clock: this.clock, logger: this.log, metrics: this.informerMetrics });
-            this.informerCache.set(key, informer);
+          const cached = this.informerOptions.get(key);
+          if (cached) {
+            // Shared, so it must be what this caller asked for: a conflict is a programming error, found at start-up.
+            const conflict = informerConflict(cached, options as InformerOptions<KubeObject>);
+            if (conflict) throw new Error(`informer for ${type.resource}${namespace ? ` in ${namespace}` : ''} requested twice with different ${conflict}`);
+            return this.informerCache.get(key) as unknown as Informer<T>;
           }
+          const informer = new Informer<KubeObject>({ ...(options as InformerOptions<KubeObject>), client: this.client, type, namespace, clock: this.clock, logger: this.log, metrics: this.informerMetrics });
+          this.informerCache.set(key, informer);
+          this.informerOptions.set(key, options as InformerOptions<KubeObject>);
           return informer as unknown as Informer<T>;
         });
       },
@@ -240,4 +247,16 @@ export class Operator {
       this.requestStop(`capability ${name} failed`);
     }
   }
+}
+
+/**
+ * Why a second request for a shared informer cannot be served by the first
+ * one: a different transform or `optional`, or an indexer the first does not
+ * have (by name and function). Asking for fewer indexers is fine.
+ */
+export function informerConflict(first: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>, second: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>): string | undefined {
+  if (first.transform !== second.transform) return 'transforms';
+  if (Boolean(first.optional) !== Boolean(second.optional)) return 'optional flags';
+  for (const [name, index] of Object.entries(second.indexers ?? {})) if (first.indexers?.[name] !== index) return `indexers (${name})`;
+  return undefined;
 }

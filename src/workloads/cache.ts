@@ -23,16 +23,19 @@ export interface WorkloadCache {
   pods: Informer<Pod>[];
 }
 
+// Created once: every caller asks for the shared informers with these very
+// functions, which is how the runtime knows the requests agree.
+const statefulSetIndexers = { [INDEX.setsByGroup]: indexByLabel(ROLLOUT_GROUP_LABEL) };
+const podIndexers = {
+  [INDEX.podsByOwner]: indexByOwnerUid,
+  [INDEX.podsByNode]: indexByNodeName,
+  [INDEX.orphanPods]: (p: Pod) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']),
+};
+
 export function workloadCache(runtime: Runtime): WorkloadCache {
   return {
-    statefulSets: runtime.informers<StatefulSet>(resources.statefulSets, {
-      indexers: { [INDEX.setsByGroup]: indexByLabel(ROLLOUT_GROUP_LABEL) },
-      transform: stripManagedFields,
-    }),
-    pods: runtime.informers<Pod>(resources.pods, {
-      indexers: { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.podsByNode]: indexByNodeName, [INDEX.orphanPods]: (p) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']) },
-      transform: stripManagedFields,
-    }),
+    statefulSets: runtime.informers<StatefulSet>(resources.statefulSets, { indexers: statefulSetIndexers, transform: stripManagedFields }),
+    pods: runtime.informers<Pod>(resources.pods, { indexers: podIndexers, transform: stripManagedFields }),
   };
 }
 

@@ -153,22 +153,31 @@ describe('rollouts', () => {
     const { namespace, kube, monitor } = await setup(t);
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
     await waitRevisionsPending(kube, namespace);
+    // Transitions so far (none of the rollout: nothing deletes a pod before the operator starts).
+    const base = monitor.transitions.length;
     let operator = await startOperator(t, namespace);
     const kills: number[] = [];
     // Seeded, and printed with every failure below, so a failing sequence of kill points can be run again (KILL_SEED=<n>).
     const seed = Number(process.env['KILL_SEED'] || Date.now() % 2 ** 31);
     const prng = new Prng(seed);
     t.diagnostic(`kill points seeded with KILL_SEED=${seed}`);
-    for (let i = 0; i < 4; i++) {
-      // Wait for a random amount of rollout progress, then kill without warning.
-      const target = monitor.transitions.length + prng.int(1, 6);
-      await waitFor('some rollout progress', () => monitor.transitions.length >= target, { timeoutMs: 60_000, intervalMs: 20 });
+    // Four distinct kill points, in pod state transitions from here. The
+    // rollout makes at least 18 (each of 9 pods goes from Ready to
+    // terminating and back to Ready), so every point is reached: a point past
+    // the end of the rollout would wait for progress that never comes.
+    const points = new Set<number>();
+    while (points.size < 4) points.add(prng.int(1, 17));
+    for (const point of [...points].sort((a, b) => a - b)) {
+      // Wait for that much rollout progress, then kill without warning.
+      const target = base + point;
+      await waitFor(`rollout progress to transition ${point} (KILL_SEED=${seed})`, () => monitor.transitions.length >= target, { timeoutMs: 60_000, intervalMs: 20 });
       operator.signal('SIGKILL');
       await operator.exited;
       kills.push(monitor.transitions.length);
       operator = await startOperator(t, namespace);
     }
     await waitRolledOut(kube, namespace);
+    t.diagnostic(`killed after transitions ${kills.map((k) => k - base).join(', ')} of ${monitor.transitions.length - base}`);
     assert.equal(kills.length, 4);
     assert.deepEqual(monitor.violations, [], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
     assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c'], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
