@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { backoffDelay } from '../workqueue/ratelimiter.ts';
 import type { Clock, Timer } from '../clock.ts';
 import {
   NOTE_LIMIT_BYTES,
@@ -315,7 +316,7 @@ export class EventRecorder {
           this.log('error', 'event write failed; giving up', { ...this.fields(job.event), op: job.op, attempts: attempt, status, error: messageOf(err) });
           return;
         }
-        const delay = Math.min(this.limits.retryMaxMs, this.limits.retryBaseMs * 2 ** (attempt - 1));
+        const delay = backoffDelay(attempt, { initialMs: this.limits.retryBaseMs, maxMs: this.limits.retryMaxMs });
         this.log('debug', 'event write failed; retrying', { ...this.fields(job.event), op: job.op, attempt, delayMs: delay, status, error: messageOf(err) });
         try {
           await this.clock.sleep(delay, this.stopping.signal);

@@ -9,6 +9,7 @@ import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
 import { type Logger, nopLogger } from '../log/logger.ts';
 import { IndexedStore, objectKey, stripManagedFields, type IndexFunc } from './store.ts';
 import type { InformerMetrics } from './metrics.ts';
+import { backoffDelay } from '../workqueue/ratelimiter.ts';
 
 export interface InformerHandlers<T extends KubeObject> {
   /** isInitialList: the object came with the first list, not a later change. */
@@ -169,14 +170,14 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         failures++;
-        await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
+        await this.clock.sleep(backoffDelay(failures, { ...backoff, spread: 0.2 }), signal);
       } catch (error) {
         if (signal.aborted) break;
         if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
           failures++;
           this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
           try {
-            await this.clock.sleep(jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1))), signal);
+            await this.clock.sleep(backoffDelay(failures, { ...backoff, spread: 0.2 }), signal);
           } catch {
             break;
           }
@@ -189,7 +190,7 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         failures++;
-        const delay = jittered(Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1)));
+        const delay = backoffDelay(failures, { ...backoff, spread: 0.2 });
         this.options.metrics?.watchRestart(this.options.type, 'error');
         this.log.warn('list/watch failed; retrying', { err: error instanceof Error ? error.message : String(error), retryInMs: Math.round(delay), failures });
         try {
@@ -397,10 +398,6 @@ export class Informer<T extends KubeObject> {
 }
 
 /** ±20 % jitter, so many informers failing together do not retry together. */
-function jittered(ms: number): number {
-  return ms * (0.8 + Math.random() * 0.4);
-}
-
 /**
  * Of the informers Runtime.informers() gave for a type (one per watched
  * namespace, or one for all), the one that caches `namespace`.

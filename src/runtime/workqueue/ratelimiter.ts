@@ -102,54 +102,14 @@ export function defaultControllerRateLimiter<T = string>(clock: Clock = systemCl
   );
 }
 
-export interface JitteredBackoffOptions {
-  /** First delay before jitter. */
-  initialMs: number;
-  /** Cap on the un-jittered delay. */
-  maxMs: number;
-  /** Growth per step, >= 1 (default 2). */
-  factor?: number;
-  /** Each delay d becomes d + random() × jitter × d (default 0). */
-  jitter?: number;
-  /** Source of randomness in [0, 1); injectable for tests. */
-  random?: () => number;
-}
-
-export interface Backoff {
-  /** The next delay in ms; each call advances one step. */
-  next(): number;
-  /** Back to initialMs (call after a success, e.g. a watch that stayed up). */
-  reset(): void;
-  /** Steps taken since the last reset. */
-  readonly attempts: number;
-}
-
 /**
- * Successive delays initialMs × factor^n, capped at maxMs, each stretched by
- * up to `jitter` of itself (like apimachinery's wait.Backoff, jitter is
- * applied after the cap, so a delay can reach maxMs × (1 + jitter)).
+ * The one exponential backoff of the runtime: the delay before retry
+ * `attempt` (1-based) is initialMs × 2^(attempt−1), capped at maxMs, then
+ * spread by up to ±`spread` of itself (0.2: anywhere in 80–120 %), so
+ * replicas that failed together do not retry together.
  */
-export function jitteredBackoff(options: JitteredBackoffOptions): Backoff {
-  const { initialMs, maxMs, factor = 2, jitter = 0, random = Math.random } = options;
-  if (!(initialMs >= 0)) throw new RangeError(`initialMs must be >= 0, got ${initialMs}`);
-  if (!(maxMs >= initialMs)) throw new RangeError(`maxMs must be >= initialMs, got ${maxMs}`);
-  if (!(factor >= 1)) throw new RangeError(`factor must be >= 1, got ${factor}`);
-  if (!(jitter >= 0)) throw new RangeError(`jitter must be >= 0, got ${jitter}`);
-  let current = initialMs;
-  let attempts = 0;
-  return {
-    next() {
-      const base = current;
-      current = Math.min(current * factor, maxMs);
-      attempts++;
-      return jitter > 0 ? base + random() * jitter * base : base;
-    },
-    reset() {
-      current = initialMs;
-      attempts = 0;
-    },
-    get attempts() {
-      return attempts;
-    },
-  };
+export function backoffDelay(attempt: number, options: { initialMs: number; maxMs: number; spread?: number; random?: () => number }): number {
+  const { initialMs, maxMs, spread = 0, random = Math.random } = options;
+  const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
+  return spread > 0 ? base * (1 - spread + random() * 2 * spread) : base;
 }

@@ -6,7 +6,7 @@ import {
   ItemExponentialFailureRateLimiter,
   MaxOfRateLimiter,
   defaultControllerRateLimiter,
-  jitteredBackoff,
+  backoffDelay,
   type RateLimiter,
 } from '../../../src/runtime/workqueue/ratelimiter.ts';
 
@@ -96,35 +96,19 @@ describe('defaultControllerRateLimiter', { timeout: 10_000 }, () => {
   });
 });
 
-describe('jitteredBackoff', { timeout: 10_000 }, () => {
-  it('grows by factor up to max without jitter', () => {
-    const backoff = jitteredBackoff({ initialMs: 100, maxMs: 1000, factor: 3 });
-    const delays = Array.from({ length: 5 }, () => backoff.next());
-    assert.deepEqual(delays, [100, 300, 900, 1000, 1000]);
-    assert.equal(backoff.attempts, 5);
-    backoff.reset();
-    assert.equal(backoff.attempts, 0);
-    assert.equal(backoff.next(), 100);
+describe('backoffDelay', { timeout: 10_000 }, () => {
+  it('doubles from initialMs up to maxMs', () => {
+    assert.deepEqual([1, 2, 3, 4, 5].map((n) => backoffDelay(n, { initialMs: 100, maxMs: 1000 })), [100, 200, 400, 800, 1000]);
+    assert.equal(backoffDelay(0, { initialMs: 100, maxMs: 1000 }), 100, 'attempt 0 is the first delay too');
   });
 
-  it('stretches each delay by random × jitter', () => {
-    const randoms = [0, 0.5, 0.999];
-    const backoff = jitteredBackoff({ initialMs: 100, maxMs: 400, factor: 2, jitter: 0.5, random: () => randoms.shift()! });
-    assert.deepEqual([backoff.next(), backoff.next(), backoff.next()], [100, 250, 400 + 0.999 * 0.5 * 400]);
-  });
-
-  it('stays within [d, d × (1 + jitter)] for real randomness', () => {
-    const backoff = jitteredBackoff({ initialMs: 10, maxMs: 80, factor: 2, jitter: 0.2 });
-    const bases = [10, 20, 40, 80, 80, 80];
-    for (const base of bases) {
-      const d = backoff.next();
-      assert.ok(d >= base && d <= base * 1.2, `${d} not in [${base}, ${base * 1.2}]`);
+  it('spreads each delay by up to ±spread of itself', () => {
+    assert.equal(backoffDelay(3, { initialMs: 100, maxMs: 1000, spread: 0.2, random: () => 0 }), 320);
+    assert.equal(backoffDelay(3, { initialMs: 100, maxMs: 1000, spread: 0.2, random: () => 0.5 }), 400);
+    for (let attempt = 1; attempt < 40; attempt++) {
+      const d = backoffDelay(attempt, { initialMs: 10, maxMs: 80, spread: 0.2 });
+      const base = Math.min(80, 10 * 2 ** (attempt - 1));
+      assert.ok(d >= base * 0.8 && d <= base * 1.2, `${d} not within 20 % of ${base}`);
     }
-  });
-
-  it('rejects nonsense parameters', () => {
-    assert.throws(() => jitteredBackoff({ initialMs: 100, maxMs: 10 }), RangeError);
-    assert.throws(() => jitteredBackoff({ initialMs: 1, maxMs: 10, factor: 0.5 }), RangeError);
-    assert.throws(() => jitteredBackoff({ initialMs: 1, maxMs: 10, jitter: -1 }), RangeError);
   });
 });
