@@ -4,8 +4,7 @@
 // process has evidence that a clock stepped or disagrees
 // (src/runtime/sightings.ts); then it is counted so that neither shortens
 // the wait.
-import type { Clock } from '../runtime/clock.ts';
-import { timestampSightings, type Seen } from '../runtime/sightings.ts';
+import type { Seen, TimestampSightings } from '../runtime/sightings.ts';
 import type { CountedFrom, LastDownscale } from './mintime.ts';
 
 /** Where the stamps come from; the two may disagree for the same StatefulSet. */
@@ -19,8 +18,7 @@ export type LastDownscaleSource = 'annotation' | 'zone-tracker';
  * stamp is what dates one that appears later. Call it with every read (the
  * StatefulSet informer does), so a change is seen as early as possible.
  */
-export function observeLastDownscales(clock: Clock, read: { namespace: string; statefulSets: Iterable<string>; lastDownscales: ReadonlyMap<string, LastDownscale>; source: LastDownscaleSource; seen: Seen }): Map<string, CountedFrom> {
-  const sightings = timestampSightings(clock);
+export function observeLastDownscales(sightings: TimestampSightings, read: { namespace: string; statefulSets: Iterable<string>; lastDownscales: ReadonlyMap<string, LastDownscale>; source: LastDownscaleSource; seen: Seen }): Map<string, CountedFrom> {
   const out = new Map<string, CountedFrom>();
   const names = new Set([...read.statefulSets, ...read.lastDownscales.keys()]);
   for (const name of names) {

@@ -17,6 +17,7 @@ import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
 import type { Logger } from './log/logger.ts';
 import { PerKeyTokenBuckets } from './workqueue/tokenbucket.ts';
+import { TimestampSightings } from './sightings.ts';
 
 /** What a capability gets from the runtime: the one way to do each thing. */
 export interface Runtime {
@@ -30,6 +31,8 @@ export interface Runtime {
   readonly http: HttpServer;
   /** This process as the holder of Leases: unique per process (see Operator.identity). */
   readonly identity: string;
+  /** Timestamps shared through the API (min-time stamps, ZPDB ledgers) as this process saw them: one per process, for every capability. */
+  readonly sightings: TimestampSightings;
   /** Shared informers: one per (type, namespace scope, selectors), created on first request. */
   informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
@@ -88,6 +91,7 @@ export class Operator {
    * are different holders.
    */
   readonly identity: string;
+  readonly sightings: TimestampSightings;
 
   constructor(options: OperatorOptions) {
     this.o = options;
@@ -105,6 +109,7 @@ export class Operator {
     });
     this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits });
     this.identity = `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}`;
+    this.sightings = new TimestampSightings(this.clock);
     this.events = new EventRecorder({
       sink: kubeEventSink(this.client),
       clock: this.clock,
@@ -148,6 +153,7 @@ export class Operator {
       events: this.events,
       http: this.http,
       identity: this.identity,
+      sightings: this.sightings,
       isLeader: () => this.isLeader(),
       readiness: (name, check) => void this.readinessChecks.set(name, check),
       informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {

@@ -154,16 +154,3 @@ function countFrom(s: Sighting, wall: number, mono: number): Counted {
   const from = wall - (s.elapsedThen + (mono - s.seenAt));
   return { from, evidence: s.evidence ?? 'stepped' };
 }
-
-const byClock = new WeakMap<Clock, TimestampSightings>();
-
-/**
- * The sightings of everyone using `clock`: in a process, the runtime's one
- * clock, so every capability counts a stamp from the same first sighting
- * (the StatefulSet informer may see a last-downscale the webhook then checks).
- */
-export function timestampSightings(clock: Clock): TimestampSightings {
-  let sightings = byClock.get(clock);
-  if (!sightings) byClock.set(clock, (sightings = new TimestampSightings(clock)));
-  return sightings;
-}

@@ -67,6 +67,7 @@ export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<st
       clusterDomain: config.clusterDomain,
       podTimeoutMs: config.podTimeoutMs,
       identity: runtime.identity,
+      sightings: runtime.sightings,
       cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
     })],
     [NO_DOWNSCALE_PATH, noDownscaleHandler({ log, getParentLabels: scaleParentLabels(runtime) })],

@@ -51,7 +51,7 @@ export const workloadsCapability: Capability = {
   name: 'workloads',
   setup(runtime) {
     const see = (set: StatefulSet, seen: Seen) =>
-      observeLastDownscales(runtime.clock, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
+      observeLastDownscales(runtime.sightings, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
     for (const informer of workloadCache(runtime).statefulSets) {
       // The initial list shows stamps of any age; a later delivery is a change the watch just saw.
       informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'read' : 'event'), onUpdate: (_old, set) => see(set, 'event') });

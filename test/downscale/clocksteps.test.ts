@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../src/runtime/clock.ts';
+import { TimestampSightings } from '../../src/runtime/sightings.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
 import { observeLastDownscales } from '../../src/downscale/clocksteps.ts';
 import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type LastDownscale } from '../../src/downscale/mintime.ts';
@@ -11,8 +12,16 @@ const SEC = 1000;
 const MIN = 60 * SEC;
 const T0 = Date.UTC(2024, 0, 2, 12, 0, 0);
 
+/** One tracker per clock here, as one per process in the operator. */
+const trackers = new WeakMap<FakeClock, TimestampSightings>();
+function sightingsOf(clock: FakeClock): TimestampSightings {
+  let tracker = trackers.get(clock);
+  if (!tracker) trackers.set(clock, (tracker = new TimestampSightings(clock)));
+  return tracker;
+}
+
 const read = (clock: FakeClock, lastDownscales: ReadonlyMap<string, LastDownscale>, over: Partial<Parameters<typeof observeLastDownscales>[1]> = {}) =>
-  observeLastDownscales(clock, { namespace: 'ns', statefulSets: ['a', 'b'], lastDownscales, source: 'annotation', seen: 'read', ...over });
+  observeLastDownscales(sightingsOf(clock), { namespace: 'ns', statefulSets: ['a', 'b'], lastDownscales, source: 'annotation', seen: 'read', ...over });
 
 describe('min-time counted from the stamp unless this replica has evidence against it', () => {
   const group: StatefulSet[] = [

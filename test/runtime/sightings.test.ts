@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FakeClock } from '../../src/runtime/clock.ts';
-import { CLOCK_TOLERANCE_MS, TimestampSightings, timestampSightings } from '../../src/runtime/sightings.ts';
+import { CLOCK_TOLERANCE_MS, TimestampSightings } from '../../src/runtime/sightings.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;
@@ -117,12 +117,6 @@ describe('TimestampSightings', () => {
     await clock.advance(30 * MIN);
     s.look('kept', one(T0), 'read');
     assert.equal(s.size, 1);
-  });
-
-  it('is one per clock, so every capability of a process counts from the same sighting', () => {
-    const clock = new FakeClock(T0);
-    assert.equal(timestampSightings(clock), timestampSightings(clock));
-    assert.notEqual(timestampSightings(clock), timestampSightings(new FakeClock(T0)));
   });
 
   const moves = fc.array(fc.record({

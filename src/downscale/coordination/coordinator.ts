@@ -167,7 +167,7 @@ export class ReplicaCoordinator {
     const sets = cached.map((set) => this.withExpectedReplicas(set));
     for (const set of sets) for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
     // Every pass notes the group's last downscales, so a later step of the wall clock cannot shorten min-time.
-    const countedFrom = observeLastDownscales(this.runtime.clock, { namespace: sets[0]?.metadata?.namespace ?? '', statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales: lastDownscalesFromAnnotations(sets), source: 'annotation', seen: 'read' });
+    const countedFrom = observeLastDownscales(this.runtime.sightings, { namespace: sets[0]?.metadata?.namespace ?? '', statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales: lastDownscalesFromAnnotations(sets), source: 'annotation', seen: 'read' });
     const plan = planGroupReplicas({ group: sets, now: this.runtime.clock.now(), countedFrom });
     for (const error of plan.errors) {
       const set = sets.find((s) => nameOf(s) === error.statefulSet) ?? sets[0]!;

@@ -17,6 +17,7 @@ import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../../runt
 import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../runtime/kube/types.ts';
 import type { Clock, Timer } from '../../runtime/clock.ts';
 import { LeaseLock } from '../../runtime/leaderelection/leaselock.ts';
+import { TimestampSightings } from '../../runtime/sightings.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import type { AdmissionHandler } from '../../webhooks/admission.ts';
 import {
@@ -54,6 +55,8 @@ export interface PrepareDownscaleDeps {
   podTimeoutMs: number;
   /** This replica, as the holder of group locks. */
   identity: string;
+  /** Where min-time stamps are tracked; the runtime's, shared with the replica coordinator (default: this handler's own). */
+  sightings?: TimestampSightings;
   /** A StatefulSet from the informer cache, when cached: a /scale request's parent is read from here before the API. */
   cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined;
 }
@@ -96,6 +99,7 @@ const RECENTLY_ALLOWED_MS = 15_000;
 
 export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
   const { client, log } = deps;
+  const sightings = deps.sightings ?? new TimestampSightings(deps.clock);
   /** `at` is monotonic. */
   const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
   const key = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
@@ -310,7 +314,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
           lastDownscales = lastDownscalesFromAnnotations(sets);
         }
         const othersPods = new Map(sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]));
-        const countedFrom = observeLastDownscales(deps.clock, { namespace, statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales, source: deps.mode, seen: 'read' });
+        const countedFrom = observeLastDownscales(sightings, { namespace, statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales, source: deps.mode, seen: 'read' });
         const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now(), countedFrom });
         if (checks.kind === 'deny') {
           log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });

@@ -11,7 +11,7 @@
 // a drain for a reason a retry fixes.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
-import { timestampSightings, type Counted, type Seen } from '../../runtime/sightings.ts';
+import { TimestampSightings, type Counted, type Seen } from '../../runtime/sightings.ts';
 import { informerFor, type Informer } from '../../runtime/informer/informer.ts';
 import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isEvictionDryRun } from '../dryrun.ts';
@@ -41,6 +41,8 @@ export interface ZpdbBudgetDeps {
   caches: ZpdbCaches;
   /** Where an invalid budget is reported to its owner (an Event on the ZPDB). */
   events?: Pick<EventRecorder, 'event'>;
+  /** Where ledger stamps are tracked; the runtime's, shared with min-time (default: these budgets' own). */
+  sightings?: TimestampSightings;
 }
 
 /** The resourceVersion of a ledger kept in this process (never sent to the API). */
@@ -64,6 +66,7 @@ function fromDecision(d: EvictionDecision): Answer {
 
 export class ZpdbBudgets {
   private readonly d: ZpdbBudgetDeps;
+  private readonly sightings: TimestampSightings;
   private readonly requests: Counter;
   private readonly inflight: Gauge;
   private readonly observed: Counter;
@@ -77,6 +80,7 @@ export class ZpdbBudgets {
   private readonly written = new Map<string, Lease>();
 
   constructor(deps: ZpdbBudgetDeps) {
+    this.sightings = deps.sightings ?? new TimestampSightings(deps.clock);
     this.d = deps;
     this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
     this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
@@ -249,7 +253,7 @@ export class ZpdbBudgets {
   }
 
   private seeEntries(namespace: string, name: string, ledger: Ledger, seen: Seen): Map<string, Counted> {
-    return timestampSightings(this.d.clock).look(`zpdb-ledger/${namespace}/${name}`, new Map([...ledger].map(([uid, entry]) => [uid, entry.at])), seen);
+    return this.sightings.look(`zpdb-ledger/${namespace}/${name}`, new Map([...ledger].map(([uid, entry]) => [uid, entry.at])), seen);
   }
 
   /** The decision on the caches, with these pending evictions. */
@@ -364,6 +368,7 @@ export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
       log: runtime.logger.child({ component: 'zpdb' }),
       registry: runtime.registry,
       events: runtime.events,
+      sightings: runtime.sightings,
       caches: {
         pods: workloads.pods,
         statefulSets: workloads.statefulSets,

@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
+import { TimestampSightings } from '../../../src/runtime/sightings.ts';
 import type { Runtime } from '../../../src/runtime/operator.ts';
 import { ReplicaCoordinator } from '../../../src/downscale/coordination/coordinator.ts';
 import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../../src/downscale/coordination/plan.ts';
@@ -37,6 +38,7 @@ function coordinator(clock: FakeClock) {
   const runtime = {
     client,
     clock,
+    sightings: new TimestampSightings(clock),
     logger: nopLogger,
     registry: new Registry(),
     events: { event: () => undefined },
