@@ -13,7 +13,7 @@ import type { KubeObject } from '../../../src/runtime/kube/types.ts';
 import { ScaleClient } from '../../../src/downscale/coordination/scaleclient.ts';
 
 const cluster = testCluster();
-const crd = fileURLToPath(new URL('../../deploy/crds/replica-templates.yaml', import.meta.url));
+const crd = fileURLToPath(new URL('../../../deploy/crds/replica-templates.yaml', import.meta.url));
 
 describe('ReplicaTemplate CRD', () => {
   it('installs, defaults spec.replicas to 1, and scales through its scale subresource', async (t) => {
