@@ -146,6 +146,11 @@ describe('advancing currentRevision on StatefulSets that keep changing', () => {
       while (churning) {
         await Promise.all(ZONES.map((z) => kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${z}` }, 'merge', { metadata: { annotations: { 'stateward.dev/test-churn': String(patches) } } }).catch(() => undefined)));
         patches++;
+        // A round every 100 ms: far more often than the StatefulSet controller
+        // writes, yet a rate the apiserver keeps up with on a loaded two-core
+        // CI machine (unthrottled, the writes starved the rollout past its
+        // deadline in one clean-clone run).
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
     t.after(async () => {
