@@ -35,10 +35,12 @@ export function serverOptions(limits: ServerLimits): ServerOptions {
 /** The limits a server's constructor options cannot carry; `name` labels the dropped-connections metric ("http", "https"). */
 export function applyLimits(server: Server, limits: ServerLimits, name: string, registry: Registry, log: Logger): void {
   server.keepAliveTimeout = limits.idleTimeoutMs;
-  // A connection that never sends a byte: Node's header deadline only starts
-  // with the first byte, so the socket's inactivity timeout closes it. It is
-  // switched off as each request starts (see requestListener), as Node itself
-  // does for the later requests of a keep-alive connection.
+  // A connection that never sends a byte is closed at the request timeout by
+  // two things that race: Node's deadline check (Node 24 starts it at
+  // connection, and answers 408 first) and this socket inactivity timeout
+  // (closes silently). The second is the one that does not depend on Node's
+  // parser bookkeeping. It is switched off as each request starts (see
+  // requestListener), as Node itself does for a keep-alive connection's later requests.
   server.timeout = limits.requestTimeoutMs;
   server.maxConnections = limits.maxConnections;
   const dropped = droppedConnectionsMetric(registry);

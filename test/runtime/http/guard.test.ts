@@ -123,7 +123,11 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
       // Not before the timeout; after it, within Node's connection check interval (≤ 1 s) plus
       // what a loaded two-core CI machine adds to timers — the point is that it closes at all.
       assert.ok(reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 3000, `closed after ${reply.closedAfterMs} ms`);
-      assert.equal(reply.data, '');
+      // Two deadlines race here, both at the request timeout: the socket's inactivity timeout
+      // (closes silently) and Node's request-deadline check (answers 408 first). Which one wins
+      // depends on timer order on a loaded machine (clean-clone CI got the 408 once); either is a
+      // correct end for a client that sent nothing, but never anything else, and never twice.
+      assert.ok(['', 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'].includes(reply.data), JSON.stringify(reply.data));
     }
   });
 
