@@ -93,7 +93,7 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
     { scope: 'cluster', apiGroups: [''], resources: ['nodes'], verbs: ['get'], why: 'a tracking record never releases a pod on a cordoned or draining node' },
   ],
   'config-restarts': [
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list', 'watch'], why: 'watch configs (metadata only); read one to hash it when it changes' },
+    { scope: 'managed', apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['list', 'watch'], why: 'watch configs; each is hashed as it is decoded and only its checksum cached (no GETs)' },
     { scope: 'managed', apiGroups: ['apps'], resources: ['deployments', 'daemonsets'], verbs: ['list', 'watch', 'patch'], why: 'cache opted-in workloads; one patch records checksums and restarts' },
     { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['patch'], why: 'restart StatefulSets (already granted by rollouts)' },
     { scope: 'managed', apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'], why: 'evict outdated pods of opted-in OnDelete workloads one at a time' },

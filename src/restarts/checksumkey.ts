@@ -9,12 +9,34 @@ import { randomBytes } from 'node:crypto';
 import type { KubeClient } from '../runtime/kube/client.ts';
 import { isAlreadyExists, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type Secret } from '../runtime/kube/types.ts';
+import type { Clock } from '../runtime/clock.ts';
+import type { Logger } from '../runtime/log/logger.ts';
+import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
 
 export const CHECKSUM_KEY_FIELD = 'key';
 const KEY_BYTES = 32;
 
-/** Reads the key Secret, creating it with a random key if it does not exist yet. */
-export async function ensureChecksumKey(client: KubeClient, namespace: string, name: string, signal?: AbortSignal): Promise<Buffer> {
+/**
+ * Reads the key Secret, creating it with a random key if it does not exist
+ * yet. Until that works — the API server unreachable, the Secret unusable, a
+ * permission missing — it warns and tries again (backing off to 30 s) until
+ * `signal` aborts: the config caches cannot start without the key.
+ */
+export async function ensureChecksumKey(client: KubeClient, namespace: string, name: string, options: { signal: AbortSignal; clock: Clock; log?: Logger }): Promise<Buffer> {
+  const { signal, clock, log } = options;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readOrCreateKey(client, namespace, name, signal);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      const delayMs = backoffDelay(attempt, { initialMs: 500, maxMs: 30_000, spread: 0.2 });
+      log?.warn('config restarts wait for their checksum key', { secret: `${namespace}/${name}`, err: error instanceof Error ? error.message : String(error), retryInMs: Math.round(delayMs) });
+      await clock.sleep(delayMs, signal);
+    }
+  }
+}
+
+async function readOrCreateKey(client: KubeClient, namespace: string, name: string, signal: AbortSignal): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const secret = await client.get<Secret>(resources.secrets, { namespace, name }, { signal });

@@ -1,9 +1,8 @@
 // Config-change restarts, the imperative shell: watches workloads
-// (Deployments, StatefulSets, DaemonSets) and ConfigMaps/Secrets —
-// metadata only, so no Secret value sits in a cache — and, for each opted-in
-// workload, decides with plan.ts and patches. A config's content is read
-// only when its resourceVersion moves and a watched workload references it;
-// it is hashed at once and dropped (only the checksum is kept).
+// (Deployments, StatefulSets, DaemonSets) and ConfigMaps/Secrets — whose
+// content is hashed as it is decoded and never cached (digest.ts), so every
+// config's checksum is known from LISTs and the watch alone — and, for each
+// opted-in workload, decides with plan.ts and patches.
 //
 // Per workload key, on any relevant change: observe the change (debounce
 // state), then reconcile when due: decide, patch the applied checksums (and
@@ -14,14 +13,15 @@
 import { Counter, Gauge } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
-import { isConflict, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
-import { resources, type ConfigMap, type KubeObject, type Pod, type ResourceType, type Secret } from '../runtime/kube/types.ts';
+import { isConflict, KubeApiError } from '../runtime/kube/errors.ts';
+import { resources, type KubeObject, type Pod, type ResourceType } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
-import { checksumScheme, configChecksum, xingLegacyChecksum } from './hash.ts';
+import { configDigester, type ConfigDigest } from './digest.ts';
+import { checksumScheme } from './hash.ts';
 import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, skipNotices, updateTarget, type SkipNotice, type OnDeleteWorkload, type PendingChange, type WorkloadKind } from './plan.ts';
 import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
 
@@ -59,9 +59,7 @@ export class RestartController {
   private readonly o: RestartOptions;
   private readonly log: Logger;
   private readonly workloads = new Map<WorkloadKind, Informer<Workload>[]>();
-  private readonly configs: Record<ConfigKind, Informer<KubeObject>[]>;
-  /** Checksums by config key, with the resourceVersion they were computed from. Never the content. */
-  private readonly checksums = new Map<string, { resourceVersion: string; checksum: string; legacy?: string }>();
+  private readonly configs: Record<ConfigKind, Informer<ConfigDigest>[]>;
   private readonly pending = new Map<string, PendingChange>();
   private readonly pods: Informer<Pod>[];
   /** Per workload, the skip reasons and warnings already given as Events. */
@@ -75,11 +73,11 @@ export class RestartController {
   private readonly watching = new Map<string, string[]>();
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
-  private key: Buffer | undefined;
   private queue: WorkQueue | undefined;
   private readonly metrics: { versions: Counter; configs: Gauge; workloads: Gauge; annotationUpdates: Counter; restarts: Counter; processed: Counter; waiting: Gauge };
 
-  constructor(runtime: Runtime, options: RestartOptions) {
+  /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
+  constructor(runtime: Runtime, options: RestartOptions, key: Buffer) {
     this.runtime = runtime;
     this.o = options;
     this.log = runtime.logger.child({ controller: 'config-restarts' });
@@ -88,15 +86,16 @@ export class RestartController {
     this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
     this.workloads.set('Deployment', runtime.informers<Workload>(resources.deployments));
     this.workloads.set('DaemonSet', runtime.informers<Workload>(resources.daemonSets));
-    // Metadata only: Secret values never enter a cache.
+    // Digests only: Secret values never enter a cache.
     this.configs = {
-      configmap: runtime.informers<KubeObject>(resources.configMaps, { metadataOnly: true }),
-      secret: runtime.informers<KubeObject>(resources.secrets, { metadataOnly: true }),
+      configmap: runtime.informers<ConfigDigest>(resources.configMaps, { transform: configDigester(key, 'configmap') }),
+      secret: runtime.informers<ConfigDigest>(resources.secrets, { transform: configDigester(key, 'secret') }),
     };
     const r = runtime.registry;
     this.metrics = {
       versions: new Counter({ name: 'deployment_restart_controller_resource_versions_total', help: 'The number of distinct resource versions observed.', registers: [r] }),
-      configs: new Gauge({ name: 'deployment_restart_controller_configs_total', help: 'The number of tracked configs.', registers: [r] }),
+      // xing counts its whole catalog: every ConfigMap and Secret it watches.
+      configs: new Gauge({ name: 'deployment_restart_controller_configs_total', help: 'The number of tracked configs.', registers: [r], collect: () => this.countConfigs() }),
       workloads: new Gauge({ name: 'deployment_restart_controller_deployments_total', help: 'The number of tracked deployments.', registers: [r] }),
       annotationUpdates: new Counter({ name: 'deployment_restart_controller_deployment_annotation_updates_total', help: 'The number of deployment annotation updates.', registers: [r] }),
       restarts: new Counter({ name: 'deployment_restart_controller_deployment_restarts_total', help: 'The number of deployment restarts triggered.', registers: [r] }),
@@ -156,7 +155,13 @@ export class RestartController {
     });
   }
 
-  private configInformer(kind: ConfigKind, namespace: string): Informer<KubeObject> | undefined {
+  private countConfigs(): void {
+    let n = 0;
+    if (this.queue) for (const informer of [...this.configs.configmap, ...this.configs.secret]) n += informer.size;
+    this.metrics.configs.set(n);
+  }
+
+  private configInformer(kind: ConfigKind, namespace: string): Informer<ConfigDigest> | undefined {
     return informerFor(this.configs[kind], namespace);
   }
 
@@ -199,7 +204,7 @@ export class RestartController {
   private configChanged(kind: ConfigKind, c: KubeObject): void {
     this.metrics.versions.inc();
     // Only the leader acts; a new leader looks at every workload when it starts.
-    if (!this.queue || !this.key) return;
+    if (!this.queue) return;
     const namespace = c.metadata?.namespace ?? '';
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
     // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
@@ -208,12 +213,12 @@ export class RestartController {
       if (!workload) continue;
       const watched = this.watched(workload);
       if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
-      void this.observe(wkey, watched.keys).catch((error: unknown) => this.log.warn('could not read configs of a workload', { workload: wkey, err: String(error) }));
+      this.observe(wkey, watched.keys);
     }
   }
 
-  private async observe(wkey: string, keys: string[]): Promise<void> {
-    const current = await this.currentChecksums(keys);
+  private observe(wkey: string, keys: string[]): void {
+    const current = this.currentChecksums(keys);
     // The debounce measures durations in this process: monotonic clock (decideRestart gets both).
     const state = observeChange(this.pending.get(wkey), this.runtime.clock.monotonic(), current);
     this.pending.set(wkey, state);
@@ -222,48 +227,24 @@ export class RestartController {
   }
 
   /**
-   * Checksums of the configs, reading (and at once dropping) only those whose
-   * resourceVersion moved. For `legacyKeys` — configs whose applied checksum
-   * xing wrote — xing's checksum of the same content too, so taking over from
-   * xing rewrites its values instead of restarting everything once.
+   * Checksums of the configs, from the caches. For `legacyKeys` — configs
+   * whose applied checksum xing wrote — xing's checksum of the same content
+   * too, so taking over from xing rewrites its values instead of restarting
+   * everything once.
    */
-  private async currentChecksums(keys: string[], legacyKeys: ReadonlySet<string> = new Set(), legacyOut?: Map<string, string>): Promise<Map<string, string>> {
+  private currentChecksums(keys: string[], legacyKeys: ReadonlySet<string> = new Set(), legacyOut?: Map<string, string>): Map<string, string> {
     const out = new Map<string, string>();
     for (const key of keys) {
       const ref = parseConfigKey(key);
       if (!ref) continue;
-      const meta = this.configInformer(ref.kind, ref.namespace)?.get(ref.namespace, ref.name);
-      if (!meta) {
-        out.set(key, MISSING);
-        continue;
-      }
-      const rv = meta.metadata?.resourceVersion ?? '';
-      const cached = this.checksums.get(key);
-      const wantLegacy = legacyKeys.has(key);
-      if (cached && cached.resourceVersion === rv && (!wantLegacy || cached.legacy !== undefined)) {
-        out.set(key, cached.checksum);
-        if (wantLegacy) legacyOut?.set(key, cached.legacy!);
-        continue;
-      }
-      const type = ref.kind === 'configmap' ? resources.configMaps : resources.secrets;
-      try {
-        const full = await this.runtime.client.get<ConfigMap | Secret>(type, { namespace: ref.namespace, name: ref.name });
-        const checksum = configChecksum(this.key!, full, ref.kind);
-        const legacy = wantLegacy ? xingLegacyChecksum(full) : undefined;
-        this.checksums.set(key, { resourceVersion: full.metadata?.resourceVersion ?? rv, checksum, ...(legacy !== undefined ? { legacy } : {}) });
-        out.set(key, checksum);
-        if (legacy !== undefined) legacyOut?.set(key, legacy);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-        out.set(key, MISSING);
-      }
+      const digest = this.configInformer(ref.kind, ref.namespace)?.get(ref.namespace, ref.name)?.digest;
+      out.set(key, digest?.checksum ?? MISSING);
+      if (digest && legacyKeys.has(key)) legacyOut?.set(key, digest.legacy);
     }
-    this.metrics.configs.set(this.checksums.size);
     return out;
   }
 
   async lead(signal: AbortSignal): Promise<void> {
-    this.key = await ensureChecksumKey(this.runtime.client, this.runtime.config.namespace, this.o.checksumKeySecret, signal);
     const queue = new WorkQueue({ clock: this.runtime.clock, metrics: workQueueMetrics(this.runtime.registry, 'config-restarts') });
     this.queue = queue;
     // Everything opted in is looked at once: changes made while no replica led are caught here.
@@ -277,7 +258,6 @@ export class RestartController {
     // A standby tracks nothing: its gauges must not keep the last leader-time values.
     this.metrics.waiting.set(0);
     this.metrics.workloads.set(0);
-    this.metrics.configs.set(0);
   }
 
   private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
@@ -299,7 +279,7 @@ export class RestartController {
       workload: { kind: entry.kind, namespace, name },
       optedIn: watched.optIns.length > 0,
       applied: applied.checksums,
-      current: await this.currentChecksums(watched.keys, legacyKeys, legacyCurrent),
+      current: this.currentChecksums(watched.keys, legacyKeys, legacyCurrent),
       legacyCurrent,
       ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
       now,
@@ -425,10 +405,12 @@ export class RestartController {
 export function restartsCapability(options: () => RestartOptions): Capability {
   return {
     name: 'config-restarts',
-    setup(runtime) {
+    async setup(runtime) {
       const o = options();
       if (!o.enabled) return {};
-      const controller = new RestartController(runtime, o);
+      // Before the config caches exist: their transform hashes with it.
+      const key = await ensureChecksumKey(runtime.client, runtime.config.namespace, o.checksumKeySecret, { signal: runtime.stopping, clock: runtime.clock, log: runtime.logger });
+      const controller = new RestartController(runtime, o, key);
       return { lead: (signal) => controller.lead(signal) };
     },
   };

@@ -114,9 +114,11 @@ export function checksumScheme(value: string): 'v1' | 'xing-legacy' | 'unknown' 
 export function xingLegacyChecksum(obj: ConfigPayload): string {
   // For both kinds xing marshals the wire representation: strings for a
   // ConfigMap, []byte (which Go marshals as the same base64) for a Secret,
-  // so the kind does not matter.
-  const json = goJsonMap(obj.data);
-  return createHash('sha256').update(json, 'utf8').digest('hex').slice(0, 16);
+  // so the kind does not matter. Fed to the hash piece by piece: the JSON
+  // text of a Secret is never built as one more string.
+  const hash = createHash('sha256');
+  writeGoJsonMap(obj.data, (text) => hash.update(text, 'utf8'));
+  return hash.digest('hex').slice(0, 16);
 }
 
 function frameSection(mac: Hmac, tag: number, map: Record<string, string> | null | undefined, base64: boolean): void {
@@ -156,17 +158,33 @@ function u64(n: number): Buffer {
  * wrote it: keys sorted bytewise, HTML-safe escaping of <, > and &,
  * U+2028/U+2029 escaped, control characters other than \n \r \t as \u00XX,
  * invalid UTF-16 (which Go would have seen as invalid UTF-8) as \ufffd. A
- * nil map is "null".
+ * nil map is "null". Written out in pieces to `write`.
  */
-function goJsonMap(map: Record<string, string> | null | undefined): string {
-  if (map === undefined || map === null) return 'null';
+function writeGoJsonMap(map: Record<string, string> | null | undefined, write: (text: string) => void): void {
+  if (map === undefined || map === null) return write('null');
   const keys = Object.keys(map).map((k) => ({ k, bytes: Buffer.from(k, 'utf8') }));
   keys.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
-  return `{${keys.map(({ k }) => `${goJsonString(k)}:${goJsonString(String(map[k]))}`).join(',')}}`;
+  write('{');
+  keys.forEach(({ k }, i) => {
+    if (i > 0) write(',');
+    writeGoJsonString(k, write);
+    write(':');
+    writeGoJsonString(String(map[k]), write);
+  });
+  write('}');
 }
 
-function goJsonString(s: string): string {
-  let out = '"';
+/** Everything Go's encoder would escape; text without any (the usual case) is written as it is. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what Go escapes
+const NEEDS_ESCAPE = /["\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/;
+
+function writeGoJsonString(s: string, write: (text: string) => void): void {
+  write('"');
+  if (!NEEDS_ESCAPE.test(s)) {
+    write(s);
+    return write('"');
+  }
+  let out = '';
   for (const ch of s) {
     const c = ch.codePointAt(0) ?? 0;
     if (ch === '"') out += '\\"';
@@ -178,5 +196,6 @@ function goJsonString(s: string): string {
     else if (c >= 0xd800 && c <= 0xdfff) out += '\\ufffd';
     else out += ch;
   }
-  return `${out}"`;
+  write(out);
+  write('"');
 }

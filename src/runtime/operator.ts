@@ -37,6 +37,8 @@ export interface Runtime {
   informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
   isLeader(): boolean;
+  /** Aborts when the process begins to shut down: for work a capability does in setup(), before it serves or leads. */
+  readonly stopping: AbortSignal;
   /**
    * Adds a condition to /ready: `check` returns undefined once its part is
    * ready, else what is missing (shown in the 503 body). The Service sends
@@ -155,6 +157,7 @@ export class Operator {
       identity: this.identity,
       sightings: this.sightings,
       isLeader: () => this.isLeader(),
+      stopping: this.stop.signal,
       readiness: (name, check) => void this.readinessChecks.set(name, check),
       informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {
         const scopes = !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
@@ -181,7 +184,15 @@ export class Operator {
     const { config, capabilities } = this.o;
     const runtime = this.runtime();
     const handles: { name: string; handle: CapabilityHandle }[] = [];
-    for (const capability of capabilities) handles.push({ name: capability.name, handle: await capability.setup(runtime) });
+    for (const capability of capabilities) {
+      try {
+        handles.push({ name: capability.name, handle: await capability.setup(runtime) });
+      } catch (error) {
+        // A setup still waiting on the API (config restarts' checksum key) when a stop arrived.
+        if (this.stop.signal.aborted) return this.shutdown();
+        throw error;
+      }
+    }
     await this.http.listen();
     for (const informer of this.informerCache.values()) informer.start();
     for (const { name, handle } of handles) {

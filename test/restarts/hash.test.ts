@@ -189,6 +189,21 @@ describe('xing compatibility', { timeout: 10000 }, () => {
     assert.equal(xingLegacyChecksum({ data: { a: 'x' }, binaryData: { b: b64('y') } }), xingLegacyChecksum({ data: { a: 'x' } }));
   });
 
+  it('property: xingLegacyChecksum is Go’s JSON for any text, escaped or not (a model built on JSON.stringify)', () => {
+    const sha16 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16);
+    // JSON.stringify escapes what Go escapes except <, >, &, U+2028/9 and lone surrogates;
+    // it writes \b and \f where Go < 1.22 wrote \u0008 and \u000c.
+    const goString = (s: string) => JSON.stringify(s)
+      .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+      .replace(/\\b/g, '\\u0008').replace(/\\f/g, '\\u000c')
+      .replace(/\\ud[89a-f][0-9a-f]{2}/g, '\\ufffd');
+    const goMap = (m: Record<string, string>) => `{${Object.keys(m).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map((k) => `${goString(k)}:${goString(m[k]!)}`).join(',')}}`;
+    const text = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: fc.constantFrom('a', '<', '&', '\\', '"', '\u2028', '\b', '\f', '\ud800', '\udc00', '😀', '\u0000'), maxLength: 20 }));
+    fc.assert(fc.property(fc.dictionary(keyArb, text, { maxKeys: 5 }), (data) => {
+      assert.equal(xingLegacyChecksum({ data }), sha16(goMap(data)));
+    }), { numRuns: 500 });
+  });
+
   it('checksumScheme tells v1, xing and anything else apart', () => {
     assert.equal(checksumScheme('e43abcf337524483'), 'xing-legacy');
     assert.equal(checksumScheme(configChecksum(KEY, {})), 'v1');

@@ -289,7 +289,9 @@ export class Informer<T extends KubeObject> {
       // The server ends a watch after timeoutSeconds; spread them so many
       // informers do not reconnect in lockstep (5-10 minutes, as client-go).
       const timeoutSeconds = Math.floor(300 + Math.random() * 300);
-      for await (const event of client.watch<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, resourceVersion: this.resourceVersion, timeoutSeconds, signal: combined })) {
+      // Transformed as each line is decoded: the raw object (a Secret's values) never reaches this frame.
+      const decode = (object: T) => this.prepare(object);
+      for await (const event of client.watch<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, resourceVersion: this.resourceVersion, timeoutSeconds, decode, signal: combined })) {
         armWatchdog();
         this.apply(event);
         delivered++;
@@ -319,7 +321,7 @@ export class Informer<T extends KubeObject> {
       return;
     }
     this.options.metrics?.event(type, event.type);
-    const object = this.prepare(event.object);
+    const object = event.object; // prepared by the watch (decode)
     const key = objectKey(object);
     if (event.type === 'DELETED') {
       const previous = this.store.delete(key);

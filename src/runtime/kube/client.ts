@@ -292,8 +292,13 @@ export class KubeClient {
    * the signal aborts. An in-stream ERROR event is yielded as-is; the caller
    * (the informer) decides what a 410 means. No request timeout applies: the
    * caller's idle watchdog aborts a stream that went quiet.
+   *
+   * `decode` runs on each ADDED, MODIFIED and DELETED object as its line is
+   * parsed, before the event is yielded: what it leaves out (a Secret's
+   * values) is never held by this generator or its caller. Each line's bytes
+   * are zeroed once parsed, and no line outlives its event.
    */
-  async *watch<T extends KubeObject>(type: ResourceType, options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resourceVersion?: string; timeoutSeconds?: number; metadataOnly?: boolean; signal: AbortSignal }): AsyncGenerator<WatchEvent<T>> {
+  async *watch<T extends KubeObject>(type: ResourceType, options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resourceVersion?: string; timeoutSeconds?: number; metadataOnly?: boolean; decode?: (object: T) => T; signal: AbortSignal }): AsyncGenerator<WatchEvent<T>> {
     const path = resourcePath(type, options.namespace ? { namespace: options.namespace } : {});
     const url = this.url(path, {
       watch: true,
@@ -320,22 +325,22 @@ export class KubeClient {
     if (response.status !== 200 || !response.body) {
       throw errorFromResponse('WATCH', path, response.status, await response.text().catch(() => ''), response.headers.get('retry-after'));
     }
-    const decoder = new TextDecoder();
-    let buffered = '';
+    const lines = new LineSplitter();
     try {
       for await (const chunk of response.body) {
-        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-        let newline: number;
-        while ((newline = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, newline).trim();
-          buffered = buffered.slice(newline + 1);
-          if (line) yield parseWatchLine<T>(line, path);
+        const bytes = chunk as Uint8Array;
+        // A view, not a copy: the regions zeroed are the stream's own bytes.
+        for (const line of lines.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))) {
+          const event = decodeWatchLine<T>(line, path, options.decode);
+          if (event) yield event;
         }
       }
     } catch (error) {
       throw this.transportError('WATCH', path, error, options.signal, 0);
     }
-    if (buffered.trim()) yield parseWatchLine<T>(buffered.trim(), path);
+    const last = lines.end();
+    const event = last && decodeWatchLine<T>(last, path, options.decode);
+    if (event) yield event;
   }
 
   async close(): Promise<void> {
@@ -344,11 +349,64 @@ export class KubeClient {
   }
 }
 
-function parseWatchLine<T extends KubeObject>(line: string, path: string): WatchEvent<T> {
+/**
+ * One watch line to its event (undefined for a blank line), in a frame of its
+ * own so the text and the undecoded object die with it; the line's bytes are
+ * zeroed. An unparsable line is reported by its length only: it may hold a Secret.
+ */
+function decodeWatchLine<T extends KubeObject>(line: Buffer, path: string, decode: ((object: T) => T) | undefined): WatchEvent<T> | undefined {
   try {
-    return JSON.parse(line) as WatchEvent<T>;
-  } catch {
-    throw new KubeApiError({ code: 0, reason: 'BadWatchEvent', message: `unparsable watch line: ${line.slice(0, 120)}`, method: 'WATCH', path });
+    const text = line.toString('utf8').trim();
+    if (!text) return undefined;
+    let event: WatchEvent<T>;
+    try {
+      event = JSON.parse(text) as WatchEvent<T>;
+    } catch {
+      throw new KubeApiError({ code: 0, reason: 'BadWatchEvent', message: `unparsable watch line (${line.length} bytes)`, method: 'WATCH', path });
+    }
+    const carriesObject = event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED';
+    return decode && carriesObject && event.object ? { type: event.type, object: decode(event.object) } : event;
+  } finally {
+    line.fill(0);
+  }
+}
+
+/**
+ * Splits a byte stream at newlines. A line that spans chunks is copied out of
+ * them; every chunk region handed out or copied is the caller's to zero
+ * (decodeWatchLine does), and a copied tail is zeroed in the chunk at once.
+ */
+export class LineSplitter {
+  private pending: Buffer[] = [];
+
+  /** The complete lines in `chunk` (without their newline), in order. */
+  push(chunk: Buffer): Buffer[] {
+    const lines: Buffer[] = [];
+    let start = 0;
+    for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
+      lines.push(this.take(chunk.subarray(start, newline)));
+      start = newline + 1;
+    }
+    if (start < chunk.length) {
+      const tail = chunk.subarray(start);
+      this.pending.push(Buffer.from(tail));
+      tail.fill(0);
+    }
+    return lines;
+  }
+
+  /** What is left after the stream ended: a last line without a newline, if any. */
+  end(): Buffer | undefined {
+    return this.pending.length > 0 ? this.take(Buffer.alloc(0)) : undefined;
+  }
+
+  private take(piece: Buffer): Buffer {
+    if (this.pending.length === 0) return piece;
+    const line = Buffer.concat([...this.pending, piece]);
+    for (const part of this.pending) part.fill(0);
+    piece.fill(0);
+    this.pending = [];
+    return line;
   }
 }
 
