@@ -9,6 +9,7 @@
 // checksum from its LISTs and watch alone — no GET per config on start, on a
 // change or after a failover (a metadata-only cache needed one GET per
 // referenced config, ~400 s for 2,000 of them at 5 requests/s).
+import { createSecretKey } from 'node:crypto';
 import type { KubeObject } from '../runtime/kube/types.ts';
 import { configChecksum, xingLegacyChecksum, type ConfigPayload } from './hash.ts';
 import type { ConfigKind } from './references.ts';
@@ -30,12 +31,13 @@ export interface ConfigDigest extends KubeObject {
  * changes with every resourceVersion, so its changes still restart.
  */
 export function configDigester(key: Buffer, kind: ConfigKind): (object: KubeObject) => ConfigDigest {
+  const secretKey = createSecretKey(key);
   return (object) => {
     const payload = object as KubeObject & ConfigPayload;
     const { managedFields: _dropped, ...metadata } = payload.metadata ?? {};
     let digest: ConfigDigest['digest'];
     try {
-      digest = { checksum: configChecksum(key, payload, kind), legacy: xingLegacyChecksum(payload) };
+      digest = { checksum: configChecksum(secretKey, payload, kind), legacy: xingLegacyChecksum(payload) };
     } catch {
       const marker = `unhashable:${metadata.resourceVersion ?? ''}`;
       digest = { checksum: marker, legacy: marker };

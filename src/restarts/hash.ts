@@ -45,7 +45,7 @@
 // copies are zero-filled once fed to the HMAC (best effort; JavaScript
 // strings themselves cannot be scrubbed). Error messages name no keys or
 // values.
-import { createHash, createHmac, type Hmac } from 'node:crypto';
+import { createHash, createHmac, KeyObject, type Hmac } from 'node:crypto';
 import type { ConfigKind } from './references.ts';
 
 export const CHECKSUM_VERSION = 'v1';
@@ -73,13 +73,15 @@ const XING_PATTERN = /^[0-9a-f]{16}$/;
  * base64 for a Secret. Throws only on misuse: an empty key, an unknown kind,
  * a map that is not an object, or a value that is not a string.
  */
-export function configChecksum(key: Buffer | string, obj: ConfigPayload, kind: ConfigKind = 'configmap'): string {
+export function configChecksum(key: Buffer | string | KeyObject, obj: ConfigPayload, kind: ConfigKind = 'configmap'): string {
   const kindTag = Object.hasOwn(KIND_TAG, kind) ? KIND_TAG[kind] : undefined;
   if (kindTag === undefined) throw new TypeError('config checksum: kind must be "configmap" or "secret"');
-  const keyBytes = typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
-  if (keyBytes.length === 0) throw new RangeError('config checksum: the HMAC key must not be empty');
-  const mac = createHmac('sha256', keyBytes);
-  if (typeof key === 'string') keyBytes.fill(0);
+  // A KeyObject (createSecretKey, made once) is what a hot path passes: HMAC
+  // setup from one is ~3× cheaper than from bytes, which Node imports on every call.
+  const keyBytes = key instanceof KeyObject ? undefined : typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
+  if ((keyBytes?.length ?? (key as KeyObject).symmetricKeySize ?? 0) === 0) throw new RangeError('config checksum: the HMAC key must not be empty');
+  const mac = createHmac('sha256', keyBytes ?? key);
+  if (typeof key === 'string') keyBytes?.fill(0);
   mac.update(DOMAIN);
   mac.update(Buffer.of(kindTag));
   frameSection(mac, SECTION_DATA, obj.data, kind === 'secret');
@@ -174,9 +176,13 @@ function writeGoJsonMap(map: Record<string, string> | null | undefined, write: (
   write('}');
 }
 
-/** Everything Go's encoder would escape; text without any (the usual case) is written as it is. */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what Go escapes
-const NEEDS_ESCAPE = /["\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/;
+/**
+ * Anything but the printable ASCII Go writes as it is (no ", &, <, >, \\):
+ * text without such a character — the usual case, and every base64 Secret
+ * value — is written as it is; the rest takes the exact path below. (Listing
+ * what to escape instead was ~2× slower on 4 KiB values.)
+ */
+const NEEDS_ESCAPE = /[^\u0020\u0021\u0023-\u0025\u0027-\u003b\u003d\u003f-\u005b\u005d-\u007e]/;
 
 function writeGoJsonString(s: string, write: (text: string) => void): void {
   write('"');
