@@ -179,16 +179,21 @@ export class KubeClient {
         throw this.transportError(method, path, error, signal, timeoutMs);
       }
       status = String(response.status);
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = await response.text();
+        bytes = await readBody(response.body);
       } catch (error) {
         throw this.transportError(method, path, error, signal, timeoutMs);
       }
-      if (response.status < 200 || response.status > 299) {
-        throw errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
+      try {
+        const text = bytes.toString('utf8');
+        if (response.status < 200 || response.status > 299) {
+          throw errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
+        }
+        return (text ? JSON.parse(text) : undefined) as T;
+      } finally {
+        bytes.fill(0);
       }
-      return (text ? JSON.parse(text) : undefined) as T;
     } finally {
       this.metrics?.observeRequest(method, path, status, (performance.now() - started) / 1000);
     }
@@ -346,6 +351,22 @@ export class KubeClient {
   async close(): Promise<void> {
     await this.agent?.dispatcher.close();
     this.agent = undefined;
+  }
+}
+
+/**
+ * A response body as one buffer, the received chunks zeroed once copied: a
+ * LIST of Secrets leaves its values in memory only as the strings parsed
+ * from it (the caller zeroes the buffer after parsing), not in freed chunks.
+ */
+async function readBody(body: AsyncIterable<Uint8Array> | null): Promise<Buffer> {
+  if (!body) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of body) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    return Buffer.concat(chunks);
+  } finally {
+    for (const chunk of chunks) chunk.fill(0);
   }
 }
 
