@@ -5,8 +5,8 @@ import { execFile, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../src/runtime/kube/client.ts';
+import { readKubeConfigFile } from '../src/runtime/kube/kubeconfig.ts';
 import { resources, type StatefulSet } from '../src/runtime/kube/types.ts';
 import { namespaceStatus } from '../src/status/cli.ts';
 import { renderProgress } from '../src/status/render.ts';
@@ -49,8 +49,7 @@ async function main(): Promise<number> {
 
   console.log('==> applying examples/zone-aware-statefulsets.yaml (3 zones × 2 pods, OnDelete, rollout-group=ingester)');
   process.stdout.write(await kubectl(kubeconfig, 'apply', '-f', join(root, 'examples/zone-aware-statefulsets.yaml')));
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
+  const kc = readKubeConfigFile(kubeconfig);
   const kube = new KubeClient({ kubeConfig: kc, timeoutMs: 15_000 });
   await waitFor('the ingester rollout group to be Ready', async () => {
     const list = await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group=ingester' });

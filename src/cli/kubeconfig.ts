@@ -4,11 +4,11 @@
 // of them, the in-cluster configuration when running in a pod. --context
 // picks another context than the current one. Every problem is a CliError
 // whose message fits on one line.
-import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { loadKubeConfig } from '../runtime/kube/config.ts';
+import { KubeConfig, parseKubeConfig, quote } from '../runtime/kube/kubeconfig.ts';
 
 /** A failure to report in one line, without a stack trace, and exit 1 with. */
 export class CliError extends Error {
@@ -41,14 +41,12 @@ function mergeFirstWins(configs: readonly KubeConfig[]): KubeConfig {
     for (const list of lists) for (const item of list) if (!seen.has(item.name)) seen.set(item.name, item);
     return [...seen.values()];
   };
-  const merged = new KubeConfig();
-  merged.loadFromOptions({
+  return new KubeConfig({
     clusters: pick(configs.map((c) => c.getClusters())),
     users: pick(configs.map((c) => c.getUsers())),
     contexts: pick(configs.map((c) => c.getContexts())),
     currentContext: configs.map((c) => c.getCurrentContext()).find((c) => c) ?? '',
   });
-  return merged;
 }
 
 function loadFile(path: string): KubeConfig {
@@ -58,21 +56,12 @@ function loadFile(path: string): KubeConfig {
   } catch (error) {
     throw new CliError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`);
   }
-  const kc = new KubeConfig();
   try {
-    kc.loadFromString(text);
+    // Relative certificate, key, token and plugin paths are relative to the file, as kubectl reads them.
+    return parseKubeConfig(text, { baseDir: dirname(path) });
   } catch (error) {
-    // The YAML parser's message goes on to quote the file under a caret: its first line says it.
     throw new CliError(`${path} is not a valid kubeconfig: ${messageOf(error).split('\n')[0]!.trim()}`);
   }
-  // Relative certificate and key paths are relative to the file, as kubectl reads them.
-  try {
-    kc.makePathsAbsolute(dirname(path));
-  } catch (error) {
-    // A path field that is no string (a list, a number): the loader does not check their types.
-    throw new CliError(`${path} is not a valid kubeconfig: ${messageOf(error)}`);
-  }
-  return kc;
 }
 
 /** The kubeconfig files to read, by kubectl's precedence; none when there is no kubeconfig at all. */
@@ -99,13 +88,8 @@ function inCluster(options: CliKubeConfigOptions): { kubeConfig: KubeConfig; nam
   } catch (error) {
     throw new CliError(messageOf(error));
   }
-  let namespace = 'default';
-  try {
-    namespace = readFileSync(join(dir, 'namespace'), 'utf8').trim() || 'default';
-  } catch {
-    // outside a pod's usual layout: the default namespace
-  }
-  return { kubeConfig, namespace };
+  // The pod's namespace file, read by the loader; outside a pod's usual layout, the default namespace.
+  return { kubeConfig, namespace: kubeConfig.getCurrentContextObject()?.namespace || 'default' };
 }
 
 /**
@@ -130,10 +114,13 @@ export function loadCliKubeConfig(options: CliKubeConfigOptions): { kubeConfig: 
   const current = kubeConfig.getCurrentContext();
   if (!current) throw new CliError(`${where} has no current-context: pass --context=<name>`);
   const context = kubeConfig.getContextObject(current);
-  if (!context) throw new CliError(`current-context "${current}" is not defined in ${where}`);
-  if (!kubeConfig.getCluster(context.cluster)) throw new CliError(`context "${current}" names cluster "${context.cluster}", which is not defined in ${where}`);
-  // The loader does not check field types (kubectl refuses such a file).
-  const namespace: unknown = context.namespace;
-  if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new CliError(`context "${current}" in ${where}: its namespace is not a string`);
-  return { kubeConfig, namespace: namespace || 'default' };
+  if (!context) throw new CliError(`current-context ${quote(current)} is not defined in ${where}`);
+  if (!kubeConfig.getCluster(context.cluster)) throw new CliError(`context ${quote(current)} names cluster ${quote(context.cluster)}, which is not defined in ${where}`);
+  // What kubectl checks of the context in use: the user, the cluster's server, the files they name, nothing unsupported.
+  try {
+    kubeConfig.confirmUsable();
+  } catch (error) {
+    throw new CliError(`${where}: ${messageOf(error)}`);
+  }
+  return { kubeConfig, namespace: context.namespace || 'default' };
 }

@@ -3,7 +3,6 @@
 // everything down in order on SIGTERM.
 import { randomBytes } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventRecorder } from './events/recorder.ts';
@@ -12,6 +11,7 @@ import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
 import { informerMetrics, type InformerMetrics } from './informer/metrics.ts';
 import { KubeClient } from './kube/client.ts';
+import type { KubeConfig } from './kube/kubeconfig.ts';
 import { apiClientMetrics } from './kube/metrics.ts';
 import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';

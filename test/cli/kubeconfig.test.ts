@@ -52,7 +52,9 @@ describe('loadCliKubeConfig', () => {
   after(() => rm(dir, { recursive: true, force: true }));
 
   it('reads --kubeconfig before KUBECONFIG, with the current context\'s namespace and cert paths relative to the file', async () => {
-    await mkdir(join(dir, 'sub'), { recursive: true });
+    // The files must exist: like kubectl, loading checks that the context's files can be read.
+    await mkdir(join(dir, 'sub', 'certs'), { recursive: true });
+    for (const f of ['certs/ca.crt', 'certs/client.crt', 'client.key']) await writeFile(join(dir, 'sub', f), 'pem');
     const path = await file({ clusters: [{ name: 'c', server: 'https://explicit:6443', ca: 'certs/ca.crt' }], users: [{ name: 'me', cert: 'certs/client.crt' }], contexts: [{ name: 'main', namespace: 'mimir' }], current: 'main' }, 'sub/config');
     const other = await file({ clusters: [{ name: 'c', server: 'https://other:6443' }], current: 'main' });
     const { kubeConfig, namespace } = loadCliKubeConfig({ kubeconfig: path, context: '', env: { KUBECONFIG: other } });

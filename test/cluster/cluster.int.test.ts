@@ -46,7 +46,7 @@ async function readyPods(core: CoreV1Api, namespace: string, app: string, count:
 describe('local cluster', () => {
   it('runs a 3-replica StatefulSet to 3 Ready pods spread across the three zones', async (t) => {
     const namespace = await cluster.namespace(t);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     await apps.createNamespacedStatefulSet({ namespace, body: statefulSet('db', 3) });
@@ -62,7 +62,7 @@ describe('local cluster', () => {
 
   it('recreates a deleted pod from the current revision', async (t) => {
     const namespace = await cluster.namespace(t);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     await apps.createNamespacedStatefulSet({ namespace, body: statefulSet('db', 2) });
@@ -79,7 +79,7 @@ describe('local cluster', () => {
 
   it('moves updateRevision on a template change of an OnDelete StatefulSet while pods keep the old revision', async (t) => {
     const namespace = await cluster.namespace(t);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     await apps.createNamespacedStatefulSet({ namespace, body: statefulSet('db', 3, 'OnDelete') });
@@ -101,7 +101,7 @@ describe('local cluster', () => {
 
   it('answers an eviction that would break a PodDisruptionBudget with 429', async (t) => {
     const namespace = await cluster.namespace(t);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     const policy = kc.makeApiClient(PolicyV1Api);
@@ -136,7 +136,7 @@ describe('local cluster', () => {
 
   it('refuses a ServiceAccount what its Role does not grant', async (t) => {
     const namespace = await cluster.namespace(t);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     const core = kc.makeApiClient(CoreV1Api);
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'reader' } } });

@@ -1,7 +1,8 @@
 // The local control plane: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok, each its own process on loopback, owned by the
 // process that calls LocalCluster.start().
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig as ClientNodeKubeConfig } from '@kubernetes/client-node';
+import { readKubeConfigFile, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -111,8 +112,14 @@ export class LocalCluster {
     return join(this.stateDir, 'control.sock');
   }
 
+  /** Stateward's kubeconfig of the cluster's admin (what KubeClient takes). */
   kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
+    return readKubeConfigFile(this.kubeconfigPath);
+  }
+
+  /** The same as @kubernetes/client-node's KubeConfig, for its typed API clients (test setup only). */
+  clientNodeConfig(): ClientNodeKubeConfig {
+    const kc = new ClientNodeKubeConfig();
     kc.loadFromFile(this.kubeconfigPath);
     return kc;
   }
@@ -290,7 +297,7 @@ export class LocalCluster {
     await this.createNodes();
     await this.waitNodesReady(remaining());
     await waitFor('the default ServiceAccount (created by the controller-manager)', async () => {
-      const core = this.kubeConfig().makeApiClient(CoreV1Api);
+      const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
       return (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' })).metadata?.name;
     }, { timeoutMs: remaining(), fail: () => this.failure() });
     await this.writeState(true);
@@ -315,7 +322,7 @@ export class LocalCluster {
   }
 
   private async createNodes(): Promise<void> {
-    const core = this.kubeConfig().makeApiClient(CoreV1Api);
+    const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
     for (const node of this.nodes) {
       try {
         await core.createNode({
@@ -345,7 +352,7 @@ export class LocalCluster {
   }
 
   async waitNodesReady(timeoutMs = 60_000): Promise<void> {
-    const core = this.kubeConfig().makeApiClient(CoreV1Api);
+    const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
     await waitFor(`${this.nodes.length} kwok nodes to become Ready (kwok log: ${this.component('kwok').spec.logPath})`, async () => {
       const list = await core.listNode({ labelSelector: 'type=kwok' });
       const ready = list.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));

@@ -2,7 +2,8 @@
 // `scripts/test.ts` starts one cluster per run and names its state directory
 // in STATEWARD_TEST_CLUSTER; a file run on its own falls back to the cluster
 // `npm run cluster -- up` started.
-import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig as ClientNodeKubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { readKubeConfigFile, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -31,14 +32,20 @@ export class TestCluster {
     return this.state.nodes;
   }
 
+  /** Stateward's kubeconfig of the cluster's admin (what KubeClient takes). */
   kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
+    return readKubeConfigFile(this.state.kubeconfig);
+  }
+
+  /** The same as @kubernetes/client-node's KubeConfig, for its typed API clients (test setup only). */
+  clientNodeConfig(): ClientNodeKubeConfig {
+    const kc = new ClientNodeKubeConfig();
     kc.loadFromFile(this.state.kubeconfig);
     return kc;
   }
 
   core(): CoreV1Api {
-    return this.kubeConfig().makeApiClient(CoreV1Api);
+    return this.clientNodeConfig().makeApiClient(CoreV1Api);
   }
 
   /**

@@ -125,7 +125,7 @@ describe('stateward status on a cluster', { timeout: 180_000 }, () => {
 
   it('with a Role that may list only StatefulSets and pods: names each missing permission on stderr and shows the rest', async (t) => {
     const { namespace } = await setup(t, 1);
-    const kc = cluster.kubeConfig();
+    const kc = cluster.clientNodeConfig();
     await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'reader' } } });
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'lister' }, rules: [{ apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list'] }, { apiGroups: [''], resources: ['pods'], verbs: ['list'] }] } });

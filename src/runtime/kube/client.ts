@@ -6,8 +6,7 @@
 // for every request, turn timestamps into Date objects (while watch events
 // carry strings), drop fields the client's schema does not know (dangerous
 // for read-modify-write), and throw errors whose body must be parsed by hand.
-// client-node still provides kubeconfig loading and authentication.
-import type { KubeConfig } from '@kubernetes/client-node';
+// Kubeconfig loading and authentication are Stateward's own (kubeconfig.ts).
 import { createHash } from 'node:crypto';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { Agent, fetch, type Dispatcher } from 'undici';
@@ -17,6 +16,7 @@ import type { KubeObject, ObjectList, ResourceType } from './types.ts';
 import { apiVersionOf } from './types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { ApiClientMetrics } from './metrics.ts';
+import type { KubeClientConfig } from './kubeconfig.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
@@ -35,7 +35,7 @@ export interface RequestLimiter {
 }
 
 export interface KubeClientOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeClientConfig;
   /** Per-request timeout for everything but watches (-kubernetes.client-timeout). */
   timeoutMs: number;
   limiter?: RequestLimiter;
@@ -79,7 +79,7 @@ const METADATA_ACCEPT_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta
 
 export class KubeClient {
   private readonly options: KubeClientOptions;
-  private readonly kc: KubeConfig;
+  private readonly kc: KubeClientConfig;
   private readonly timeoutMs: number;
   private readonly limiter: RequestLimiter | undefined;
   private readonly metrics: ApiClientMetrics | undefined;
@@ -116,9 +116,10 @@ export class KubeClient {
   }
 
   /**
-   * Authentication headers and a pooled dispatcher. Headers are recomputed
-   * per request (bound ServiceAccount tokens rotate); the pool is rebuilt
-   * only when the TLS material changes.
+   * Authentication headers and a pooled dispatcher. Headers are asked for
+   * per request (the kubeconfig caches them: exec credentials until they
+   * expire, token files re-read as they rotate); the pool is rebuilt only
+   * when the TLS material changes.
    */
   private async connection(): Promise<{ headers: Record<string, string>; dispatcher: Dispatcher }> {
     const options: HttpsRequestOptions = {};
@@ -179,6 +180,7 @@ export class KubeClient {
         throw this.transportError(method, path, error, signal, timeoutMs);
       }
       status = String(response.status);
+      if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
       let bytes: Buffer;
       try {
         bytes = await readBody(response.body);
@@ -327,6 +329,7 @@ export class KubeClient {
       throw this.transportError('WATCH', path, error, options.signal, 0);
     }
     this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
+    if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
     if (response.status !== 200 || !response.body) {
       throw errorFromResponse('WATCH', path, response.status, await response.text().catch(() => ''), response.headers.get('retry-after'));
     }

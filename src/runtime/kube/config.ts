@@ -1,15 +1,11 @@
 // Which cluster to talk to, by rollout-operator's rule: -kubernetes.api-url
 // and -kubernetes.config-file together, or neither (in-cluster config).
-import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
+import { dirname } from 'node:path';
+import { inClusterKubeConfig, KubeConfigError, parseKubeConfig, quote, type KubeConfig } from './kubeconfig.ts';
 
-export class KubeConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KubeConfigError';
-  }
-}
+export { KubeConfigError } from './kubeconfig.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -28,7 +24,6 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
       '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)',
     );
   }
-  const kc = new KubeConfig();
   if (!configFile) {
     const env = source.env ?? process.env;
     const dir = source.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
@@ -41,11 +36,7 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
     const host = env['KUBERNETES_SERVICE_HOST'];
     const server = `https://${isIPv6(host) ? `[${host}]` : host}:${env['KUBERNETES_SERVICE_PORT']}`;
     // The token file is re-read as it rotates (bound ServiceAccount tokens expire hourly).
-    kc.loadFromClusterAndUser(
-      { name: 'in-cluster', server, caFile: `${dir}/ca.crt`, skipTLSVerify: false },
-      { name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: `${dir}/token` } } },
-    );
-    return kc;
+    return inClusterKubeConfig({ server, dir });
   }
   let text: string;
   try {
@@ -53,15 +44,17 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   } catch (error) {
     throw new KubeConfigError(`-kubernetes.config-file=${configFile}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
   }
+  let kc: KubeConfig;
   try {
-    kc.loadFromString(text);
+    // Relative paths in it are relative to its directory, as client-go reads them.
+    kc = parseKubeConfig(text, { baseDir: dirname(configFile) });
   } catch (error) {
     throw new KubeConfigError(`-kubernetes.config-file=${configFile}: not a valid kubeconfig: ${error instanceof Error ? error.message : String(error)}`);
   }
   const context = kc.getContextObject(kc.getCurrentContext());
-  if (!context) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: current-context "${kc.getCurrentContext()}" is not defined`);
+  if (!context) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: current-context ${quote(kc.getCurrentContext())} is not defined`);
   const cluster = kc.getCluster(context.cluster);
-  if (!cluster) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: context "${context.name}" names cluster "${context.cluster}", which is not defined`);
+  if (!cluster) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`);
   let url: URL;
   try {
     url = new URL(apiUrl);
@@ -70,7 +63,11 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: must be http or https`);
   // Like client-go's BuildConfigFromFlags: the URL overrides the kubeconfig's server.
-  const clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server: apiUrl.replace(/\/+$/, '') } : c));
-  kc.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
-  return kc;
+  const configured = kc.withServer(apiUrl);
+  try {
+    configured.confirmUsable();
+  } catch (error) {
+    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return configured;
 }

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { createServer, connect, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock, type Clock, type Timer } from '../../../src/runtime/clock.ts';
 import { KubeClient, type CallOptions } from '../../../src/runtime/kube/client.ts';
+import type { KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
 import type { ObjectPath } from '../../../src/runtime/kube/paths.ts';
 import { resources, type KubeObject, type Lease, type ResourceType } from '../../../src/runtime/kube/types.ts';
 import { LeaderElector, type ElectorOptions } from '../../../src/runtime/leaderelection/elector.ts';
@@ -77,10 +77,7 @@ async function cuttableProxy(t: TestContext): Promise<{ kubeConfig: KubeConfig; 
     for (const s of sockets) s.destroy();
   };
   t.after(cut);
-  const kc = cluster.kubeConfig();
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({ ...kc, clusters: kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${port}` })), contexts: kc.contexts, users: kc.users, currentContext: kc.currentContext });
-  return { kubeConfig, cut };
+  return { kubeConfig: cluster.kubeConfig().withServer(`https://127.0.0.1:${port}`), cut };
 }
 
 function client(kubeConfig: KubeConfig = cluster.kubeConfig()): ObservedClient {
