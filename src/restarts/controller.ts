@@ -52,6 +52,8 @@ const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
   { kind: 'DaemonSet', type: resources.daemonSets, prefix: 'daemonset' },
 ];
 
+const CONFIG_PAGE_SIZE = 2000;
+
 type Workload = KubeObject & WorkloadLike & { spec?: { updateStrategy?: { type?: string } } };
 
 export class RestartController {
@@ -86,10 +88,13 @@ export class RestartController {
     this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
     this.workloads.set('Deployment', runtime.informers<Workload>(resources.deployments));
     this.workloads.set('DaemonSet', runtime.informers<Workload>(resources.daemonSets));
-    // Digests only: Secret values never enter a cache.
+    // Digests only: Secret values never enter a cache. Pages of 2,000: each
+    // page is hashed and dropped as it arrives, so a larger page costs only
+    // transient memory, and 7,000 configs list in 4 requests instead of 16
+    // (each one waits its turn at the client rate limit, 5/s by default).
     this.configs = {
-      configmap: runtime.informers<ConfigDigest>(resources.configMaps, { transform: configDigester(key, 'configmap') }),
-      secret: runtime.informers<ConfigDigest>(resources.secrets, { transform: configDigester(key, 'secret') }),
+      configmap: runtime.informers<ConfigDigest>(resources.configMaps, { transform: configDigester(key, 'configmap'), pageSize: CONFIG_PAGE_SIZE }),
+      secret: runtime.informers<ConfigDigest>(resources.secrets, { transform: configDigester(key, 'secret'), pageSize: CONFIG_PAGE_SIZE }),
     };
     const r = runtime.registry;
     this.metrics = {
