@@ -32,7 +32,7 @@ import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
 import { rescheduleHandler } from '../../src/drain/reschedule/webhook.ts';
 import { WebhookServer } from '../../src/webhooks/server.ts';
 import { generateSelfSigned } from '../../src/webhooks/tls/generate.ts';
-import { deepMarker, failingClient, fakeInformer, jsonBytes, mostly, mutated, nastyString, params, settlesWithin, textMutationArb, weirdValue, within, type Failure, type TextMutation } from './support.ts';
+import { deepMarker, failingClient, fakeInformer, jsonBytes, mostly, mutated, nastyString, params, settlesWithin, textMutationArb, weirdValue, within, type Failure, type TextMutation, PARSE_BUDGET_MS } from './support.ts';
 
 /** The handlers' deadline here; the server gives them 90 % of -server-tls.request-timeout. */
 const DEADLINE_MS = 2_000;
@@ -321,7 +321,7 @@ describe('fuzz: prepare-downscale, the pure steps up to the pods to call', { tim
         const info = stsInfo(first.source.statefulSet, first.downscale);
         if (info.kind !== 'proceed') return;
         const existingPods = new Set(ordinals.map((i) => `ingester-zone-a-${i}`));
-        const out = within(50, `endpoints(${from} → ${to})`, () =>
+        const out = within(PARSE_BUDGET_MS, `endpoints(${from} → ${to})`, () =>
           endpoints({ sts: 'ingester-zone-a', namespace: NS, serviceName: info.info.serviceName, port: info.info.port, path: info.info.path, from, to, existingPods }),
         );
         // Exactly the pods that exist in the range are called, highest ordinal first.
@@ -690,16 +690,16 @@ describe('fuzz regressions: admission', { timeout: 120_000 }, () => {
 
   it('prepare-downscale: the pods to call for 0 → -367333 replicas are found in time (was: every ordinal walked, ~60 ms here, out of memory at -2^31)', () => {
     const existingPods = new Set([10, 0, 5, 8, 17, 13, 2].map((i) => `ingester-zone-a-${i}`));
-    const out = within(50, 'endpoints', () => endpoints({ sts: 'ingester-zone-a', namespace: 'ns', serviceName: 'ingester', port: '8080', path: 'prepare-shutdown', from: 0, to: -367333, existingPods }));
+    const out = within(PARSE_BUDGET_MS, 'endpoints', () => endpoints({ sts: 'ingester-zone-a', namespace: 'ns', serviceName: 'ingester', port: '8080', path: 'prepare-shutdown', from: 0, to: -367333, existingPods }));
     assert.deepEqual(out.call, []);
   });
 
   it('prepare-downscale: int32 extremes (3 → -2^31, 2^31-1 → 0) are found in time too', () => {
     const existingPods = new Set(['ingester-zone-a-0', 'ingester-zone-a-1', 'ingester-zone-a-2']);
     const base = { sts: 'ingester-zone-a', namespace: 'ns', serviceName: 'ingester', port: '8080', path: 'prepare-shutdown', existingPods };
-    const down = within(50, 'endpoints', () => endpoints({ ...base, from: 3, to: -(2 ** 31) }));
+    const down = within(PARSE_BUDGET_MS, 'endpoints', () => endpoints({ ...base, from: 3, to: -(2 ** 31) }));
     assert.deepEqual(down.call.map((e) => e.index), [2, 1, 0]);
-    const huge = within(50, 'endpoints', () => endpoints({ ...base, from: 2 ** 31 - 1, to: 0 }));
+    const huge = within(PARSE_BUDGET_MS, 'endpoints', () => endpoints({ ...base, from: 2 ** 31 - 1, to: 0 }));
     assert.deepEqual(huge.call.map((e) => e.index), [2, 1, 0]);
     assert.equal(huge.skipped.length, 100);
   });

@@ -28,10 +28,10 @@ import {
   validateScalingMetadata,
   writeBack,
 } from '../../src/downscale/coordination/plan.ts';
-import { adversarialNames, capturingRegexSource, materialize, metadataValue, mutated, params, weirdValue, within } from './support.ts';
+import { adversarialNames, capturingRegexSource, materialize, metadataValue, mutated, params, weirdValue, within, PARSE_BUDGET_MS } from './support.ts';
 
 /** Per call; the eviction webhook calls podPartition once per pod of the group. */
-const BUDGET_MS = 50;
+const BUDGET_MS = PARSE_BUDGET_MS;
 
 // ------------------------------------------------------------------ ZPDB
 

@@ -13,9 +13,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../src/downscale/coordination/delay.ts';
-import { params, within } from './support.ts';
+import { params, within, PARSE_BUDGET_MS } from './support.ts';
 
-const BUDGET_MS = 50;
+const BUDGET_MS = PARSE_BUDGET_MS;
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);

@@ -24,6 +24,16 @@ export function params<T>(numRuns: number, offset: number): fc.Parameters<T> {
 // ------------------------------------------------------------------ time
 
 /**
+ * The budget for one parse of one fuzzed input, up to 100 KB. A parser that
+ * backtracks or goes quadratic takes seconds on such input; a linear one
+ * takes under 20 ms here (best of 3, 2 cores). 100 ms keeps five times that
+ * margin, so a CI run on a loaded machine does not fail on a linear parser
+ * that is merely slow (that is a benchmark's business), while every
+ * super-linear one still fails.
+ */
+export const PARSE_BUDGET_MS = 100;
+
+/**
  * Runs `f`, asserting it returns (or throws) within `budgetMs`; returns its
  * result (or rethrows). What counts is the smaller of the wall time and
  * this process's CPU time: on a machine busy with other processes (a CI run

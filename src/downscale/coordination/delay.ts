@@ -11,6 +11,7 @@ import {
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
   annotationsOf,
 } from './keys.ts';
+import { quoteValue } from '../../runtime/log/logger.ts';
 
 export interface DelayedDownscaleConfig {
   delayMs: number;
@@ -54,7 +55,7 @@ export function delayedDownscaleConfig(sts: StatefulSet): DelayedDownscaleConfig
     return { error: `failed to parse ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation value as duration: ${why}` };
   }
   if (splitUrl(url) === undefined) {
-    return { error: `failed to parse ${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY} annotation value as URL: ${JSON.stringify(url)} is not scheme://host[:port]/path` };
+    return { error: `failed to parse ${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY} annotation value as URL: ${quoteValue(url)} is not scheme://host[:port]/path` };
   }
   if (delayMs <= 0) return undefined;
   return { delayMs, url };
@@ -76,7 +77,7 @@ export interface PodAddress {
  */
 export function podUrl(template: string, address: PodAddress): string | { error: string } {
   const parts = splitUrl(template);
-  if (parts === undefined) return { error: `${JSON.stringify(template)} is not scheme://host[:port]/path` };
+  if (parts === undefined) return { error: `${quoteValue(template)} is not scheme://host[:port]/path` };
   const { pod, serviceName, namespace, clusterDomain = DEFAULT_CLUSTER_DOMAIN } = address;
   const host = `${pod}.${serviceName}.${namespace}.svc.${clusterDomain}`;
   const userinfo = parts.userinfo === undefined ? '' : `${parts.userinfo}@`;

@@ -13,6 +13,7 @@ export {
   ROLLOUT_GROUP_LABEL_KEY,
   DEFAULT_CLUSTER_DOMAIN,
 } from '../prepare/plan.ts';
+import { quoteValue } from '../../runtime/log/logger.ts';
 export { NO_DOWNSCALE_LABEL_KEY } from '../../webhooks/nodownscale.ts';
 
 export const DOWNSCALE_LEADER_ANNOTATION_KEY = 'grafana.com/rollout-downscale-leader';
@@ -66,7 +67,7 @@ export function forceReplicasOverride(sts: StatefulSet): ForceReplicas {
   const raw = annotationsOf(sts)[FORCE_REPLICAS_ANNOTATION_KEY];
   if (raw === undefined) return undefined;
   const n = parseInt32(raw);
-  if (n === undefined) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${JSON.stringify(raw)} on ${nameOf(sts)}: not a 32-bit integer` };
-  if (n < 0) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${JSON.stringify(raw)} on ${nameOf(sts)}: must not be negative` };
+  if (n === undefined) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: not a 32-bit integer` };
+  if (n < 0) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: must not be negative` };
   return { replicas: n };
 }

@@ -7,6 +7,7 @@ import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
 import { parseRfc3339 } from '../prepare/rfc3339.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
+import { quoteValue } from '../../runtime/log/logger.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
@@ -82,7 +83,7 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
   for (const { key, where } of EXACTLY_TRUE) {
     const value = (where === 'label' ? labels : annotations)[key];
     if (value !== undefined && value !== 'true' && value.toLowerCase() === 'true') {
-      warnings.push(`${name}: ${where} ${key}=${JSON.stringify(value)} is treated as false; only "true" (lower case) enables it`);
+      warnings.push(`${name}: ${where} ${key}=${quoteValue(value)} is treated as false; only "true" (lower case) enables it`);
     }
   }
 
@@ -91,7 +92,7 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoDuration(minTime);
     } catch (error) {
-      warnings.push(`${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${JSON.stringify(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`);
+      warnings.push(`${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`);
     }
   }
   const minTimeAnnotation = annotations[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
@@ -100,7 +101,7 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoDuration(minTimeAnnotation);
     } catch {
-      warnings.push(`${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${JSON.stringify(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`);
+      warnings.push(`${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`);
     }
   }
 
@@ -123,7 +124,7 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoBool(writeBackValue);
     } catch {
-      warnings.push(`${name}: annotation ${MIRROR_WRITE_BACK_ANNOTATION_KEY}=${JSON.stringify(writeBackValue)} is not a boolean, so write-back is off`);
+      warnings.push(`${name}: annotation ${MIRROR_WRITE_BACK_ANNOTATION_KEY}=${quoteValue(writeBackValue)} is not a boolean, so write-back is off`);
     }
   }
 

@@ -1,6 +1,7 @@
 // Go's time.RFC3339 layout ("2006-01-02T15:04:05Z07:00"), as the
 // prepare-downscale webhook writes and reads it: the last-downscale
 // annotation and the zone tracker's `lastDownscaled` values.
+import { quoteValue } from '../../runtime/log/logger.ts';
 
 /** time.Time.UTC().Format(time.RFC3339): whole seconds (truncated), `Z`. */
 export function formatRfc3339(ms: number): string {
@@ -22,7 +23,7 @@ function daysIn(year: number, month: number): number {
  */
 export function parseRfc3339(s: string): number | { error: string } {
   const m = RFC3339.exec(s);
-  const bad = (why: string) => ({ error: `parsing time ${JSON.stringify(s)} as "2006-01-02T15:04:05Z07:00": ${why}` });
+  const bad = (why: string) => ({ error: `parsing time ${quoteValue(s)} as "2006-01-02T15:04:05Z07:00": ${why}` });
   if (!m) return bad('not in RFC 3339 format');
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   if (month < 1 || month > 12) return bad('month out of range');

@@ -14,6 +14,7 @@
 //   TTL, so no cluster-wide write permission on Namespaces is needed (§1.10.4).
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import { parseGoDuration } from '../../runtime/flags/duration.ts';
+import { quoteValue as quote } from '../../runtime/log/logger.ts';
 
 // ------------------------------------------------------------ label selectors
 
@@ -44,23 +45,23 @@ export function qualifiedNameProblem(key: string): string | undefined {
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
   if (prefix !== undefined) {
-    if (prefix === '') return `key ${JSON.stringify(key)}: the prefix before "/" must not be empty`;
+    if (prefix === '') return `key ${quote(key)}: the prefix before "/" must not be empty`;
     if (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)) {
-      return `key ${JSON.stringify(key)}: prefix ${JSON.stringify(prefix)} must be a lowercase DNS subdomain of at most 253 characters`;
+      return `key ${quote(key)}: prefix ${quote(prefix)} must be a lowercase DNS subdomain of at most 253 characters`;
     }
   }
-  if (name === '') return `key ${JSON.stringify(key)}: the name part must not be empty`;
-  if (name.length > 63) return `key ${JSON.stringify(key)}: the name part must be at most 63 characters`;
+  if (name === '') return `key ${quote(key)}: the name part must not be empty`;
+  if (name.length > 63) return `key ${quote(key)}: the name part must be at most 63 characters`;
   if (!NAME_PART.test(name)) {
-    return `key ${JSON.stringify(key)}: the name part must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
+    return `key ${quote(key)}: the name part must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
   }
   return undefined;
 }
 
 function labelValueProblem(value: string): string | undefined {
-  if (value.length > 63) return `value ${JSON.stringify(value)} must be at most 63 characters`;
+  if (value.length > 63) return `value ${quote(value)} must be at most 63 characters`;
   if (!LABEL_VALUE.test(value)) {
-    return `value ${JSON.stringify(value)} must be empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
+    return `value ${quote(value)} must be empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric`;
   }
   return undefined;
 }
@@ -70,35 +71,45 @@ type Token =
   | { kind: '(' | ')' | ',' | '!' | '=' | '==' | '!=' | '<' | '>' }
   | { kind: 'end' };
 
-const SYMBOLS = ['!=', '==', '!', '=', '(', ')', ',', '<', '>'] as const;
-const isSpace = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+const END: Token = { kind: 'end' };
+const isSpace = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+/** `! = ( ) , < >`: each starts a symbol, and so ends a word. */
+const isSymbolStart = (code: number) => code === 0x21 || code === 0x3d || code === 0x28 || code === 0x29 || code === 0x2c || code === 0x3c || code === 0x3e;
 
-/** Splits like apimachinery's lexer: symbols and whitespace end a word. */
-function tokenize(text: string): Token[] {
-  const tokens: Token[] = [];
+/**
+ * Splits like apimachinery's lexer: symbols and whitespace end a word.
+ * Lazy, one token of lookahead: the parser stops at the first error, so a
+ * long bad value (annotations may be 256 KiB) is read only up to it rather
+ * than cut into tens of thousands of tokens first.
+ */
+function lexer(text: string): { peek: () => Token; next: () => Token } {
   let i = 0;
-  while (i < text.length) {
-    const c = text.charAt(i);
-    if (isSpace(c)) {
-      i++;
-      continue;
+  let ahead: Token | undefined;
+  const scan = (): Token => {
+    while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+    if (i >= text.length) return END;
+    const c = text.charCodeAt(i);
+    if (isSymbolStart(c)) {
+      const doubled = text.charCodeAt(i + 1) === 0x3d && (c === 0x21 || c === 0x3d); // != and ==
+      const kind = text.slice(i, doubled ? i + 2 : i + 1) as Exclude<Token['kind'], 'word' | 'end'>;
+      i += kind.length;
+      return { kind };
     }
-    const symbol = SYMBOLS.find((s) => text.startsWith(s, i));
-    if (symbol !== undefined) {
-      tokens.push({ kind: symbol });
-      i += symbol.length;
-      continue;
-    }
-    let j = i;
-    while (j < text.length && !isSpace(text.charAt(j)) && !SYMBOLS.some((s) => text.startsWith(s, j))) j++;
-    tokens.push({ kind: 'word', text: text.slice(i, j) });
-    i = j;
-  }
-  tokens.push({ kind: 'end' });
-  return tokens;
+    const start = i;
+    while (i < text.length && !isSpace(text.charCodeAt(i)) && !isSymbolStart(text.charCodeAt(i))) i++;
+    return { kind: 'word', text: text.slice(start, i) };
+  };
+  return {
+    peek: () => (ahead ??= scan()),
+    next: () => {
+      const token = ahead ?? scan();
+      ahead = undefined;
+      return token;
+    },
+  };
 }
 
-const show = (t: Token) => (t.kind === 'word' ? JSON.stringify(t.text) : t.kind === 'end' ? 'end of string' : `'${t.kind}'`);
+const show = (t: Token) => (t.kind === 'word' ? quote(t.text) : t.kind === 'end' ? 'end of string' : `'${t.kind}'`);
 
 /**
  * Parses a label selector string as `kubectl -l` takes it: requirements
@@ -107,11 +118,8 @@ const show = (t: Token) => (t.kind === 'word' ? JSON.stringify(t.text) : t.kind 
  * node selectors use them). An empty string is the match-everything selector.
  */
 export function parseLabelSelector(text: string): Parsed<LabelSelector> {
-  const tokens = tokenize(text);
-  let pos = 0;
-  const peek = (): Token => tokens[pos] ?? { kind: 'end' };
-  const next = (): Token => tokens[pos++] ?? { kind: 'end' };
-  const fail = (error: string): Parsed<LabelSelector> => ({ ok: false, error: `label selector ${JSON.stringify(text)}: ${error}` });
+  const { peek, next } = lexer(text);
+  const fail = (error: string): Parsed<LabelSelector> => ({ ok: false, error: `label selector ${quote(text)}: ${error}` });
   const requirements: LabelRequirement[] = [];
   if (peek().kind === 'end') return { ok: true, value: { requirements } };
 
@@ -148,7 +156,7 @@ export function parseLabelSelector(text: string): Parsed<LabelSelector> {
       } else if (op.kind === '<' || op.kind === '>') {
         return fail(`operator '${op.kind}' is not supported (use =, ==, !=, in, notin, key or !key)`);
       } else {
-        return fail(`found ${show(op)} after key ${JSON.stringify(key)}, expected =, ==, !=, in, notin, ',' or end of string`);
+        return fail(`found ${show(op)} after key ${quote(key)}, expected =, ==, !=, in, notin, ',' or end of string`);
       }
       for (const value of values) {
         const problem = labelValueProblem(value);

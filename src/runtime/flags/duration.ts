@@ -7,7 +7,7 @@
 // work in that exact representation and the millisecond ones convert at the
 // edge, so parsing and formatting match Go digit for digit.
 
-import { quoteGo } from './gostrconv.ts';
+import { quoteCut } from './gostrconv.ts';
 
 const NANOS_PER_MILLI = 1_000_000n;
 const INT64_MAX = (1n << 63n) - 1n;
@@ -62,7 +62,7 @@ function quoteLikeTime(s: string): string {
 }
 
 function goDurationError(message: string, input: string): SyntaxError {
-  return new SyntaxError(`time: ${message} ${quoteLikeTime(input)}`);
+  return new SyntaxError(`time: ${message} ${quoteCut(input, quoteLikeTime)}`);
 }
 
 function isDigit(c: string | undefined): boolean {
@@ -135,7 +135,7 @@ export function parseGoDurationNanos(input: string): bigint {
     const unitName = s.slice(0, u);
     s = s.slice(u);
     const unit = GO_UNIT_NANOS.get(unitName);
-    if (unit === undefined) throw goDurationError(`unknown unit ${quoteLikeTime(unitName)} in duration`, input);
+    if (unit === undefined) throw goDurationError(`unknown unit ${quoteCut(unitName, quoteLikeTime)} in duration`, input);
     if (whole > TWO_POW_63 / unit) throw goDurationError('invalid duration', input);
     let value = whole * unit;
     if (fraction > 0n) {
@@ -218,7 +218,7 @@ const PROM_UNITS: readonly { name: string; millis: bigint }[] = [
 export function parsePromDuration(input: string): number {
   if (input === '0') return 0;
   if (input === '') throw new SyntaxError('empty duration string');
-  const invalid = () => new SyntaxError(`not a valid duration string: ${quoteGo(input)}`);
+  const invalid = () => new SyntaxError(`not a valid duration string: ${quoteCut(input)}`);
   let s = input;
   let totalNanos = 0n;
   let lastUnit = -1;
@@ -235,7 +235,7 @@ export function parsePromDuration(input: string): number {
     const unitName = s.slice(0, u);
     s = s.slice(u);
     const position = PROM_UNITS.findIndex((unit) => unit.name === unitName);
-    if (position < 0) throw new SyntaxError(`unknown unit ${quoteGo(unitName)} in duration ${quoteGo(input)}`);
+    if (position < 0) throw new SyntaxError(`unknown unit ${quoteCut(unitName)} in duration ${quoteCut(input)}`);
     if (position <= lastUnit) throw invalid();
     lastUnit = position;
     const unitNanos = PROM_UNITS[position]!.millis * NANOS_PER_MILLI;

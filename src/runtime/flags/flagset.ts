@@ -15,7 +15,7 @@
 // wrong; mistakes in the flag definitions themselves throw immediately.
 
 import { Buffer } from 'node:buffer';
-import { quoteGo } from './gostrconv.ts';
+import { quoteCut, quoteGo } from './gostrconv.ts';
 import { boolKind, durationKind, enumKind, floatKind, intKind, promDurationKind, stringKind, stringListKind } from './kinds.ts';
 import type { ValueKind } from './kinds.ts';
 
@@ -273,7 +273,7 @@ export class FlagSet {
         try {
           flag.set(text, 'command-line');
         } catch (error) {
-          return this.error(`invalid boolean value ${quoteGo(text)} for -${name}: ${messageOf(error)}`);
+          return this.error(`invalid boolean value ${quoteCut(text)} for -${name}: ${messageOf(error)}`);
         }
         continue;
       }
@@ -284,7 +284,7 @@ export class FlagSet {
       try {
         flag.set(value, 'command-line');
       } catch (error) {
-        return this.error(`invalid value ${quoteGo(value)} for flag -${name}: ${messageOf(error)}`);
+        return this.error(`invalid value ${quoteCut(value)} for flag -${name}: ${messageOf(error)}`);
       }
     }
     return { kind: 'ok', args: argv.slice(next) };
@@ -300,7 +300,7 @@ export class FlagSet {
       try {
         flag.set(text, 'env');
       } catch (error) {
-        return `invalid value ${quoteGo(text)} for environment variable ${flag.env} (flag -${flag.name}): ${messageOf(error)}`;
+        return `invalid value ${quoteCut(text)} for environment variable ${flag.env} (flag -${flag.name}): ${messageOf(error)}`;
       }
     }
     return undefined;

@@ -70,6 +70,15 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
 }
 
+/**
+ * A user's value JSON-quoted for an error message, cut to MAX_FIELD_CHARS:
+ * an annotation may hold 256 KiB, and quoting it whole (twice, when a
+ * parser's message wraps its caller's) costs milliseconds and helps no reader.
+ */
+export function quoteValue(value: string): string {
+  return JSON.stringify(truncate(value, MAX_FIELD_CHARS));
+}
+
 /** A copy of a field value with every string, array and nesting level bounded. */
 export function boundValue(value: unknown, max = MAX_FIELD_CHARS, depth = 0): unknown {
   if (typeof value === 'string') return truncate(value, max);

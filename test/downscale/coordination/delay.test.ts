@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { delayedDownscaleCalls, delayedDownscaleDecision, ordinalsOf } from '../../../src/downscale/coordination/delay.ts';
-import { within } from '../../fuzz/support.ts';
+import { PARSE_BUDGET_MS, within } from '../../fuzz/support.ts';
 
 const INT32_MAX = 2 ** 31 - 1;
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 const HOUR = 3_600_000;
 const longAgo = Math.floor(NOW / 1000) - 7200;
-const BUDGET_MS = 50;
+const BUDGET_MS = PARSE_BUDGET_MS;
 
 describe('delayed downscale at int32 replica counts', { timeout: 30_000 }, () => {
   it('plans calls to the pods that exist only, for spec.replicas 2^31-1 (was: a 2^31-element array per range, out of memory)', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { formatGoFloat, parseGoBool, parseGoFloat, parseGoInt, quoteGo } from '../../../src/runtime/flags/gostrconv.ts';
+import { QUOTED_VALUE_MAX, formatGoFloat, parseGoBool, parseGoFloat, parseGoInt, quoteCut, quoteGo } from '../../../src/runtime/flags/gostrconv.ts';
 
 // Expected values below were checked against Go 1.26's strconv.
 
@@ -87,4 +87,32 @@ describe('quoteGo (strconv.Quote)', () => {
   for (const [input, expected] of cases) {
     it(`quotes ${JSON.stringify(input)} as ${expected}`, () => assert.equal(quoteGo(input), expected));
   }
+
+  // The rule character by character, as Go's strconv.Quote states it: an
+  // independent model of the one-regex-pass implementation.
+  const model = (s: string): string => {
+    let out = '"';
+    for (const ch of s) {
+      const cp = ch.codePointAt(0)!;
+      const short: Record<string, string> = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+      if (ch === '"' || ch === '\\') out += '\\' + ch;
+      else if (ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch)) out += ch;
+      else if (short[ch]) out += short[ch];
+      else if (cp < 0x20 || cp === 0x7f) out += '\\x' + cp.toString(16).padStart(2, '0');
+      else if (cp < 0x10000) out += '\\u' + cp.toString(16).padStart(4, '0');
+      else out += '\\U' + cp.toString(16).padStart(8, '0');
+    }
+    return out + '"';
+  };
+  it('escapes exactly what the character-by-character rule escapes, lone surrogates included', () => {
+    const unit = fc.constantFrom('"', '\\', '\ud800', '\udfff', 'a', ' ', '\u200b', '\u00a0', '😀', '\n', '\x07', '\x7f', 'é', '\u0301');
+    fc.assert(fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.string({ unit })), (s) => assert.equal(quoteGo(s), model(s))), { numRuns: 2000 });
+  });
+
+  it('quoteCut quotes a value whole up to QUOTED_VALUE_MAX characters and cuts a longer one, saying how long it was', () => {
+    const limit = 'a'.repeat(QUOTED_VALUE_MAX);
+    assert.equal(quoteCut(limit), quoteGo(limit));
+    assert.equal(quoteCut(limit + '\n'), `${quoteGo(limit)}…(${QUOTED_VALUE_MAX + 1} chars)`);
+    assert.equal(quoteCut('x'.repeat(100_000), JSON.stringify), `${JSON.stringify('x'.repeat(QUOTED_VALUE_MAX))}…(100000 chars)`);
+  });
 });
