@@ -63,13 +63,22 @@ export function podView(pod: Pod): PodView {
   const terminating = Boolean(pod.metadata?.deletionTimestamp);
   const containers = status?.containerStatuses ?? [];
   const running = status?.phase === 'Running' && containers.length > 0 && containers.every((c) => c.ready && c.state?.running);
+  // rollout-operator (IsPodRunningAndReady) reads the container statuses
+  // only, which misses two ways a pod stops serving while its containers
+  // still say ready: the node lifecycle controller sets Ready=False on the
+  // pods of a node that stopped reporting, and readiness gates hold Ready at
+  // False. Either way the pod is out of its Services, so another zone must
+  // not be disrupted on its account. The Ready condition, when the pod has
+  // one, must agree.
+  const readyCondition = status?.conditions?.find((c) => c.type === 'Ready');
+  const conditionAgrees = readyCondition === undefined || readyCondition.status === 'True';
   const waiting = [...(status?.initContainerStatuses ?? []), ...containers].map((c) => c.state?.waiting?.reason).find((r) => r !== undefined && STUCK_REASONS.has(r));
   return {
     name: pod.metadata?.name ?? '',
     uid: pod.metadata?.uid ?? '',
     ordinal: podOrdinal(pod.metadata?.name ?? ''),
     revision: pod.metadata?.labels?.['controller-revision-hash'] ?? '',
-    ready: running && !terminating,
+    ready: running && conditionAgrees && !terminating,
     terminating,
     ...(waiting ? { stuckReason: waiting } : {}),
   };

@@ -38,6 +38,15 @@ describe('rollout snapshot', () => {
     assert.equal(podView(pod('p-0', {}, initStuck)).stuckReason, 'ImagePullBackOff', 'init containers count too');
   });
 
+  it('counts a pod whose Ready condition is False as not ready though its containers say ready (unreachable node, readiness gates); better than rollout-operator', () => {
+    const running = { phase: 'Running', containerStatuses: [{ name: 'c', image: 'i', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: 'x' } } }] };
+    const withReady = (status: string) => ({ ...running, conditions: [{ type: 'ContainersReady', status: 'True' }, { type: 'Ready', status }] });
+    assert.equal(podView(pod('p-0', {}, withReady('True'))).ready, true);
+    assert.equal(podView(pod('p-0', {}, withReady('False'))).ready, false, 'the node lifecycle controller marked it NotReady');
+    assert.equal(podView(pod('p-0', {}, withReady('Unknown'))).ready, false);
+    assert.equal(podView(pod('p-0', {}, running)).ready, true, 'no Ready condition: the container statuses decide, as rollout-operator');
+  });
+
   it('reads ordinals, revisions and annotations into the planner view, pods in ordinal order', () => {
     assert.equal(podOrdinal('ingester-zone-a-12'), 12);
     const view = statefulSetView(set, [pod('ingester-zone-a-10', owned), pod('ingester-zone-a-2', owned)]);
