@@ -8,11 +8,10 @@
 // that is often many more people than can read Secrets. A plain hash of a
 // low-entropy Secret (a 6-digit PIN, a password from a short list) lets any
 // such reader test guesses offline. xing stores unsalted SHA-256 truncated to
-// 64 bits, Reloader unsalted SHA-1 (Reloader #594, config-restart.md §1.3,
-// §2.6). Keyed with a cluster-local secret, HMAC-SHA-256 turns the annotation
+// 64 bits, Reloader unsalted SHA-1 (Reloader issue #594). Keyed with a cluster-local secret, HMAC-SHA-256 turns the annotation
 // into an opaque change marker: without the key, guesses cannot be checked.
 // Equal inputs still give equal checksums under one key, which is all that
-// change detection needs (§8.2).
+// change detection needs.
 //
 // Framing (v1), fed to the HMAC piece by piece, never concatenated or kept:
 //   "stateward/config-checksum/v1\0"
@@ -107,7 +106,7 @@ export function checksumScheme(value: string): 'v1' | 'xing-legacy' | 'unknown' 
 }
 
 /**
- * xing's checksum (config-restart.md §1.3): SHA-256 of Go's json.Marshal of
+ * xing's checksum: SHA-256 of Go's json.Marshal of
  * `data` (binaryData ignored; a Secret's values are its wire base64),
  * truncated to 8 bytes, as 16 hex digits. Unkeyed, so it is only ever
  * computed to check a value xing already stored (migration without a restart

@@ -2,11 +2,11 @@
 // workload has opted in to be restarted for. Pure: callers pass in whatever
 // they know about existing configs through WatchOptions.
 //
-// Opt-ins understood (names exactly as upstream, config-restart.md §1.1, §2.1):
+// Opt-ins understood (names exactly as xing's and Reloader's READMEs spell them):
 //   - xing: com.xing.deployment-restart: enabled, on the workload's metadata.
-//     Every referenced ConfigMap and Secret is watched. Unlike xing (§1.4),
-//     every reference path counts, Secret volumes, valueFrom, projected
-//     volumes and init containers included (§8.3).
+//     Every referenced ConfigMap and Secret is watched. Unlike xing (which reads
+//     envFrom and plain configMap volumes only), every reference path counts, Secret volumes, valueFrom, projected
+//     volumes and init containers included.
 //   - Reloader: reloader.stakater.com/auto, configmap./secret.reloader.
 //     stakater.com/auto, configmap./secret.reloader.stakater.com/reload,
 //     reloader.stakater.com/search (+ reloader.stakater.com/match on the
@@ -117,7 +117,7 @@ const CONTAINER_FIELDS = [
  *
  * Volumes count whether or not a container mounts them: the kubelet sets up
  * every pod volume, and a missing required one keeps the pod from starting.
- * (Reloader only counts mounted volumes, §2.7; `mountedBy` says which.)
+ * (Reloader only counts mounted volumes; `mountedBy` says which.)
  * References without a name are skipped: the API server rejects them.
  *
  * Sorted by key; each reference's uses are deduplicated and sorted, so the
@@ -343,7 +343,7 @@ export interface WatchedConfigs {
  * The configs a workload is restarted for, combining xing's and Reloader's
  * opt-ins as a union. Never throws: bad values become warnings.
  *
- * Semantics, in Reloader's precedence order (§2.1 "Precedence"), per config:
+ * Semantics, in the precedence order Reloader's README documents, per config:
  *  1. reloader.stakater.com/ignore: "true" (exactly) on the ConfigMap/Secret
  *     excludes it, and
  *  2. a name in configmaps./secrets.exclude.reloader.stakater.com/reload
@@ -352,7 +352,7 @@ export interface WatchedConfigs {
  *     xing's included (xing has no opt-out of its own).
  *  3. configmap./secret.reloader.stakater.com/reload: comma-separated
  *     entries, each trimmed and matched against the whole name. These add
- *     configs whether or not the template references them (§2.1), and do not
+ *     configs whether or not the template references them, as in Reloader, and do not
  *     restrict the auto modes: a referenced config not in the list is still
  *     watched under auto. Entries are Go regexes in Reloader, and are here
  *     too: compiled and matched with Go's RE2 semantics in linear time

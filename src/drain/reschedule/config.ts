@@ -1,17 +1,17 @@
 // Configuration of reschedule-on-eviction (Couchbase's Eviction Reschedule
-// Hook semantics, docs: /work/shared/reference/eviction.md §1.2, §5), and the
+// Hook semantics, docs/migrating-from-couchbase-reschedule-hook.md), and the
 // Kubernetes label-selector grammar it uses to pick operator-managed pods.
 //
-// Differences from the reference's environment-only config, and why:
+// Differences from Couchbase's environment-only config, and why:
 // - Pods are picked by label selectors, not one key=value pair: `app=couchbase`
-//   (the reference's POD_LABEL_SELECTOR_KEY/VALUE defaults) is itself a
+//   (Couchbase's POD_LABEL_SELECTOR_KEY/VALUE defaults) is itself a
 //   selector, so the old form keeps working. Several selectors are OR-ed.
-// - A namespace list limits the blast radius (the reference has none, §1.10.1).
-// - A bad boolean is an error: the reference silently turns an unparsable
+// - A namespace list limits the blast radius (Couchbase's hook has none).
+// - A bad boolean is an error: Couchbase's hook silently turns an unparsable
 //   TRACK_RESCHEULED_PODS into false, which quietly disables the same-name
 //   tracking.
 // - Tracking records live in a ConfigMap in the pod's own namespace with a
-//   TTL, so no cluster-wide write permission on Namespaces is needed (§1.10.4).
+//   TTL, so no cluster-wide write permission on Namespaces is needed.
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import { parseGoDuration } from '../../runtime/flags/duration.ts';
 import { quoteValue as quote } from '../../runtime/log/logger.ts';
@@ -240,7 +240,7 @@ export function formatLabelSelector(selector: LabelSelector): string {
 
 // ------------------------------------------------------------- configuration
 
-/** The reference's POD_LABEL_SELECTOR_KEY=app / POD_LABEL_SELECTOR_VALUE=couchbase. */
+/** Couchbase's POD_LABEL_SELECTOR_KEY=app / POD_LABEL_SELECTOR_VALUE=couchbase. */
 export const DEFAULT_POD_SELECTOR = 'app=couchbase';
 /** RESCHEDULE_ANNOTATION_KEY / _VALUE: what Couchbase Autonomous Operator ≥ 2.7 watches. */
 export const DEFAULT_RESCHEDULE_ANNOTATION = 'cao.couchbase.com/reschedule=true';
@@ -271,7 +271,7 @@ export interface RescheduleConfig {
   annotation: { key: string; value: string };
   /** Namespaces handled; undefined = every namespace. */
   namespaces: ReadonlySet<string> | undefined;
-  /** Keep tracking records (the reference's TRACK_RESCHEULED_PODS); off = no same-name 404. */
+  /** Keep tracking records (Couchbase's TRACK_RESCHEULED_PODS); off = no same-name 404. */
   track: boolean;
   /** The ConfigMap, in each pod's namespace, holding the tracking records. */
   trackingConfigMap: string;

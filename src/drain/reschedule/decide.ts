@@ -1,10 +1,10 @@
 // Reschedule-on-eviction: the pure decision core of a validating webhook on
 // CREATE pods/eviction, with Couchbase's Eviction Reschedule Hook semantics
-// (/work/shared/reference/eviction.md §1.4–1.6, §5). No I/O: the executor
+// (docs/migrating-from-couchbase-reschedule-hook.md). No I/O: the executor
 // reads the pod, its node and the tracking ConfigMap, calls decideReschedule,
 // performs the effects in order, and answers.
 //
-// The drain contract this relies on (§2.1): kubectl retries an eviction
+// The drain contract this relies on (kubectl's drain helper): kubectl retries an eviction
 // answered 429 every 5 s, and treats 404 as "this pod is done" without
 // waiting; anything else (500 included) fails that pod's drain.
 //
@@ -18,24 +18,25 @@
 //     node being drained                                   404 "Pod has been rescheduled with the same name" (record consumed)
 //   otherwise                                              record, annotate, 429 "Reschedule annotation added to pod"
 //
-// Where this departs from the reference, and why:
+// Where this departs from Couchbase's hook, and why:
 // - Tracking records are keyed by pod UID and carry the node and a time, not a
-//   bare "true" keyed by name (§1.10.3). A record only releases a pod whose
+//   bare "true" keyed by name. A record only releases a pod whose
 //   UID differs (a replacement) and that sits neither on the recorded node nor
 //   on a cordoned/drain-tainted node, and only within the TTL, so a leftover
 //   record cannot make a drain count a pod that is still on a draining node.
-// - Records live in a ConfigMap in the pod's namespace (§1.10.4).
-// - API errors are 429 when transient: a 500 aborts kubectl drain (§1.10.6).
+// - Records live in a ConfigMap in the pod's namespace, not in annotations on
+//   the Namespace (which needs cluster-wide write permission).
+// - API errors are 429 when transient: a 500 aborts kubectl drain.
 // - Dry runs never mutate, and a pod that a real eviction would ask its
 //   operator to move is *allowed* with a warning: a 429 would make
-//   `kubectl drain --dry-run=server` loop until its timeout (§1.6, §5.4).
+//   `kubectl drain --dry-run=server` loop until its timeout.
 //   The API server does not delete anything on a dry run.
 import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../webhooks/admission.ts';
 import type { ConfigMap, Node, Pod } from '../../runtime/kube/types.ts';
 import { evictionDryRun } from '../dryrun.ts';
 import { namespaceInScope, podSelected, type RescheduleConfig } from './config.ts';
 
-/** The reference's answer texts (couchbaselabs/eviction-reschedule-hook reschedule.go), kept verbatim. */
+/** Couchbase's hook's answer texts (couchbaselabs/eviction-reschedule-hook reschedule.go), kept verbatim. */
 export const MESSAGES = {
   podWaiting: 'Pod waiting to be rescheduled',
   podGone: 'Pod no longer exists',
@@ -46,7 +47,7 @@ export const MESSAGES = {
   failedRemoveRecord: 'Failed to remove tracking annotation from rescheduled pods tracking resource',
   failedGetPod: 'Failed to get pod',
   failedAddRecord: 'Failed to add annotation to rescheduled pods tracking resource',
-  /** Ours: the reference never looks at nodes. */
+  /** Ours: Couchbase's hook never looks at nodes. */
   failedGetNode: "Failed to get the pod's node",
 } as const;
 
@@ -318,7 +319,7 @@ export interface RescheduleDecision {
 
 // ------------------------------------------------------------------ answers
 
-/** metav1.Status as the reference sends it; the API server keeps code and reason (§2.4). */
+/** metav1.Status as Couchbase's hook sends it; the API server keeps code and reason. */
 interface FailureStatus extends AdmissionStatus {
   status: 'Failure';
   code: 404 | 429 | 500;
@@ -331,7 +332,7 @@ const ALLOW: AdmissionDecision = { allowed: true };
 function deny(code: FailureStatus['code'], message: string, warnings: string[] = []): AdmissionDecision {
   const reason = code === 404 ? 'NotFound' : code === 429 ? 'TooManyRequests' : 'InternalError';
   // No details.retryAfterSeconds: it would make client-go retry inside one
-  // Evict() call before kubectl's own loop sees the answer (§2.4).
+  // Evict() call before kubectl's own loop sees the answer.
   const status: FailureStatus = { status: 'Failure', code, reason, message };
   return warnings.length > 0 ? { allowed: false, status, warnings } : { allowed: false, status };
 }
@@ -339,7 +340,7 @@ function deny(code: FailureStatus['code'], message: string, warnings: string[] =
 /**
  * Whether an API error is worth retrying. Only errors retrying cannot fix
  * (a malformed request, missing RBAC) are not: those are misconfiguration
- * and get the reference's 500, which stops a drain loudly instead of
+ * and get Couchbase's hook's 500, which stops a drain loudly instead of
  * looping on it. No code (timeouts, resets), races (404/409), throttling and
  * server errors are transient.
  */
@@ -463,7 +464,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
 
   // A live record of an earlier pod of this name, which lived on another node
   // than the current pod: the evictor is following a pod we already asked to
-  // move (kubectl's retry loop re-reads pods by name, §2.2).
+  // move (kubectl's retry loop re-reads pods by name).
   const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
   if (candidates.length > 0) {
     const draining = nodeState(nodeName, input.podNode, config.drainTaints);
@@ -502,7 +503,7 @@ function nodeState(nodeName: string, lookup: NodeLookup | undefined, drainTaints
  * A dry run: no effects. Where the real answer would ask the operator to move
  * the pod (or find it waiting), allow with warnings; the API server then runs
  * its own dry-run eviction. Every other denial keeps its code, with the
- * reference's suffix and warning.
+ * suffix and warning Couchbase's hook gives.
  */
 function asDryRun(real: RescheduleDecision, ev: EvictionFacts, config: RescheduleConfig): RescheduleDecision {
   const base = { ...real, dryRun: true, effects: [] };
