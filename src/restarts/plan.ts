@@ -183,8 +183,6 @@ export interface RestartSettings {
 
 export const DEFAULT_GRACE_PERIOD_MS = 5_000;
 export const DEFAULT_MAX_WAIT_MS = 60_000;
-export const DEFAULT_RESTART_SETTINGS: RestartSettings = { gracePeriodMs: DEFAULT_GRACE_PERIOD_MS, maxWaitMs: DEFAULT_MAX_WAIT_MS };
-
 /**
  * Complete settings: a missing, negative or non-finite value takes its
  * default (validating flags is the flag layer's job; this never throws), and

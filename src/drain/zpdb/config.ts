@@ -20,8 +20,6 @@ export const ZPDB_VERSION = 'v1';
 export const ZPDB_API_VERSION = `${ZPDB_GROUP}/${ZPDB_VERSION}`;
 export const ZPDB_KIND = 'ZoneAwarePodDisruptionBudget';
 export const ZPDB_PLURAL = 'zoneawarepoddisruptionbudgets';
-export const ZPDB_SINGULAR = 'zoneawarepoddisruptionbudget';
-export const ZPDB_SHORT_NAME = 'zpdb';
 
 export const zpdbResource = {
   group: ZPDB_GROUP,

@@ -100,8 +100,6 @@ export const indexByLabel = (label: string): IndexFunc<KubeObject> => (o) => {
 
 export const indexByOwnerUid: IndexFunc<KubeObject> = (o) => (o.metadata?.ownerReferences ?? []).map((r) => r.uid);
 
-export const indexByNamespace: IndexFunc<KubeObject> = (o) => (o.metadata?.namespace ? [o.metadata.namespace] : []);
-
 export const indexByNodeName: IndexFunc<KubeObject> = (o) => {
   const node = (o as { spec?: { nodeName?: string } }).spec?.nodeName;
   return node ? [node] : [];

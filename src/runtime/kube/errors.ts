@@ -46,9 +46,7 @@ export const isAlreadyExists = (e: unknown) => asApiError(e)?.reason === 'Alread
 /** 410 Gone: a resourceVersion too old to watch or list from; relist. */
 export const isGone = (e: unknown) => asApiError(e)?.code === 410 || asApiError(e)?.reason === 'Expired';
 export const isForbidden = (e: unknown) => asApiError(e)?.code === 403;
-export const isUnauthorized = (e: unknown) => asApiError(e)?.code === 401;
 export const isTooManyRequests = (e: unknown) => asApiError(e)?.code === 429;
-export const isTimeout = (e: unknown) => asApiError(e)?.reason === 'Timeout' || asApiError(e)?.code === 504;
 export const isInvalid = (e: unknown) => asApiError(e)?.code === 422;
 
 /** Worth retrying as-is: the server or the network may answer differently next time. */

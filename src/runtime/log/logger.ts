@@ -25,8 +25,6 @@ export interface LoggerOptions {
   write?: (line: string) => void;
 }
 
-const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
-
 /** logfmt value: bare when safe, else double-quoted with escapes. */
 export function logfmtValue(value: unknown): string {
   let text: string;
@@ -211,10 +209,6 @@ export function createLogger(options: LoggerOptions): Logger {
     destination,
   );
   return new PinoAdapter(logger, new RepeatLimiter());
-}
-
-export function isLogLevel(value: string): value is LogLevel {
-  return (LEVELS as readonly string[]).includes(value);
 }
 
 /** Discards everything; for tests and for code that may run without a logger. */
