@@ -4,11 +4,11 @@
 // of them, the in-cluster configuration when running in a pod. --context
 // picks another context than the current one. Every problem is a CliError
 // whose message fits on one line.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { loadKubeConfig } from '../runtime/kube/config.ts';
-import { KubeConfig, parseKubeConfig, quote } from '../runtime/kube/kubeconfig.ts';
+import { KubeConfig, quote, readKubeConfigFile } from '../runtime/kube/kubeconfig.ts';
 
 /** A failure to report in one line, without a stack trace, and exit 1 with. */
 export class CliError extends Error {
@@ -50,17 +50,11 @@ function mergeFirstWins(configs: readonly KubeConfig[]): KubeConfig {
 }
 
 function loadFile(path: string): KubeConfig {
-  let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    return readKubeConfigFile(path);
   } catch (error) {
-    throw new CliError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`);
-  }
-  try {
-    // Relative certificate, key, token and plugin paths are relative to the file, as kubectl reads them.
-    return parseKubeConfig(text, { baseDir: dirname(path) });
-  } catch (error) {
-    throw new CliError(`${path} is not a valid kubeconfig: ${messageOf(error).split('\n')[0]!.trim()}`);
+    // One line: a YAML parser's message can carry a code frame below its first line.
+    throw new CliError(messageOf(error).split('\n')[0]!.trim(), { cause: error });
   }
 }
 
