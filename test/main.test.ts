@@ -74,13 +74,24 @@ describe('stateward command line', () => {
   });
 
   it('accepts rollout-operator flags it does not implement, and warns when they are set', async () => {
-    const result = await capture(['-zpdb.pod-ready-annotation-patch-timeout=10s', '-server.cluster-validation.http.enabled=true', '-server.cluster-validation.http.excluded-paths=/a'], { POD_NAMESPACE: 'mimir' });
+    const result = await capture(['-zpdb.pod-ready-annotation-patch-timeout=10s'], { POD_NAMESPACE: 'mimir' });
     assert.doesNotMatch(result.err, /flag provided but not defined/);
     assert.equal(result.code, 1, 'gets as far as loading the cluster configuration');
     assert.match(result.err, /-zpdb\.pod-ready-annotation-patch-timeout has no effect/);
-    assert.match(result.err, /the X-Cluster header of incoming requests is not validated/);
     const quiet = await capture([], { POD_NAMESPACE: 'mimir' });
-    assert.doesNotMatch(quiet.err, /has no effect|not validated/, 'no warning at their defaults');
+    assert.doesNotMatch(quiet.err, /has no effect/, 'no warning at its default');
+  });
+
+  it("takes rollout-operator's cluster-validation flags without a warning, and refuses what it refuses (exit 2)", async () => {
+    const enabled = await capture(['-server.cluster-validation.http.enabled=true', '-server.cluster-validation.http.soft-validation', '-server.cluster-validation.http.excluded-paths=/a', '-server.cluster-validation.http.excluded-user-agents=^kube-apiserver'], { POD_NAMESPACE: 'mimir' });
+    assert.equal(enabled.code, 1, 'gets as far as loading the cluster configuration');
+    assert.doesNotMatch(enabled.err, /cluster-validation|X-Cluster/);
+    const softAlone = await capture(['-server.cluster-validation.http.soft-validation'], { POD_NAMESPACE: 'mimir' });
+    assert.equal(softAlone.code, 2);
+    assert.match(softAlone.err, /soft validation can be enabled only if cluster validation is enabled/);
+    const badAgents = await capture(['-server.cluster-validation.http.enabled', '-server.cluster-validation.http.excluded-user-agents=(a'], { POD_NAMESPACE: 'mimir' });
+    assert.equal(badAgents.code, 2);
+    assert.match(badAgents.err, /excluded-user-agents: error parsing regexp: missing closing \)/);
   });
 
   it('reports a malformed kubeconfig clearly and exits 1 without a stack trace', async () => {

@@ -2,6 +2,7 @@
 // flag, so its command lines work unchanged; new flags where it has none.
 import { hostname } from 'node:os';
 import type { FlagSet } from './flags/flagset.ts';
+import { type ClusterValidationConfig, clusterLabels, clusterValidationProblem, DEFAULT_EXCLUDED_PATHS, splitCsv } from './http/clustervalidation.ts';
 import type { ServerLimits } from './http/guard.ts';
 import type { LogFormat, LogLevel } from './log/logger.ts';
 
@@ -11,6 +12,8 @@ export interface RuntimeConfig {
   serverPort: number;
   /** The plain HTTP server's timeouts and connection cap (-server.*). */
   httpLimits: ServerLimits;
+  /** -server.cluster-validation.http.*, for both servers; labels from the namespaces (docs/runtime.md). */
+  clusterValidation: ClusterValidationConfig;
   kubeApiUrl: string;
   kubeConfigFile: string;
   clientTimeoutMs: number;
@@ -40,6 +43,10 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   const serverTimeout = fs.duration('server.request-timeout', 10_000, 'Time a client of the HTTP server has to send a request\'s headers and body; a connection that sends nothing is closed after it too.');
   const serverIdle = fs.duration('server.idle-timeout', 180_000, 'Keep-alive connections of the HTTP server idle this long are closed.');
   const serverMaxConnections = fs.int('server.max-connections', 512, 'Most connections the HTTP server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).');
+  const cvEnabled = fs.bool('server.cluster-validation.http.enabled', false, 'Check the X-Cluster header of requests to both servers against the cluster label: -kubernetes.namespace (and the namespaces of -kubernetes.watch-namespaces), as dskit\'s HTTP cluster validation in rollout-operator.');
+  const cvSoft = fs.bool('server.cluster-validation.http.soft-validation', false, 'Only log and count requests with a missing or wrong X-Cluster header instead of answering them 511. Needs -server.cluster-validation.http.enabled.');
+  const cvPaths = fs.string('server.cluster-validation.http.excluded-paths', '', 'Comma-separated URL paths left out of cluster validation, besides metrics, debug/pprof and ready (empty: admission/no-downscale,admission/prepare-downscale).');
+  const cvAgents = fs.string('server.cluster-validation.http.excluded-user-agents', '', 'Comma-separated regular expressions (Go syntax); requests whose User-Agent matches one are left out of cluster validation.');
   const apiUrl = fs.string('kubernetes.api-url', '', 'The Kubernetes server API URL. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
   const configFile = fs.string('kubernetes.config-file', '', 'The Kubernetes config file path. If not specified, it will be auto-detected when running within a Kubernetes cluster.');
   const clientTimeout = fs.duration('kubernetes.client-timeout', 5 * 60_000, 'Timeout of each request to the Kubernetes API (watches excepted).');
@@ -56,11 +63,24 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   const leRetry = fs.duration('leader-election.retry-period', 2_000, 'Interval between attempts to acquire or renew the Lease.');
   const grace = fs.duration('server.shutdown-grace-period', 10_000, 'On SIGTERM, how long in-flight requests may take to finish.');
 
+  const clusterValidation = (): ClusterValidationConfig => {
+    const paths = splitCsv(cvPaths.value);
+    return {
+      enabled: cvEnabled.value,
+      softValidation: cvSoft.value,
+      labels: clusterLabels(namespace.value, watch.value),
+      // rollout-operator's default replaces an empty list only.
+      excludedPaths: paths.length > 0 ? paths : DEFAULT_EXCLUDED_PATHS,
+      excludedUserAgents: splitCsv(cvAgents.value),
+    };
+  };
+
   const read = (): RuntimeConfig => ({
     logFormat: logFormat.value,
     logLevel: logLevel.value,
     serverPort: serverPort.value,
     httpLimits: { requestTimeoutMs: serverTimeout.value, idleTimeoutMs: serverIdle.value, maxConnections: serverMaxConnections.value },
+    clusterValidation: clusterValidation(),
     kubeApiUrl: apiUrl.value,
     kubeConfigFile: configFile.value,
     clientTimeoutMs: clientTimeout.value,
@@ -91,7 +111,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     if (clientTimeout.value <= 0) return '-kubernetes.client-timeout must be positive';
     if (watch.value.includes('*') && watch.value.length > 1) return '-kubernetes.watch-namespaces: "*" (the whole cluster) cannot be combined with other namespaces';
     if (Boolean(apiUrl.value) !== Boolean(configFile.value)) return '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)';
-    return undefined;
+    return clusterValidationProblem(clusterValidation());
   };
   return { read, validate };
 }

@@ -7,6 +7,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventRecorder } from './events/recorder.ts';
 import { kubeEventSink } from './events/sink.ts';
+import { clusterRejections } from './http/clusterlabel.ts';
 import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
 import { informerMetrics, type InformerMetrics } from './informer/metrics.ts';
@@ -108,8 +109,10 @@ export class Operator {
       metrics: apiClientMetrics(registry, { qps: config.clientQps }),
       clock: this.clock,
       userAgent: `stateward/${options.version}`,
+      // rollout-operator's X-Cluster on every API request: its namespace.
+      cluster: { label: config.namespace, rejections: clusterRejections(registry, this.log) },
     });
-    this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits });
+    this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits, clusterValidation: config.clusterValidation });
     this.identity = `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}`;
     this.sightings = new TimestampSightings(this.clock);
     this.events = new EventRecorder({

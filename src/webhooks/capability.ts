@@ -6,6 +6,7 @@ import type { Secret } from '../runtime/kube/types.ts';
 import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
 import { RESCHEDULE_PATH, rescheduleHandler } from '../drain/reschedule/webhook.ts';
 import { workloadCache } from '../workloads/cache.ts';
+import { podClient } from '../workloads/podclient.ts';
 import { zpdbValidationHandler } from '../drain/zpdb/validation.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
@@ -66,6 +67,7 @@ export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<st
       zoneTrackerConfigMap: config.zoneTrackerConfigMap,
       clusterDomain: config.clusterDomain,
       podTimeoutMs: config.podTimeoutMs,
+      podClient: podClient(runtime),
       identity: runtime.identity,
       sightings: runtime.sightings,
       cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
@@ -133,6 +135,7 @@ export function webhooksCapability(read: () => WebhookConfig): Capability {
           registry: runtime.registry,
           logger: runtime.logger,
           tls,
+          clusterValidation: runtime.config.clusterValidation,
         });
         live.server = server;
         for (const [path, handler] of handlers) server.handle(path, handler);

@@ -6,7 +6,8 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { ByteBudget } from '../runtime/http/budget.ts';
-import { applyLimits, replyText, requestListener, serverOptions } from '../runtime/http/guard.ts';
+import type { ClusterValidationConfig } from '../runtime/http/clustervalidation.ts';
+import { applyLimits, type MeteredRequest, type MeteredResponse, replyText, requestListener, serverOptions } from '../runtime/http/guard.ts';
 import { closeGracefully, listenOn, routeName } from '../runtime/http/server.ts';
 import { type Logger, nopLogger } from '../runtime/log/logger.ts';
 import { type AdmissionHandler, BodyBudgetExhaustedError, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
@@ -30,6 +31,8 @@ export interface WebhookServerOptions {
   registry: Registry;
   logger?: Logger;
   tls: TlsPair;
+  /** -server.cluster-validation.http.*: rollout-operator validates on its webhook server too. */
+  clusterValidation?: ClusterValidationConfig;
 }
 
 export class WebhookServer {
@@ -63,12 +66,13 @@ export class WebhookServer {
       log: this.log,
       registry: options.registry,
       readsBodies: true,
+      ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}),
       resolve: (path) => {
         const handler = this.handlers.get(path);
         return handler ? { name: routeName(path), handle: (req, res) => this.dispatch(req, res, handler) } : undefined;
       },
     });
-    this.server = createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: options.requestTimeoutMs, ...serverOptions(limits) }, listener);
+    this.server = createServer<typeof MeteredRequest, typeof MeteredResponse>({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: options.requestTimeoutMs, ...serverOptions(limits) }, listener);
     applyLimits(this.server, limits, 'https', options.registry, this.log);
     this.server.on('tlsClientError', (error) => this.log.debug('TLS handshake failed', { err: error.message }));
   }

@@ -2,22 +2,37 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import { nopLogger } from '../../src/runtime/log/logger.ts';
 import type { Pod } from '../../src/runtime/kube/types.ts';
-import { callPod, mapBounded, MAX_POD_ANSWER_BYTES } from '../../src/workloads/podclient.ts';
+import { mapBounded, MAX_POD_ANSWER_BYTES, PodClient, podClient } from '../../src/workloads/podclient.ts';
 import { freePorts } from '../cluster/ports.ts';
 
-const pod = (ip?: string): Pod => ({ metadata: { name: 'ingester-0' }, status: ip ? { podIP: ip } : {} });
+const pod = (ip?: string, namespace?: string): Pod => ({ metadata: { name: 'ingester-0', ...(namespace ? { namespace } : {}) }, status: ip ? { podIP: ip } : {} });
+const client = new PodClient();
+const callPod = client.call.bind(client);
 
-describe('callPod', () => {
+describe('PodClient', () => {
   let server: Server;
   let port = 0;
-  const seen: { method?: string; url?: string; host?: string }[] = [];
+  const seen: { method?: string; url?: string; host?: string; cluster?: string[] }[] = [];
   before(async () => {
     [port] = (await freePorts(1)) as [number];
     server = createServer((req, res) => {
-      seen.push({ method: req.method, url: req.url, host: req.headers.host });
+      seen.push({ method: req.method, url: req.url, host: req.headers.host, cluster: req.headersDistinct['x-cluster'] });
       req.resume();
       if (req.url === '/hang') return;
+      if (req.url === '/cluster-refused') {
+        // dskit's answer to a wrong X-Cluster (its middleware, hard mode).
+        res.writeHead(511, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ cluster_validation_error_message: 'rejected request with wrong cluster validation label "ns" - it should be one of [prod]', route: 'ingester_prepare' }));
+        return;
+      }
+      if (req.url === '/plain-511') {
+        res.writeHead(511, { 'content-type': 'text/plain' });
+        res.end('proxy login');
+        return;
+      }
       if (req.url === '/big') {
         res.end('x'.repeat(MAX_POD_ANSWER_BYTES * 3));
         return;
@@ -41,7 +56,33 @@ describe('callPod', () => {
   it('dials the pod IP with the URL host as Host, and returns status and body', async () => {
     const result = await callPod({ method: 'POST', url: `http://ingester-0.ingester.ns.svc.cluster.local.:${port}/prepare?x=1`, pod: pod('127.0.0.9'), podName: 'ingester-0', timeoutMs: 2000 });
     assert.deepEqual(result, { url: `http://ingester-0.ingester.ns.svc.cluster.local.:${port}/prepare?x=1`, status: 200, body: '{"timestamp":1700000000}' });
-    assert.deepEqual(seen.at(-1), { method: 'POST', url: '/prepare?x=1', host: `ingester-0.ingester.ns.svc.cluster.local.:${port}` });
+    assert.deepEqual(seen.at(-1), { method: 'POST', url: '/prepare?x=1', host: `ingester-0.ingester.ns.svc.cluster.local.:${port}`, cluster: undefined });
+  });
+
+  it("sends X-Cluster: the pod's namespace (rollout-operator's own, which is its pods')", async () => {
+    await callPod({ method: 'POST', url: `http://x:${port}/prepare`, pod: pod('127.0.0.9', 'mimir'), podName: 'ingester-0', timeoutMs: 2000 });
+    assert.deepEqual(seen.at(-1)?.cluster, ['mimir']);
+    await callPod({ method: 'DELETE', url: `http://x:${port}/prepare`, pod: pod('127.0.0.9', 'kafka'), podName: 'ingester-0', timeoutMs: 2000 });
+    assert.deepEqual(seen.at(-1)?.cluster, ['kafka']);
+  });
+
+  it("fails a call the pod refuses for its X-Cluster (dskit's 511 with JSON), counting it as rollout-operator does; other 511s are answers", async () => {
+    const registry = new Registry();
+    const counted = podClient({ registry, logger: nopLogger });
+    assert.equal(podClient({ registry, logger: nopLogger }), counted, 'one per registry');
+    const refused = await counted.call({ method: 'POST', url: `http://x:${port}/cluster-refused`, pod: pod('127.0.0.9', 'ns'), podName: 'ingester-0', timeoutMs: 2000 });
+    assert.deepEqual(refused, { url: `http://x:${port}/cluster-refused`, error: 'request rejected by the server: rejected request with wrong cluster validation label "ns" - it should be one of [prod]' });
+    const plain = await counted.call({ method: 'POST', url: `http://x:${port}/plain-511`, pod: pod('127.0.0.9', 'ns'), podName: 'ingester-0', timeoutMs: 2000 });
+    assert.deepEqual(plain, { url: `http://x:${port}/plain-511`, status: 511, body: 'proxy login' });
+    await counted.call({ method: 'POST', url: `http://x:${port}/prepare?x=1`, pod: pod('127.0.0.9', 'ns'), podName: 'ingester-0', timeoutMs: 2000 });
+    await counted.call({ method: 'POST', url: `http://x:${port}/prepare`, pod: pod(), podName: 'ingester-0', timeoutMs: 2000 });
+    const metrics = await registry.metrics();
+    assert.match(metrics, /^rollout_operator_client_invalid_cluster_validation_label_requests_total\{method="ingester_prepare",protocol="http",request_cluster="ns"\} 1$/m);
+    // The pod call's duration by path as dialled; a refusal is an "error", as the transport failed it; a call never sent is not measured.
+    assert.match(metrics, /^rollout_operator_pod_http_client_request_duration_seconds_count\{path="\/cluster-refused",method="POST",status_code="error"\} 1$/m);
+    assert.match(metrics, /^rollout_operator_pod_http_client_request_duration_seconds_count\{path="\/plain-511",method="POST",status_code="511"\} 1$/m);
+    assert.match(metrics, /^rollout_operator_pod_http_client_request_duration_seconds_count\{path="\/prepare",method="POST",status_code="200"\} 1$/m);
+    assert.doesNotMatch(metrics, /_count\{path="\/prepare",method="POST",status_code="error"\}/);
   });
 
   it('reports a non-2xx status as a status, not an error', async () => {

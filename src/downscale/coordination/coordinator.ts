@@ -19,7 +19,7 @@ import { informerFor } from '../../runtime/informer/informer.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
-import type { PodCallConfig } from '../../workloads/podclient.ts';
+import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   MIRROR_WRITE_BACK_ANNOTATION_KEY,
@@ -93,6 +93,7 @@ export class ReplicaCoordinator {
       },
       onSettled: this.options.requeue,
       calls: this.podCalls,
+      podClient: podClient(this.runtime),
     });
   }
 

@@ -26,7 +26,7 @@ import type { Counter } from 'prom-client';
 import type { Clock } from '../../runtime/clock.ts';
 import type { Pod } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import { callPod, mapBounded, type PodCallResult } from '../../workloads/podclient.ts';
+import { mapBounded, PodClient, type PodCallResult } from '../../workloads/podclient.ts';
 import { cancelSucceeded, delayedDownscaleCalls, ordinalsOf, parsePrepareResponse, podUrl, type DelayedDownscaleCallPlan, type PrepareResults } from './delay.ts';
 
 export interface DelayTarget {
@@ -42,6 +42,8 @@ export interface DelayCallsOptions {
   log: Logger;
   clusterDomain: string;
   timeoutMs: number;
+  /** The process's pod client (podClient(runtime)); default: one that sends X-Cluster but counts nothing. */
+  podClient?: PodClient;
   /** The pod named `name` as the cache shows it (for its IP). */
   lookupPod: (namespace: string, name: string) => Pod | undefined;
   /** The names of the StatefulSet's pods as the cache shows them, when a round runs. */
@@ -82,12 +84,14 @@ interface SetState {
 }
 
 export class DelayedDownscaleCalls {
-  private readonly o: Required<Omit<DelayCallsOptions, 'calls'>> & Pick<DelayCallsOptions, 'calls'>;
+  private readonly o: Required<Omit<DelayCallsOptions, 'calls' | 'podClient'>> & Pick<DelayCallsOptions, 'calls'>;
+  private readonly pods: PodClient;
   private readonly sets = new Map<string, SetState>();
   private readonly abort = new AbortController();
 
   constructor(options: DelayCallsOptions) {
     this.o = { concurrency: 32, freshMs: 30_000, cancelRepeatMs: 60_000, ...options };
+    this.pods = options.podClient ?? new PodClient();
   }
 
   private state(target: DelayTarget): SetState {
@@ -195,7 +199,7 @@ export class DelayedDownscaleCalls {
       const podName = `${target.statefulSet}-${ordinal}`;
       const url = podUrl(target.urlTemplate, { pod: podName, serviceName: target.serviceName, namespace: target.namespace, clusterDomain: this.o.clusterDomain });
       if (typeof url !== 'string') return [ordinal, { url: target.urlTemplate, error: url.error }];
-      const result = await callPod({ method, url, pod: this.o.lookupPod(target.namespace, podName), podName, timeoutMs: this.o.timeoutMs, signal: this.abort.signal });
+      const result = await this.pods.call({ method, url, pod: this.o.lookupPod(target.namespace, podName), podName, timeoutMs: this.o.timeoutMs, signal: this.abort.signal });
       const ok = 'error' in result ? false : method === 'DELETE' ? cancelSucceeded(result.status) : result.status >= 200 && result.status < 300;
       this.o.calls?.inc({ method, result: ok ? 'success' : 'failure' });
       this.o.log.debug(`delayed downscale ${method} ${url}`, 'error' in result ? { err: result.error } : { status: result.status });

@@ -40,7 +40,7 @@ import {
   type Endpoint,
   type TrackerMode,
 } from './plan.ts';
-import { callPod, mapBounded } from '../../workloads/podclient.ts';
+import { mapBounded, PodClient } from '../../workloads/podclient.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
 
@@ -53,6 +53,8 @@ export interface PrepareDownscaleDeps {
   clusterDomain: string;
   /** -pods.client-timeout */
   podTimeoutMs: number;
+  /** The process's pod client (podClient(runtime)); default: one that sends X-Cluster but counts nothing. */
+  podClient?: PodClient;
   /** This replica, as the holder of group locks. */
   identity: string;
   /** Where min-time stamps are tracked; the runtime's, shared with the replica coordinator (default: this handler's own). */
@@ -99,6 +101,7 @@ const RECENTLY_ALLOWED_MS = 15_000;
 
 export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
   const { client, log } = deps;
+  const podCalls = deps.podClient ?? new PodClient();
   const sightings = deps.sightings ?? new TimestampSightings(deps.clock);
   /** `at` is monotonic. */
   const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
@@ -200,7 +203,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
   async function callPods(method: 'POST' | 'DELETE', call: readonly Endpoint[], pods: ReadonlyMap<string, Pod>, signal: AbortSignal): Promise<CallResult[]> {
     return mapBounded(call, MAX_PARALLEL_CALLS, async (endpoint) => {
-      const result = await callPod({ method, url: endpoint.url, pod: pods.get(endpoint.pod), podName: endpoint.pod, timeoutMs: deps.podTimeoutMs, signal });
+      const result = await podCalls.call({ method, url: endpoint.url, pod: pods.get(endpoint.pod), podName: endpoint.pod, timeoutMs: deps.podTimeoutMs, signal });
       return 'error' in result ? result : { url: result.url, status: result.status };
     });
   }

@@ -2,12 +2,15 @@
 // the same way so that no client can take the process down or hold more
 // than a bounded share of it: timeouts on every phase of a connection, a
 // connection cap, a request listener that never throws, one response per
-// request, and their request metrics. Every limit here is a flag; the
-// numbers and what each protects are in docs/webhooks.md ("Limits").
-import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
+// request, their request metrics (rollout-operator's, from dskit's
+// instrumentation) and dskit's cluster validation. Every limit here is a
+// flag; the numbers and what each protects are in docs/webhooks.md ("Limits").
+import { IncomingMessage, type RequestListener, type Server, type ServerOptions, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
+import { CLUSTER_REJECTED_STATUS } from './clusterlabel.ts';
+import { type ClusterValidationConfig, ClusterValidator, invalidClusterRequestsMetric } from './clustervalidation.ts';
 import { parseRequestTarget } from './target.ts';
 
 export interface ServerLimits {
@@ -24,12 +27,54 @@ export interface ServerLimits {
  * which let a slow client hold a connection three times the documented
  * timeout. A tenth of the timeout, between 50 ms and 1 s, keeps the overshoot small.
  */
-export function serverOptions(limits: ServerLimits): ServerOptions {
+export function serverOptions(limits: ServerLimits): ServerOptions<typeof MeteredRequest, typeof MeteredResponse> {
   return {
+    IncomingMessage: MeteredRequest,
+    ServerResponse: MeteredResponse,
     requestTimeout: limits.requestTimeoutMs,
     headersTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(limits.requestTimeoutMs / 10))),
   };
+}
+
+/**
+ * A request that counts the body bytes its handler consumed, as dskit's
+ * instrumentation counts what the handler reads (not Content-Length): a body
+ * nobody reads (a 404, a 511, a 413 refused by its declared length) is 0.
+ * Every consumer, flowing or read(), gets the body through 'data' events;
+ * those Node emits to discard a body no one listens to are not counted.
+ */
+export class MeteredRequest extends IncomingMessage {
+  bodyBytesRead = 0;
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'data' && (this.listenerCount('data') > 0 || this.listenerCount('readable') > 0)) this.bodyBytesRead += byteLength(args[0]);
+    return super.emit(event, ...args);
+  }
+}
+
+/**
+ * A response that counts the body bytes its handler wrote (headers
+ * excluded), as dskit's instrumentation counts them. Node's end() writes its
+ * chunk without going through write(), so nothing is counted twice.
+ */
+export class MeteredResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  bodyBytesWritten = 0;
+
+  override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    this.bodyBytesWritten += byteLength(chunk, encoding);
+    return super.write(chunk, encoding as BufferEncoding, callback as (error: Error | null | undefined) => void);
+  }
+
+  override end(chunk?: unknown, encoding?: unknown, callback?: unknown): this {
+    if (typeof chunk !== 'function') this.bodyBytesWritten += byteLength(chunk, encoding);
+    return super.end(chunk, encoding as BufferEncoding, callback as () => void);
+  }
+}
+
+function byteLength(chunk: unknown, encoding?: unknown): number {
+  if (typeof chunk === 'string') return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  return chunk instanceof Uint8Array ? chunk.byteLength : 0;
 }
 
 /** The limits a server's constructor options cannot carry; `name` labels the dropped-connections metric ("http", "https"). */
@@ -69,6 +114,8 @@ export interface ListenerOptions {
    * this later cost the webhook path 2–3× its p99 at 500 requests/s.)
    */
   readsBodies: boolean;
+  /** -server.cluster-validation.http.*; checked only when enabled. */
+  clusterValidation?: ClusterValidationConfig;
 }
 
 /**
@@ -76,12 +123,19 @@ export interface ListenerOptions {
  * too long), an unknown path a 404, and an error escaping a handler a 500 for
  * that request alone. A response sent before the request has fully arrived
  * closes the connection, so a client never gets a second answer (Node's own
- * 408) to the same request.
+ * 408) to the same request. With cluster validation on, a request that fails
+ * it in hard mode is answered 511 before its route (or the 404) runs, and is
+ * measured like any other, as dskit's instrumentation wraps its validation.
  */
 export function requestListener(options: ListenerOptions): RequestListener {
   const { log, registry, resolve } = options;
   const duration = requestDurationMetric(registry);
   const inflight = inflightMetric(registry);
+  const requestBytes = requestBytesMetric(registry);
+  const responseBytes = responseBytesMetric(registry);
+  // Registered whether or not validation is on, as rollout-operator does.
+  invalidClusterRequestsMetric(registry);
+  const clusterValidator = options.clusterValidation?.enabled ? new ClusterValidator(options.clusterValidation, { registry, log }) : undefined;
   return (req, res) => {
     req.socket.setTimeout(0);
     if (!options.readsBodies && carriesBody(req)) res.shouldKeepAlive = false;
@@ -94,11 +148,15 @@ export function requestListener(options: ListenerOptions): RequestListener {
     res.once('close', () => {
       inflight.dec(labels);
       duration.observe({ ...labels, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
+      requestBytes.observe(labels, req instanceof MeteredRequest ? req.bodyBytesRead : 0);
+      responseBytes.observe(labels, res instanceof MeteredResponse ? res.bodyBytesWritten : 0);
     });
     if (!target.ok) {
       log.debug('unusable request target', { target: req.url ?? '', reason: target.reason });
       return replyText(res, target.status, `${target.reason}\n`);
     }
+    const refusal = clusterValidator?.screen(req, target.path, route?.name);
+    if (refusal !== undefined) return replyText(res, CLUSTER_REJECTED_STATUS, refusal, { 'content-type': 'application/json' });
     if (!route) return replyText(res, 404, '404 page not found\n');
     const failed = (error: unknown) => {
       log.error('request handler failed', { path: target.path, err: error instanceof Error ? error.message : String(error) });
@@ -147,7 +205,11 @@ function everyMs(intervalMs: number): () => boolean {
 
 // Shared by the HTTP and the HTTPS (webhook) servers: same names and labels as rollout-operator.
 const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
+/** dskit's BodySizeBuckets, ExponentialBuckets(4, 4, 15): 4 B to 1 GiB. */
+export const BODY_SIZE_BUCKETS = Array.from({ length: 15 }, (_, i) => 4 * 4 ** i);
 const requestDurations = new WeakMap<Registry, Histogram>();
+const requestSizes = new WeakMap<Registry, Histogram>();
+const responseSizes = new WeakMap<Registry, Histogram>();
 const inflights = new WeakMap<Registry, Gauge>();
 const droppedConnections = new WeakMap<Registry, Counter>();
 
@@ -162,6 +224,14 @@ function once<M>(cache: WeakMap<Registry, M>, registry: Registry, make: () => M)
 
 export function requestDurationMetric(registry: Registry): Histogram {
   return once(requestDurations, registry, () => new Histogram({ name: 'rollout_operator_request_duration_seconds', help: 'Time (in seconds) spent serving HTTP requests.', labelNames: ['method', 'route', 'status_code', 'ws'], buckets: DSKIT_BUCKETS, registers: [registry] }));
+}
+
+export function requestBytesMetric(registry: Registry): Histogram {
+  return once(requestSizes, registry, () => new Histogram({ name: 'rollout_operator_request_message_bytes', help: 'Size in bytes of the HTTP request bodies handlers read.', labelNames: ['method', 'route'], buckets: BODY_SIZE_BUCKETS, registers: [registry] }));
+}
+
+export function responseBytesMetric(registry: Registry): Histogram {
+  return once(responseSizes, registry, () => new Histogram({ name: 'rollout_operator_response_message_bytes', help: 'Size in bytes of the HTTP response bodies sent.', labelNames: ['method', 'route'], buckets: BODY_SIZE_BUCKETS, registers: [registry] }));
 }
 
 export function inflightMetric(registry: Registry): Gauge {

@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { type Logger, nopLogger } from '../log/logger.ts';
+import type { ClusterValidationConfig } from './clustervalidation.ts';
 import { applyLimits, replyText, requestListener, serverOptions, type Route, type ServerLimits } from './guard.ts';
 
 /** A route's handler; `path` is the request's path, already checked (see target.ts). */
@@ -19,6 +20,8 @@ export interface HttpServerOptions {
   logger?: Logger;
   /** Default: rollout-operator's server (10 s to read a request, 3 min idle keep-alive), 512 connections. */
   limits?: ServerLimits;
+  /** -server.cluster-validation.http.* (rollout-operator validates on this server too). */
+  clusterValidation?: ClusterValidationConfig;
 }
 
 export const DEFAULT_HTTP_LIMITS: ServerLimits = { requestTimeoutMs: 10_000, idleTimeoutMs: 180_000, maxConnections: 512 };
@@ -49,7 +52,7 @@ export class HttpServer {
       res.writeHead(200, { 'content-type': this.options.registry.contentType });
       res.end(body);
     });
-    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, readsBodies: false, resolve: (path) => this.resolve(path) }));
+    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, readsBodies: false, ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}), resolve: (path) => this.resolve(path) }));
     applyLimits(this.server, limits, 'http', options.registry, this.log);
   }
 

@@ -17,6 +17,7 @@ import { apiVersionOf } from './types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { ApiClientMetrics } from './metrics.ts';
 import type { KubeClientConfig } from './kubeconfig.ts';
+import { CLUSTER_HEADER, type ClusterRejections } from '../http/clusterlabel.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
@@ -42,6 +43,12 @@ export interface KubeClientOptions {
   metrics?: ApiClientMetrics;
   clock?: Clock;
   userAgent?: string;
+  /**
+   * The operator's X-Cluster label, sent on every request as rollout-operator
+   * does; an answer refusing it (dskit's 511) fails the request as
+   * ClusterValidationRejected. The client commands send none.
+   */
+  cluster?: { label: string; rejections: ClusterRejections };
 }
 
 export interface CallOptions {
@@ -86,6 +93,8 @@ export class KubeClient {
   private readonly clock: Clock;
   private readonly userAgent: string;
   private readonly server: string;
+  /** Headers every request carries besides authentication (X-Cluster). */
+  private readonly fixedHeaders: Record<string, string>;
   private agent: { key: string; dispatcher: Agent } | undefined;
 
   constructor(options: KubeClientOptions) {
@@ -96,6 +105,7 @@ export class KubeClient {
     this.metrics = options.metrics;
     this.clock = options.clock ?? systemClock;
     this.userAgent = options.userAgent ?? 'stateward';
+    this.fixedHeaders = options.cluster ? { [CLUSTER_HEADER]: options.cluster.label } : {};
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     if (cluster.proxyUrl) throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
@@ -170,6 +180,7 @@ export class KubeClient {
           signal,
           headers: {
             ...headers,
+            ...this.fixedHeaders,
             accept: init.accept ?? 'application/json',
             'user-agent': this.userAgent,
             ...(body !== undefined ? { 'content-type': init.contentType ?? 'application/json' } : {}),
@@ -190,7 +201,7 @@ export class KubeClient {
       try {
         const text = bytes.toString('utf8');
         if (response.status < 200 || response.status > 299) {
-          throw errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
+          throw this.clusterRejection(method, path, response, text) ?? errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
         }
         return (text ? JSON.parse(text) : undefined) as T;
       } finally {
@@ -223,6 +234,13 @@ export class KubeClient {
         cause: error,
       });
     }
+  }
+
+  /** A server's refusal of our X-Cluster label (dskit's 511 with its JSON body), counted and logged; undefined for any other answer. */
+  private clusterRejection(method: string, path: string, response: { status: number; headers: { get(name: string): string | null } }, text: string): KubeApiError | undefined {
+    const cluster = this.options.cluster;
+    const message = cluster?.rejections.check(cluster.label, response.status, response.headers.get('content-type'), text);
+    return message === undefined ? undefined : new KubeApiError({ code: response.status, reason: 'ClusterValidationRejected', message, method, path });
   }
 
   private transportError(method: string, path: string, error: unknown, signal: AbortSignal, timeoutMs: number): KubeApiError {
@@ -323,7 +341,7 @@ export class KubeClient {
         method: 'GET',
         dispatcher,
         signal: options.signal,
-        headers: { ...headers, accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
+        headers: { ...headers, ...this.fixedHeaders, accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
       });
     } catch (error) {
       throw this.transportError('WATCH', path, error, options.signal, 0);
@@ -331,7 +349,8 @@ export class KubeClient {
     this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
     if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
     if (response.status !== 200 || !response.body) {
-      throw errorFromResponse('WATCH', path, response.status, await response.text().catch(() => ''), response.headers.get('retry-after'));
+      const text = await response.text().catch(() => '');
+      throw this.clusterRejection('WATCH', path, response, text) ?? errorFromResponse('WATCH', path, response.status, text, response.headers.get('retry-after'));
     }
     const lines = new LineSplitter();
     try {
