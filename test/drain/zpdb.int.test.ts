@@ -154,7 +154,7 @@ describe('zone-aware pod disruption budgets', () => {
     assert.ok(b.ok, b.out);
     assert.match(b.out, /evicted|drained/);
     await waitGroupSettled(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(monitor.violations, [], monitor.report());
     assert.equal(monitor.maxDisruptedAtOnce, 1);
     // A pod that no longer exists is "done" for kubectl (404), not an error that aborts a drain.
     const gone = await evict(kube, namespace, 'ingester-zone-c-9');
@@ -171,7 +171,7 @@ describe('zone-aware pod disruption budgets', () => {
     const expected = (r: { code: number }) => r.code === 201 || r.code === 429 || r.code === 404;
     assert.ok(results.every(expected), JSON.stringify(results.filter((r) => !expected(r))));
     await waitGroupSettled(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(monitor.violations, [], `${monitor.report()}\nallowed:\n${operators.map((op, n) => op.logs.split('\n').filter((line) => line.includes('eviction allowed')).map((line) => `replica ${n}: ${line}`).join('\n')).join('\n')}`);
     assert.equal(monitor.maxDisruptedAtOnce, 1);
     assert.ok(proxy!.counts.every((c) => c > 0), `both replicas were asked: ${proxy!.counts.join(', ')}`);
     // Both replicas judged requests (not just accepted connections).
@@ -245,7 +245,7 @@ describe('zone-aware pod disruption budgets', () => {
     t.after(() => statuses.stop());
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
     await waitRolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(monitor.violations, [], monitor.report());
     assert.ok(waits.has(ZPDB_WAIT_CODE), `the status said the budget held the group (saw ${[...waits].join(', ')})`);
     const allowed = await operators[0]!.metric('rollout_operator_zpdb_eviction_requests_total{reason="allowed",status="200"}');
     assert.ok((allowed ?? 0) >= 6, `every rolling delete was judged against the budget (${allowed})`);
@@ -284,7 +284,7 @@ describe('zone-aware pod disruption budgets', () => {
     const b0 = await evict(kube, namespace, 'ingester-zone-b-0');
     assert.equal(b0.code, 429, b0.message);
     await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
-    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(monitor.violations, [], monitor.report());
   });
 });
 

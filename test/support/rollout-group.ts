@@ -142,6 +142,23 @@ export class InvariantMonitor {
     await Promise.all([this.pods.stop(), this.sets.stop()]);
   }
 
+  /**
+   * For an assertion's message: the violations, and every pod transition
+   * from 10 s before the first of them, with each pod's Ready condition and
+   * node, so a failure says which pods were down and why.
+   */
+  report(): string {
+    if (this.violations.length === 0) return 'no violations';
+    const first = Date.parse(this.violations[0]!.slice(0, 24));
+    const since = Number.isFinite(first) ? first - 10_000 : 0;
+    const lines = this.transitions.filter((t) => t.at >= since).map((t) => `${new Date(t.at).toISOString()} ${t.pod} ${t.from} → ${t.to}`);
+    const pods = this.pods.list().map((p) => {
+      const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+      return `${p.metadata?.name} uid=${p.metadata?.uid?.slice(0, 8)} node=${p.spec?.nodeName ?? '-'} phase=${p.status?.phase ?? '-'} Ready=${ready?.status ?? '-'}(${ready?.reason ?? ''} ${ready?.lastTransitionTime ?? ''})`;
+    });
+    return ['violations:', ...this.violations, 'transitions:', ...lines, 'pods now:', ...pods].join('\n');
+  }
+
   private check(): void {
     if (!this.synced) return;
     const now = Date.now();
