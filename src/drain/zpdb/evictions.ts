@@ -23,7 +23,7 @@ import type { Runtime } from '../../runtime/operator.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
 import { invalidZpdb, invalidZpdbEffect, parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type InvalidZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
 import type { EventRecorder } from '../../runtime/events/recorder.ts';
-import { admitEviction, decideRolloutDelete, evictionScope, type EvictionDecision } from './decide.ts';
+import { admitEviction, decideRolloutDelete, evictionScope, podCanIgnoreBudget, type EvictionDecision } from './decide.ts';
 import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
 
 export interface ZpdbCaches {
@@ -181,7 +181,11 @@ export class ZpdbBudgets {
     if (!namespace || !name) return deny(400, 'invalid-request', 'request did not include both a namespace and a name');
 
     let pod = informerFor(this.d.caches.pods, namespace)?.get(namespace, name);
-    if (!pod) {
+    // A pod the cache shows going, not started or finished is evicted without
+    // a budget. But the API server evicts whatever pod has the name now: a
+    // cache behind a replacement that is already Running and Ready would let
+    // that one go unjudged. So this one path, rare in a drain, reads the pod.
+    if (!pod || podCanIgnoreBudget(pod)) {
       try {
         pod = await this.d.client.get<Pod>(resources.pods, { namespace, name }, { signal });
       } catch (error) {
