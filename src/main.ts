@@ -10,6 +10,7 @@ import { type FaultSource, reportFaults } from './runtime/faults.ts';
 import { createLogger } from './runtime/log/logger.ts';
 import { createRegistry } from './runtime/metrics.ts';
 import { Operator, type Capability } from './runtime/operator.ts';
+import { startTracing, type Tracing } from './runtime/tracing/tracing.ts';
 import { workloadsCapability } from './workloads/cache.ts';
 import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
@@ -94,6 +95,17 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     logger.error(error instanceof KubeConfigError ? error.message : `cannot load the Kubernetes configuration: ${String(error)}`);
     return 1;
   }
+  // OpenTelemetry tracing from the OTEL_* environment, as rollout-operator;
+  // nothing is loaded when none is set. An exporter or protocol
+  // rollout-operator would refuse stops the start the same way.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = await startTracing(io.env, { logger, version });
+  } catch (error) {
+    logger.error(error instanceof Error ? error.message : String(error));
+    logger.flush();
+    return 1;
+  }
   logger.info('starting stateward', { version, namespace: config.namespace, watchNamespaces: config.watchNamespaces.join(','), leaderElection: config.leaderElection.enabled });
   const registry = createRegistry();
   const operator = new Operator({ config, kubeConfig, logger, registry, capabilities, version });
@@ -105,9 +117,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     await operator.run();
   } catch (error) {
     logger.error('operator failed', { err: error instanceof Error ? error.message : String(error) });
+    await tracing?.shutdown();
     logger.flush();
     return 1;
   }
+  await tracing?.shutdown();
   logger.flush();
   return fatal.happened ? 1 : 0;
 }

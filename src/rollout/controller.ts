@@ -9,6 +9,7 @@ import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts'
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../runtime/workqueue/workqueue.ts';
+import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
@@ -204,7 +205,15 @@ export class RolloutController {
     return snapshot;
   }
 
-  async reconcile(key: string): Promise<HandlerResult> {
+  reconcile(key: string): Promise<HandlerResult> {
+    const t = tracer();
+    if (t === undefined) return this.reconcileGroup(key);
+    // One span per reconcile of a group: the API calls it makes are its children.
+    const { namespace, group } = splitKey(key);
+    return t.span('rollout.reconcile_group', { attributes: { 'rollout.group': group, 'k8s.namespace.name': namespace } }, () => this.reconcileGroup(key));
+  }
+
+  private async reconcileGroup(key: string): Promise<HandlerResult> {
     if (!this.runtime.isLeader()) return;
     const { namespace, group } = splitKey(key);
     let snapshot = this.snapshot(namespace, group);

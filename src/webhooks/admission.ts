@@ -18,6 +18,7 @@
 //   500, so the API server applies the webhook's failurePolicy.
 import type { Readable } from 'node:stream';
 import { nopLogger, type Logger } from '../runtime/log/logger.ts';
+import type { Span } from '../runtime/tracing/tracing.ts';
 
 /**
  * Largest AdmissionReview body accepted. The API server accepts request bodies
@@ -264,7 +265,7 @@ function runHandler(handler: AdmissionHandler, request: AdmissionRequestV1, sign
  * buffer once decoded (the caller should hold no other reference to it).
  */
 export async function serveAdmission(
-  input: { contentType: string | undefined; body: Buffer; signal: AbortSignal },
+  input: { contentType: string | undefined; body: Buffer; signal: AbortSignal; span?: Span | undefined },
   handler: AdmissionHandler,
   log: Logger = nopLogger,
 ): Promise<AdmissionHttpResponse> {
@@ -320,6 +321,8 @@ export async function serveAdmission(
     operation: request.operation,
   };
 
+  // rollout-operator's span tags for the object under review.
+  input.span?.setAttributes({ 'object.name': fields.name, 'object.resource': fields.resource, 'object.namespace': fields.namespace, 'request.uid': fields.uid, 'request.operation': fields.operation, 'request.dry_run': request.dryRun === true });
   const settled = await runHandler(handler, request, input.signal);
   if (!settled.ok) {
     if ('deadline' in settled) {
@@ -345,6 +348,12 @@ export async function serveAdmission(
     log.error('error marshaling response', { ...fields, err: error });
     return textResponse(500, `error marshaling response: ${error instanceof Error ? error.message : String(error)}`);
   }
+  input.span?.setAttributes({
+    'admission.decision': decision.allowed ? 'allowed' : 'denied',
+    'admission.reason': decision.status?.reason,
+    'admission.message': decision.status?.message,
+    'admission.code': decision.status?.code,
+  });
   log.debug('admission request handled', {
     ...fields,
     decision: decision.allowed ? 'allowed' : 'denied',

@@ -9,6 +9,7 @@ import { ByteBudget } from '../runtime/http/budget.ts';
 import type { ClusterValidationConfig } from '../runtime/http/clustervalidation.ts';
 import { applyLimits, type MeteredRequest, type MeteredResponse, replyText, requestListener, serverOptions } from '../runtime/http/guard.ts';
 import { closeGracefully, listenOn, routeName } from '../runtime/http/server.ts';
+import { type Span, tracer } from '../runtime/tracing/tracing.ts';
 import { type Logger, nopLogger } from '../runtime/log/logger.ts';
 import { type AdmissionHandler, BodyBudgetExhaustedError, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
 
@@ -69,7 +70,9 @@ export class WebhookServer {
       ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}),
       resolve: (path) => {
         const handler = this.handlers.get(path);
-        return handler ? { name: routeName(path), handle: (req, res) => this.dispatch(req, res, handler) } : undefined;
+        if (!handler) return undefined;
+        const name = routeName(path);
+        return { name, handle: (req, res) => this.traced(name, req, res, handler) };
       },
     });
     this.server = createServer<typeof MeteredRequest, typeof MeteredResponse>({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: options.requestTimeoutMs, ...serverOptions(limits) }, listener);
@@ -92,7 +95,23 @@ export class WebhookServer {
     this.log.info('serving certificate updated');
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler): Promise<void> {
+  /**
+   * One server span per admission request, named as dskit's HTTP tracing
+   * middleware names rollout-operator's ("HTTP POST - <route>"), child of
+   * the trace context the kube-apiserver sent, if any.
+   */
+  private traced(route: string, req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler): Promise<void> {
+    const t = tracer();
+    if (t === undefined) return this.dispatch(req, res, handler, undefined);
+    const attributes = { 'http.request.method': req.method, 'http.route': route, 'url.path': req.url?.split('?')[0], 'user_agent.original': req.headers['user-agent'] };
+    return t.span(`HTTP ${req.method ?? ''} - ${route}`, { kind: 'server', attributes, incoming: req.headers }, async (span) => {
+      await this.dispatch(req, res, handler, span);
+      span.setAttributes({ 'http.response.status_code': res.statusCode });
+      if (res.statusCode >= 500) span.fail(`HTTP ${res.statusCode}`);
+    });
+  }
+
+  private async dispatch(req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler, span: Span | undefined): Promise<void> {
     if (req.method !== 'POST') return replyText(res, 405, 'only POST is accepted\n');
     const declared = declaredLength(req);
     if (declared !== undefined && declared > MAX_ADMISSION_BODY_BYTES) {
@@ -117,7 +136,7 @@ export class WebhookServer {
       return replyText(res, 400, 'could not read the request body\n');
     }
     // serveAdmission drops the bytes once decoded; nothing here keeps them.
-    const input = { contentType: req.headers['content-type'], body, signal };
+    const input = { contentType: req.headers['content-type'], body, signal, span };
     body = undefined;
     const answer = await serveAdmission(input, handler, this.log);
     replyText(res, answer.status, answer.body, { 'content-type': answer.contentType });

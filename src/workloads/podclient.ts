@@ -15,6 +15,7 @@ import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { CLUSTER_HEADER, type ClusterRejections, clusterRejections, uncountedRejections } from '../runtime/http/clusterlabel.ts';
 import type { Pod } from '../runtime/kube/types.ts';
 import type { Runtime } from '../runtime/operator.ts';
+import { type Span, tracer } from '../runtime/tracing/tracing.ts';
 
 export interface PodCallConfig {
   /** -kubernetes.cluster-domain: the suffix of pod DNS names (in the Host header). */
@@ -79,15 +80,31 @@ export class PodClient {
     });
   }
 
-  async call(call: PodCall): Promise<PodCallResult> {
+  call(call: PodCall): Promise<PodCallResult> {
+    const t = tracer();
+    if (t === undefined) return this.measured(call, undefined);
+    const attributes = { 'http.request.method': call.method, 'url.full': call.url, 'server.address': call.pod?.status?.podIP, 'k8s.pod.name': call.podName, 'k8s.namespace.name': call.pod?.metadata?.namespace };
+    return t.span(`HTTP ${call.method}`, { kind: 'client', attributes }, async (span) => {
+      const result = await this.measured(call, span);
+      if ('status' in result) {
+        span.setAttributes({ 'http.response.status_code': result.status });
+        if (result.status >= 400) span.fail(`HTTP ${result.status}`);
+      } else {
+        span.fail(result.error);
+      }
+      return result;
+    });
+  }
+
+  private async measured(call: PodCall, span: Span | undefined): Promise<PodCallResult> {
     const started = performance.now();
-    const { result, path } = await this.send(call);
+    const { result, path } = await this.send(call, span);
     // rollout-operator labels the path as dialled (its raw URL path); nothing is measured for a call never sent.
     if (path !== undefined) this.durations?.observe({ path, method: call.method, status_code: 'status' in result ? String(result.status) : 'error' }, (performance.now() - started) / 1000);
     return result;
   }
 
-  private send(call: PodCall): Promise<{ result: PodCallResult; path?: string }> {
+  private send(call: PodCall, span: Span | undefined): Promise<{ result: PodCallResult; path?: string }> {
     const { url, pod, podName, method, timeoutMs, signal } = call;
     const ip = pod?.status?.podIP;
     if (!ip) return Promise.resolve({ result: { url, error: `pod ${podName} has no IP address` } });
@@ -117,7 +134,7 @@ export class PodClient {
         port: target.port || 80,
         path: target.pathname + target.search,
         method,
-        headers: { host: target.host, 'content-type': 'application/json', 'content-length': 0, ...(label ? { [CLUSTER_HEADER]: label } : {}) },
+        headers: { host: target.host, 'content-type': 'application/json', 'content-length': 0, ...(label ? { [CLUSTER_HEADER]: label } : {}), ...span?.headers() },
         timeout: timeoutMs,
         signal,
       }, (res) => {

@@ -73,6 +73,28 @@ const ROLLOUT_OPERATOR_METRICS: Record<string, Metric> = {
   kube_validating_webhook_failure_policy: { type: 'gauge', labels: ['type', 'webhook', 'policy'] },
 };
 
+/**
+ * The tracing environment rollout-operator v0.38.1 reads (dskit's
+ * NewOTelOrJaegerFromEnv, the Go SDK's autoexport and batch processor).
+ */
+const ROLLOUT_OPERATOR_TRACING_ENV = [
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_PROPAGATORS',
+  'OTEL_BSP_SCHEDULE_DELAY',
+  'OTEL_BSP_EXPORT_TIMEOUT',
+  'OTEL_BSP_MAX_QUEUE_SIZE',
+  'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+  'OTEL_SDK_DISABLED',
+];
+
 const readme = readRepoFile('README.md');
 const guide = readRepoFile('docs/migrating-from-rollout-operator.md');
 
@@ -113,6 +135,14 @@ describe("rollout-operator v0.38.1's flags and metrics in Stateward", { timeout:
       if (absent.length > 0) wrong.push(`${name}: README labels lack ${absent.join(', ')}`);
     }
     assert.deepEqual(wrong, []);
+  });
+
+  it("documents every tracing variable rollout-operator reads in the README, and the guide says what happened to Jaeger's", () => {
+    const table = sectionTable(readme, 'Environment variables', ['variable', 'default', 'meaning']);
+    const documented = new Set(table.rows.flatMap((r) => codeSpans(r[0] ?? '')));
+    assert.deepEqual(ROLLOUT_OPERATOR_TRACING_ENV.filter((name) => !documented.has(name)), []);
+    assert.match(section(guide, 'What differs on purpose'), /`JAEGER_\*` is not supported/);
+    assert.match(section(guide, 'What stays the same'), /\*\*Tracing\*\*/);
   });
 
   it("lists every rollout-operator metric in the guide's \"What stays the same\" or \"What is missing\"", () => {

@@ -1,8 +1,10 @@
 // npm run helm -- <helm args...>   build helm if needed, then run it
-// npm run tools:build              only build (or find cached) tools
+// npm run tools:build              only build (or find cached) tools: helm and
+//                                  the OpenTelemetry Collector
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { helmBinary } from './helm.ts';
+import { otelcolBinary } from './otelcol.ts';
 
 const usage = 'usage: node test/tools/cli.ts <helm [args...]|build>';
 
@@ -13,6 +15,7 @@ async function main(argv: string[]): Promise<number> {
       return exec(await helmBinary(), rest);
     case 'build':
       await helmBinary();
+      await otelcolBinary();
       return 0;
     case '-h':
     case '--help':

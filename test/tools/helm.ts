@@ -2,13 +2,12 @@
 // the repository, the way test/cluster/build.ts builds the control plane:
 // keyed by the pinned versions and the Go version, so every clone on a machine
 // shares one build, a version bump rebuilds, and no prebuilt binary is fetched.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cacheRoot, isFile } from '../cluster/build.ts';
 import { acquireLock } from '../cluster/lock.ts';
+import { goOutput, goToLog, type Log, parseEnv, stderrLog } from './go.ts';
 
 const versionsFile = join(import.meta.dirname, 'versions.env');
 
@@ -19,10 +18,6 @@ export interface HelmPin {
   module: string;
 }
 
-type Log = (line: string) => void;
-
-const stderrLog: Log = (line) => process.stderr.write(`${line}\n`);
-
 export async function readHelmPin(): Promise<HelmPin> {
   const values = parseEnv(await readFile(versionsFile, 'utf8'));
   const version = values['HELM_VERSION'];
@@ -30,24 +25,6 @@ export async function readHelmPin(): Promise<HelmPin> {
   if (!version) throw new Error('test/tools/versions.env: HELM_VERSION is missing');
   if (!module) throw new Error('test/tools/versions.env: HELM_MODULE is missing');
   return { version, module };
-}
-
-function parseEnv(text: string): Record<string, string> {
-  const values: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^([A-Z_]+)=(\S+)\s*$/.exec(line);
-    if (match) values[match[1]!] = match[2]!;
-  }
-  return values;
-}
-
-/**
- * The environment every go command here runs with. An explicit GOTOOLCHAIN
- * (CI sets one when the machine's Go is too old) is honoured; otherwise Go
- * must not download a toolchain behind our back.
- */
-function goEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, GOTOOLCHAIN: process.env['GOTOOLCHAIN'] || 'local', ...extra };
 }
 
 /** The cache directory: pinned version plus a hash of versions.env and the Go version. */
@@ -93,10 +70,8 @@ async function build(pin: HelmPin, dir: string, binary: string, log: Log): Promi
     // `go install pkg@version` builds with Helm's own go.mod and go.sum, so
     // the dependency set is exactly the release's. GOFLAGS is cleared because
     // flags meant for this repository's modules (e.g. -mod) break it.
-    await goToLog(['install', '-trimpath', '-ldflags', helmLdflags(pin), `${pin.module}@${pin.version}`], logPath, {
-      GOBIN: gobin,
-      GOFLAGS: '',
-      CGO_ENABLED: '0',
+    await goToLog('helm', ['install', '-trimpath', '-ldflags', helmLdflags(pin), `${pin.module}@${pin.version}`], logPath, {
+      env: { GOBIN: gobin, GOFLAGS: '', CGO_ENABLED: '0' },
     });
     await rename(join(gobin, 'helm'), binary);
   } finally {
@@ -115,33 +90,4 @@ function helmLdflags(pin: HelmPin): string {
   const moduleRoot = /^(.*)\/cmd\/helm$/.exec(pin.module)?.[1];
   if (!moduleRoot) throw new Error(`test/tools/versions.env: HELM_MODULE must end in /cmd/helm, got ${pin.module}`);
   return `-s -w -X ${moduleRoot}/internal/version.version=${pin.version}`;
-}
-
-/** Runs go with its output in `logPath`; on failure throws with the output's tail. */
-async function goToLog(args: string[], logPath: string, env: Record<string, string>): Promise<void> {
-  const logStream = createWriteStream(logPath);
-  const code = await new Promise<number>((resolve, reject) => {
-    const child = spawn('go', args, { env: goEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.pipe(logStream, { end: false });
-    child.stderr.pipe(logStream, { end: false });
-    child.on('error', (error) => reject(new Error(`building helm failed: cannot run go: ${error.message} (is Go installed?)`)));
-    child.on('close', (exitCode) => resolve(exitCode ?? 1));
-  }).finally(() => new Promise<void>((resolve) => logStream.end(resolve)));
-  if (code !== 0) {
-    const tail = (await readFile(logPath, 'utf8')).trimEnd().split('\n').slice(-15).join('\n');
-    const command = args.map((arg) => (arg.includes(' ') ? `'${arg}'` : arg)).join(' ');
-    throw new Error(`building helm failed: go ${command} exited ${code}; full log: ${logPath}\n${tail}`);
-  }
-}
-
-async function goOutput(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('go', args, { env: goEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', (error) => reject(new Error(`cannot run go: ${error.message} (is Go installed?)`)));
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`go ${args.join(' ')} exited ${code}: ${stderr.trim()}`))));
-  });
 }

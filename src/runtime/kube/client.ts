@@ -18,6 +18,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import type { ApiClientMetrics } from './metrics.ts';
 import type { KubeClientConfig } from './kubeconfig.ts';
 import { CLUSTER_HEADER, type ClusterRejections } from '../http/clusterlabel.ts';
+import { type Span, tracer } from '../tracing/tracing.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
@@ -161,7 +162,14 @@ export class KubeClient {
   }
 
   /** Sends one request; resolves to the parsed JSON body (undefined for an empty one). */
-  async request<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
+  request<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
+    const t = tracer();
+    if (t === undefined) return this.send<T>(method, path, init, undefined);
+    // A client span per call, named and described as rollout-operator's otelhttp transport does.
+    return t.span(`HTTP ${method}`, { kind: 'client', attributes: spanAttributes(method, this.url(path, init.query)) }, (span) => this.send<T>(method, path, init, span));
+  }
+
+  private async send<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string }, span: Span | undefined): Promise<T> {
     const url = this.url(path, init.query);
     const timeoutMs = init.timeoutMs ?? this.timeoutMs;
     const deadline = this.clock.monotonic() + timeoutMs;
@@ -181,6 +189,7 @@ export class KubeClient {
           headers: {
             ...headers,
             ...this.fixedHeaders,
+            ...span?.headers(),
             accept: init.accept ?? 'application/json',
             'user-agent': this.userAgent,
             ...(body !== undefined ? { 'content-type': init.contentType ?? 'application/json' } : {}),
@@ -191,6 +200,7 @@ export class KubeClient {
         throw this.transportError(method, path, error, signal, timeoutMs);
       }
       status = String(response.status);
+      span?.setAttributes({ 'http.response.status_code': response.status });
       if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
       let bytes: Buffer;
       try {
@@ -335,17 +345,25 @@ export class KubeClient {
     });
     await this.limit('WATCH', path, this.clock.monotonic() + this.timeoutMs, options.signal);
     const { headers, dispatcher } = await this.connection();
-    let response;
-    try {
-      response = await fetch(url, {
-        method: 'GET',
-        dispatcher,
-        signal: options.signal,
-        headers: { ...headers, ...this.fixedHeaders, accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
-      });
-    } catch (error) {
-      throw this.transportError('WATCH', path, error, options.signal, 0);
-    }
+    const open = async (span: Span | undefined) => {
+      let response;
+      try {
+        response = await fetch(url, {
+          method: 'GET',
+          dispatcher,
+          signal: options.signal,
+          headers: { ...headers, ...this.fixedHeaders, ...span?.headers(), accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
+        });
+      } catch (error) {
+        throw this.transportError('WATCH', path, error, options.signal, 0);
+      }
+      span?.setAttributes({ 'http.response.status_code': response.status });
+      if (response.status !== 200) span?.fail(`HTTP ${response.status}`);
+      return response;
+    };
+    // A watch is one span: its opening, up to the answer's status. Its events are not traced.
+    const t = tracer();
+    const response = t === undefined ? await open(undefined) : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
     this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
     if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
     if (response.status !== 200 || !response.body) {
@@ -451,6 +469,12 @@ export class LineSplitter {
     this.pending = [];
     return line;
   }
+}
+
+/** The OpenTelemetry HTTP client attributes otelhttp sets on rollout-operator's spans. */
+function spanAttributes(method: string, full: string): Record<string, string | number> {
+  const url = new URL(full);
+  return { 'http.request.method': method, 'url.full': url.href, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
 }
 
 function writeQuery(options: WriteOptions): Query {
