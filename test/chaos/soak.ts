@@ -24,7 +24,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
 import { createReplicaTemplate, mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-templates.ts';
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 import { AllPodEndpoints } from './endpoints.ts';
 import { CompetingWriter, FaultInjector, type CompetitorTarget, type FaultKind, type FaultRecord } from './faults.ts';
 import { OperatorPool } from './operators.ts';
@@ -197,7 +197,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       namespace: operatorNamespace,
       validating: true,
       webhooks: namespaces.flatMap((namespace) => [
-        { ...loopbackWebhook({ name: `pod-eviction-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/pod-eviction', sideEffects: 'NoneOnDryRun', rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }] }) },
+        { ...evictionWebhook(namespace, webhookPort) },
         { ...loopbackWebhook({ name: `zpdb-validation-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/zpdb-validation', sideEffects: sideEffectsNone, rules: [{ apiGroups: ['rollout-operator.grafana.com'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['zoneawarepoddisruptionbudgets'], scope: 'Namespaced' }] }) },
         { ...loopbackWebhook({ name: `no-downscale-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/no-downscale', sideEffects: sideEffectsNone, rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale', 'deployments', 'deployments/scale', 'replicasets', 'replicasets/scale'], scope: 'Namespaced' }] }) },
       ]),

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
@@ -20,9 +19,9 @@ import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { faketimeEnv, LIBFAKETIME } from '../support/faketime.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
-import { evict } from '../support/evictions.ts';
+import { evict, reviewEviction } from '../support/evictions.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
@@ -65,14 +64,7 @@ async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; s
     name: `pod-eviction-${namespace}`,
     namespace,
     validating: true,
-    webhooks: [loopbackWebhook({
-      name: `pod-eviction-${namespace}.grafana.com`,
-      namespace,
-      port,
-      path: '/admission/pod-eviction',
-      sideEffects: 'NoneOnDryRun',
-      rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }],
-    }), loopbackWebhook({
+    webhooks: [evictionWebhook(namespace, port), loopbackWebhook({
       name: `zpdb-validation-${namespace}.grafana.com`,
       namespace,
       port,
@@ -85,35 +77,6 @@ async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; s
   await monitor.start();
   t.after(() => monitor.stop());
   return { namespace, kube, tag, monitor, operators, proxy, ports };
-}
-
-/** An eviction's AdmissionReview straight to one replica's webhook (TLS not verified: the replica's own certificate). */
-async function reviewEviction(port: number, namespace: string, pod: string): Promise<{ allowed: boolean; code?: number; message?: string }> {
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: randomBytes(8).toString('hex'),
-      kind: { group: 'policy', version: 'v1', kind: 'Eviction' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      subResource: 'eviction',
-      name: pod,
-      namespace,
-      operation: 'CREATE',
-      userInfo: { username: 'test' },
-      object: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod, namespace } },
-      dryRun: false,
-    },
-  });
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path: '/admission/pod-eviction', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8').on('data', (c: string) => (data += c)).on('end', () => resolve(data));
-    });
-    req.on('error', reject).end(body);
-  });
-  const response = (JSON.parse(text) as { response: { allowed: boolean; status?: { code?: number; message?: string } } }).response;
-  return { allowed: response.allowed, ...(response.status?.code ? { code: response.status.code } : {}), ...(response.status?.message ? { message: response.status.message } : {}) };
 }
 
 async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {

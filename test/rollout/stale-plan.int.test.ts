@@ -25,7 +25,7 @@ import { OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { closeServer, listenOn } from '../support/tcp.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES } from '../support/rollout-group.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
@@ -107,7 +107,7 @@ async function setup(t: TestContext, o: { zpdb: boolean; readyDelayA: string }) 
       name: `pod-eviction-${namespace}`,
       namespace,
       validating: true,
-      webhooks: [loopbackWebhook({ name: `pod-eviction-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/pod-eviction', sideEffects: 'NoneOnDryRun', rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }] })],
+      webhooks: [evictionWebhook(namespace, webhookPort)],
     });
   }
   await installLoopbackWebhook(t, kube, {

@@ -24,6 +24,18 @@ export function loopbackWebhook(o: { name: string; namespace: string; port: numb
   };
 }
 
+/** The pod-eviction webhook entry, as rollout-operator's manifests register it, calling the operator on loopback. */
+export function evictionWebhook(namespace: string, port: number): ReturnType<typeof loopbackWebhook> {
+  return loopbackWebhook({
+    name: `pod-eviction-${namespace}.grafana.com`,
+    namespace,
+    port,
+    path: '/admission/pod-eviction',
+    sideEffects: 'NoneOnDryRun',
+    rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }],
+  });
+}
+
 /**
  * Creates a mutating (or validating) webhook configuration calling the operator on loopback
  * (labelled for CA injection), deletes it when the test ends, and waits until

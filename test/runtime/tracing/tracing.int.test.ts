@@ -5,7 +5,6 @@
 // kinds, attributes and parent/child links.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '../../../src/runtime/kube/types.ts';
@@ -16,38 +15,12 @@ import { testCluster } from '../../cluster/testing.ts';
 import { kubectl } from '../../support/kubectl.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 import { Collector, type ReceivedSpan } from '../../support/otelcol.ts';
-import { evict } from '../../support/evictions.ts';
+import { evict, reviewEviction } from '../../support/evictions.ts';
 import { changeTemplate, createGroup, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../../support/rollout-group.ts';
-import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.ts';
+import { evictionWebhook, installLoopbackWebhook } from '../../support/webhooks.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
-
-/** An eviction review sent straight to the webhook with a W3C traceparent, as a tracing kube-apiserver sends it. */
-function reviewWithTraceparent(port: number, namespace: string, pod: string, traceparent: string): Promise<string> {
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: randomBytes(8).toString('hex'),
-      kind: { group: 'policy', version: 'v1', kind: 'Eviction' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      subResource: 'eviction',
-      name: pod,
-      namespace,
-      operation: 'CREATE',
-      userInfo: { username: 'test' },
-      object: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod, namespace } },
-    },
-  });
-  return new Promise<string>((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path: '/admission/pod-eviction', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json', traceparent } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8').on('data', (c: string) => (data += c)).on('end', () => resolve(data));
-    });
-    req.on('error', reject).end(body);
-  });
-}
 
 const describeSpans = (spans: ReceivedSpan[]) => spans.map((s) => `${s.name} [${s.kind}] id=${s.id} parent=${s.parentId || '-'} ${JSON.stringify(s.attributes)}`).join('\n');
 
@@ -78,14 +51,7 @@ describe('OpenTelemetry tracing to a real collector', () => {
       name: `pod-eviction-${namespace}`,
       namespace,
       validating: true,
-      webhooks: [loopbackWebhook({
-        name: `pod-eviction-${namespace}.grafana.com`,
-        namespace,
-        port: tlsPort!,
-        path: '/admission/pod-eviction',
-        sideEffects: 'NoneOnDryRun',
-        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }],
-      })],
+      webhooks: [evictionWebhook(namespace, tlsPort!)],
     });
 
     // A rollout: every zone's template changes, the operator deletes pods zone by zone.
@@ -99,8 +65,9 @@ describe('OpenTelemetry tracing to a real collector', () => {
     // The same decision asked with a caller's trace context continues that trace.
     const traceId = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
-    const answer = await reviewWithTraceparent(tlsPort!, namespace, 'ingester-zone-c-0', `00-${traceId}-${callerSpan}-01`);
-    assert.match(answer, /"allowed":false/);
+    // (As a tracing kube-apiserver would send it.)
+    const answer = await reviewEviction(tlsPort!, namespace, 'ingester-zone-c-0', { traceparent: `00-${traceId}-${callerSpan}-01` });
+    assert.equal(answer.allowed, false, answer.message);
 
     const mine = (spans: ReceivedSpan[]) => spans.filter((s) => s.resource['service.name'] === serviceName);
     const spans = await waitFor('the spans to reach the collector', async () => {
