@@ -11,7 +11,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { resources, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import type { KubeClient } from '../../../src/runtime/kube/client.ts';
 import { freePorts } from '../../cluster/ports.ts';
+import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { faketimeEnv, LIBFAKETIME } from '../../support/faketime.ts';
 import { kubectl as run } from '../../support/kubectl.ts';
@@ -23,15 +25,20 @@ import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.
 const cluster = testCluster();
 const kubectl = (...args: string[]) => run(cluster, ...args);
 const REPLICAS = 6;
+/** The webhook's refusal while a sibling StatefulSet is still changing (not the lock's). */
+const ROLLOUT_IN_PROGRESS = /non-updated replicas and \d+ non-ready replicas/;
 
-async function until<T>(what: string, check: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Every zone's StatefulSet at its asked replicas, all of them updated and ready, as its status says. */
+async function waitStatefulSetsSettled(kube: KubeClient, namespace: string, zones: string[], replicas: Record<string, number>): Promise<void> {
+  await waitFor('the StatefulSets to settle at their replicas', async () => {
+    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
+    return zones.every((zone) => {
+      const set = sets.find((s) => s.metadata?.name === `ingester-zone-${zone}`);
+      const want = replicas[zone];
+      const status = set?.status;
+      return set !== undefined && status !== undefined && set.spec?.replicas === want && status.observedGeneration === set.metadata?.generation && status.replicas === want && status.updatedReplicas === want && status.readyReplicas === want;
+    });
+  }, { timeoutMs: 60_000, intervalMs: 100 });
 }
 
 describe('prepare-downscale group lock under clock skew', () => {
@@ -83,9 +90,25 @@ describe('prepare-downscale group lock under clock skew', () => {
       endpoints.gate = { holds: (pod) => pod.startsWith(`ingester-zone-${first}-`), open: new Promise<void>((resolve) => (open = resolve)) };
       const callsBefore = endpoints.calls.length;
       const to = replicas[first]! - 1;
-      const held = kubectl('-n', namespace, 'patch', 'statefulset', `ingester-zone-${first}`, '--type=merge', '-p', JSON.stringify({ spec: { replicas: to } }));
+      // The previous round's zone must have finished shrinking: until then the
+      // webhook refuses any sibling's downscale as a rollout in progress,
+      // which is not what this test is about.
+      await waitStatefulSetsSettled(kube, namespace, zones, replicas);
       // The first downscale holds the lock and is preparing its pods: mid-flight.
-      await until(`round ${round}: zone ${first}'s pods being prepared`, () => (endpoints.calls.slice(callsBefore).some((c) => c.method === 'POST' && c.pod.startsWith(`ingester-zone-${first}-`)) ? true : undefined));
+      // The operator's caches may still be a moment behind the settled status:
+      // a refusal for a rollout in progress is asked again; any other answer
+      // before the pods were prepared fails the test.
+      const preparing = () => endpoints.calls.slice(callsBefore).some((c) => c.method === 'POST' && c.pod.startsWith(`ingester-zone-${first}-`));
+      const deadline = Date.now() + 30_000;
+      let held: ReturnType<typeof kubectl>;
+      for (;;) {
+        let outcome: { ok: boolean; out: string } | undefined;
+        held = kubectl('-n', namespace, 'patch', 'statefulset', `ingester-zone-${first}`, '--type=merge', '-p', JSON.stringify({ spec: { replicas: to } }));
+        void held.then((o) => (outcome = o));
+        const state = await waitFor(`round ${round}: zone ${first}'s pods being prepared`, () => (preparing() ? 'preparing' : outcome !== undefined ? 'ended' : undefined), { timeoutMs: 30_000, intervalMs: 20 });
+        if (state === 'preparing') break;
+        if (!ROLLOUT_IN_PROGRESS.test(outcome!.out) || Date.now() > deadline) assert.fail(`round ${round}: zone ${first}'s downscale ended before its pods were prepared: ${outcome!.out}`);
+      }
       const overlapping = await kubectl('-n', namespace, 'patch', 'statefulset', `ingester-zone-${second}`, '--type=merge', '-p', JSON.stringify({ spec: { replicas: replicas[second]! - 1 } }));
       open();
       endpoints.gate = undefined;
