@@ -14,7 +14,7 @@ import { Agent, request } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { setTimeout as delay } from 'node:timers/promises';
-import { MAX_ADMISSION_BODY_BYTES } from '../src/webhooks/admission.ts';
+import { MAX_ADMISSION_BODY_BYTES } from '../src/runtime/admission/admission.ts';
 import { FuzzStats, HOST, sendCases } from '../test/fuzz/http-driver.ts';
 import { batchAt, noDownscaleReviewOfSize, routesFor } from '../test/fuzz/http-requests.ts';
 import { percentile } from './report.ts';

@@ -21,12 +21,12 @@ import { nopLogger } from '../src/runtime/log/logger.ts';
 import { INDEX } from '../src/workloads/cache.ts';
 import { zpdbResource, type ZoneAwarePodDisruptionBudget } from '../src/drain/zpdb/config.ts';
 import { ZpdbBudgets } from '../src/drain/zpdb/evictions.ts';
-import { LEDGER_LABEL } from '../src/drain/zpdb/ledger.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { createGroup, waitGroupSettled } from '../test/support/rollout-group.ts';
-import type { AdmissionRequestV1 } from '../src/webhooks/admission.ts';
+import type { AdmissionRequestV1 } from '../src/runtime/admission/admission.ts';
 import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
+import { LEDGER_LABEL } from '../src/vocabulary/keys.ts';
 
 const PODS_PER_ZONE = 100;
 const DENY_DECISIONS = 3000;

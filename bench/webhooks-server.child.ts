@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline';
 import { Registry } from 'prom-client';
 import { noDownscaleHandler } from '../src/webhooks/nodownscale.ts';
-import { WebhookServer } from '../src/webhooks/server.ts';
+import { WebhookServer } from '../src/runtime/admission/server.ts';
 import { generateSelfSigned } from '../src/webhooks/tls/generate.ts';
 
 const tls = await generateSelfSigned({ org: 'stateward-bench', dnsNames: ['localhost'], validityMs: 3_600_000, now: Date.now() });

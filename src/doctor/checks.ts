@@ -23,50 +23,24 @@
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
 import type { KubeObject, Pod, StatefulSet, Wire } from '../runtime/kube/types.ts';
 import { parseGoDuration } from '../runtime/flags/duration.ts';
-import { MAX_UNAVAILABLE_ANNOTATION, PAUSED_ANNOTATION, parseMaxUnavailable } from '../rollout/annotations.ts';
+import { parseMaxUnavailable } from '../rollout/annotations.ts';
 import {
-  DELAYED_DOWNSCALE_ANNOTATION_KEY,
-  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  FORCE_REPLICAS_ANNOTATION_KEY,
-  LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
-  MIRROR_API_VERSION_ANNOTATION_KEY,
-  MIRROR_KIND_ANNOTATION_KEY,
-  MIRROR_NAME_ANNOTATION_KEY,
-  MIRROR_WRITE_BACK_ANNOTATION_KEY,
-  NO_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
-  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
-  ROLLOUT_GROUP_LABEL_KEY,
   SCALING_ANNOTATION_KEYS,
   SCALING_LABEL_KEYS,
-  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
   chainOrder,
   leaderFor,
   validateScalingMetadata,
 } from '../downscale/coordination/plan.ts';
-import { parseRfc3339 } from '../downscale/prepare/rfc3339.ts';
-import { INJECT_LABEL, NAMESPACE_LABEL } from '../webhooks/cainjection.ts';
+import { parseRfc3339 } from '../vocabulary/rfc3339.ts';
 import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { matchesLabelSelector, type LabelRequirement } from '../drain/reschedule/config.ts';
 import {
-  RELOADER_AUTO_ANNOTATION,
-  RELOADER_CONFIGMAP_AUTO_ANNOTATION,
-  RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION,
-  RELOADER_CONFIGMAP_RELOAD_ANNOTATION,
-  RELOADER_SEARCH_ANNOTATION,
-  RELOADER_SECRET_AUTO_ANNOTATION,
-  RELOADER_SECRET_EXCLUDE_ANNOTATION,
-  RELOADER_SECRET_RELOAD_ANNOTATION,
-  XING_ENABLED_ANNOTATION,
   configKey,
   mayOptIn,
   watchedConfigs,
   type ConfigKind,
 } from '../restarts/references.ts';
-import { EVICT_ONDELETE_ANNOTATION } from '../restarts/controller.ts';
+import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, EVICT_ONDELETE_ANNOTATION, FORCE_REPLICAS_ANNOTATION_KEY, INJECT_LABEL, LAST_DOWNSCALE_ANNOTATION_KEY, MAX_UNAVAILABLE_ANNOTATION, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY, NAMESPACE_LABEL, NO_DOWNSCALE_LABEL_KEY, PAUSED_ANNOTATION, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, RELOADER_AUTO_ANNOTATION, RELOADER_CONFIGMAP_AUTO_ANNOTATION, RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION, RELOADER_CONFIGMAP_RELOAD_ANNOTATION, RELOADER_SEARCH_ANNOTATION, RELOADER_SECRET_AUTO_ANNOTATION, RELOADER_SECRET_EXCLUDE_ANNOTATION, RELOADER_SECRET_RELOAD_ANNOTATION, ROLLOUT_GROUP_LABEL, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, XING_ENABLED_ANNOTATION } from '../vocabulary/keys.ts';
 
 // ------------------------------------------------------------------ types
 
@@ -239,8 +213,8 @@ class Scope {
     const groups = new Map<string, { namespace: string; group: string; sets: StatefulSet[] }>();
     for (const sts of this.statefulSets) {
       const labels = labelsOf(sts);
-      if (!has(labels, ROLLOUT_GROUP_LABEL_KEY)) continue;
-      const group = labels[ROLLOUT_GROUP_LABEL_KEY]!;
+      if (!has(labels, ROLLOUT_GROUP_LABEL)) continue;
+      const group = labels[ROLLOUT_GROUP_LABEL]!;
       const key = `${nsOf(sts)}/${group}`;
       const entry = groups.get(key) ?? { namespace: nsOf(sts), group, sets: [] };
       entry.sets.push(sts);
@@ -370,12 +344,12 @@ function checkKeyPlacement(scope: Scope): Finding[] {
       const fixVerb = asLabel ? 'label' : 'annotate';
       findings.push({
         // A rollout-group label on pods alone may be meant for a ZPDB selector only.
-        severity: key === ROLLOUT_GROUP_LABEL_KEY ? 'warning' : 'error',
+        severity: key === ROLLOUT_GROUP_LABEL ? 'warning' : 'error',
         code: 'key-on-pod-template',
         object,
         problem: `${key}=${JSON.stringify(value)} is set on the pod template (spec.template.metadata.${onTemplate}s) but not on the ${kind} itself, where it is read; it has no effect there`,
         fix: `set it on the ${kind}'s metadata.${asLabel ? 'labels' : 'annotations'}: ${kubectl(workload, kind, fixVerb, `${key}=${shellQuote(value)}`)}` +
-          (key === ROLLOUT_GROUP_LABEL_KEY ? ' (if it is only there for a ZoneAwarePodDisruptionBudget selector, the budget needs it on the StatefulSet too)' : ''),
+          (key === ROLLOUT_GROUP_LABEL ? ' (if it is only there for a ZoneAwarePodDisruptionBudget selector, the budget needs it on the StatefulSet too)' : ''),
       });
     }
   }
@@ -425,8 +399,8 @@ function checkLeaders(scope: Scope): Finding[] {
     if (!has(annotations, DOWNSCALE_LEADER_ANNOTATION_KEY)) continue;
     const leaderName = annotations[DOWNSCALE_LEADER_ANNOTATION_KEY]!;
     const labels = labelsOf(sts);
-    const inGroup = has(labels, ROLLOUT_GROUP_LABEL_KEY);
-    const group = inGroup ? labels[ROLLOUT_GROUP_LABEL_KEY]! : undefined;
+    const inGroup = has(labels, ROLLOUT_GROUP_LABEL);
+    const group = inGroup ? labels[ROLLOUT_GROUP_LABEL]! : undefined;
     const members = group === undefined ? [] : (groups.get(`${nsOf(sts)}/${group}`)?.sets ?? []);
     const leader = leaderFor(sts, members);
     if (leader === undefined || !('error' in leader)) continue;
@@ -435,12 +409,12 @@ function checkLeaders(scope: Scope): Finding[] {
     let problem: string;
     let fix: string;
     if (!inGroup) {
-      problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY}=${JSON.stringify(leaderName)}, but this StatefulSet has no ${ROLLOUT_GROUP_LABEL_KEY} label, and a leader is looked up only within the follower's rollout group: its replicas never follow`;
-      fix = `label it and its leader with the same group: ${kubectl(sts, 'StatefulSet', 'label', `${ROLLOUT_GROUP_LABEL_KEY}=<group>`)}`;
+      problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY}=${JSON.stringify(leaderName)}, but this StatefulSet has no ${ROLLOUT_GROUP_LABEL} label, and a leader is looked up only within the follower's rollout group: its replicas never follow`;
+      fix = `label it and its leader with the same group: ${kubectl(sts, 'StatefulSet', 'label', `${ROLLOUT_GROUP_LABEL}=<group>`)}`;
     } else if (sameNamespace) {
-      const theirs = labelsOf(sameNamespace)[ROLLOUT_GROUP_LABEL_KEY];
+      const theirs = labelsOf(sameNamespace)[ROLLOUT_GROUP_LABEL];
       problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${leaderName}, which exists but is ${theirs === undefined ? 'in no rollout group' : `in rollout group ${JSON.stringify(theirs)}`}, not in ${JSON.stringify(group)}: its replicas never follow (${leader.error})`;
-      fix = `put the leader in the follower's group: ${kubectl(sameNamespace, 'StatefulSet', 'label', '--overwrite', `${ROLLOUT_GROUP_LABEL_KEY}=${shellQuote(group!)}`)}`;
+      fix = `put the leader in the follower's group: ${kubectl(sameNamespace, 'StatefulSet', 'label', '--overwrite', `${ROLLOUT_GROUP_LABEL}=${shellQuote(group!)}`)}`;
     } else {
       const candidates = members.filter((s) => s !== sts).map(nameOf).sort(compare);
       problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${JSON.stringify(leaderName)}, but there is no such StatefulSet in namespace ${nsOf(sts)}: its replicas never follow (${leader.error})`;
@@ -942,7 +916,7 @@ function checkOnDeleteUnmanaged(scope: Scope): Finding[] {
   const pods = scope.pods;
   for (const sts of scope.statefulSets) {
     if ((sts.spec?.updateStrategy?.type ?? 'RollingUpdate') !== 'OnDelete') continue;
-    if (has(labelsOf(sts), ROLLOUT_GROUP_LABEL_KEY) || annotationsOf(sts)[EVICT_ONDELETE_ANNOTATION] === 'evict') continue;
+    if (has(labelsOf(sts), ROLLOUT_GROUP_LABEL) || annotationsOf(sts)[EVICT_ONDELETE_ANNOTATION] === 'evict') continue;
     const own = pods.filter((p) => ownedBy(p, sts));
     if (own.length === 0) continue;
     const revision = sts.status?.updateRevision;
@@ -953,7 +927,7 @@ function checkOnDeleteUnmanaged(scope: Scope): Finding[] {
       object: objectName('StatefulSet', sts),
       problem: `it is OnDelete with ${plural(own.length, 'pod')} but in no rollout group and not opted in to evictions: template (and config) changes reach its pods only when someone deletes them` +
         (outdated > 0 ? `; ${plural(outdated, 'pod')} already ${outdated === 1 ? 'runs' : 'run'} an old revision` : ''),
-      fix: `let Stateward roll it: ${kubectl(sts, 'StatefulSet', 'label', `${ROLLOUT_GROUP_LABEL_KEY}=${shellQuote(nameOf(sts))}`)} (a group of one), or, for config restarts only, ${kubectl(sts, 'StatefulSet', 'annotate', `${EVICT_ONDELETE_ANNOTATION}=evict`)}, or switch it to RollingUpdate; ignore this if pods are replaced by hand on purpose`,
+      fix: `let Stateward roll it: ${kubectl(sts, 'StatefulSet', 'label', `${ROLLOUT_GROUP_LABEL}=${shellQuote(nameOf(sts))}`)} (a group of one), or, for config restarts only, ${kubectl(sts, 'StatefulSet', 'annotate', `${EVICT_ONDELETE_ANNOTATION}=evict`)}, or switch it to RollingUpdate; ignore this if pods are replaced by hand on purpose`,
     });
   }
   return findings;

@@ -7,7 +7,11 @@
 // not registered.
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
+import type { Seen } from '../runtime/sightings.ts';
+import { workloadCache } from '../workloads/cache.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
+import { observeLastDownscales } from './clocksteps.ts';
+import { lastDownscalesFromAnnotations } from './mintime.ts';
 import { ReplicaCoordinator } from './coordination/coordinator.ts';
 
 export interface ReplicaCoordination {
@@ -33,6 +37,7 @@ export function replicaCoordinationCapability(options: () => { podCalls: PodCall
   return {
     name: 'replica-coordination',
     setup(runtime) {
+      showStampsToSightings(runtime);
       const listeners: ((namespace: string, statefulSet: string) => void)[] = [];
       const coordinator = new ReplicaCoordinator(runtime, {
         podCalls: options().podCalls,
@@ -50,4 +55,21 @@ export function replicaCoordinationCapability(options: () => { podCalls: PodCall
       };
     },
   };
+}
+
+/**
+ * Shows every StatefulSet's grafana.com/last-downscale to the min-time
+ * sightings as it changes, on every replica: a watch delivers a new stamp
+ * moments after it was written, so one that claims to be much older shows the
+ * writer's clock is behind, even on a replica that only serves the
+ * prepare-downscale webhook (src/runtime/sightings.ts). Setup runs on every
+ * replica, leader or not.
+ */
+function showStampsToSightings(runtime: Runtime): void {
+  const see = (set: StatefulSet, seen: Seen) =>
+    observeLastDownscales(runtime.sightings, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
+  for (const informer of workloadCache(runtime).statefulSets) {
+    // The initial list shows stamps of any age; a later delivery is a change the watch just saw.
+    informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'read' : 'event'), onUpdate: (_old, set) => see(set, 'event') });
+  }
 }

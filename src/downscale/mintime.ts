@@ -15,10 +15,8 @@
 import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import type { ClockEvidence, Counted } from '../runtime/sightings.ts';
-import { parseRfc3339 } from './prepare/rfc3339.ts';
-
-export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
-export const LAST_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/last-downscale';
+import { parseRfc3339 } from '../vocabulary/rfc3339.ts';
+import { LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY } from '../vocabulary/keys.ts';
 
 /** When a StatefulSet was last downscaled (epoch ms), or why that cannot be read. */
 export type LastDownscale = number | { error: string };

@@ -3,7 +3,7 @@
 // deleteOptions.dryRun in the Eviction body — what `kubectl drain
 // --dry-run=server` sends. Both eviction webhooks judge dry runs but record
 // and change nothing for them.
-import type { AdmissionRequestV1 } from '../webhooks/admission.ts';
+import type { AdmissionRequestV1 } from '../runtime/admission/admission.ts';
 
 export interface EvictionDryRun {
   requestDryRun: boolean;

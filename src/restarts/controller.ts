@@ -24,6 +24,7 @@ import { configDigester, type ConfigDigest } from './digest.ts';
 import { checksumScheme } from './hash.ts';
 import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, skipNotices, updateTarget, type SkipNotice, type OnDeleteWorkload, type PendingChange, type WorkloadKind } from './plan.ts';
 import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
+import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface RestartOptions {
   enabled: boolean;
@@ -42,9 +43,6 @@ export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
   const keySecret = fs.string('config-restarts.checksum-key-secret', 'stateward-config-checksum-key', 'Secret, in the operator namespace, holding the HMAC key of config checksums (created when missing).');
   return () => ({ enabled: enabled.value, gracePeriodMs: Math.max(0, grace.value) * 1000, maxWaitMs: maxWait.value, checksumKeySecret: keySecret.value });
 }
-
-/** On a standalone OnDelete StatefulSet: `evict` replaces its outdated pods one at a time through the Eviction API. */
-export const EVICT_ONDELETE_ANNOTATION = 'stateward.dev/config-restart-ondelete';
 
 const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
   { kind: 'Deployment', type: resources.deployments, prefix: 'deployment' },

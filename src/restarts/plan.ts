@@ -56,8 +56,8 @@
 // nothing that was already applied, while a change made while no leader ran
 // is still a restart (R1 against the stored checksum).
 import type { KubeObject, Pod } from '../runtime/kube/types.ts';
-import { podView } from '../rollout/snapshot.ts';
-import { XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY, XING_ENABLED_ANNOTATION as RESTART_ENABLED_ANNOTATION_KEY, XING_ENABLED_VALUE as RESTART_ENABLED_VALUE, XING_TIMESTAMP_ANNOTATION as RESTART_TIMESTAMP_ANNOTATION_KEY } from './references.ts';
+import { podView } from '../vocabulary/pods.ts';
+import { ROLLOUT_GROUP_LABEL, XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY, XING_ENABLED_ANNOTATION as RESTART_ENABLED_ANNOTATION_KEY, XING_ENABLED_VALUE as RESTART_ENABLED_VALUE, XING_TIMESTAMP_ANNOTATION as RESTART_TIMESTAMP_ANNOTATION_KEY } from '../vocabulary/keys.ts';
 
 // ------------------------------------------------------------ annotations
 
@@ -65,15 +65,8 @@ import { XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY, XING_ENA
 // annotation, only the exact value `enabled`), the applied checksums (JSON,
 // config key → checksum the running pods started with) and the restart
 // trigger in spec.template.metadata.annotations.
-export {
-  XING_ENABLED_ANNOTATION as RESTART_ENABLED_ANNOTATION_KEY,
-  XING_ENABLED_VALUE as RESTART_ENABLED_VALUE,
-  XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY,
-  XING_TIMESTAMP_ANNOTATION as RESTART_TIMESTAMP_ANNOTATION_KEY,
-} from './references.ts';
 /** A current checksum for a referenced config that does not exist. */
 export const MISSING = 'missing';
-export const ROLLOUT_GROUP_LABEL_KEY = 'rollout-group';
 
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
 
@@ -555,7 +548,7 @@ export function restartMode(kind: WorkloadKind, workload: RestartTarget): { mode
   if (kind === 'Deployment') return { mode: 'rolling', reason: `Deployment ${name} rolls its pods on a template change` };
   const strategy = workload.spec?.updateStrategy?.type ?? 'RollingUpdate';
   if (strategy !== 'OnDelete') return { mode: 'rolling', reason: `${kind} ${name} has update strategy ${strategy}` };
-  const group = workload.metadata?.labels?.[ROLLOUT_GROUP_LABEL_KEY];
+  const group = workload.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
   if (kind === 'StatefulSet' && group !== undefined) {
     return { mode: 'rollout-group', reason: `StatefulSet ${name} is OnDelete in rollout group ${group}: the rollout replaces its pods` };
   }

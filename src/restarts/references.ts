@@ -19,25 +19,11 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { Wire } from '../runtime/kube/types.ts';
 import { compileGoRegexp, type GoRegexp } from '../runtime/goregexp.ts';
+import { RELOADER_AUTO_ANNOTATION, RELOADER_CONFIGMAP_AUTO_ANNOTATION, RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION, RELOADER_CONFIGMAP_RELOAD_ANNOTATION, RELOADER_IGNORE_ANNOTATION, RELOADER_MATCH_ANNOTATION, RELOADER_SEARCH_ANNOTATION, RELOADER_SECRET_AUTO_ANNOTATION, RELOADER_SECRET_EXCLUDE_ANNOTATION, RELOADER_SECRET_RELOAD_ANNOTATION, XING_ENABLED_ANNOTATION, XING_ENABLED_VALUE } from '../vocabulary/keys.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
 export type PodTemplateSpec = Wire<V1PodTemplateSpec>;
 
-export const XING_ENABLED_ANNOTATION = 'com.xing.deployment-restart';
-export const XING_ENABLED_VALUE = 'enabled';
-export const XING_CHECKSUMS_ANNOTATION = 'com.xing.deployment-restart.applied-config-checksums';
-export const XING_TIMESTAMP_ANNOTATION = 'com.xing.deployment-restart.timestamp';
-
-export const RELOADER_AUTO_ANNOTATION = 'reloader.stakater.com/auto';
-export const RELOADER_CONFIGMAP_AUTO_ANNOTATION = 'configmap.reloader.stakater.com/auto';
-export const RELOADER_SECRET_AUTO_ANNOTATION = 'secret.reloader.stakater.com/auto';
-export const RELOADER_CONFIGMAP_RELOAD_ANNOTATION = 'configmap.reloader.stakater.com/reload';
-export const RELOADER_SECRET_RELOAD_ANNOTATION = 'secret.reloader.stakater.com/reload';
-export const RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION = 'configmaps.exclude.reloader.stakater.com/reload';
-export const RELOADER_SECRET_EXCLUDE_ANNOTATION = 'secrets.exclude.reloader.stakater.com/reload';
-export const RELOADER_SEARCH_ANNOTATION = 'reloader.stakater.com/search';
-export const RELOADER_MATCH_ANNOTATION = 'reloader.stakater.com/match';
-export const RELOADER_IGNORE_ANNOTATION = 'reloader.stakater.com/ignore';
 /** Reloader opt-ins for CSI SecretProviderClasses, which Stateward does not follow. */
 const RELOADER_UNSUPPORTED_ANNOTATIONS = [
   'secretproviderclass.reloader.stakater.com/auto',

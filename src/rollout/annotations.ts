@@ -1,8 +1,6 @@
 // rollout-operator's StatefulSet annotations for rollouts, parsed exactly as
 // it parses them, but reporting bad values instead of only logging them.
-
-export const MAX_UNAVAILABLE_ANNOTATION = 'rollout-max-unavailable';
-export const PAUSED_ANNOTATION = 'grafana.com/rollout-paused';
+import { MAX_UNAVAILABLE_ANNOTATION, PAUSED_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface MaxUnavailable {
   value: number;

@@ -10,7 +10,7 @@ import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { tracer } from '../runtime/tracing/tracing.ts';
-import { INDEX, ROLLOUT_GROUP_LABEL, workloadCache } from '../workloads/cache.ts';
+import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
 import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
@@ -18,6 +18,7 @@ import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
 import { replicaCoordination, type ReplicaCoordination } from '../downscale/capability.ts';
 import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
+import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;

@@ -14,7 +14,8 @@
 // reconcile there ("currentRevision is empty"), which made a healthy new
 // group count as failing (issue 17).
 import { parseMaxUnavailable } from './annotations.ts';
-import type { GroupSnapshot, PodView, StatefulSetView } from './snapshot.ts';
+import type { PodView } from '../vocabulary/pods.ts';
+import type { GroupSnapshot, StatefulSetView } from './snapshot.ts';
 
 export type DeletionReason =
   /** A Ready pod on an old revision, within the max-unavailable budget. */

@@ -1,20 +1,9 @@
 // The planner's view of one rollout group: plain data distilled from the
 // StatefulSets and pods in the informer caches, so the planner stays pure.
 import type { Pod, StatefulSet } from '../runtime/kube/types.ts';
-import { isPaused, MAX_UNAVAILABLE_ANNOTATION } from './annotations.ts';
-
-export interface PodView {
-  name: string;
-  uid: string;
-  ordinal: number;
-  /** controller-revision-hash; '' when missing. */
-  revision: string;
-  /** Phase Running, every container ready and running, not terminating (rollout-operator's test). */
-  ready: boolean;
-  terminating: boolean;
-  /** Why it cannot start, when a container waits for a reason that will not clear by itself. */
-  stuckReason?: string;
-}
+import { podsOf, podView, type PodView } from '../vocabulary/pods.ts';
+import { isPaused } from './annotations.ts';
+import { MAX_UNAVAILABLE_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface StatefulSetView {
   name: string;
@@ -40,68 +29,6 @@ export interface GroupSnapshot {
   namespace: string;
   group: string;
   statefulSets: StatefulSetView[];
-}
-
-/** Container waiting reasons that mean "this pod will not become Ready without a new spec". */
-export const STUCK_REASONS = new Set([
-  'CrashLoopBackOff',
-  'ImagePullBackOff',
-  'ErrImagePull',
-  'InvalidImageName',
-  'CreateContainerConfigError',
-  'CreateContainerError',
-  'RunContainerError',
-]);
-
-export function podOrdinal(name: string): number {
-  const match = /-(\d+)$/.exec(name);
-  return match ? Number(match[1]) : Number.MAX_SAFE_INTEGER;
-}
-
-export function podView(pod: Pod): PodView {
-  const status = pod.status;
-  const terminating = Boolean(pod.metadata?.deletionTimestamp);
-  const containers = status?.containerStatuses ?? [];
-  const running = status?.phase === 'Running' && containers.length > 0 && containers.every((c) => c.ready && c.state?.running);
-  // rollout-operator (IsPodRunningAndReady) reads the container statuses
-  // only, which misses two ways a pod stops serving while its containers
-  // still say ready: the node lifecycle controller sets Ready=False on the
-  // pods of a node that stopped reporting, and readiness gates hold Ready at
-  // False. Either way the pod is out of its Services, so another zone must
-  // not be disrupted on its account. The Ready condition, when the pod has
-  // one, must agree.
-  const readyCondition = status?.conditions?.find((c) => c.type === 'Ready');
-  const conditionAgrees = readyCondition === undefined || readyCondition.status === 'True';
-  const waiting = [...(status?.initContainerStatuses ?? []), ...containers].map((c) => c.state?.waiting?.reason).find((r) => r !== undefined && STUCK_REASONS.has(r));
-  return {
-    name: pod.metadata?.name ?? '',
-    uid: pod.metadata?.uid ?? '',
-    ordinal: podOrdinal(pod.metadata?.name ?? ''),
-    revision: pod.metadata?.labels?.['controller-revision-hash'] ?? '',
-    ready: running && conditionAgrees && !terminating,
-    terminating,
-    ...(waiting ? { stuckReason: waiting } : {}),
-  };
-}
-
-function selectorMatches(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
-  if (!selector || Object.keys(selector).length === 0) return false;
-  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
-}
-
-/**
- * A StatefulSet's pods: those it controls (ownerReference uid), plus orphans
- * its selector matches, which the StatefulSet controller is about to adopt.
- * No `name` label is needed (rollout-operator requires one, its issue #15).
- */
-export function podsOf(set: StatefulSet, candidates: Pod[]): Pod[] {
-  const uid = set.metadata?.uid;
-  const selector = set.spec?.selector?.matchLabels;
-  return candidates.filter((pod) => {
-    const controller = pod.metadata?.ownerReferences?.find((r) => r.controller);
-    if (controller) return controller.uid === uid;
-    return selectorMatches(selector, pod.metadata?.labels);
-  });
 }
 
 export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView {

@@ -8,14 +8,10 @@
 // here re-decides any of it.
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
 import { hasNotReadyPods, planGroup, rollOrder, STATUS_PENDING_WAIT, type Deletion, type Plan } from '../rollout/planner.ts';
-import { groupSnapshot, podsOf, type StatefulSetView } from '../rollout/snapshot.ts';
+import { podsOf } from '../vocabulary/pods.ts';
+import { groupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  DELAYED_DOWNSCALE_ANNOTATION_KEY,
-  LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
-  ROLLOUT_GROUP_LABEL_KEY,
   annotationsOf,
   delayedDownscaleConfig,
   desiredFollowerReplicas,
@@ -49,10 +45,10 @@ import {
 
 /** Wait code used when the planner would delete a pod but its ZoneAwarePodDisruptionBudget says not now. */
 import { ZPDB_WAIT_CODE } from '../rollout/status.ts';
+import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, ROLLOUT_GROUP_LABEL, ZONE_LABEL } from '../vocabulary/keys.ts';
 
 export { ZPDB_WAIT_CODE };
 
-export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 const LEGACY_ZONE_LABEL = 'failure-domain.beta.kubernetes.io/zone';
 
 /** Plural resource names as StatusInput.unreadable lists them. */
@@ -110,7 +106,7 @@ function namespaceStatus(namespace: string, input: StatusInput, ctx: Context): N
 
   const groups = new Map<string, StatefulSet[]>();
   for (const set of statefulSets) {
-    const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL_KEY];
+    const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
     if (group === undefined) continue;
     groups.set(group, [...(groups.get(group) ?? []), set]);
   }

@@ -11,11 +11,11 @@ import { FlagSet, type FlagCodec } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
 import { resources, type KubeObject, type Lease, type Node, type Pod, type ResourceType, type StatefulSet } from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
-import { LEDGER_LABEL } from '../drain/zpdb/ledger.ts';
 import { STATUS_CONFIGMAP } from '../rollout/status.ts';
 import { buildStatus, RESOURCE } from './build.ts';
 import type { StatusInput, StatusReport } from './model.ts';
 import { renderJson, renderProgress, renderTable } from './render.ts';
+import { LEDGER_LABEL } from '../vocabulary/keys.ts';
 
 export interface StatusIo {
   out(text: string): void;

@@ -15,9 +15,7 @@ import { resources } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Runtime } from '../runtime/operator.ts';
 import { runWorkers, WorkQueue } from '../runtime/workqueue/workqueue.ts';
-
-export const INJECT_LABEL = 'grafana.com/inject-rollout-operator-ca';
-export const NAMESPACE_LABEL = 'grafana.com/namespace';
+import { INJECT_LABEL, NAMESPACE_LABEL } from '../vocabulary/keys.ts';
 
 export interface WebhookConfiguration extends KubeObject {
   webhooks?: { name: string; failurePolicy?: string; clientConfig?: { caBundle?: string; url?: string; service?: unknown } }[];

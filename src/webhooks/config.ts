@@ -1,7 +1,7 @@
 // rollout-operator's -server-tls.* and -webhooks.* flags, same names and
 // defaults, plus -webhooks.ca-bundle-configurations (its issue #38).
 import type { FlagSet } from '../runtime/flags/flagset.ts';
-import { MAX_ADMISSION_BODY_BYTES } from './admission.ts';
+import { MAX_ADMISSION_BODY_BYTES } from '../runtime/admission/admission.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import type { RescheduleConfig } from '../drain/reschedule/config.ts';
 

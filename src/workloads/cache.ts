@@ -4,11 +4,7 @@ import type { Informer } from '../runtime/informer/informer.ts';
 import { indexByLabel, indexByNodeName, indexByOwnerUid, stripManagedFields } from '../runtime/informer/store.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
-import { observeLastDownscales } from '../downscale/clocksteps.ts';
-import type { Seen } from '../runtime/sightings.ts';
-import { lastDownscalesFromAnnotations } from '../downscale/mintime.ts';
-
-export const ROLLOUT_GROUP_LABEL = 'rollout-group';
+import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
 
 export const INDEX = {
   podsByOwner: 'owner-uid',
@@ -39,23 +35,11 @@ export function workloadCache(runtime: Runtime): WorkloadCache {
   };
 }
 
-/**
- * Registers the shared workload caches, so /ready waits for them, and shows
- * every StatefulSet's grafana.com/last-downscale to the min-time sightings as
- * it changes, on every replica: a watch delivers a new stamp moments after
- * it was written, so one that claims to be much older shows the writer's
- * clock is behind, even on a replica that only serves the prepare-downscale
- * webhook (src/runtime/sightings.ts).
- */
+/** Registers the shared workload caches, so /ready waits for them. */
 export const workloadsCapability: Capability = {
   name: 'workloads',
   setup(runtime) {
-    const see = (set: StatefulSet, seen: Seen) =>
-      observeLastDownscales(runtime.sightings, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
-    for (const informer of workloadCache(runtime).statefulSets) {
-      // The initial list shows stamps of any age; a later delivery is a change the watch just saw.
-      informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'read' : 'event'), onUpdate: (_old, set) => see(set, 'event') });
-    }
+    workloadCache(runtime);
     return {};
   },
 };

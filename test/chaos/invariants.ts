@@ -49,6 +49,7 @@
 //   operator's log files (as they are or base64-encoded); see monitor.ts.
 import { createHash } from 'node:crypto';
 import type { EventsV1Event, V1ConfigMap, V1Deployment, V1ObjectMeta, V1Pod, V1PodSpec, V1Secret, V1StatefulSet } from '@kubernetes/client-node';
+import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
 
 export const DEFER_MS = 2000;
 export const MIN_TIME_SLACK_MS = 2000;
@@ -60,7 +61,6 @@ export const NO_DOWNSCALE_LABEL = 'grafana.com/no-downscale';
 export const PREPARE_DOWNSCALE_LABEL = 'grafana.com/prepare-downscale';
 export const MIN_TIME_LABEL = 'grafana.com/min-time-between-zones-downscale';
 export const GROUP_LABEL = 'rollout-group';
-export const MAX_UNAVAILABLE_ANNOTATION = 'rollout-max-unavailable';
 export const OPERATOR_REPORTER = 'stateward.dev/operator';
 
 export type WatchType = 'ADDED' | 'MODIFIED' | 'DELETED';

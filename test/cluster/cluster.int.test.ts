@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, PolicyV1Api, RbacAuthorizationV1Api, setHeaderOptions, type V1Pod, type V1StatefulSet } from '@kubernetes/client-node';
 import { waitFor } from './probe.ts';
 import { testCluster } from './testing.ts';
-import { ZONE_LABEL } from './cluster.ts';
+import { ZONE_LABEL } from '../../src/vocabulary/keys.ts';
 
 const exec = promisify(execFile);
 const cluster = testCluster();

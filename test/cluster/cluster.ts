@@ -14,10 +14,10 @@ import { createClusterPki, type ClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { httpStatus, waitFor } from './probe.ts';
 import { ComponentProcess, type ComponentName, type ComponentSpec } from './process.ts';
+import { ZONE_LABEL } from '../../src/vocabulary/keys.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 export const DEFAULT_ZONES = ['zone-a', 'zone-b', 'zone-c'];
 export const COMPONENTS: readonly ComponentName[] = ['etcd', 'apiserver', 'controller-manager', 'scheduler', 'kwok'];
 

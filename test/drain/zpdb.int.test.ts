@@ -11,7 +11,6 @@ import { resources, type ConfigMap, type Event, type KubeObject, type Lease, typ
 import { Informer } from '../../src/runtime/informer/informer.ts';
 import { STATUS_CONFIGMAP, ZPDB_WAIT_CODE } from '../../src/rollout/status.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -22,6 +21,7 @@ import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
 import { evict, reviewEviction } from '../support/evictions.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
 import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
@@ -82,7 +82,6 @@ async function setup(t: TestContext, o: { replicas?: number; zones?: string[]; s
 async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {
   return (await kube.list<Pod>(resources.pods, { namespace })).items;
 }
-
 
 function drain(node: string, tag: string, ...extra: string[]) {
   return kubectl(cluster, 'drain', node, `--pod-selector=stateward.dev/drain-test=${tag}`, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=120s', ...extra);

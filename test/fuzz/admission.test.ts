@@ -21,8 +21,8 @@ import { nopLogger } from '../../src/runtime/log/logger.ts';
 import type { Lease, Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
 import { indexByOwnerUid } from '../../src/runtime/informer/store.ts';
 import { INDEX } from '../../src/workloads/cache.ts';
-import { ADMISSION_API_VERSIONS, serveAdmission, type AdmissionDecision, type AdmissionHandler, type AdmissionHttpResponse, type AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
-import { noDownscaleHandler, NO_DOWNSCALE_LABEL_KEY } from '../../src/webhooks/nodownscale.ts';
+import { ADMISSION_API_VERSIONS, serveAdmission, type AdmissionDecision, type AdmissionHandler, type AdmissionHttpResponse, type AdmissionRequestV1 } from '../../src/runtime/admission/admission.ts';
+import { noDownscaleHandler } from '../../src/webhooks/nodownscale.ts';
 import { prepareDownscaleHandler } from '../../src/downscale/prepare/handler.ts';
 import { endpoints, firstChecks, stsInfo } from '../../src/downscale/prepare/plan.ts';
 import { parseZpdb, type ZoneAwarePodDisruptionBudget } from '../../src/drain/zpdb/config.ts';
@@ -30,9 +30,10 @@ import { zpdbValidationHandler } from '../../src/drain/zpdb/validation.ts';
 import { ZpdbBudgets } from '../../src/drain/zpdb/evictions.ts';
 import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
 import { rescheduleHandler } from '../../src/drain/reschedule/webhook.ts';
-import { WebhookServer } from '../../src/webhooks/server.ts';
+import { WebhookServer } from '../../src/runtime/admission/server.ts';
 import { generateSelfSigned } from '../../src/webhooks/tls/generate.ts';
 import { deepMarker, failingClient, fakeInformer, jsonBytes, mostly, mutated, nastyString, params, settlesWithin, textMutationArb, weirdValue, within, type Failure, type TextMutation, PARSE_BUDGET_MS } from './support.ts';
+import { NO_DOWNSCALE_LABEL_KEY } from '../../src/vocabulary/keys.ts';
 
 /** The handlers' deadline here; the server gives them 90 % of -server-tls.request-timeout. */
 const DEADLINE_MS = 2_000;

@@ -6,25 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { isPaused, MAX_UNAVAILABLE_ANNOTATION, parseMaxUnavailable, PAUSED_ANNOTATION } from '../../src/rollout/annotations.ts';
+import { isPaused, parseMaxUnavailable } from '../../src/rollout/annotations.ts';
 import type { Lease, StatefulSet } from '../../src/runtime/kube/types.ts';
 import {
-  DELAYED_DOWNSCALE_ANNOTATION_KEY,
-  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  FORCE_REPLICAS_ANNOTATION_KEY,
-  LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
-  MIRROR_API_VERSION_ANNOTATION_KEY,
-  MIRROR_KIND_ANNOTATION_KEY,
-  MIRROR_NAME_ANNOTATION_KEY,
-  MIRROR_WRITE_BACK_ANNOTATION_KEY,
-  NO_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
-  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
-  ROLLOUT_GROUP_LABEL_KEY,
-  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
   delayedDownscaleConfig,
   forceReplicasOverride,
   mirrorReference,
@@ -36,16 +20,17 @@ import {
   writeBack,
 } from '../../src/downscale/coordination/plan.ts';
 import { parseGoDuration, parsePromDuration } from '../../src/runtime/flags/duration.ts';
-import { parseRfc3339 } from '../../src/downscale/prepare/rfc3339.ts';
+import { parseRfc3339 } from '../../src/vocabulary/rfc3339.ts';
 import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
 import { lastDownscalesFromAnnotations } from '../../src/downscale/mintime.ts';
-import { decodeLedger, LEDGER_ANNOTATION } from '../../src/drain/zpdb/ledger.ts';
+import { decodeLedger } from '../../src/drain/zpdb/ledger.ts';
 import { formatLabelSelector, matchesLabelSelector, parseLabelSelector, parseRescheduleConfig, qualifiedNameProblem } from '../../src/drain/reschedule/config.ts';
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';
 import { parseConfigKey, patternMatches, watchedConfigs } from '../../src/restarts/references.ts';
 import { formatAppliedChecksums, parseAppliedChecksums } from '../../src/restarts/plan.ts';
 import { checksumScheme } from '../../src/restarts/hash.ts';
 import { adversarialNames, hugeString, metadataValue, nastyString, params, regexSource, within, PARSE_BUDGET_MS } from './support.ts';
+import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, LEDGER_ANNOTATION, MAX_UNAVAILABLE_ANNOTATION, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY, NO_DOWNSCALE_LABEL_KEY, PAUSED_ANNOTATION, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, ROLLOUT_GROUP_LABEL, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY } from '../../src/vocabulary/keys.ts';
 
 const BUDGET_MS = PARSE_BUDGET_MS;
 
@@ -82,7 +67,7 @@ describe('fuzz: rollout annotations', { timeout: 120_000 }, () => {
 });
 
 const scalingKeys = [
-  ROLLOUT_GROUP_LABEL_KEY,
+  ROLLOUT_GROUP_LABEL,
   MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
   PREPARE_DOWNSCALE_LABEL_KEY,
   NO_DOWNSCALE_LABEL_KEY,

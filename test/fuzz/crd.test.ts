@@ -10,14 +10,6 @@ import fc from 'fast-check';
 import { parseZpdb, podPartition, type ZpdbConfig } from '../../src/drain/zpdb/config.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
 import {
-  DELAYED_DOWNSCALE_ANNOTATION_KEY,
-  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  FORCE_REPLICAS_ANNOTATION_KEY,
-  MIRROR_API_VERSION_ANNOTATION_KEY,
-  MIRROR_KIND_ANNOTATION_KEY,
-  MIRROR_NAME_ANNOTATION_KEY,
-  MIRROR_WRITE_BACK_ANNOTATION_KEY,
   delayedDownscaleCalls,
   delayedDownscaleConfig,
   delayedDownscaleDecision,
@@ -29,6 +21,7 @@ import {
   writeBack,
 } from '../../src/downscale/coordination/plan.ts';
 import { adversarialNames, capturingRegexSource, materialize, metadataValue, mutated, params, weirdValue, within, PARSE_BUDGET_MS } from './support.ts';
+import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY } from '../../src/vocabulary/keys.ts';
 
 /** Per call; the eviction webhook calls podPartition once per pod of the group. */
 const BUDGET_MS = PARSE_BUDGET_MS;

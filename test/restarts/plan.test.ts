@@ -2,11 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Pod } from '../../src/runtime/kube/types.ts';
+import { XING_CHECKSUMS_ANNOTATION as APPLIED, XING_ENABLED_ANNOTATION as ENABLED, XING_TIMESTAMP_ANNOTATION as TIMESTAMP } from '../../src/vocabulary/keys.ts';
 import {
-  APPLIED_CHECKSUMS_ANNOTATION_KEY as APPLIED,
   MISSING,
-  RESTART_ENABLED_ANNOTATION_KEY as ENABLED,
-  RESTART_TIMESTAMP_ANNOTATION_KEY as TIMESTAMP,
   annotationPatch,
   appliedChecksumsOf,
   decideRestart,

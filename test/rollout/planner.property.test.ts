@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseMaxUnavailable } from '../../src/rollout/annotations.ts';
 import { hasNotReadyPods, planGroup, STATUS_PENDING_WAIT, statusPending, unavailableCount, type Plan } from '../../src/rollout/planner.ts';
-import type { GroupSnapshot, PodView, StatefulSetView } from '../../src/rollout/snapshot.ts';
+import type { PodView } from '../../src/vocabulary/pods.ts';
+import type { GroupSnapshot, StatefulSetView } from '../../src/rollout/snapshot.ts';
 
 const revisions = ['rev-old', 'rev-new'];
 

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { planGroup, STATUS_PENDING_WAIT, statusPending } from '../../src/rollout/planner.ts';
-import type { GroupSnapshot, PodView, StatefulSetView } from '../../src/rollout/snapshot.ts';
+import type { PodView } from '../../src/vocabulary/pods.ts';
+import type { GroupSnapshot, StatefulSetView } from '../../src/rollout/snapshot.ts';
 import { groupStatus } from '../../src/rollout/status.ts';
 
 type PodSpec = { rev?: 'old' | 'new'; ready?: boolean; terminating?: boolean; stuck?: string };

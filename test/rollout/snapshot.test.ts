@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { podOrdinal, podsOf, podView, statefulSetView } from '../../src/rollout/snapshot.ts';
+import { podOrdinal, podsOf, podView } from '../../src/vocabulary/pods.ts';
+import { statefulSetView } from '../../src/rollout/snapshot.ts';
 import type { Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
 
 const set: StatefulSet = {

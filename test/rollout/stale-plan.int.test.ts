@@ -14,7 +14,6 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
 import { resources, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
@@ -26,6 +25,7 @@ import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { closeServer, listenOn } from '../support/tcp.ts';
 import { changeTemplate, createGroup, InvariantMonitor, isReady, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES } from '../support/rollout-group.ts';
 import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));

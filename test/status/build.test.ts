@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildStatus, ZPDB_WAIT_CODE } from '../../src/status/build.ts';
 import type { StatusInput, StatusReport } from '../../src/status/model.ts';
-import { ledgerName, LEDGER_ANNOTATION } from '../../src/drain/zpdb/ledger.ts';
+import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { fullInput, MIN, NOW, NS, OTHER, pod, statefulSet } from './fixture.ts';
+import { LEDGER_ANNOTATION } from '../../src/vocabulary/keys.ts';
 
 const group = (report: StatusReport, ns: string, name: string) => {
   const found = report.namespaces.find((n) => n.namespace === ns)?.groups.find((g) => g.name === name);

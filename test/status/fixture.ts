@@ -7,8 +7,9 @@
 // unreadable ledger, an invalid budget), so a full report has every field.
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { StatusInput } from '../../src/status/model.ts';
-import { ledgerName, LEDGER_ANNOTATION, LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
+import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { STATUS_CONFIGMAP } from '../../src/rollout/status.ts';
+import { LEDGER_ANNOTATION, LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 export const NOW = Date.parse('2026-01-10T12:00:00Z');
 export const NS = 'mimir';

@@ -8,13 +8,14 @@ import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { ledgerName, LEDGER_ANNOTATION, LEDGER_LABEL } from '../../src/drain/zpdb/ledger.ts';
+import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import type { StatusReport } from '../../src/status/model.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { createGroup, testClient, waitGroupSettled, waitRevisionsPending, ZONES } from '../support/rollout-group.ts';
+import { LEDGER_ANNOTATION, LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 const cluster = testCluster();
 const READY_DELAY = 'pod-ready.stage.kwok.x-k8s.io/delay';

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { AdmissionDecision, AdmissionRequestV1 } from '../../src/webhooks/admission.ts';
+import type { AdmissionDecision, AdmissionRequestV1 } from '../../src/runtime/admission/admission.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';
-import { noDownscaleHandler, replicasOf } from '../../src/webhooks/nodownscale.ts';
+import { noDownscaleHandler } from '../../src/webhooks/nodownscale.ts';
+import { replicasOf } from '../../src/vocabulary/replicas.ts';
 
 const never = new AbortController().signal;
 const LABEL = 'grafana.com/no-downscale';

@@ -21,8 +21,6 @@ import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
 import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
 import {
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  MIRROR_WRITE_BACK_ANNOTATION_KEY,
   annotationsOf,
   delayedDownscaleConfig,
   delayedDownscaleDecision,
@@ -35,6 +33,7 @@ import {
 import { validateScalingMetadata } from './validate.ts';
 import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';
 import { DelayedDownscaleCalls, type DelayTarget } from './delaycalls.ts';
+import { DOWNSCALE_LEADER_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
 
 export interface ReplicaCoordinatorOptions {
   podCalls: PodCallConfig;

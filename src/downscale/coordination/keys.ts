@@ -1,30 +1,10 @@
-// The labels and annotations that drive replica scaling (follow-leader,
-// mirror-resource, delayed downscale, force-replicas), with rollout-operator's
-// exact names. Keys shared with the webhooks are re-used from there so the two
-// places can never drift apart.
+// Reading the StatefulSet fields and annotations that drive replica scaling
+// (follow-leader, mirror-resource, delayed downscale, force-replicas). The keys
+// themselves, with rollout-operator's exact names, are in vocabulary/keys.ts.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 
-export {
-  LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_LABEL_KEY,
-  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
-  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
-  ROLLOUT_GROUP_LABEL_KEY,
-  DEFAULT_CLUSTER_DOMAIN,
-} from '../prepare/plan.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
-export { NO_DOWNSCALE_LABEL_KEY } from '../../webhooks/nodownscale.ts';
-
-export const DOWNSCALE_LEADER_ANNOTATION_KEY = 'grafana.com/rollout-downscale-leader';
-export const UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY = 'grafana.com/rollout-upscale-only-when-leader-ready';
-export const FORCE_REPLICAS_ANNOTATION_KEY = 'grafana.com/rollout-force-replicas';
-export const MIRROR_NAME_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-name';
-export const MIRROR_KIND_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-kind';
-export const MIRROR_API_VERSION_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-api-version';
-export const MIRROR_WRITE_BACK_ANNOTATION_KEY = 'grafana.com/rollout-mirror-replicas-from-resource-write-back';
-export const DELAYED_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/rollout-delayed-downscale';
-export const DELAYED_DOWNSCALE_URL_ANNOTATION_KEY = 'grafana.com/rollout-prepare-delayed-downscale-url';
+import { FORCE_REPLICAS_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
 
 export function nameOf(sts: StatefulSet): string {
   return sts.metadata?.name ?? '';

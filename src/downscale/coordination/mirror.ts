@@ -6,14 +6,12 @@
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import {
-  MIRROR_API_VERSION_ANNOTATION_KEY,
-  MIRROR_KIND_ANNOTATION_KEY,
-  MIRROR_NAME_ANNOTATION_KEY,
   annotationsOf,
   forceReplicasOverride,
   nameOf,
   replicasOf,
 } from './keys.ts';
+import { MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
 
 export interface MirrorReference {
   name: string;

@@ -22,19 +22,15 @@
 // admits.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type CountedFromByName } from '../mintime.ts';
-import { formatRfc3339, parseRfc3339 } from '../prepare/rfc3339.ts';
+import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import {
-  DOWNSCALE_LEADER_ANNOTATION_KEY,
-  FORCE_REPLICAS_ANNOTATION_KEY,
-  LAST_DOWNSCALE_ANNOTATION_KEY,
-  PREPARE_DOWNSCALE_LABEL_KEY,
-  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
   annotationsOf,
   forceReplicasOverride,
   labelsOf,
   nameOf,
   replicasOf,
 } from './keys.ts';
+import { DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, PREPARE_DOWNSCALE_LABEL_KEY, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
 
 export * from './keys.ts';
 export * from './mirror.ts';

@@ -19,7 +19,7 @@ import type { Clock, Timer } from '../../runtime/clock.ts';
 import { LeaseLock } from '../../runtime/leaderelection/leaselock.ts';
 import { TimestampSightings } from '../../runtime/sightings.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import type { AdmissionHandler } from '../../webhooks/admission.ts';
+import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
 import {
   afterPrepare,
   afterRecord,

@@ -19,15 +19,16 @@
 //
 // Fail-open on decode and lookup errors, fail-closed on group-check and
 // prepare errors, as rollout-operator. Every deny message is rollout-operator's text.
-import type { AdmissionDecision, AdmissionRequestV1 } from '../../webhooks/admission.ts';
+import type { AdmissionDecision, AdmissionRequestV1 } from '../../runtime/admission/admission.ts';
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
-import { podView } from '../../rollout/snapshot.ts';
-import { replicasOf } from '../../webhooks/nodownscale.ts';
-import { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
-import { checkMinTimeBetweenZoneDownscales, LAST_DOWNSCALE_ANNOTATION_KEY, type CountedFromByName, type LastDownscale } from '../mintime.ts';
+import { podView } from '../../vocabulary/pods.ts';
+import { replicasOf } from '../../vocabulary/replicas.ts';
+import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { checkMinTimeBetweenZoneDownscales, type CountedFromByName, type LastDownscale } from '../mintime.ts';
 import type { ZoneInfo } from './zonetracker.ts';
+import { LAST_DOWNSCALE_ANNOTATION_KEY, POD_NAME_LABEL_KEY, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_LABEL_VALUE, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
 
-export { formatRfc3339, parseRfc3339 } from './rfc3339.ts';
+export { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 export {
   DEFAULT_ZONE_TRACKER_CONFIG_MAP_NAME,
   initialZoneTracker,
@@ -37,14 +38,7 @@ export {
   type ZoneInfo,
 } from './zonetracker.ts';
 
-export const PREPARE_DOWNSCALE_LABEL_KEY = 'grafana.com/prepare-downscale';
-export const PREPARE_DOWNSCALE_LABEL_VALUE = 'true';
-export const PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-path';
-export const PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY = 'grafana.com/prepare-downscale-http-port';
-export const ROLLOUT_GROUP_LABEL_KEY = 'rollout-group';
-export { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
-/** Pods of a StatefulSet are found by this pod-template label (rollout-operator's rule, issue #15). */
-export const POD_NAME_LABEL_KEY = 'name';
+export { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
 /** rollout-operator's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local.';
 
@@ -198,7 +192,7 @@ export function readPrepareInfo(statefulSet: StatefulSet): PrepareInfo & { prepa
     prepareDownscale: labels[PREPARE_DOWNSCALE_LABEL_KEY] === PREPARE_DOWNSCALE_LABEL_VALUE,
     port: annotations[PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY] ?? '',
     path: annotations[PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY] ?? '',
-    rolloutGroup: labels[ROLLOUT_GROUP_LABEL_KEY] ?? '',
+    rolloutGroup: labels[ROLLOUT_GROUP_LABEL] ?? '',
     serviceName,
   };
 }
@@ -260,7 +254,7 @@ export function executorFailed(downscale: Downscale, failure: ExecutorFailure): 
 
 /** The label selector (`rollout-group=<g>`) listing the group's StatefulSets. */
 export function groupSelector(rolloutGroup: string): string {
-  return `${ROLLOUT_GROUP_LABEL_KEY}=${rolloutGroup}`;
+  return `${ROLLOUT_GROUP_LABEL}=${rolloutGroup}`;
 }
 
 /** The label selector listing a StatefulSet's pods: `name=<spec.template.metadata.labels.name>`. */
@@ -269,8 +263,6 @@ export function podSelector(statefulSet: StatefulSet): string {
 }
 
 // ------------------------------------------------------------ c. groupChecks
-
-
 
 /** Tracker mode: each zone's `lastDownscaled` (an empty value is a parse error, as in Go). */
 export function lastDownscalesFromZones(zones: ReadonlyMap<string, ZoneInfo>): Map<string, LastDownscale> {

@@ -3,7 +3,7 @@
 // `-use-zone-tracker`): key = StatefulSet name, value = JSON
 // `{"lastDownscaled":"<RFC3339 UTC>"}`. Pure data transformations only; the
 // executor does the GET / CREATE / UPDATE of the ConfigMap.
-import { formatRfc3339 } from './rfc3339.ts';
+import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
 
 export const DEFAULT_ZONE_TRACKER_CONFIG_MAP_NAME = 'rollout-operator-zone-tracker';
 

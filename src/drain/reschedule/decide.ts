@@ -31,7 +31,7 @@
 //   operator to move is *allowed* with a warning: a 429 would make
 //   `kubectl drain --dry-run=server` loop until its timeout.
 //   The API server does not delete anything on a dry run.
-import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../webhooks/admission.ts';
+import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../runtime/admission/admission.ts';
 import type { ConfigMap, Node, Pod } from '../../runtime/kube/types.ts';
 import { evictionDryRun } from '../dryrun.ts';
 import { namespaceInScope, podSelected, type RescheduleConfig } from './config.ts';

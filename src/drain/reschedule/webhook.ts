@@ -16,7 +16,7 @@ import type { KubeClient } from '../../runtime/kube/client.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from '../../runtime/kube/errors.ts';
 import { resources, type ConfigMap, type Node, type Pod } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import type { AdmissionHandler } from '../../webhooks/admission.ts';
+import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
 import { DEFAULT_POD_SELECTOR, DEFAULT_RECORD_TTL_MS, DEFAULT_RESCHEDULE_ANNOTATION, DEFAULT_TRACKING_CONFIG_MAP, parseRescheduleConfig, type RescheduleConfig } from './config.ts';
 import { apiErrorIsTransient, decideReschedule, effectFailed, newTrackingConfigMap, readEviction, type LookupFailure, type NodeLookup, type PodLookup, type RecordsLookup, type RescheduleEffect } from './decide.ts';
 

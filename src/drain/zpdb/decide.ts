@@ -24,12 +24,11 @@
 // partition mode with crossZoneEvictionDelay, Ready for longer than the delay.
 // Pods a StatefulSet should have but that are not there count as unavailable.
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
-import { podsOf, podView } from '../../rollout/snapshot.ts';
-import { parseRfc3339 } from '../../downscale/prepare/rfc3339.ts';
+import { podsOf, podView } from '../../vocabulary/pods.ts';
+import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { findZpdbForPod, invalidZpdbCovers, invalidZpdbMessage, maxUnavailablePods, podPartition, zpdbSelects, type InvalidZpdb, type ZpdbConfig } from './config.ts';
+import { READY_TIME_ANNOTATION } from '../../vocabulary/keys.ts';
 
-/** When a pod last became Ready and running; maintained by the pod observer. */
-export const READY_TIME_ANNOTATION = 'grafana.com/ready-time';
 /** How long an allowed eviction keeps its pod counted as unavailable. */
 export const EVICTION_CACHE_TTL_MS = 2 * 60_000;
 export const POD_NOT_READY_WARNING = 'pod is not ready';

@@ -20,11 +20,12 @@ import { resources, type Lease, type Pod, type StatefulSet } from '../../runtime
 import type { Logger } from '../../runtime/log/logger.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import type { Runtime } from '../../runtime/operator.ts';
-import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../webhooks/admission.ts';
+import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../runtime/admission/admission.ts';
 import { invalidZpdb, invalidZpdbEffect, parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type InvalidZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
 import type { EventRecorder } from '../../runtime/events/recorder.ts';
 import { admitEviction, decideRolloutDelete, evictionScope, podCanIgnoreBudget, type EvictionDecision } from './decide.ts';
-import { decodeLedger, encodeLedger, LEDGER_ANNOTATION, LEDGER_LABEL, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
+import { decodeLedger, encodeLedger, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
+import { LEDGER_ANNOTATION, LEDGER_LABEL } from '../../vocabulary/keys.ts';
 
 export interface ZpdbCaches {
   pods: Informer<Pod>[];

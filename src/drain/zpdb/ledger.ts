@@ -9,9 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Lease, Pod } from '../../runtime/kube/types.ts';
 import { EVICTION_CACHE_TTL_MS } from './decide.ts';
-
-export const LEDGER_ANNOTATION = 'stateward.dev/pending-evictions';
-export const LEDGER_LABEL = 'stateward.dev/zpdb-ledger';
+import { LEDGER_ANNOTATION } from '../../vocabulary/keys.ts';
 
 export interface LedgerEntry {
   pod: string;

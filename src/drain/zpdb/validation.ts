@@ -3,7 +3,7 @@
 // No API calls. Fail-closed is safe here: a rejected budget is a clear
 // error for whoever applies it, while an accepted broken one would be
 // silently ignored at eviction time.
-import type { AdmissionHandler } from '../../webhooks/admission.ts';
+import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
 import { parseZpdb } from './config.ts';
 
 export const zpdbValidationHandler: AdmissionHandler = (request) => {

@@ -11,8 +11,8 @@ import { nopLogger } from '../../../src/runtime/log/logger.ts';
 import { TimestampSightings } from '../../../src/runtime/sightings.ts';
 import type { Runtime } from '../../../src/runtime/operator.ts';
 import { ReplicaCoordinator } from '../../../src/downscale/coordination/coordinator.ts';
-import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../../src/downscale/coordination/plan.ts';
-import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
+import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
+import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../../src/vocabulary/keys.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

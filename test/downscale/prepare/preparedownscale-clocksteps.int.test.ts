@@ -8,7 +8,7 @@ import { FakeClock } from '../../../src/runtime/clock.ts';
 import { resources, type StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
 import { prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
-import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
+import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { downscaleRequest, zone } from './requests.ts';
 import { testClient } from '../../support/rollout-group.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { AdmissionDecision, AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import type { AdmissionDecision, AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
 import type { KubeClient } from '../../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../../src/runtime/kube/errors.ts';

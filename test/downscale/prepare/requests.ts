@@ -2,7 +2,7 @@
 // handler in this process against the real apiserver (the lock and clock
 // tests), without an apiserver-to-webhook round trip.
 import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
-import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
 
 /** A zone of the group `ingester`, labelled for prepare-downscale; no pods (replicas 0 in the cluster), so no pod is called. */
 export function zone(namespace: string, name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): StatefulSet {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { AdmissionRequestV1 } from '../../../src/webhooks/admission.ts';
+import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
 import type { Node, Pod } from '../../../src/runtime/kube/types.ts';
 import { parseRescheduleConfig, type RescheduleConfig, type RescheduleConfigInput } from '../../../src/drain/reschedule/config.ts';
 import {

@@ -14,13 +14,13 @@ import {
   EVICTION_CACHE_TTL_MS,
   evictionScope,
   maxUnavailableZeroOverride,
-  READY_TIME_ANNOTATION,
   recordEviction,
   type EvictionDecision,
   type PendingEvictions,
 } from '../../../src/drain/zpdb/decide.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
-import { formatRfc3339 } from '../../../src/downscale/prepare/rfc3339.ts';
+import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
+import { READY_TIME_ANNOTATION } from '../../../src/vocabulary/keys.ts';
 
 const NS = 'ns';
 const NOW = Date.parse('2026-07-01T12:00:00Z');

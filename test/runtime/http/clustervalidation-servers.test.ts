@@ -11,7 +11,7 @@ import { Registry } from 'prom-client';
 import { type ClusterValidationConfig, DEFAULT_EXCLUDED_PATHS, MAX_REQUEST_LABELS, OTHER_REQUEST_LABEL } from '../../../src/runtime/http/clustervalidation.ts';
 import { HttpServer } from '../../../src/runtime/http/server.ts';
 import { createLogger } from '../../../src/runtime/log/logger.ts';
-import { WebhookServer } from '../../../src/webhooks/server.ts';
+import { WebhookServer } from '../../../src/runtime/admission/server.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
 const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });

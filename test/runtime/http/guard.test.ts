@@ -9,8 +9,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
 import { HttpServer } from '../../../src/runtime/http/server.ts';
-import { WebhookServer } from '../../../src/webhooks/server.ts';
-import { MAX_ADMISSION_BODY_BYTES } from '../../../src/webhooks/admission.ts';
+import { WebhookServer } from '../../../src/runtime/admission/server.ts';
+import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
 const LIMITS = { requestTimeoutMs: 600, idleTimeoutMs: 400, maxConnections: 50 };

@@ -7,9 +7,9 @@ import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { WebhookServer } from '../../src/webhooks/server.ts';
-import { MAX_ADMISSION_BODY_BYTES } from '../../src/webhooks/admission.ts';
-import { generateSelfSigned } from '../../src/webhooks/tls/generate.ts';
+import { WebhookServer } from '../../../src/runtime/admission/server.ts';
+import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
+import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
 async function post(port: number, ca: string, path: string, body: string | Buffer, contentType = 'application/json', method = 'POST'): Promise<{ status: number; body: string; peerSerial: string }> {
   return new Promise((resolve, reject) => {

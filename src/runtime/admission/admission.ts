@@ -17,8 +17,8 @@
 //   handler that throws (a bug) or outlives the request's deadline gets HTTP
 //   500, so the API server applies the webhook's failurePolicy.
 import type { Readable } from 'node:stream';
-import { nopLogger, type Logger } from '../runtime/log/logger.ts';
-import type { Span } from '../runtime/tracing/tracing.ts';
+import { nopLogger, type Logger } from '../log/logger.ts';
+import type { Span } from '../tracing/tracing.ts';
 
 /**
  * Largest AdmissionReview body accepted. The API server accepts request bodies

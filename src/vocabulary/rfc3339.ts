@@ -1,7 +1,7 @@
 // Go's time.RFC3339 layout ("2006-01-02T15:04:05Z07:00"), as the
 // prepare-downscale webhook writes and reads it: the last-downscale
 // annotation and the zone tracker's `lastDownscaled` values.
-import { quoteValue } from '../../runtime/log/logger.ts';
+import { quoteValue } from '../runtime/log/logger.ts';
 
 /** time.Time.UTC().Format(time.RFC3339): whole seconds (truncated), `Z`. */
 export function formatRfc3339(ms: number): string {

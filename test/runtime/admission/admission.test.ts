@@ -10,8 +10,8 @@ import {
   serveAdmission,
   type AdmissionHandler,
   type AdmissionRequestV1,
-} from '../../src/webhooks/admission.ts';
-import type { Fields, Logger } from '../../src/runtime/log/logger.ts';
+} from '../../../src/runtime/admission/admission.ts';
+import type { Fields, Logger } from '../../../src/runtime/log/logger.ts';
 
 const never = new AbortController().signal;
 const allow: AdmissionHandler = () => ({ allowed: true });

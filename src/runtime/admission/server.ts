@@ -5,12 +5,12 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import { ByteBudget } from '../runtime/http/budget.ts';
-import type { ClusterValidationConfig } from '../runtime/http/clustervalidation.ts';
-import { applyLimits, type MeteredRequest, type MeteredResponse, replyText, requestListener, serverOptions } from '../runtime/http/guard.ts';
-import { closeGracefully, listenOn, routeName } from '../runtime/http/server.ts';
-import { type Span, tracer } from '../runtime/tracing/tracing.ts';
-import { type Logger, nopLogger } from '../runtime/log/logger.ts';
+import { ByteBudget } from '../http/budget.ts';
+import type { ClusterValidationConfig } from '../http/clustervalidation.ts';
+import { applyLimits, type MeteredRequest, type MeteredResponse, replyText, requestListener, serverOptions } from '../http/guard.ts';
+import { closeGracefully, listenOn, routeName } from '../http/server.ts';
+import { type Span, tracer } from '../tracing/tracing.ts';
+import { type Logger, nopLogger } from '../log/logger.ts';
 import { type AdmissionHandler, BodyBudgetExhaustedError, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
 
 export interface TlsPair {

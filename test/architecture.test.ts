@@ -1,0 +1,108 @@
+// The direction of dependencies (docs/architecture.md), checked on every
+// import in src/: runtime/ depends on nothing above it, vocabulary/ on the
+// runtime only, the shared workload caches on those two, a capability on
+// those three and its own folder — never on another capability — and the
+// views (status, web, doctor, cli) on anything below them. A sideways import
+// fails here unless it is one of the few listed below with its reason, and a
+// listed one that is gone must be taken off the list.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+
+const src = join(import.meta.dirname, '..', 'src');
+
+const LAYERS: Record<string, number> = {
+  runtime: 0,
+  vocabulary: 1,
+  workloads: 2,
+  rollout: 3,
+  downscale: 3,
+  drain: 3,
+  restarts: 3,
+  webhooks: 3,
+  rbac: 3,
+  status: 4,
+  web: 4,
+  doctor: 4,
+  cli: 4,
+};
+const CAPABILITY = 3;
+
+/**
+ * Sideways imports still left, each with why (composition that main.ts
+ * should do and the runtime still does: issue 18's explicit wiring).
+ */
+const ALLOWED: Record<string, string> = {
+  'rollout/controller.ts -> downscale/capability.ts': 'the rollout controller looks up the replica coordinator the downscale capability registered (through its interface)',
+  'rollout/controller.ts -> drain/zpdb/evictions.ts': 'the rollout controller looks up the shared ZPDB budgets, so rolling deletes and evictions share one ledger',
+  'webhooks/capability.ts -> downscale/prepare/handler.ts': 'the webhooks capability serves the prepare-downscale handler the downscale folder defines',
+  'webhooks/capability.ts -> drain/reschedule/webhook.ts': 'the webhooks capability serves the reschedule-on-eviction handler',
+  'webhooks/capability.ts -> drain/zpdb/evictions.ts': 'the webhooks capability serves the pod-eviction handler',
+  'webhooks/capability.ts -> drain/zpdb/validation.ts': 'the webhooks capability serves the ZPDB validation handler',
+  'webhooks/config.ts -> drain/reschedule/config.ts': "the webhooks capability's flags include reschedule-on-eviction's",
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return /\.ts$/.test(name) ? [path] : [];
+  });
+}
+
+/** Every relative module a file imports, statically or dynamically, as a path under src/. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]!);
+  return specifiers.map((s) => relative(src, resolve(dirname(file), s)));
+}
+
+const top = (path: string) => path.split('/')[0]!;
+
+/** Edges that break the layering, from each file (a path under src/) to what it imports. */
+function violations(graph: Iterable<{ from: string; imports: string[] }>): { edge: string; why: string }[] {
+  const found: { edge: string; why: string }[] = [];
+  for (const { from, imports } of graph) {
+    const fromTop = top(from);
+    if (!from.includes('/')) continue; // main.ts wires everything
+    const fromLayer = LAYERS[fromTop];
+    if (fromLayer === undefined) {
+      found.push({ edge: from, why: `src/${fromTop}/ has no layer: add it to LAYERS and to docs/architecture.md` });
+      continue;
+    }
+    for (const to of imports) {
+      const toTop = top(to);
+      if (toTop === fromTop) continue;
+      const toLayer = to.includes('/') ? LAYERS[toTop] : Number.POSITIVE_INFINITY;
+      const edge = `${from} -> ${to}`;
+      if (toLayer === undefined) found.push({ edge, why: `src/${toTop}/ has no layer` });
+      else if (toLayer > fromLayer) found.push({ edge, why: `layer ${fromTop} (${fromLayer}) imports upward into ${toTop} (${toLayer})` });
+      else if (toLayer === fromLayer && fromLayer <= CAPABILITY) found.push({ edge, why: `${fromTop} imports sideways from ${toTop}` });
+    }
+  }
+  return found;
+}
+
+const srcGraph = () => sourceFiles(src).map((file) => ({ from: relative(src, file), imports: importsOf(file) }));
+
+describe('the direction of dependencies', () => {
+  it('src/ imports only downward, apart from the listed sideways imports', () => {
+    const found = violations(srcGraph());
+    const unlisted = found.filter((v) => !(v.edge in ALLOWED)).map((v) => `${v.edge}: ${v.why}`);
+    assert.deepEqual(unlisted, [], 'move the shared piece down (runtime/, vocabulary/) or wire it in main.ts');
+    const stale = Object.keys(ALLOWED).filter((edge) => !found.some((v) => v.edge === edge));
+    assert.deepEqual(stale, [], 'these sideways imports are gone: take them off ALLOWED');
+  });
+
+  it('flags upward, sideways and unlayered imports, and lets downward, same-folder and view imports through', () => {
+    const edges = violations([
+      { from: 'runtime/operator.ts', imports: ['runtime/clock.ts', 'rollout/controller.ts', 'main.ts'] },
+      { from: 'vocabulary/pods.ts', imports: ['runtime/kube/types.ts', 'workloads/cache.ts'] },
+      { from: 'drain/zpdb/decide.ts', imports: ['vocabulary/pods.ts', 'workloads/cache.ts', 'drain/zpdb/config.ts', 'rollout/snapshot.ts'] },
+      { from: 'status/build.ts', imports: ['rollout/planner.ts', 'cli/list.ts'] },
+      { from: 'newthing/a.ts', imports: [] },
+    ]).map((v) => v.edge);
+    assert.deepEqual(edges, ['runtime/operator.ts -> rollout/controller.ts', 'runtime/operator.ts -> main.ts', 'vocabulary/pods.ts -> workloads/cache.ts', 'drain/zpdb/decide.ts -> rollout/snapshot.ts', 'newthing/a.ts']);
+  });
+});
