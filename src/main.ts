@@ -9,15 +9,18 @@ import { validateElectionTimings } from './runtime/leaderelection/elector.ts';
 import { type FaultSource, reportFaults } from './runtime/faults.ts';
 import { createLogger } from './runtime/log/logger.ts';
 import { createRegistry } from './runtime/metrics.ts';
-import { Operator, type Capability } from './runtime/operator.ts';
+import { Operator, type Capability, type Runtime } from './runtime/operator.ts';
 import { startTracing, type Tracing } from './runtime/tracing/tracing.ts';
 import { workloadsCapability } from './workloads/cache.ts';
 import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
-import { replicaCoordinationCapability } from './downscale/capability.ts';
+import { createReplicaCoordination, replicaCoordinationCapability } from './downscale/capability.ts';
+import { PREPARE_DOWNSCALE_PATH, prepareDownscaleWebhook } from './downscale/prepare/handler.ts';
 import { registerWebhookFlags } from './webhooks/config.ts';
-import { webhooksCapability } from './webhooks/capability.ts';
-import { registerRescheduleFlags } from './drain/reschedule/webhook.ts';
+import { webhooksCapability, type WebhookHandlers } from './webhooks/capability.ts';
+import { createZpdbBudgets, POD_EVICTION_PATH } from './drain/zpdb/evictions.ts';
+import { ZPDB_VALIDATION_PATH, zpdbValidationHandler } from './drain/zpdb/validation.ts';
+import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 
@@ -63,8 +66,30 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     const read = rescheduleFlags.read();
     return 'config' in read ? read.config : undefined;
   };
-  // Replica coordination before the rollout controller, which uses it.
-  const capabilities: Capability[] = [workloadsCapability, replicaCoordinationCapability(() => ({ podCalls: podCallFlags.read() })), rolloutCapability(rolloutOptions), webhooksCapability(() => ({ ...webhookFlags.read(), reschedule: reschedule() })), restartsCapability(restartOptions), webCapability(webFlags)];
+  // Services several capabilities share, built once, on first use, from the
+  // operator's runtime, and handed to each capability that needs them: the
+  // ZPDB budgets (eviction webhook, rolling deletes, status page) and replica
+  // coordination (its own capability, and the rollout controller).
+  const budgets = once(createZpdbBudgets);
+  const coordination = once((runtime: Runtime) => createReplicaCoordination(runtime, podCallFlags.read()));
+  // The webhooks other capabilities define, served by the webhooks capability.
+  const webhooks: WebhookHandlers = (runtime, config) => {
+    const rescheduleConfig = reschedule();
+    return [
+      ...(rescheduleConfig ? [[RESCHEDULE_PATH, rescheduleWebhook(runtime, rescheduleConfig)] as const] : []),
+      [POD_EVICTION_PATH, budgets(runtime).handler],
+      [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
+      [PREPARE_DOWNSCALE_PATH, prepareDownscaleWebhook(runtime, config)],
+    ];
+  };
+  const capabilities: Capability[] = [
+    workloadsCapability,
+    replicaCoordinationCapability(coordination),
+    rolloutCapability(rolloutOptions, { budget: budgets, scaling: coordination }),
+    webhooksCapability(() => webhookFlags.read(), webhooks),
+    restartsCapability(restartOptions),
+    webCapability(webFlags, budgets),
+  ];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
     io.err(parsed.usage);
@@ -124,4 +149,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   await tracing?.shutdown();
   logger.flush();
   return fatal.happened ? 1 : 0;
+}
+
+/** `make`'s value for the first runtime asked for, kept: one operator, one runtime. */
+function once<T>(make: (runtime: Runtime) => T): (runtime: Runtime) => T {
+  let made: { runtime: Runtime; value: T } | undefined;
+  return (runtime) => {
+    if (made === undefined) made = { runtime, value: make(runtime) };
+    else if (made.runtime !== runtime) throw new Error('a shared service was asked for by a second runtime');
+    return made.value;
+  };
 }

@@ -3,8 +3,7 @@
 // runtime only, the shared workload caches on those two, a capability on
 // those three and its own folder — never on another capability — and the
 // views (status, web, doctor, cli) on anything below them. A sideways import
-// fails here unless it is one of the few listed below with its reason, and a
-// listed one that is gone must be taken off the list.
+// fails here.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -30,18 +29,10 @@ const LAYERS: Record<string, number> = {
 const CAPABILITY = 3;
 
 /**
- * Sideways imports still left, each with why (composition that main.ts
- * should do and the runtime still does: issue 18's explicit wiring).
+ * Sideways imports allowed, each with why. None: what two capabilities share
+ * lives below them, and main.ts wires one capability's service into another.
  */
-const ALLOWED: Record<string, string> = {
-  'rollout/controller.ts -> downscale/capability.ts': 'the rollout controller looks up the replica coordinator the downscale capability registered (through its interface)',
-  'rollout/controller.ts -> drain/zpdb/evictions.ts': 'the rollout controller looks up the shared ZPDB budgets, so rolling deletes and evictions share one ledger',
-  'webhooks/capability.ts -> downscale/prepare/handler.ts': 'the webhooks capability serves the prepare-downscale handler the downscale folder defines',
-  'webhooks/capability.ts -> drain/reschedule/webhook.ts': 'the webhooks capability serves the reschedule-on-eviction handler',
-  'webhooks/capability.ts -> drain/zpdb/evictions.ts': 'the webhooks capability serves the pod-eviction handler',
-  'webhooks/capability.ts -> drain/zpdb/validation.ts': 'the webhooks capability serves the ZPDB validation handler',
-  'webhooks/config.ts -> drain/reschedule/config.ts': "the webhooks capability's flags include reschedule-on-eviction's",
-};
+const ALLOWED: Record<string, string> = {};
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -2,9 +2,9 @@
 // reference resource's scale subresource, min-time between zone downscales,
 // and delayed downscales (coordination/). The rollout controller moves a
 // group's replicas before it rolls the group, as rollout-operator does, but
-// it only sees the ReplicaCoordination interface: it neither constructs nor
-// configures the coordinator, and runs without one when this capability is
-// not registered.
+// only through the interface it owns: main.ts builds one coordination per
+// operator (createReplicaCoordination) and hands it to this capability and to
+// the rollout controller; without it, the controller runs without one.
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import type { Seen } from '../runtime/sightings.ts';
@@ -23,29 +23,32 @@ export interface ReplicaCoordination {
   adjust(group: StatefulSet[]): Promise<boolean>;
   /** `listener` is called when a StatefulSet's group needs another reconcile (a delayed downscale's pod answers arrived). */
   onRequeue(listener: (namespace: string, statefulSet: string) => void): void;
+  /** Abandons delayed-downscale pod calls in flight (leadership ended). */
+  stop(): void;
 }
 
-const byRuntime = new WeakMap<Runtime, ReplicaCoordination>();
-
-/** The replica coordination of this runtime; undefined when the capability is not registered (or not set up yet). */
-export function replicaCoordination(runtime: Runtime): ReplicaCoordination | undefined {
-  return byRuntime.get(runtime);
+/** The replica coordination of one operator: build it once and hand it to whoever needs it. */
+export function createReplicaCoordination(runtime: Runtime, podCalls: PodCallConfig): ReplicaCoordination {
+  const listeners: ((namespace: string, statefulSet: string) => void)[] = [];
+  const coordinator = new ReplicaCoordinator(runtime, {
+    podCalls,
+    requeue: (namespace, statefulSet) => {
+      for (const listener of listeners) listener(namespace, statefulSet);
+    },
+  });
+  return {
+    adjust: (group) => coordinator.adjust(group),
+    onRequeue: (listener) => void listeners.push(listener),
+    stop: () => coordinator.stop(),
+  };
 }
 
-/** Register before the rollout capability, which looks it up in its setup. */
-export function replicaCoordinationCapability(options: () => { podCalls: PodCallConfig }): Capability {
+export function replicaCoordinationCapability(coordination: (runtime: Runtime) => ReplicaCoordination): Capability {
   return {
     name: 'replica-coordination',
     setup(runtime) {
       showStampsToSightings(runtime);
-      const listeners: ((namespace: string, statefulSet: string) => void)[] = [];
-      const coordinator = new ReplicaCoordinator(runtime, {
-        podCalls: options().podCalls,
-        requeue: (namespace, statefulSet) => {
-          for (const listener of listeners) listener(namespace, statefulSet);
-        },
-      });
-      byRuntime.set(runtime, { adjust: (group) => coordinator.adjust(group), onRequeue: (listener) => void listeners.push(listener) });
+      const coordinator = coordination(runtime);
       return {
         // Leadership ended: abandon delayed-downscale pod calls in flight; the next leader starts from what the pods say.
         lead: (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => {

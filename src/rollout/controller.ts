@@ -16,9 +16,25 @@ import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './plan
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
-import { replicaCoordination, type ReplicaCoordination } from '../downscale/capability.ts';
-import { zpdbBudgets, type ZpdbBudgets } from '../drain/zpdb/evictions.ts';
 import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
+
+/** What the rollout controller needs of the zone-aware disruption budgets (drain/zpdb/): whether one more rolling delete fits. */
+export interface RolloutBudget {
+  allowRolloutDelete(pod: Pod, rolloutMaxUnavailable: number): Promise<{ allowed: true } | { allowed: false; message: string }>;
+}
+
+/** What the rollout controller needs of replica coordination (downscale/): a group's replicas set before it rolls, and when to look again. */
+export interface RolloutScaling {
+  adjust(group: StatefulSet[]): Promise<boolean>;
+  onRequeue(listener: (namespace: string, statefulSet: string) => void): void;
+}
+
+/** The services main.ts builds once per operator and shares with other capabilities. */
+export interface RolloutServices {
+  budget(runtime: Runtime): RolloutBudget;
+  /** Absent: replicas are left as they are. */
+  scaling?(runtime: Runtime): RolloutScaling;
+}
 
 export interface RolloutOptions {
   reconcileIntervalMs: number;
@@ -71,10 +87,10 @@ export class RolloutController {
   /** Per group: StatefulSet uid → the pending status already logged for it, so each is logged once. */
   private readonly pendingLogged = new Map<string, Map<string, string>>();
   private readonly revisions: CurrentRevisionWriter;
-  private readonly scaling: ReplicaCoordination | undefined;
-  private readonly budgets: ZpdbBudgets;
+  private readonly scaling: RolloutScaling | undefined;
+  private readonly budgets: RolloutBudget;
 
-  constructor(runtime: Runtime, options: RolloutOptions) {
+  constructor(runtime: Runtime, options: RolloutOptions, services: RolloutServices) {
     this.runtime = runtime;
     this.options = options;
     this.log = runtime.logger.child({ controller: 'rollout' });
@@ -83,12 +99,12 @@ export class RolloutController {
     this.pods = cache.pods;
     this.metrics = new RolloutMetrics(runtime.registry);
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
-    this.budgets = zpdbBudgets(runtime);
+    this.budgets = services.budget(runtime);
     this.revisions = new CurrentRevisionWriter({
       read: (namespace, name) => runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
       writeStatus: (set) => runtime.client.update<StatefulSet>(resources.statefulSets, set, { subresource: 'status', timeoutMs: 30_000 }),
     });
-    this.scaling = replicaCoordination(runtime);
+    this.scaling = services.scaling?.(runtime);
     this.scaling?.onRequeue((namespace, name) => {
       const set = this.setInformer(namespace)?.get(namespace, name);
       if (set) this.enqueueSet(set);
@@ -405,11 +421,11 @@ export class RolloutController {
   }
 }
 
-export function rolloutCapability(options: () => RolloutOptions): Capability {
+export function rolloutCapability(options: () => RolloutOptions, services: RolloutServices): Capability {
   return {
     name: 'rollout',
     setup(runtime) {
-      const controller = new RolloutController(runtime, options());
+      const controller = new RolloutController(runtime, options(), services);
       return { lead: (signal) => controller.lead(signal) };
     },
   };

@@ -7,7 +7,7 @@
 // does not cache (Deployments, DaemonSets, ConfigMaps, Secrets) are passed
 // as unreadable: the report leaves out what depends on them rather than
 // calling configs missing.
-import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
+import type { ZpdbCaches } from '../drain/zpdb/evictions.ts';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import type { KubeObject, Lease, Pod, StatefulSet } from '../runtime/kube/types.ts';
@@ -38,10 +38,9 @@ export class CacheReportSource implements ReportSource {
   private readonly ledgers: Informer<Lease>[];
   private readonly listeners = new Map<string, Set<() => void>>();
 
-  constructor(runtime: Runtime) {
+  constructor(runtime: Runtime, budgets: ZpdbCaches) {
     this.runtime = runtime;
     const workloads = workloadCache(runtime);
-    const budgets = zpdbBudgets(runtime).caches;
     this.sets = workloads.statefulSets;
     this.pods = workloads.pods;
     this.zpdbs = budgets.zpdbs;
@@ -117,13 +116,14 @@ export class CacheReportSource implements ReportSource {
   }
 }
 
-export function webCapability(options: () => WebOptions): Capability {
+/** `budgets`: the ZPDB caches the operator's budgets read, so the page shows what they decide on. */
+export function webCapability(options: () => WebOptions, budgets: (runtime: Runtime) => { caches: ZpdbCaches }): Capability {
   return {
     name: 'web',
     setup(runtime) {
       if (!options().enabled) return {};
       const log = runtime.logger.child({ component: 'web' });
-      const handler = new WebHandler(new CacheReportSource(runtime), { logger: log });
+      const handler = new WebHandler(new CacheReportSource(runtime, budgets(runtime).caches), { logger: log });
       runtime.http.route('/status', handler.handle);
       runtime.http.routePrefix('/status/', handler.handle);
       log.info('serving read-only status pages', { path: '/status', port: runtime.config.serverPort });

@@ -1,13 +1,9 @@
 // The admission-webhook capability: the HTTPS server (every replica), its
 // certificate (self-signed in a Secret and renewed, or files reloaded on
 // change), CA injection into labelled webhook configurations (leader), and
-// the webhooks themselves.
+// the webhooks: no-downscale, its own, and those other capabilities define,
+// which main.ts hands it.
 import type { Secret } from '../runtime/kube/types.ts';
-import { zpdbBudgets } from '../drain/zpdb/evictions.ts';
-import { RESCHEDULE_PATH, rescheduleHandler } from '../drain/reschedule/webhook.ts';
-import { workloadCache } from '../workloads/cache.ts';
-import { podClient } from '../workloads/podclient.ts';
-import { zpdbValidationHandler } from '../drain/zpdb/validation.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
@@ -15,17 +11,16 @@ import type { AdmissionHandler } from '../runtime/admission/admission.ts';
 import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import type { WebhookConfig } from './config.ts';
 import { noDownscaleHandler } from './nodownscale.ts';
-import { cached, scaleParentLabels } from './scaleparents.ts';
+import { scaleParentLabels } from './scaleparents.ts';
 import { WebhookServer, type TlsPair } from '../runtime/admission/server.ts';
-import { prepareDownscaleHandler } from '../downscale/prepare/handler.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
 import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
 import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';
 
 export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
-export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
-export const POD_EVICTION_PATH = '/admission/pod-eviction';
-export const ZPDB_VALIDATION_PATH = '/admission/zpdb-validation';
+
+/** The webhooks other capabilities define, by path; main.ts lists them. */
+export type WebhookHandlers = (runtime: Runtime, config: WebhookConfig) => (readonly [path: string, handler: AdmissionHandler])[];
 
 /**
  * How long a new CA is trusted alongside the old one before the new serving
@@ -50,33 +45,7 @@ function secretStore(runtime: Runtime, namespace: string, name: string): Certifi
   };
 }
 
-export function webhookHandlers(runtime: Runtime, config: WebhookConfig): Map<string, AdmissionHandler> {
-  const log = runtime.logger.child({ webhook: 'no-downscale' });
-  const reschedule: [string, AdmissionHandler][] = config.reschedule
-    ? [[RESCHEDULE_PATH, rescheduleHandler({ client: runtime.client, clock: runtime.clock, log: runtime.logger.child({ webhook: 'reschedule-on-eviction' }), registry: runtime.registry, config: config.reschedule, pods: workloadCache(runtime).pods })]]
-    : [];
-  return new Map([
-    ...reschedule,
-    [POD_EVICTION_PATH, zpdbBudgets(runtime).handler],
-    [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
-    [PREPARE_DOWNSCALE_PATH, prepareDownscaleHandler({
-      client: runtime.client,
-      clock: runtime.clock,
-      log: runtime.logger.child({ webhook: 'prepare-downscale' }),
-      mode: config.useZoneTracker ? 'zone-tracker' : 'annotation',
-      zoneTrackerConfigMap: config.zoneTrackerConfigMap,
-      clusterDomain: config.clusterDomain,
-      podTimeoutMs: config.podTimeoutMs,
-      podClient: podClient(runtime),
-      identity: runtime.identity,
-      sightings: runtime.sightings,
-      cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
-    })],
-    [NO_DOWNSCALE_PATH, noDownscaleHandler({ log, getParentLabels: scaleParentLabels(runtime) })],
-  ]);
-}
-
-export function webhooksCapability(read: () => WebhookConfig): Capability {
+export function webhooksCapability(read: () => WebhookConfig, others: WebhookHandlers): Capability {
   return {
     name: 'webhooks',
     setup(runtime) {
@@ -87,7 +56,10 @@ export function webhooksCapability(read: () => WebhookConfig): Capability {
       const configurations = new WebhookConfigurations(runtime, namespace);
       configurations.registerFailurePolicyGauge(runtime.registry);
       const injector = config.selfSigned && config.updateCaBundle ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations }) : undefined;
-      const handlers = webhookHandlers(runtime, config);
+      const handlers = new Map<string, AdmissionHandler>([
+        ...others(runtime, config),
+        [NO_DOWNSCALE_PATH, noDownscaleHandler({ log: runtime.logger.child({ webhook: 'no-downscale' }), getParentLabels: scaleParentLabels(runtime) })],
+      ]);
 
       // Set once the certificate is known; the rotation callbacks and /ready read it.
       const live: { server?: WebhookServer } = {};

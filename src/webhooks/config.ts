@@ -3,11 +3,8 @@
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { MAX_ADMISSION_BODY_BYTES } from '../runtime/admission/admission.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
-import type { RescheduleConfig } from '../drain/reschedule/config.ts';
 
 export interface WebhookConfig extends PodCallConfig {
-  /** Set when -reschedule.enabled: the reschedule-on-eviction webhook. */
-  reschedule?: RescheduleConfig;
   tlsEnabled: boolean;
   port: number;
   requestTimeoutMs: number;

@@ -8,8 +8,7 @@
 // cache), so a decision costs no API call; a parent not cached (outside the
 // watched namespaces, or created since the last watch event) is read through
 // a client with a rate limit of its own, which nothing else can exhaust.
-import type { Informer } from '../runtime/informer/informer.ts';
-import { informerFor } from '../runtime/informer/informer.ts';
+import { cached } from '../runtime/informer/informer.ts';
 import { stripManagedFields } from '../runtime/informer/store.ts';
 import { resources, type KubeObject, type ResourceType } from '../runtime/kube/types.ts';
 import type { Runtime } from '../runtime/operator.ts';
@@ -22,14 +21,6 @@ const TYPES: Record<string, ResourceType> = {
   deployments: resources.deployments,
   replicasets: resources.replicaSets,
 };
-
-/** The object a set of per-namespace informers holds, or undefined when it is not cached (or the cache has not synced). */
-export function cached<T extends KubeObject>(informers: Informer<T>[]): (namespace: string, name: string) => T | undefined {
-  return (namespace, name) => {
-    const informer = informerFor(informers, namespace);
-    return informer?.hasSynced() ? informer.get(namespace, name) : undefined;
-  };
-}
 
 export function scaleParentLabels(runtime: Runtime): NoDownscaleDeps['getParentLabels'] {
   const caches: Record<string, (namespace: string, name: string) => KubeObject | undefined> = {

@@ -40,9 +40,32 @@ import {
   type Endpoint,
   type TrackerMode,
 } from './plan.ts';
-import { mapBounded, PodClient } from '../../workloads/podclient.ts';
+import { mapBounded, PodClient, podClient } from '../../workloads/podclient.ts';
+import { workloadCache } from '../../workloads/cache.ts';
+import { cached } from '../../runtime/informer/informer.ts';
+import type { Runtime } from '../../runtime/operator.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
+
+/** Where the API server sends StatefulSet updates of labelled sets to prepare their leaving pods. */
+export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
+
+/** The prepare-downscale webhook of one operator, wired to its runtime: shared caches, sightings, pod client and identity. */
+export function prepareDownscaleWebhook(runtime: Runtime, config: { useZoneTracker: boolean; zoneTrackerConfigMap: string; clusterDomain: string; podTimeoutMs: number }): AdmissionHandler {
+  return prepareDownscaleHandler({
+    client: runtime.client,
+    clock: runtime.clock,
+    log: runtime.logger.child({ webhook: 'prepare-downscale' }),
+    mode: config.useZoneTracker ? 'zone-tracker' : 'annotation',
+    zoneTrackerConfigMap: config.zoneTrackerConfigMap,
+    clusterDomain: config.clusterDomain,
+    podTimeoutMs: config.podTimeoutMs,
+    podClient: podClient(runtime),
+    identity: runtime.identity,
+    sightings: runtime.sightings,
+    cachedStatefulSet: cached(workloadCache(runtime).statefulSets),
+  });
+}
 
 export interface PrepareDownscaleDeps {
   client: KubeClient;

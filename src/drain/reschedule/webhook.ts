@@ -17,6 +17,8 @@ import { isAlreadyExists, isNotFound, KubeApiError } from '../../runtime/kube/er
 import { resources, type ConfigMap, type Node, type Pod } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
+import type { Runtime } from '../../runtime/operator.ts';
+import { workloadCache } from '../../workloads/cache.ts';
 import { DEFAULT_POD_SELECTOR, DEFAULT_RECORD_TTL_MS, DEFAULT_RESCHEDULE_ANNOTATION, DEFAULT_TRACKING_CONFIG_MAP, parseRescheduleConfig, type RescheduleConfig } from './config.ts';
 import { apiErrorIsTransient, decideReschedule, effectFailed, newTrackingConfigMap, readEviction, type LookupFailure, type NodeLookup, type PodLookup, type RecordsLookup, type RescheduleEffect } from './decide.ts';
 
@@ -54,6 +56,11 @@ const failure = (error: unknown): LookupFailure => ({
   error: error instanceof Error ? error.message : String(error),
   transient: apiErrorIsTransient(error instanceof KubeApiError ? error.code : undefined),
 });
+
+/** The reschedule-on-eviction webhook of one operator, wired to its runtime and the shared pod caches. */
+export function rescheduleWebhook(runtime: Runtime, config: RescheduleConfig): AdmissionHandler {
+  return rescheduleHandler({ client: runtime.client, clock: runtime.clock, log: runtime.logger.child({ webhook: 'reschedule-on-eviction' }), registry: runtime.registry, config, pods: workloadCache(runtime).pods });
+}
 
 export function rescheduleHandler(deps: RescheduleDeps): AdmissionHandler {
   const { client, config, log } = deps;

@@ -355,35 +355,32 @@ export class ZpdbBudgets {
   }
 }
 
-const shared = new WeakMap<Runtime, ZpdbBudgets>();
+/** Where the API server sends evictions of pods to judge. */
+export const POD_EVICTION_PATH = '/admission/pod-eviction';
 
 /**
- * The budgets of a runtime: one instance, so the eviction webhook and the
- * rollout controller share caches, ledgers and metrics. The ZPDB informer is
- * optional: without the CRD installed, start-up does not wait and no budget
- * applies (rollout-operator #476).
+ * The budgets of a runtime. Build one per operator (main.ts does, and hands
+ * it to the eviction webhook, the rollout controller and the status page),
+ * so they share caches, ledgers and metrics. The ZPDB informer is optional:
+ * without the CRD installed, start-up does not wait and no budget applies
+ * (rollout-operator #476).
  */
-export function zpdbBudgets(runtime: Runtime): ZpdbBudgets {
-  let budgets = shared.get(runtime);
-  if (!budgets) {
-    const workloads = workloadCache(runtime);
-    budgets = new ZpdbBudgets({
-      client: runtime.client,
-      clock: runtime.clock,
-      log: runtime.logger.child({ component: 'zpdb' }),
-      registry: runtime.registry,
-      events: runtime.events,
-      sightings: runtime.sightings,
-      caches: {
-        pods: workloads.pods,
-        statefulSets: workloads.statefulSets,
-        zpdbs: runtime.informers<ZoneAwarePodDisruptionBudget>(zpdbResource, { optional: true }),
-        // Optional: an install that kept rollout-operator's Role (no Leases) still starts, with in-process ledgers.
-        ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true`, optional: true }),
-      },
-    });
-    shared.set(runtime, budgets);
-  }
-  return budgets;
+export function createZpdbBudgets(runtime: Runtime): ZpdbBudgets {
+  const workloads = workloadCache(runtime);
+  return new ZpdbBudgets({
+    client: runtime.client,
+    clock: runtime.clock,
+    log: runtime.logger.child({ component: 'zpdb' }),
+    registry: runtime.registry,
+    events: runtime.events,
+    sightings: runtime.sightings,
+    caches: {
+      pods: workloads.pods,
+      statefulSets: workloads.statefulSets,
+      zpdbs: runtime.informers<ZoneAwarePodDisruptionBudget>(zpdbResource, { optional: true }),
+      // Optional: an install that kept rollout-operator's Role (no Leases) still starts, with in-process ledgers.
+      ledgers: runtime.informers<Lease>(resources.leases, { labelSelector: `${LEDGER_LABEL}=true`, optional: true }),
+    },
+  });
 }
 

@@ -6,6 +6,9 @@
 import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
 import { parseZpdb } from './config.ts';
 
+/** Where the API server sends ZoneAwarePodDisruptionBudget creates and updates to validate. */
+export const ZPDB_VALIDATION_PATH = '/admission/zpdb-validation';
+
 export const zpdbValidationHandler: AdmissionHandler = (request) => {
   const result = parseZpdb(request.object);
   if ('error' in result) return { allowed: false, status: { code: 400, message: result.error, reason: 'BadRequest' } };

@@ -407,3 +407,11 @@ export class Informer<T extends KubeObject> {
 export function informerFor<I extends { readonly namespace: string | undefined }>(informers: readonly I[], namespace: string): I | undefined {
   return informers.find((i) => i.namespace === undefined || i.namespace === namespace);
 }
+
+/** The object a set of per-namespace informers holds, or undefined when it is not cached (or the cache has not synced). */
+export function cached<T extends KubeObject>(informers: Informer<T>[]): (namespace: string, name: string) => T | undefined {
+  return (namespace, name) => {
+    const informer = informerFor(informers, namespace);
+    return informer?.hasSynced() ? informer.get(namespace, name) : undefined;
+  };
+}
