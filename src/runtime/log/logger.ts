@@ -1,6 +1,7 @@
-// Structured logging for every part of Stateward: pino underneath, written as
-// logfmt (rollout-operator's default, -log.format=logfmt) or JSON, with a `ts`
-// field like go-kit's. Child loggers carry context (controller, key, object).
+// Structured logging for every part of Stateward, as logfmt
+// (rollout-operator's default, -log.format=logfmt, written directly) or JSON
+// (written by pino), with a `ts` field like go-kit's. Child loggers carry
+// context (controller, key, object).
 import { pino, type Logger as PinoLogger, type DestinationStream } from 'pino';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -36,21 +37,15 @@ export function logfmtValue(value: unknown): string {
   return text === '' || /[\s="\\]/.test(text) || /[^\x20-\x7e]/.test(text) ? JSON.stringify(text) : text;
 }
 
-/** One JSON log record from pino → one logfmt line, keys in record order (ts, level, msg first). */
-export function jsonToLogfmt(json: string): string {
-  const record = JSON.parse(json) as Record<string, unknown>;
-  const parts: string[] = [];
-  const { ts, level, msg, ...rest } = record;
-  const ordered: [string, unknown][] = [['ts', ts], ['level', level], ['msg', msg], ...Object.entries(rest)];
-  for (const [key, value] of ordered) {
+/** ` key=value` for each field, in order; an error object as its message (go-kit's err=). */
+export function logfmtFields(fields: Fields): string {
+  let out = '';
+  for (const [key, value] of Object.entries(fields)) {
     if (value === undefined) continue;
-    if (value !== null && typeof value === 'object' && !Array.isArray(value) && key === 'err') {
-      parts.push(`err=${logfmtValue((value as { message?: unknown }).message)}`);
-      continue;
-    }
-    parts.push(`${key}=${logfmtValue(value)}`);
+    const shown = key === 'err' && value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as { message?: unknown }).message : value;
+    out += ` ${key}=${logfmtValue(shown)}`;
   }
-  return `${parts.join(' ')}\n`;
+  return out;
 }
 
 // Log lines are bounded so that no request can make the log cost more than
@@ -147,17 +142,26 @@ export class RepeatLimiter {
   }
 }
 
-class PinoAdapter implements Logger {
-  private readonly pino: PinoLogger;
-  private readonly limiter: RepeatLimiter;
+const LEVELS: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
-  constructor(logger: PinoLogger, limiter: RepeatLimiter) {
-    this.pino = logger;
+/**
+ * What both formats share: bounded fields and messages, and the repeat
+ * limit on warnings and errors (one limiter for a logger and its children).
+ */
+abstract class BoundedLogger implements Logger {
+  protected readonly limiter: RepeatLimiter;
+
+  constructor(limiter: RepeatLimiter) {
     this.limiter = limiter;
   }
 
+  protected abstract emit(level: LogLevel, message: string, fields: Fields): void;
+  abstract enabled(level: LogLevel): boolean;
+  abstract child(fields: Fields): Logger;
+  abstract flush(): void;
+
   private write(level: LogLevel, msg: string, fields?: Fields): void {
-    if (!this.pino.isLevelEnabled(level)) return;
+    if (!this.enabled(level)) return;
     const bounded = boundFields(fields);
     const message = truncate(msg, MAX_MESSAGE_CHARS);
     if (level === 'warn' || level === 'error') {
@@ -165,7 +169,7 @@ class PinoAdapter implements Logger {
       if (dropped === undefined) return;
       if (dropped > 0) bounded['suppressed'] = dropped;
     }
-    this.pino[level](bounded, message);
+    this.emit(level, message, bounded);
   }
 
   debug(msg: string, fields?: Fields): void {
@@ -180,22 +184,64 @@ class PinoAdapter implements Logger {
   error(msg: string, fields?: Fields): void {
     this.write('error', msg, fields);
   }
-  child(fields: Fields): Logger {
-    return new PinoAdapter(this.pino.child(boundFields(fields)), this.limiter);
+}
+
+/** -log.format=json: pino writes the records. */
+class JsonLogger extends BoundedLogger {
+  private readonly pino: PinoLogger;
+
+  constructor(logger: PinoLogger, limiter: RepeatLimiter) {
+    super(limiter);
+    this.pino = logger;
+  }
+
+  protected emit(level: LogLevel, message: string, fields: Fields): void {
+    this.pino[level](fields, message);
   }
   enabled(level: LogLevel): boolean {
     return this.pino.isLevelEnabled(level);
+  }
+  child(fields: Fields): Logger {
+    return new JsonLogger(this.pino.child(boundFields(fields)), this.limiter);
   }
   flush(): void {
     this.pino.flush();
   }
 }
 
+/**
+ * -log.format=logfmt (rollout-operator's default): lines written directly,
+ * `ts level msg`, then the context of child loggers, then the call's fields.
+ * A child renders its context once, when it is made.
+ */
+class LogfmtLogger extends BoundedLogger {
+  private readonly level: number;
+  private readonly context: string;
+  private readonly out: (line: string) => void;
+
+  constructor(level: number, context: string, limiter: RepeatLimiter, out: (line: string) => void) {
+    super(limiter);
+    this.level = level;
+    this.context = context;
+    this.out = out;
+  }
+
+  protected emit(level: LogLevel, message: string, fields: Fields): void {
+    this.out(`ts=${new Date().toISOString()} level=${level} msg=${logfmtValue(message)}${this.context}${logfmtFields(fields)}\n`);
+  }
+  enabled(level: LogLevel): boolean {
+    return LEVELS[level] >= this.level;
+  }
+  child(fields: Fields): Logger {
+    return new LogfmtLogger(this.level, this.context + logfmtFields(boundFields(fields)), this.limiter, this.out);
+  }
+  flush(): void {}
+}
+
 export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
-  const destination: DestinationStream = {
-    write: options.format === 'logfmt' ? (line: string) => write(jsonToLogfmt(line)) : (line: string) => write(line),
-  };
+  if (options.format === 'logfmt') return new LogfmtLogger(LEVELS[options.level], '', new RepeatLimiter(), write);
+  const destination: DestinationStream = { write: (line: string) => write(line) };
   const logger = pino(
     {
       level: options.level,
@@ -208,7 +254,7 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     destination,
   );
-  return new PinoAdapter(logger, new RepeatLimiter());
+  return new JsonLogger(logger, new RepeatLimiter());
 }
 
 /** Discards everything; for tests and for code that may run without a logger. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { boundValue, createLogger, jsonToLogfmt, logfmtValue, MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, RepeatLimiter } from '../../../src/runtime/log/logger.ts';
+import { boundValue, createLogger, logfmtFields, logfmtValue, MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, RepeatLimiter } from '../../../src/runtime/log/logger.ts';
 
 function capture(format: 'logfmt' | 'json', level: 'debug' | 'info' | 'warn' | 'error') {
   const lines: string[] = [];
@@ -41,7 +41,7 @@ describe('logger', () => {
     assert.equal(logfmtValue('line1\nline2'), '"line1\\nline2"');
     assert.equal(logfmtValue('k=v'), '"k=v"');
     assert.equal(logfmtValue({ a: 1 }), '"{\\"a\\":1}"');
-    assert.equal(jsonToLogfmt('{"level":"info","ts":"t","msg":"m","err":{"message":"x y"}}'), 'ts=t level=info msg=m err="x y"\n');
+    assert.equal(logfmtFields({ a: 'b', skipped: undefined, err: { type: 'Error', message: 'x y' } }), ' a=b err="x y"');
   });
 
   it('cuts strings from requests to a fixed length, keeping their original length, at every level and in both formats', () => {
