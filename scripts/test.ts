@@ -1,4 +1,4 @@
-// `npm test`: type-check, lint, then every test file in one node:test run
+// `npm test`: type-check, lint, format check, then every test file in one node:test run
 // against one local cluster started for the run and torn down after it.
 //
 //   npm test                      everything
@@ -17,7 +17,11 @@ import { TEST_CLUSTER_ENV } from '../test/cluster/testing.ts';
 const root = join(import.meta.dirname, '..');
 const bin = (name: string) => join(root, 'node_modules', '.bin', name);
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): { done: Promise<number>; kill: () => void } {
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { done: Promise<number>; kill: () => void } {
   const child = spawn(command, args, { cwd: root, stdio: 'inherit', env });
   const done = new Promise<number>((resolve) => {
     child.on('error', (error) => {
@@ -33,7 +37,8 @@ async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const unitOnly = args.includes('--unit');
   const explicit = args.filter((a) => !a.startsWith('--'));
-  const files = explicit.length > 0 ? explicit : (await Array.fromAsync(glob('test/**/*.test.ts', { cwd: root }))).sort();
+  const files =
+    explicit.length > 0 ? explicit : (await Array.fromAsync(glob('test/**/*.test.ts', { cwd: root }))).sort();
   const selected = unitOnly ? files.filter((f) => !f.endsWith('.int.test.ts')) : files;
   const needsCluster = selected.some((f) => f.endsWith('.int.test.ts'));
 
@@ -43,6 +48,9 @@ async function main(): Promise<number> {
   console.log('# lint (eslint)');
   const lint = await run(bin('eslint'), ['.']).done;
   console.log(lint === 0 ? '# lint passed' : '# lint FAILED');
+  console.log('# format (prettier --check; npm run format fixes it)');
+  const format = await run(bin('prettier'), ['--check', '--log-level=warn', '**/*.{ts,js,mjs}']).done;
+  console.log(format === 0 ? '# format passed' : '# format FAILED');
 
   let cluster: LocalCluster | undefined;
   let control: Server | undefined;
@@ -79,7 +87,7 @@ async function main(): Promise<number> {
     await cluster?.teardown();
   }
   if (interrupted) return 130;
-  return typecheck !== 0 || lint !== 0 ? 1 : testsCode;
+  return typecheck !== 0 || lint !== 0 || format !== 0 ? 1 : testsCode;
 }
 
 process.exitCode = await main();
