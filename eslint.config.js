@@ -14,9 +14,18 @@ export default tseslint.config(
     },
     rules: {
       // node:test's describe/it return promises the runner itself tracks.
-      '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
@@ -35,6 +44,8 @@ export default tseslint.config(
   },
   {
     files: ['src/web/assets/**/*.js'],
-    languageOptions: { globals: { document: 'readonly', EventSource: 'readonly', fetch: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: {
+      globals: { document: 'readonly', EventSource: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+    },
   },
 );

@@ -43,7 +43,11 @@ function tally(m: Map<string, number>, key: string): void {
   m.set(key, (m.get(key) ?? 0) + 1);
 }
 
-const list = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+const list = (m: Map<string, number>) =>
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 
 // ------------------------------------------------------------------- big
 
@@ -62,25 +66,41 @@ async function big(o: ClientOptions): Promise<ClientResult> {
         latencies.push(performance.now() - started);
         resolve();
       };
-      const req = request({ agent, host: HOST, port: o.tlsPort, servername: 'localhost', path: '/admission/no-downscale', method: 'POST', timeout: 30_000, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => done(`HTTP ${res.statusCode}`));
-        res.on('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
-      });
+      const req = request(
+        {
+          agent,
+          host: HOST,
+          port: o.tlsPort,
+          servername: 'localhost',
+          path: '/admission/no-downscale',
+          method: 'POST',
+          timeout: 30_000,
+          headers: { 'content-type': 'application/json', 'content-length': body.length },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => done(`HTTP ${res.statusCode}`));
+          res.on('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
+        },
+      );
       req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
       req.on('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
       req.end(body);
     });
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (performance.now() < deadline) {
-      sent++;
-      await one();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (performance.now() < deadline) {
+        sent++;
+        await one();
+      }
+    }),
+  );
   agent.destroy();
   return {
     hostile: sent,
-    notes: [`${sent} reviews of ${(body.length / 2 ** 20).toFixed(2)} MiB (the limit), 16 at a time: ${list(outcomes)}; each took p50 ${s(percentile(latencies, 50))}, max ${s(Math.max(...latencies))}`],
+    notes: [
+      `${sent} reviews of ${(body.length / 2 ** 20).toFixed(2)} MiB (the limit), 16 at a time: ${list(outcomes)}; each took p50 ${s(percentile(latencies, 50))}, max ${s(Math.max(...latencies))}`,
+    ],
   };
 }
 
@@ -95,7 +115,9 @@ interface Held {
 function hold(port: number, tls: boolean, startedAt: number): Promise<{ held: Held; socket: Socket }> {
   return new Promise((resolve) => {
     const held: Held = {};
-    const socket = tls ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false }) : netConnect({ host: HOST, port });
+    const socket = tls
+      ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false })
+      : netConnect({ host: HOST, port });
     let answered = false;
     const answer = () => {
       if (!answered) resolve({ held, socket });
@@ -130,22 +152,31 @@ async function idle(o: ClientOptions): Promise<ClientResult> {
   const order = Array.from({ length: groups.length * per }, (_, i) => groups[i % groups.length]!);
   const results: { group: string; held: Held; socket: Socket }[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: 100 }, async () => {
-    while (next < order.length) {
-      const g = order[next++]!;
-      results.push({ group: g.name, ...(await hold(g.port, g.tls, startedAt)) });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 100 }, async () => {
+      while (next < order.length) {
+        const g = order[next++]!;
+        results.push({ group: g.name, ...(await hold(g.port, g.tls, startedAt)) });
+      }
+    }),
+  );
   const openedBy = performance.now() - startedAt;
   await delay(Math.max(0, o.seconds * 1000 - openedBy));
   const notes = [`3,000 connections opened in ${s(openedBy)}, held until ${s(performance.now() - startedAt)}`];
   for (const g of groups) {
     const mine = results.filter((r) => r.group === g.name);
-    const refused = mine.filter((r) => r.held.openedAt === undefined || (r.held.closedAt !== undefined && r.held.closedAt - r.held.openedAt < 100));
-    const cut = mine.filter((r) => r.held.openedAt !== undefined && r.held.closedAt !== undefined && r.held.closedAt - r.held.openedAt >= 100);
+    const refused = mine.filter(
+      (r) =>
+        r.held.openedAt === undefined || (r.held.closedAt !== undefined && r.held.closedAt - r.held.openedAt < 100),
+    );
+    const cut = mine.filter(
+      (r) => r.held.openedAt !== undefined && r.held.closedAt !== undefined && r.held.closedAt - r.held.openedAt >= 100,
+    );
     const open = mine.filter((r) => r.held.closedAt === undefined);
     const lifetimes = cut.map((r) => r.held.closedAt! - r.held.openedAt!);
-    notes.push(`${g.name}: ${mine.length} tried, ${refused.length} refused or closed at once, ${cut.length} closed by the server later${cut.length > 0 ? ` (after ${s(Math.min(...lifetimes))}–${s(Math.max(...lifetimes))}, median ${s(percentile(lifetimes, 50))})` : ''}, ${open.length} still open at the end`);
+    notes.push(
+      `${g.name}: ${mine.length} tried, ${refused.length} refused or closed at once, ${cut.length} closed by the server later${cut.length > 0 ? ` (after ${s(Math.min(...lifetimes))}–${s(Math.max(...lifetimes))}, median ${s(percentile(lifetimes, 50))})` : ''}, ${open.length} still open at the end`,
+    );
   }
   for (const r of results) r.socket.destroy();
   return { hostile: results.length, notes };
@@ -166,9 +197,19 @@ interface Trickle {
  * Opens a connection, writes `head` at once, then one byte of `slow` every
  * 200 ms (then `endless` forever) until the server cuts it or the deadline.
  */
-async function trickle(port: number, tls: boolean, head: string, slow: Buffer, endless: string, t: Trickle, deadline: number): Promise<void> {
+async function trickle(
+  port: number,
+  tls: boolean,
+  head: string,
+  slow: Buffer,
+  endless: string,
+  t: Trickle,
+  deadline: number,
+): Promise<void> {
   const started = performance.now();
-  const socket: Socket = tls ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false }) : netConnect({ host: HOST, port });
+  const socket: Socket = tls
+    ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false })
+    : netConnect({ host: HOST, port });
   let closed = false;
   let received = '';
   socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
@@ -197,9 +238,27 @@ async function slowloris(o: ClientOptions): Promise<ClientResult> {
   const deadline = performance.now() + o.seconds * 1000;
   const body = noDownscaleReviewOfSize({ uid: randomUUID(), namespace: o.namespace }, 10_000);
   const groups = [
-    { name: 'plain port, header bytes', port: o.plainPort, tls: false, head: 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ', n: 32 },
-    { name: 'HTTPS port, header bytes', port: o.tlsPort, tls: true, head: 'POST /admission/no-downscale HTTP/1.1\r\nHost: localhost\r\nX-Slow: ', n: 32 },
-    { name: 'HTTPS port, body bytes', port: o.tlsPort, tls: true, head: `POST /admission/no-downscale HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.toString('latin1')}`, n: 16 },
+    {
+      name: 'plain port, header bytes',
+      port: o.plainPort,
+      tls: false,
+      head: 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ',
+      n: 32,
+    },
+    {
+      name: 'HTTPS port, header bytes',
+      port: o.tlsPort,
+      tls: true,
+      head: 'POST /admission/no-downscale HTTP/1.1\r\nHost: localhost\r\nX-Slow: ',
+      n: 32,
+    },
+    {
+      name: 'HTTPS port, body bytes',
+      port: o.tlsPort,
+      tls: true,
+      head: `POST /admission/no-downscale HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.toString('latin1')}`,
+      n: 16,
+    },
   ];
   const all: Trickle[] = [];
   const runs: Promise<void>[] = [];
@@ -210,7 +269,17 @@ async function slowloris(o: ClientOptions): Promise<ClientResult> {
       // The body group sends its head at once and trickles only the body.
       const bodyGroup = g.name.endsWith('body bytes');
       const head = bodyGroup ? g.head.slice(0, g.head.indexOf('\r\n\r\n') + 4) : '';
-      runs.push(trickle(g.port, g.tls, head, bodyGroup ? body : Buffer.from(g.head, 'latin1'), bodyGroup ? '' : 'a', t, deadline));
+      runs.push(
+        trickle(
+          g.port,
+          g.tls,
+          head,
+          bodyGroup ? body : Buffer.from(g.head, 'latin1'),
+          bodyGroup ? '' : 'a',
+          t,
+          deadline,
+        ),
+      );
     }
   }
   await Promise.all(runs);
@@ -233,9 +302,16 @@ async function fuzz(o: ClientOptions): Promise<ClientResult> {
   const routes = routesFor(o.namespace);
   let batch = 0;
   while (performance.now() < deadline) {
-    await sendCases(o, batchAt(o.seed, batch++, 200, routes), { concurrency: 64, timeoutMs: 1000, onOutcome: (x) => stats.add(x) });
+    await sendCases(o, batchAt(o.seed, batch++, 200, routes), {
+      concurrency: 64,
+      timeoutMs: 1000,
+      onOutcome: (x) => stats.add(x),
+    });
   }
-  return { hostile: stats.connections, notes: [`seed ${o.seed}, ${batch} batches: ${stats.summary().split('\n').slice(0, 3).join('; ')}`] };
+  return {
+    hostile: stats.connections,
+    notes: [`seed ${o.seed}, ${batch} batches: ${stats.summary().split('\n').slice(0, 3).join('; ')}`],
+  };
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ClientOptions;

@@ -118,10 +118,13 @@ function hostileClient(options: ClientOptions): Promise<ClientResult | string> {
       clearTimeout(timer);
       resolve(value);
     };
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      done('the hostile client did not finish in time');
-    }, options.seconds * 1000 + 60_000);
+    const timer = setTimeout(
+      () => {
+        child.kill('SIGKILL');
+        done('the hostile client did not finish in time');
+      },
+      options.seconds * 1000 + 60_000,
+    );
     lines.on('line', (line) => {
       try {
         done(JSON.parse(line) as ClientResult);
@@ -141,7 +144,11 @@ export async function abuseBench(): Promise<boolean> {
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
     const namespace = await benchNamespace(kube, 'bench-abuse');
     await kube.close();
-    const op = (operator = await FuzzOperator.start({ kubeconfigPath: cluster.kubeconfigPath, apiServer: cluster.server, namespace }));
+    const op = (operator = await FuzzOperator.start({
+      kubeconfigPath: cluster.kubeconfigPath,
+      apiServer: cluster.server,
+      namespace,
+    }));
     const templates = { deny: reviewTemplate(2), allow: reviewTemplate(4) };
 
     let rowsMeasured = 0;
@@ -156,7 +163,16 @@ export async function abuseBench(): Promise<boolean> {
       const logBefore = op.logBytes;
       const sampler = new RssSampler(op.pid!);
       const rssStart = sampler.peak;
-      const client = scenario ? hostileClient({ scenario, plainPort: op.plainPort, tlsPort: op.tlsPort, namespace, seconds: SECONDS, seed: SEED }) : undefined;
+      const client = scenario
+        ? hostileClient({
+            scenario,
+            plainPort: op.plainPort,
+            tlsPort: op.tlsPort,
+            namespace,
+            seconds: SECONDS,
+            seed: SEED,
+          })
+        : undefined;
       const { outcomes } = await drive(agent, op.tlsPort, RATE, RATE * SECONDS, templates);
       const result = await client;
       // The aftermath: connections closing, buffers freed, their log lines.
@@ -166,7 +182,10 @@ export async function abuseBench(): Promise<boolean> {
       if (typeof result === 'string') notes.push(result);
       else if (result) notes.push(...result.notes);
       const alive = op.alive;
-      if (!alive) notes.push(`the operator EXITED (${op.exit?.signal ?? `code ${op.exit?.code}`}); last log lines:\n${op.logTail.split('\n').slice(-15).join('\n')}`);
+      if (!alive)
+        notes.push(
+          `the operator EXITED (${op.exit?.signal ?? `code ${op.exit?.code}`}); last log lines:\n${op.logTail.split('\n').slice(-15).join('\n')}`,
+        );
       const failed = outcomes.filter((o) => !o.ok);
       const latencies = outcomes.map((o) => (o.ok ? o.latencyMs : Infinity));
       return {
@@ -198,7 +217,20 @@ export async function abuseBench(): Promise<boolean> {
 
     const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : '∞');
     const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
-    const header = ['scenario', 'alive', 'RSS at start', 'RSS peak sampled', `VmHWM (≤ ${mib(RSS_TARGET)})`, 'log bytes (beyond idle)', 'hostile', 'log per 1,000 (< 1 MB)', `good p99 (≤ 2 × ${ms(idle.p99)})`, 'good p50', 'good errors', 'result'];
+    const header = [
+      'scenario',
+      'alive',
+      'RSS at start',
+      'RSS peak sampled',
+      `VmHWM (≤ ${mib(RSS_TARGET)})`,
+      'log bytes (beyond idle)',
+      'hostile',
+      'log per 1,000 (< 1 MB)',
+      `good p99 (≤ 2 × ${ms(idle.p99)})`,
+      'good p50',
+      'good errors',
+      'result',
+    ];
     const table: string[][] = [header];
     let ok = true;
     for (const r of rows) {
@@ -226,11 +258,18 @@ export async function abuseBench(): Promise<boolean> {
         `${ms(r.p99)} ${mark(checks.p99)}`,
         ms(r.p50),
         `${r.errors} of ${r.good}`,
-        pass ? 'pass' : `FAIL (${Object.entries(checks).filter(([, v]) => !v).map(([k]) => k).join(', ')})`,
+        pass
+          ? 'pass'
+          : `FAIL (${Object.entries(checks)
+              .filter(([, v]) => !v)
+              .map(([k]) => k)
+              .join(', ')})`,
       ]);
     }
     const widths = header.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-    console.log(`abuse: the operator on ${HOST} (a fresh process for each row), ${SECONDS} s per scenario, good reviews at ${RATE} req/s; chart memory limit ${mib(CHART_MEMORY_LIMIT)}; the hostile client runs at nice 19`);
+    console.log(
+      `abuse: the operator on ${HOST} (a fresh process for each row), ${SECONDS} s per scenario, good reviews at ${RATE} req/s; chart memory limit ${mib(CHART_MEMORY_LIMIT)}; the hostile client runs at nice 19`,
+    );
     for (const row of table) console.log(`  ${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')}`);
     for (const r of rows) {
       for (const note of r.notes) report(`abuse ${r.label.split(' ')[0]}`, note);

@@ -19,7 +19,10 @@ export async function clusterBench(runs: number): Promise<boolean> {
   }
   const target = 60_000;
   const startMedian = median(starts);
-  report('cluster-warm-start', `median ${seconds(startMedian)} over ${runs} runs (min ${seconds(Math.min(...starts))}, max ${seconds(Math.max(...starts))}); target < 60 s: ${startMedian < target ? 'met' : 'MISSED'} (${(startMedian / target).toFixed(3)} of the budget)`);
+  report(
+    'cluster-warm-start',
+    `median ${seconds(startMedian)} over ${runs} runs (min ${seconds(Math.min(...starts))}, max ${seconds(Math.max(...starts))}); target < 60 s: ${startMedian < target ? 'met' : 'MISSED'} (${(startMedian / target).toFixed(3)} of the budget)`,
+  );
   report('cluster-teardown', `median ${seconds(median(stops))}`);
   return startMedian < target;
 }

@@ -32,8 +32,12 @@ const PODS_PER_ZONE = 100;
 const DENY_DECISIONS = 3000;
 
 async function apiCalls(registry: Registry): Promise<number> {
-  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === 'rollout_operator_kubernetes_api_client_request_duration_seconds');
-  return (metric?.values ?? []).filter((v) => (v as { metricName?: string }).metricName?.endsWith('_count')).reduce((sum, v) => sum + Number(v.value), 0);
+  const metric = (await registry.getMetricsAsJSON()).find(
+    (m) => m.name === 'rollout_operator_kubernetes_api_client_request_duration_seconds',
+  );
+  return (metric?.values ?? [])
+    .filter((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))
+    .reduce((sum, v) => sum + Number(v.value), 0);
 }
 
 const eviction = (namespace: string, name: string): AdmissionRequestV1 => ({
@@ -47,22 +51,46 @@ const eviction = (namespace: string, name: string): AdmissionRequestV1 => ({
 });
 
 export async function evictionsBench(): Promise<boolean> {
-  const cluster = await LocalCluster.start({ name: `bench-evictions-${process.pid}`, nodesPerZone: 1, maxPodsPerNode: 200, log: () => {} });
+  const cluster = await LocalCluster.start({
+    name: `bench-evictions-${process.pid}`,
+    nodesPerZone: 1,
+    maxPodsPerNode: 200,
+    log: () => {},
+  });
   try {
     const admin = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
     const namespace = await benchNamespace(admin);
     await createGroup(admin, namespace, { all: { replicas: PODS_PER_ZONE, readyDelay: '0s' } });
     await waitGroupSettled(admin, namespace, 600_000);
     const crd = new URL('../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url).pathname;
-    if (!(await kubectl({ kubeconfigPath: cluster.kubeconfigPath } as never, 'apply', '-f', crd)).ok) throw new Error('cannot install the ZPDB CRD');
-    const zpdb = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject;
+    if (!(await kubectl({ kubeconfigPath: cluster.kubeconfigPath } as never, 'apply', '-f', crd)).ok)
+      throw new Error('cannot install the ZPDB CRD');
+    const zpdb = {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    } as KubeObject;
     await waitFor('the ZPDB', () => admin.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
 
     const registry = new Registry();
-    const client = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000, metrics: apiClientMetrics(registry) });
+    const client = new KubeClient({
+      kubeConfig: cluster.kubeConfig(),
+      timeoutMs: 15_000,
+      metrics: apiClientMetrics(registry),
+    });
     const base = { client, namespace, clock: systemClock, logger: nopLogger };
     const caches = {
-      pods: [new Informer<Pod>({ ...base, type: resources.pods, indexers: { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.orphanPods]: (p) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']) } })],
+      pods: [
+        new Informer<Pod>({
+          ...base,
+          type: resources.pods,
+          indexers: {
+            [INDEX.podsByOwner]: indexByOwnerUid,
+            [INDEX.orphanPods]: (p) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']),
+          },
+        }),
+      ],
       statefulSets: [new Informer<StatefulSet>({ ...base, type: resources.statefulSets })],
       zpdbs: [new Informer<ZoneAwarePodDisruptionBudget>({ ...base, type: zpdbResource, optional: true })],
       ledgers: [new Informer<Lease>({ ...base, type: resources.leases, labelSelector: `${LEDGER_LABEL}=true` })],
@@ -93,11 +121,18 @@ export async function evictionsBench(): Promise<boolean> {
     }
     const denyElapsed = performance.now() - denyStarted;
     const denyCalls = (await apiCalls(registry)) - denyCallsBefore;
-    report('evictions-deny', `${DENY_DECISIONS} decisions, ${(DENY_DECISIONS / (denyElapsed / 1000)).toFixed(0)} decisions/s (one at a time), p50 ${percentile(denyLatencies, 50).toFixed(2)} ms, p99 ${percentile(denyLatencies, 99).toFixed(2)} ms, ${(denyCalls / DENY_DECISIONS).toFixed(3)} API calls per decision (target 0)`);
+    report(
+      'evictions-deny',
+      `${DENY_DECISIONS} decisions, ${(DENY_DECISIONS / (denyElapsed / 1000)).toFixed(0)} decisions/s (one at a time), p50 ${percentile(denyLatencies, 50).toFixed(2)} ms, p99 ${percentile(denyLatencies, 99).toFixed(2)} ms, ${(denyCalls / DENY_DECISIONS).toFixed(3)} API calls per decision (target 0)`,
+    );
 
     // Allow path: zone a may lose up to 100 pods; each allow is one ledger write.
     await admin.patch(zpdbResource, { namespace, name: 'ingester' }, 'merge', { spec: { maxUnavailable: 100 } });
-    await waitFor('the new budget cached', () => caches.zpdbs[0]!.get(namespace, 'ingester')?.spec?.maxUnavailable === 100, { timeoutMs: 10_000 });
+    await waitFor(
+      'the new budget cached',
+      () => caches.zpdbs[0]!.get(namespace, 'ingester')?.spec?.maxUnavailable === 100,
+      { timeoutMs: 10_000 },
+    );
     const allowCallsBefore = await apiCalls(registry);
     const allowLatencies: number[] = [];
     for (let i = 1; i < 60; i++) {
@@ -106,7 +141,10 @@ export async function evictionsBench(): Promise<boolean> {
       allowLatencies.push(result.ms);
     }
     const allowCalls = (await apiCalls(registry)) - allowCallsBefore;
-    report('evictions-allow', `${allowLatencies.length} allowed evictions committed to the ledger, p50 ${percentile(allowLatencies, 50).toFixed(2)} ms, p99 ${percentile(allowLatencies, 99).toFixed(2)} ms, ${(allowCalls / allowLatencies.length).toFixed(2)} API calls per decision (target 1: the ledger write; a conflict with a lagging cache adds a re-read and a retry)`);
+    report(
+      'evictions-allow',
+      `${allowLatencies.length} allowed evictions committed to the ledger, p50 ${percentile(allowLatencies, 50).toFixed(2)} ms, p99 ${percentile(allowLatencies, 99).toFixed(2)} ms, ${(allowCalls / allowLatencies.length).toFixed(2)} API calls per decision (target 1: the ledger write; a conflict with a lagging cache adds a re-read and a retry)`,
+    );
     await Promise.all(all.map((i) => i.stop()));
     return percentile(denyLatencies, 99) < 5 && denyCalls === 0;
   } finally {

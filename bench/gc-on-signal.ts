@@ -14,5 +14,7 @@ process.on('SIGUSR2', () => {
   gc();
   const { heapUsed, heapTotal, external, arrayBuffers, rss } = process.memoryUsage();
   const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]));
-  process.stdout.write(`${JSON.stringify({ gcMemory: { heapUsed, heapTotal, external, arrayBuffers, rss, spaces } })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ gcMemory: { heapUsed, heapTotal, external, arrayBuffers, rss, spaces } })}\n`,
+  );
 });

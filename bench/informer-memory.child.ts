@@ -9,13 +9,19 @@ import { stripManagedFields } from '../src/runtime/informer/store.ts';
 
 const [kubeconfig, namespace, transform] = process.argv.slice(2);
 const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc || !kubeconfig || !namespace) throw new Error('usage: node --expose-gc informer-memory.child.ts KUBECONFIG NAMESPACE on|off');
+if (!gc || !kubeconfig || !namespace)
+  throw new Error('usage: node --expose-gc informer-memory.child.ts KUBECONFIG NAMESPACE on|off');
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfig);
 const client = new KubeClient({ kubeConfig: kc, timeoutMs: 60_000 });
 gc();
 const before = process.memoryUsage().heapUsed;
-const informer = new Informer<Pod>({ client, type: resources.pods, namespace, transform: transform === 'on' ? stripManagedFields : (p) => p });
+const informer = new Informer<Pod>({
+  client,
+  type: resources.pods,
+  namespace,
+  transform: transform === 'on' ? stripManagedFields : (p) => p,
+});
 const started = performance.now();
 informer.start();
 await informer.waitForSync();
@@ -23,6 +29,8 @@ const syncMs = performance.now() - started;
 gc();
 gc();
 const after = process.memoryUsage();
-console.log(JSON.stringify({ objects: informer.size, heapBytes: after.heapUsed - before, rssBytes: after.rss, syncMs }));
+console.log(
+  JSON.stringify({ objects: informer.size, heapBytes: after.heapUsed - before, rssBytes: after.rss, syncMs }),
+);
 await informer.stop();
 await client.close();

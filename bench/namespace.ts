@@ -6,6 +6,10 @@ import { waitFor } from '../test/cluster/probe.ts';
 
 export async function benchNamespace(kube: KubeClient, name = 'bench'): Promise<string> {
   await kube.create(resources.namespaces, { metadata: { name } });
-  await waitFor('default ServiceAccount', () => kube.get(resources.serviceAccounts, { namespace: name, name: 'default' }), { timeoutMs: 30_000 });
+  await waitFor(
+    'default ServiceAccount',
+    () => kube.get(resources.serviceAccounts, { namespace: name, name: 'default' }),
+    { timeoutMs: 30_000 },
+  );
   return name;
 }

@@ -64,7 +64,8 @@ export const PEERS: Record<PeerName, PeerSpec> = {
 };
 
 /** `notes`: what was changed in the cache copy to build it (nothing when empty). */
-export type PeerBinary = { ok: true; spec: PeerSpec; path: string; notes: string[] } | { ok: false; spec: PeerSpec; reason: string };
+export type PeerBinary =
+  { ok: true; spec: PeerSpec; path: string; notes: string[] } | { ok: false; spec: PeerSpec; reason: string };
 
 interface BuildInfo {
   repo: string;
@@ -111,7 +112,9 @@ export async function peerBinary(spec: PeerSpec, log: (line: string) => void): P
   const work = join(dir, 'build-src');
   await rm(work, { recursive: true, force: true });
   await cp(src, work, { recursive: true });
-  log(`building ${spec.title} ${spec.commit.slice(0, 12)} from ${src} (first use; a cold build takes minutes; log: ${logPath})`);
+  log(
+    `building ${spec.title} ${spec.commit.slice(0, 12)} from ${src} (first use; a cold build takes minutes; log: ${logPath})`,
+  );
   const started = Date.now();
   // -mod=mod: an old module (xing's, Go 1.20) may have a go.sum the current toolchain wants completed.
   const build = ['build', '-trimpath', '-buildvcs=false', '-mod=mod', '-ldflags', '-s -w', '-o', `${path}.tmp`, '.'];
@@ -135,7 +138,13 @@ export async function peerBinary(spec: PeerSpec, log: (line: string) => void): P
     return { ok: false, spec, reason: `building ${spec.title} failed (exit ${code}); full log: ${logPath}\n${tail}` };
   }
   await rename(`${path}.tmp`, path);
-  const info: BuildInfo = { repo: spec.repo, commit: spec.commit, builtAt: new Date().toISOString(), buildMs: Date.now() - started, notes };
+  const info: BuildInfo = {
+    repo: spec.repo,
+    commit: spec.commit,
+    builtAt: new Date().toISOString(),
+    buildMs: Date.now() - started,
+    notes,
+  };
   await writeFile(infoPath, JSON.stringify(info, null, 2));
   log(`${spec.title} built in ${((Date.now() - started) / 1000).toFixed(0)} s: ${path}`);
   return { ok: true, spec, path, notes };
@@ -148,7 +157,11 @@ async function go(args: string[], cwd: string, logPath: string): Promise<number>
   try {
     return await new Promise<number>((resolve) => {
       // GOTOOLCHAIN=local: never download another toolchain; CGO off: static binaries, as both projects ship them.
-      const child = spawn('nice', ['-n', '19', 'go', ...args], { cwd, env: { ...process.env, GOTOOLCHAIN: 'local', GOMAXPROCS: '1', CGO_ENABLED: '0', GOFLAGS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('nice', ['-n', '19', 'go', ...args], {
+        cwd,
+        env: { ...process.env, GOTOOLCHAIN: 'local', GOMAXPROCS: '1', CGO_ENABLED: '0', GOFLAGS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout.pipe(out, { end: false });
       child.stderr.pipe(out, { end: false });
       child.on('error', (error) => {

@@ -107,7 +107,10 @@ const IDLE_MS = envNumber('BENCH_RESTARTS_IDLE_S', 60) * 1000;
 const GRACE_MS = 1000;
 const QUIET_MS = 3000;
 const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
-const OPT_IN: Record<string, string> = { 'com.xing.deployment-restart': 'enabled', 'reloader.stakater.com/auto': 'true' };
+const OPT_IN: Record<string, string> = {
+  'com.xing.deployment-restart': 'enabled',
+  'reloader.stakater.com/auto': 'true',
+};
 const CONFIGS_METRIC = 'deployment_restart_controller_configs_total';
 const RELOADER_PORT = 9090;
 const XING_PORT = 10254;
@@ -116,7 +119,12 @@ type SystemKey = 'reloader' | 'xing' | 'stateward';
 const ORDER: SystemKey[] = ['reloader', 'xing', 'stateward'];
 
 type Deployment = KubeObject & {
-  spec?: { template?: { metadata?: { annotations?: Record<string, string> }; spec?: { containers?: { name?: string; env?: unknown[] }[] } } };
+  spec?: {
+    template?: {
+      metadata?: { annotations?: Record<string, string> };
+      spec?: { containers?: { name?: string; env?: unknown[] }[] };
+    };
+  };
   status?: { observedGeneration?: number };
 };
 
@@ -125,12 +133,20 @@ const configValue = () => randomBytes(3000).toString('base64'); // 4,000 charact
 
 async function inParallel<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
 }
 
-const metricValue = (text: string, name: string) => Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1] ?? NaN);
+const metricValue = (text: string, name: string) =>
+  Number(
+    text
+      .split('\n')
+      .find((l) => l.startsWith(`${name} `))
+      ?.split(' ')[1] ?? NaN,
+  );
 
 async function httpText(url: string): Promise<string | undefined> {
   const res = await fetch(url, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
@@ -172,7 +188,8 @@ function cpuMs(pid: number): number {
 /** VmRSS of a process, and the part of it mapped from files (the executable's pages: Node's binary is ~120 MB), in bytes. */
 function rss(pid: number): { total: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n');
-  const kib = (field: string) => Number(/(\d+)/.exec(status.find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) * 1024;
+  const kib = (field: string) =>
+    Number(/(\d+)/.exec(status.find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) * 1024;
   return { total: kib('VmRSS'), file: kib('RssFile') };
 }
 
@@ -252,7 +269,8 @@ class AuditLog {
   }
 
   lastAt(system: SystemKey): number {
-    for (let i = this.records.length - 1; i >= 0; i--) if (this.records[i]!.system === system) return this.records[i]!.at;
+    for (let i = this.records.length - 1; i >= 0; i--)
+      if (this.records[i]!.system === system) return this.records[i]!.at;
     return 0;
   }
 }
@@ -267,23 +285,42 @@ interface Counts {
 function counts(records: AuditRecord[]): Counts {
   const byVerb: Record<string, number> = {};
   for (const r of records) byVerb[r.verb] = (byVerb[r.verb] ?? 0) + 1;
-  return { total: records.length, byVerb, lists: records.filter((r) => r.verb === 'list' && r.resource !== 'zoneawarepoddisruptionbudgets').length };
+  return {
+    total: records.length,
+    byVerb,
+    lists: records.filter((r) => r.verb === 'list' && r.resource !== 'zoneawarepoddisruptionbudgets').length,
+  };
 }
 
 /** "verb resource ×n", most first. */
 function byCall(records: AuditRecord[]): string {
   const calls = new Map<string, number>();
   for (const r of records) calls.set(`${r.verb} ${r.resource}`, (calls.get(`${r.verb} ${r.resource}`) ?? 0) + 1);
-  return [...calls].sort(([, a], [, b]) => b - a).map(([call, n]) => `${call} ×${n}`).join(', ');
+  return [...calls]
+    .sort(([, a], [, b]) => b - a)
+    .map(([call, n]) => `${call} ×${n}`)
+    .join(', ');
 }
 
-const formatCounts = (c: Counts, per = 1) => `${fmt(c.total / per, per === 1 ? 0 : 1)} (${Object.entries(c.byVerb).sort(([a], [b]) => a.localeCompare(b)).map(([verb, n]) => `${verb} ${fmt(n / per, per === 1 ? 0 : 1)}`).join(', ')})`;
-const fmt = (n: number, digits: number) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const formatCounts = (c: Counts, per = 1) =>
+  `${fmt(c.total / per, per === 1 ? 0 : 1)} (${Object.entries(c.byVerb)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([verb, n]) => `${verb} ${fmt(n / per, per === 1 ? 0 : 1)}`)
+    .join(', ')})`;
+const fmt = (n: number, digits: number) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 // --- The systems as child processes -------------------------------------------------------------
 
 /** What bench/gc-on-signal.ts prints after a forced GC. */
-type LiveMemory = { heapUsed: number; heapTotal: number; external: number; arrayBuffers: number; rss: number; spaces: Record<string, number> };
+type LiveMemory = {
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  rss: number;
+  spaces: Record<string, number>;
+};
 
 /** A system under test as a child process: its output read throughout (the tail kept for errors), and how it ended. */
 class Child {
@@ -310,7 +347,8 @@ class Child {
         resolve();
       });
     });
-    for (const stream of [this.proc.stdout, this.proc.stderr]) createInterface({ input: stream }).on('line', (line) => this.line(line));
+    for (const stream of [this.proc.stdout, this.proc.stderr])
+      createInterface({ input: stream }).on('line', (line) => this.line(line));
   }
 
   private line(line: string): void {
@@ -338,7 +376,9 @@ class Child {
 
   /** Why the process is gone, with its last output; undefined while it runs. */
   failure(): string | undefined {
-    return this.ended === undefined ? undefined : `${this.name} ${this.ended}; its last output:\n  ${this.tail.join('\n  ')}`;
+    return this.ended === undefined
+      ? undefined
+      : `${this.name} ${this.ended}; its last output:\n  ${this.tail.join('\n  ')}`;
   }
 
   /** When a line matching `pattern` is printed (performance.now()). */
@@ -346,7 +386,11 @@ class Child {
     let resolveLine!: (at: number) => void;
     const seen = new Promise<number>((resolve) => (resolveLine = resolve));
     this.lineWaiters.push({ pattern, resolve: resolveLine });
-    return waitFor(`${this.name}: a log line matching ${String(pattern)}`, () => Promise.race([seen, delay(100).then(() => undefined)]), { timeoutMs, intervalMs: 0, fail: () => this.failure() });
+    return waitFor(
+      `${this.name}: a log line matching ${String(pattern)}`,
+      () => Promise.race([seen, delay(100).then(() => undefined)]),
+      { timeoutMs, intervalMs: 0, fail: () => this.failure() },
+    );
   }
 
   /** Live heap and RSS after a full GC (a Stateward child preloaded with bench/gc-on-signal.ts). */
@@ -354,7 +398,11 @@ class Child {
     const answer = new Promise<LiveMemory>((resolve) => (this.gcWaiter = resolve));
     this.proc.kill('SIGUSR2');
     try {
-      return await waitFor(`${this.name}: its GC answer`, () => Promise.race([answer, delay(100).then(() => undefined)]), { timeoutMs: 30_000, intervalMs: 0, fail: () => this.failure() });
+      return await waitFor(
+        `${this.name}: its GC answer`,
+        () => Promise.race([answer, delay(100).then(() => undefined)]),
+        { timeoutMs: 30_000, intervalMs: 0, fail: () => this.failure() },
+      );
     } finally {
       this.gcWaiter = undefined;
     }
@@ -370,8 +418,18 @@ class Child {
 }
 
 /** performance.now() once `check` holds, polled every `intervalMs`; fails at once if the child dies. */
-async function pollUntil(child: Child, what: string, check: () => Promise<boolean> | boolean, intervalMs: number, timeoutMs: number): Promise<number> {
-  return waitFor(`${child.name}: ${what}`, async () => ((await check()) ? performance.now() : undefined), { timeoutMs, intervalMs, fail: () => child.failure() });
+async function pollUntil(
+  child: Child,
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  intervalMs: number,
+  timeoutMs: number,
+): Promise<number> {
+  return waitFor(`${child.name}: ${what}`, async () => ((await check()) ? performance.now() : undefined), {
+    timeoutMs,
+    intervalMs,
+    fail: () => child.failure(),
+  });
 }
 
 interface Started {
@@ -424,12 +482,31 @@ function statewardSystem(cluster: LocalCluster, namespace: string): System {
     notes: [],
     async start(context) {
       const [port] = (await freePorts(1)) as [number];
-      const child = new Child('Stateward', process.execPath, ['--expose-gc', '--import', preload, bin, `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${cluster.kubeconfigPath}`, `-kubernetes.api-url=${cluster.server}`, `-server.port=${port}`, '-log.level=warn', '-config-restarts.enabled', `-restart-grace-period=${GRACE_MS / 1000}`], process.env);
+      const child = new Child(
+        'Stateward',
+        process.execPath,
+        [
+          '--expose-gc',
+          '--import',
+          preload,
+          bin,
+          `-kubernetes.namespace=${namespace}`,
+          `-kubernetes.config-file=${cluster.kubeconfigPath}`,
+          `-kubernetes.api-url=${cluster.server}`,
+          `-server.port=${port}`,
+          '-log.level=warn',
+          '-config-restarts.enabled',
+          `-restart-grace-period=${GRACE_MS / 1000}`,
+        ],
+        process.env,
+      );
       const url = (path: string) => `http://127.0.0.1:${port}${path}`;
       return {
         child,
         ready: () => pollUntil(child, 'GET /ready answering 200', () => httpOk(url('/ready')), 50, 180_000),
-        synced: async () => metricValue((await httpText(url('/metrics'))) ?? '', CONFIGS_METRIC) >= context.namespaceConfigs.configMaps + context.namespaceConfigs.secrets && context.allRecorded(),
+        synced: async () =>
+          metricValue((await httpText(url('/metrics'))) ?? '', CONFIGS_METRIC) >=
+            context.namespaceConfigs.configMaps + context.namespaceConfigs.secrets && context.allRecorded(),
         metrics: async () => (await httpText(url('/metrics'))) ?? '',
       };
     },
@@ -437,9 +514,16 @@ function statewardSystem(cluster: LocalCluster, namespace: string): System {
 }
 
 function reloaderSystem(cluster: LocalCluster, namespace: string, built: Extract<PeerBinary, { ok: true }>): System {
-  const adds = (text: string, resource: string) => text.split('\n')
-    .filter((l) => l.startsWith('reloader_events_received_total{') && l.includes('event_type="add"') && l.includes(`resource_type="${resource}"`))
-    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  const adds = (text: string, resource: string) =>
+    text
+      .split('\n')
+      .filter(
+        (l) =>
+          l.startsWith('reloader_events_received_total{') &&
+          l.includes('event_type="add"') &&
+          l.includes(`resource_type="${resource}"`),
+      )
+      .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
   return {
     key: 'reloader',
     title: 'Reloader',
@@ -449,14 +533,22 @@ function reloaderSystem(cluster: LocalCluster, namespace: string, built: Extract
     notes: built.notes,
     start(context) {
       // --namespaces: Reloader's scoped mode, watching the bench namespace only. Default reload strategy (env vars).
-      const child = new Child('Reloader', built.path, [`--namespaces=${namespace}`], peerEnv({ KUBECONFIG: cluster.kubeconfigPath }));
+      const child = new Child(
+        'Reloader',
+        built.path,
+        [`--namespaces=${namespace}`],
+        peerEnv({ KUBECONFIG: cluster.kubeconfigPath }),
+      );
       const url = (path: string) => `http://127.0.0.1:${RELOADER_PORT}${path}`;
       return Promise.resolve({
         child,
         ready: () => pollUntil(child, 'GET :9090/live answering 200', () => httpOk(url('/live')), 50, 180_000),
         synced: async () => {
           const text = (await httpText(url('/metrics'))) ?? '';
-          return adds(text, 'configmaps') >= context.namespaceConfigs.configMaps && adds(text, 'secrets') >= context.namespaceConfigs.secrets;
+          return (
+            adds(text, 'configmaps') >= context.namespaceConfigs.configMaps &&
+            adds(text, 'secrets') >= context.namespaceConfigs.secrets
+          );
         },
       });
     },
@@ -475,14 +567,21 @@ function xingSystem(cluster: LocalCluster, built: Extract<PeerBinary, { ok: true
       // xing reads $HOME/.kube/config outside a cluster, and watches every namespace (it has no namespace flag).
       await mkdir(join(home, '.kube'), { recursive: true });
       await copyFile(cluster.kubeconfigPath, join(home, '.kube', 'config'));
-      const child = new Child('xing', built.path, [`--restart-grace-period=${GRACE_MS / 1000}`, '--verbose=1'], peerEnv({ HOME: home }));
+      const child = new Child(
+        'xing',
+        built.path,
+        [`--restart-grace-period=${GRACE_MS / 1000}`, '--verbose=1'],
+        peerEnv({ HOME: home }),
+      );
       // Listening from the spawn on, so the line cannot pass unseen.
       const ready = child.waitLine(/\] Starting$/, 180_000);
       ready.catch(() => undefined);
       return {
         child,
         ready: () => ready,
-        synced: async () => metricValue((await httpText(`http://127.0.0.1:${XING_PORT}/metrics`)) ?? '', CONFIGS_METRIC) >= context.clusterConfigs,
+        synced: async () =>
+          metricValue((await httpText(`http://127.0.0.1:${XING_PORT}/metrics`)) ?? '', CONFIGS_METRIC) >=
+          context.clusterConfigs,
       };
     },
   };
@@ -523,12 +622,25 @@ interface Change {
 
 function changeFor(k: number, kind: 'configmap-env' | 'configmap-volume' | 'secret'): Change {
   const w = (k * 7 + 1) % WORKLOADS;
-  if (kind === 'secret') return { workload: `app-${w}`, type: resources.secrets, config: `secret-${w}`, patch: () => ({ data: { password: Buffer.from(configValue()).toString('base64') } }) };
+  if (kind === 'secret')
+    return {
+      workload: `app-${w}`,
+      type: resources.secrets,
+      config: `secret-${w}`,
+      patch: () => ({ data: { password: Buffer.from(configValue()).toString('base64') } }),
+    };
   const config = kind === 'configmap-env' ? `cm-${2 * w}` : `cm-${2 * w + 1}`;
-  return { workload: `app-${w}`, type: resources.configMaps, config, patch: () => ({ data: { 'config.yaml': configValue() } }) };
+  return {
+    workload: `app-${w}`,
+    type: resources.configMaps,
+    config,
+    patch: () => ({ data: { 'config.yaml': configValue() } }),
+  };
 }
 
-const steadyChanges = range(CHANGES).map((k) => changeFor(k, (['configmap-env', 'configmap-volume', 'secret'] as const)[k % 3]!));
+const steadyChanges = range(CHANGES).map((k) =>
+  changeFor(k, (['configmap-env', 'configmap-volume', 'secret'] as const)[k % 3]!),
+);
 const restartChange = changeFor(CHANGES + 3, 'secret');
 
 /** The bench's view of the Deployments: when each one's generation moves (a restart patch), and whether it is as created. */
@@ -566,10 +678,14 @@ class Workloads {
 
   /** As the bench created it: only the opt-in annotations, no template annotations, no env vars, and seen by the Deployment controller. */
   static pristine(d: Deployment): boolean {
-    const extra = Object.keys(d.metadata?.annotations ?? {}).filter((k) => !(k in OPT_IN) && !k.startsWith('deployment.kubernetes.io/'));
-    return extra.length === 0
-      && Object.keys(d.spec?.template?.metadata?.annotations ?? {}).length === 0
-      && (d.spec?.template?.spec?.containers ?? []).every((c) => (c.env ?? []).length === 0);
+    const extra = Object.keys(d.metadata?.annotations ?? {}).filter(
+      (k) => !(k in OPT_IN) && !k.startsWith('deployment.kubernetes.io/'),
+    );
+    return (
+      extra.length === 0 &&
+      Object.keys(d.spec?.template?.metadata?.annotations ?? {}).length === 0 &&
+      (d.spec?.template?.spec?.containers ?? []).every((c) => (c.env ?? []).length === 0)
+    );
   }
 
   /** Puts every Deployment back as created (what xing, Stateward or Reloader wrote removed); the number changed. */
@@ -577,11 +693,30 @@ class Workloads {
     const changed = this.informer.list().filter((d) => !Workloads.pristine(d));
     await inParallel(changed, 16, async (d) => {
       const i = Number(d.metadata!.name!.slice('app-'.length));
-      const annotations = Object.fromEntries(Object.keys(d.metadata?.annotations ?? {}).filter((k) => !(k in OPT_IN) && !k.startsWith('deployment.kubernetes.io/')).map((k) => [k, null]));
+      const annotations = Object.fromEntries(
+        Object.keys(d.metadata?.annotations ?? {})
+          .filter((k) => !(k in OPT_IN) && !k.startsWith('deployment.kubernetes.io/'))
+          .map((k) => [k, null]),
+      );
       // A merge patch replaces lists whole: the container goes back to exactly what was created.
-      await kube.patch(resources.deployments, { namespace, name: d.metadata!.name! }, 'merge', { metadata: { annotations }, spec: { template: { metadata: { annotations: null }, spec: { containers: deployment(namespace, i).spec.template.spec.containers } } } });
+      await kube.patch(resources.deployments, { namespace, name: d.metadata!.name! }, 'merge', {
+        metadata: { annotations },
+        spec: {
+          template: {
+            metadata: { annotations: null },
+            spec: { containers: deployment(namespace, i).spec.template.spec.containers },
+          },
+        },
+      });
     });
-    await waitFor('every Deployment as created, and seen by the Deployment controller', () => this.informer.list().every((d) => Workloads.pristine(d) && d.status?.observedGeneration === d.metadata?.generation), { timeoutMs: 300_000, intervalMs: 100 });
+    await waitFor(
+      'every Deployment as created, and seen by the Deployment controller',
+      () =>
+        this.informer
+          .list()
+          .every((d) => Workloads.pristine(d) && d.status?.observedGeneration === d.metadata?.generation),
+      { timeoutMs: 300_000, intervalMs: 100 },
+    );
     return changed.length;
   }
 }
@@ -596,7 +731,14 @@ function deployment(namespace: string, i: number) {
         metadata: { labels: { app: `app-${i}` } },
         spec: {
           // The volume is mounted: Reloader restarts only for a volume some container mounts (Stateward and xing for any volume).
-          containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: `cm-${2 * i}` } }, { secretRef: { name: `secret-${i}` } }], volumeMounts: [{ name: 'config', mountPath: '/etc/app' }] }],
+          containers: [
+            {
+              name: 'app',
+              image: 'example.invalid/app:1',
+              envFrom: [{ configMapRef: { name: `cm-${2 * i}` } }, { secretRef: { name: `secret-${i}` } }],
+              volumeMounts: [{ name: 'config', mountPath: '/etc/app' }],
+            },
+          ],
           volumes: [{ name: 'config', configMap: { name: `cm-${2 * i + 1}` } }],
         },
       },
@@ -614,7 +756,10 @@ async function countOf(kube: KubeClient, type: ResourceType, namespace?: string)
 async function contextFor(kube: KubeClient, namespace: string, workloads: Workloads): Promise<SystemContext> {
   return {
     allRecorded: () => workloads.allRecorded(),
-    namespaceConfigs: { configMaps: await countOf(kube, resources.configMaps, namespace), secrets: await countOf(kube, resources.secrets, namespace) },
+    namespaceConfigs: {
+      configMaps: await countOf(kube, resources.configMaps, namespace),
+      secrets: await countOf(kube, resources.secrets, namespace),
+    },
     clusterConfigs: (await countOf(kube, resources.configMaps)) + (await countOf(kube, resources.secrets)),
   };
 }
@@ -629,7 +774,11 @@ function statewardCalls(text: string): { lists: number; listPaths: Map<string, n
     const n = Number(line.split(' ').at(-1));
     const call = `${/method="([^"]+)"/.exec(line)?.[1] ?? '?'} ${/path="([^"]+)"/.exec(line)?.[1] ?? '?'} ${/status_code="([^"]+)"/.exec(line)?.[1] ?? '?'}`;
     byCall.set(call, (byCall.get(call) ?? 0) + n);
-    if (line.includes('collection') && line.includes('method="GET"') && !line.includes('zoneawarepoddisruptionbudgets')) {
+    if (
+      line.includes('collection') &&
+      line.includes('method="GET"') &&
+      !line.includes('zoneawarepoddisruptionbudgets')
+    ) {
       lists += n;
       const path = /path="([^"]+)"/.exec(line)?.[1] ?? '?';
       listPaths.set(path, (listPaths.get(path) ?? 0) + n);
@@ -638,9 +787,17 @@ function statewardCalls(text: string): { lists: number; listPaths: Map<string, n
   return { lists, listPaths, byCall };
 }
 
-const diff = (after: Map<string, number>, before: Map<string, number>) => [...after].map(([k, n]) => [k, n - (before.get(k) ?? 0)] as const).filter(([, n]) => n > 0).map(([k, n]) => `${k} ×${n}`);
+const diff = (after: Map<string, number>, before: Map<string, number>) =>
+  [...after]
+    .map(([k, n]) => [k, n - (before.get(k) ?? 0)] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k} ×${n}`);
 
-async function runSystem(system: System, round: number, env: { kube: KubeClient; namespace: string; workloads: Workloads; audit: AuditLog }): Promise<Run> {
+async function runSystem(
+  system: System,
+  round: number,
+  env: { kube: KubeClient; namespace: string; workloads: Workloads; audit: AuditLog },
+): Promise<Run> {
   const { kube, namespace, workloads, audit } = env;
   await workloads.reset(kube, namespace);
 
@@ -651,11 +808,17 @@ async function runSystem(system: System, round: number, env: { kube: KubeClient;
     const since = (at: number) => (at - cold.child.startedAt) / 1000;
     const readyAt = await cold.ready();
     const syncedAt = await pollUntil(cold.child, 'synced', cold.synced, 100, 900_000);
-    const recordedAt = system.records ? await pollUntil(cold.child, 'every workload recorded', () => workloads.allRecorded(), 100, 900_000) : undefined;
-    await waitFor(`${system.title}: no API request for ${QUIET_MS / 1000} s`, async () => {
-      await audit.poll();
-      return Date.now() - Math.max(audit.lastAt(system.key), cold.child.startedWall) >= QUIET_MS;
-    }, { timeoutMs: 600_000, intervalMs: 250, fail: () => cold.child.failure() });
+    const recordedAt = system.records
+      ? await pollUntil(cold.child, 'every workload recorded', () => workloads.allRecorded(), 100, 900_000)
+      : undefined;
+    await waitFor(
+      `${system.title}: no API request for ${QUIET_MS / 1000} s`,
+      async () => {
+        await audit.poll();
+        return Date.now() - Math.max(audit.lastAt(system.key), cold.child.startedWall) >= QUIET_MS;
+      },
+      { timeoutMs: 600_000, intervalMs: 250, fail: () => cold.child.failure() },
+    );
     const settledAt = performance.now();
     const settledWall = Date.now();
     const cpuToSettled = cpuMs(cold.child.pid);
@@ -680,7 +843,10 @@ async function runSystem(system: System, round: number, env: { kube: KubeClient;
       const at = await workloads.restarted(change.workload, patchedAt, 30_000 + system.graceMs);
       if (at === undefined) {
         steadyMissed++;
-        report('restarts-miss', `${system.title}, round ${round}: ${change.type.resource}/${change.config} changed, ${change.workload} not restarted within ${(30_000 + system.graceMs) / 1000} s; its last output:\n  ${cold.child.lastOutput()}`);
+        report(
+          'restarts-miss',
+          `${system.title}, round ${round}: ${change.type.resource}/${change.config} changed, ${change.workload} not restarted within ${(30_000 + system.graceMs) / 1000} s; its last output:\n  ${cold.child.lastOutput()}`,
+        );
       } else steady.push(at - patchedAt - system.graceMs);
       await delay(300);
     }
@@ -730,7 +896,12 @@ async function runSystem(system: System, round: number, env: { kube: KubeClient;
       },
     };
     if (live) run.live = live;
-    if (before && after) run.calls = { lists: after.lists - before.lists, listed: diff(after.listPaths, before.listPaths).join(', '), byCall: diff(after.byCall, before.byCall).join('; ') };
+    if (before && after)
+      run.calls = {
+        lists: after.lists - before.lists,
+        listed: diff(after.listPaths, before.listPaths).join(', '),
+        byCall: diff(after.byCall, before.byCall).join('; '),
+      };
     return run;
   } finally {
     await current.stop();
@@ -739,7 +910,8 @@ async function runSystem(system: System, round: number, env: { kube: KubeClient;
 
 // --- Reporting --------------------------------------------------------------------------------------
 
-const finite = (values: (number | undefined)[]) => values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+const finite = (values: (number | undefined)[]) =>
+  values.filter((v): v is number => v !== undefined && Number.isFinite(v));
 
 /** Median (min–max) over the runs; '—' for none. */
 function cell(values: (number | undefined)[], format: (n: number) => string): string {
@@ -754,7 +926,8 @@ const ms0 = (n: number) => n.toFixed(0);
 const mib1 = (n: number) => (n / 2 ** 20).toFixed(1);
 
 function runLine(run: Run, title: string): string {
-  const steady = run.steady.length > 0 ? `median ${ms0(median(run.steady))} ms, max ${ms0(Math.max(...run.steady))} ms` : 'none';
+  const steady =
+    run.steady.length > 0 ? `median ${ms0(median(run.steady))} ms, max ${ms0(Math.max(...run.steady))} ms` : 'none';
   return [
     `round ${run.round} ${title}: cold start: ready ${s2(run.readyS)} s, synced ${s2(run.syncedS)} s${run.recordedS === undefined ? '' : `, every workload recorded ${s2(run.recordedS)} s`}, settled ${s2(run.settledS)} s (CPU ${s2(run.cpuToSettledS)} s)`,
     `RSS ${mib(run.rssBytes)} (${mib(run.rssFileBytes)} of it file-backed), idle CPU ${ms0(run.idleCpuMsPer60s)} ms per 60 s`,
@@ -766,30 +939,108 @@ function runLine(run: Run, title: string): string {
 
 function table(systems: System[], runs: Run[]): string[] {
   const of = (key: SystemKey) => runs.filter((r) => r.system === key);
-  const row = (label: string, value: (runs: Run[], system: System) => string) => `| ${label} | ${systems.map((s) => value(of(s.key), s)).join(' | ')} |`;
+  const row = (label: string, value: (runs: Run[], system: System) => string) =>
+    `| ${label} | ${systems.map((s) => value(of(s.key), s)).join(' | ')} |`;
   const afterRestart = (rs: Run[]) => {
     const missed = rs.filter((r) => r.afterRestartMs === undefined).length;
-    const text = cell(rs.map((r) => r.afterRestartMs), ms0);
+    const text = cell(
+      rs.map((r) => r.afterRestartMs),
+      ms0,
+    );
     return missed === 0 ? text : `${text === '—' ? '' : `${text}; `}missed in ${missed} of ${rs.length} runs`;
   };
   return [
     `| ${ROUNDS} rounds, median (min–max) | ${systems.map((s) => s.title).join(' | ')} |`,
     `|---|${systems.map(() => '---').join('|')}|`,
-    row('start → ready, cold (s)', (rs) => cell(rs.map((r) => r.readyS), s2)),
-    row('start → synced, cold (s)', (rs) => cell(rs.map((r) => r.syncedS), s2)),
-    row('start → every workload recorded, cold (s)', (rs, s) => (s.records ? cell(rs.map((r) => r.recordedS), s2) : 'nothing to record')),
-    row('start → ready, restart (s)', (rs) => cell(rs.map((r) => r.restartReadyS), s2)),
-    row('start → synced, restart (s)', (rs) => cell(rs.map((r) => r.restartSyncedS), s2)),
+    row('start → ready, cold (s)', (rs) =>
+      cell(
+        rs.map((r) => r.readyS),
+        s2,
+      ),
+    ),
+    row('start → synced, cold (s)', (rs) =>
+      cell(
+        rs.map((r) => r.syncedS),
+        s2,
+      ),
+    ),
+    row('start → every workload recorded, cold (s)', (rs, s) =>
+      s.records
+        ? cell(
+            rs.map((r) => r.recordedS),
+            s2,
+          )
+        : 'nothing to record',
+    ),
+    row('start → ready, restart (s)', (rs) =>
+      cell(
+        rs.map((r) => r.restartReadyS),
+        s2,
+      ),
+    ),
+    row('start → synced, restart (s)', (rs) =>
+      cell(
+        rs.map((r) => r.restartSyncedS),
+        s2,
+      ),
+    ),
     row('change at ready after a restart → restart patch, minus grace (ms)', afterRestart),
-    row(`steady change → restart patch, minus grace (ms; median of ${CHANGES} per run)`, (rs) => cell(rs.map((r) => (r.steady.length > 0 ? median(r.steady) : undefined)), ms0) + (rs.some((r) => r.steadyMissed) ? `; ${rs.reduce((n, r) => n + r.steadyMissed, 0)} missed` : '')),
-    row('RSS after sync (MiB)', (rs) => cell(rs.map((r) => r.rssBytes), mib1)),
-    row('CPU, start → settled (s)', (rs) => cell(rs.map((r) => r.cpuToSettledS), s2)),
-    row('idle CPU per 60 s (ms)', (rs) => cell(rs.map((r) => r.idleCpuMsPer60s), ms0)),
-    row('API requests, cold start → settled', (rs) => cell(rs.map((r) => r.api.cold.total), ms0)),
-    row('API requests, restart → synced', (rs) => cell(rs.map((r) => r.api.restart.total), ms0)),
-    row('API requests per steady change', (rs) => cell(rs.map((r) => r.api.perChange.total / CHANGES), (n) => n.toFixed(1))),
-    row('… of which LISTs', (rs) => cell(rs.map((r) => r.api.perChange.lists / CHANGES), (n) => n.toFixed(1))),
-    row('API requests per idle minute', (rs) => cell(rs.map((r) => r.api.idlePerMin), (n) => n.toFixed(1))),
+    row(
+      `steady change → restart patch, minus grace (ms; median of ${CHANGES} per run)`,
+      (rs) =>
+        cell(
+          rs.map((r) => (r.steady.length > 0 ? median(r.steady) : undefined)),
+          ms0,
+        ) + (rs.some((r) => r.steadyMissed) ? `; ${rs.reduce((n, r) => n + r.steadyMissed, 0)} missed` : ''),
+    ),
+    row('RSS after sync (MiB)', (rs) =>
+      cell(
+        rs.map((r) => r.rssBytes),
+        mib1,
+      ),
+    ),
+    row('CPU, start → settled (s)', (rs) =>
+      cell(
+        rs.map((r) => r.cpuToSettledS),
+        s2,
+      ),
+    ),
+    row('idle CPU per 60 s (ms)', (rs) =>
+      cell(
+        rs.map((r) => r.idleCpuMsPer60s),
+        ms0,
+      ),
+    ),
+    row('API requests, cold start → settled', (rs) =>
+      cell(
+        rs.map((r) => r.api.cold.total),
+        ms0,
+      ),
+    ),
+    row('API requests, restart → synced', (rs) =>
+      cell(
+        rs.map((r) => r.api.restart.total),
+        ms0,
+      ),
+    ),
+    row('API requests per steady change', (rs) =>
+      cell(
+        rs.map((r) => r.api.perChange.total / CHANGES),
+        (n) => n.toFixed(1),
+      ),
+    ),
+    row('… of which LISTs', (rs) =>
+      cell(
+        rs.map((r) => r.api.perChange.lists / CHANGES),
+        (n) => n.toFixed(1),
+      ),
+    ),
+    row('API requests per idle minute', (rs) =>
+      cell(
+        rs.map((r) => r.api.idlePerMin),
+        (n) => n.toFixed(1),
+      ),
+    ),
   ];
 }
 
@@ -805,16 +1056,27 @@ function verdicts(runs: Run[], has: Set<SystemKey>): Verdict[] {
     return xs.length > 0 ? median(xs) : NaN;
   };
   const out: Verdict[] = [];
-  const relative = (what: string, pick: (r: Run) => number | undefined, factor: number, format: (n: number) => string) => {
+  const relative = (
+    what: string,
+    pick: (r: Run) => number | undefined,
+    factor: number,
+    format: (n: number) => string,
+  ) => {
     if (!has.has('stateward')) return;
     const ours = med('stateward', pick);
     if (!has.has('reloader')) {
-      out.push({ text: `${what} ≤ ${factor === 1 ? '' : `${factor}× `}Reloader's: not judged (Reloader did not run); Stateward ${format(ours)}`, met: undefined });
+      out.push({
+        text: `${what} ≤ ${factor === 1 ? '' : `${factor}× `}Reloader's: not judged (Reloader did not run); Stateward ${format(ours)}`,
+        met: undefined,
+      });
       return;
     }
     const theirs = med('reloader', pick);
     const met = ours <= factor * theirs;
-    out.push({ text: `${what} ≤ ${factor === 1 ? '' : `${factor}× `}Reloader's: Stateward ${format(ours)} vs Reloader ${format(theirs)} (${(ours / theirs).toFixed(2)}×): ${met ? 'met' : 'MISSED'}`, met });
+    out.push({
+      text: `${what} ≤ ${factor === 1 ? '' : `${factor}× `}Reloader's: Stateward ${format(ours)} vs Reloader ${format(theirs)} (${(ours / theirs).toFixed(2)}×): ${met ? 'met' : 'MISSED'}`,
+      met,
+    });
   };
   const sec = (n: number) => `${n.toFixed(2)} s`;
   relative('start → synced after a restart', (r) => r.restartSyncedS, 2, sec);
@@ -825,26 +1087,62 @@ function verdicts(runs: Run[], has: Set<SystemKey>): Verdict[] {
     const after = med('stateward', (r) => r.afterRestartMs);
     const worst = Math.max(...finite(ours.map((r) => r.afterRestartMs)));
     const met = missed === 0 && after <= 100;
-    out.push({ text: `change right after a restart ≤ 100 ms beyond the grace: Stateward median ${ms0(after)} ms, worst ${ms0(worst)} ms${missed ? `, ${missed} missed` : ''}: ${met ? 'met' : 'MISSED'}`, met });
+    out.push({
+      text: `change right after a restart ≤ 100 ms beyond the grace: Stateward median ${ms0(after)} ms, worst ${ms0(worst)} ms${missed ? `, ${missed} missed` : ''}: ${met ? 'met' : 'MISSED'}`,
+      met,
+    });
   }
-  relative('RSS after sync', (r) => r.rssBytes, 1, (n) => `${mib1(n)} MiB`);
-  relative('idle CPU', (r) => r.idleCpuMsPer60s, 2, (n) => `${ms0(n)} ms per 60 s`);
+  relative(
+    'RSS after sync',
+    (r) => r.rssBytes,
+    1,
+    (n) => `${mib1(n)} MiB`,
+  );
+  relative(
+    'idle CPU',
+    (r) => r.idleCpuMsPer60s,
+    2,
+    (n) => `${ms0(n)} ms per 60 s`,
+  );
   if (has.has('stateward')) {
     const ours = runs.filter((r) => r.system === 'stateward');
     const all = ours.flatMap((r) => r.steady);
     const missed = ours.reduce((n, r) => n + r.steadyMissed, 0);
     const p99 = percentile(all, 99);
-    out.push({ text: `steady change → restart p99 ≤ 100 ms beyond the grace: Stateward p50 ${ms0(percentile(all, 50))} ms, p99 ${ms0(p99)} ms over ${all.length} changes${missed ? `, ${missed} missed` : ''}: ${p99 <= 100 && missed === 0 ? 'met' : 'MISSED'}`, met: p99 <= 100 && missed === 0 });
+    out.push({
+      text: `steady change → restart p99 ≤ 100 ms beyond the grace: Stateward p50 ${ms0(percentile(all, 50))} ms, p99 ${ms0(p99)} ms over ${all.length} changes${missed ? `, ${missed} missed` : ''}: ${p99 <= 100 && missed === 0 ? 'met' : 'MISSED'}`,
+      met: p99 <= 100 && missed === 0,
+    });
     const lists = ours.reduce((n, r) => n + (r.calls?.lists ?? 0), 0);
-    out.push({ text: `no LIST per change: Stateward made ${lists} LISTs over ${ours.length * CHANGES} changes (its own client metrics${lists ? `: ${ours.map((r) => r.calls?.listed).filter(Boolean).join('; ')}` : ''}): ${lists === 0 ? 'met' : 'MISSED'}`, met: lists === 0 });
+    out.push({
+      text: `no LIST per change: Stateward made ${lists} LISTs over ${ours.length * CHANGES} changes (its own client metrics${
+        lists
+          ? `: ${ours
+              .map((r) => r.calls?.listed)
+              .filter(Boolean)
+              .join('; ')}`
+          : ''
+      }): ${lists === 0 ? 'met' : 'MISSED'}`,
+      met: lists === 0,
+    });
   }
   return out;
 }
 
 export async function restartsBench(): Promise<boolean> {
-  const selected = new Set((process.env['BENCH_RESTARTS_SYSTEMS'] ?? ORDER.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
-  for (const name of selected) if (!ORDER.includes(name as SystemKey)) throw new Error(`BENCH_RESTARTS_SYSTEMS: unknown system "${name}"; one of ${ORDER.join(', ')}`);
-  if (CONFIGMAPS < 2 * WORKLOADS || SECRETS < WORKLOADS || WORKLOADS < CHANGES + 5) throw new Error(`BENCH_RESTARTS_SCALE=${SCALE} leaves too few objects (${WORKLOADS} workloads for ${CHANGES} changes)`);
+  const selected = new Set(
+    (process.env['BENCH_RESTARTS_SYSTEMS'] ?? ORDER.join(','))
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  for (const name of selected)
+    if (!ORDER.includes(name as SystemKey))
+      throw new Error(`BENCH_RESTARTS_SYSTEMS: unknown system "${name}"; one of ${ORDER.join(', ')}`);
+  if (CONFIGMAPS < 2 * WORKLOADS || SECRETS < WORKLOADS || WORKLOADS < CHANGES + 5)
+    throw new Error(
+      `BENCH_RESTARTS_SCALE=${SCALE} leaves too few objects (${WORKLOADS} workloads for ${CHANGES} changes)`,
+    );
 
   // The peers: built on first use, skipped (with what to do) when their source is missing or their fixed port is taken.
   const built: { reloader?: Extract<PeerBinary, { ok: true }>; xing?: Extract<PeerBinary, { ok: true }> } = {};
@@ -858,11 +1156,17 @@ export async function restartsBench(): Promise<boolean> {
     }
     const port = name === 'reloader' ? RELOADER_PORT : XING_PORT;
     if (!(await portFree(port))) {
-      report('restarts-peers', `${spec.title} SKIPPED: it always listens on port ${port}, which something else on this machine holds`);
+      report(
+        'restarts-peers',
+        `${spec.title} SKIPPED: it always listens on port ${port}, which something else on this machine holds`,
+      );
       continue;
     }
     built[name] = binary;
-    report('restarts-peers', `${spec.title}: ${spec.repo} ${spec.commit} (${spec.describe})${binary.notes.length ? `; built with ${binary.notes.join('; ')}` : ''}`);
+    report(
+      'restarts-peers',
+      `${spec.title}: ${spec.repo} ${spec.commit} (${spec.describe})${binary.notes.length ? `; built with ${binary.notes.join('; ')}` : ''}`,
+    );
   }
 
   const scratch = await mkdtemp(join(tmpdir(), 'stateward-bench-restarts-'));
@@ -872,7 +1176,14 @@ export async function restartsBench(): Promise<boolean> {
     name: `bench-restarts-${process.pid}`,
     nodesPerZone: 1,
     log: () => {},
-    extraArgs: { apiserver: [`--audit-policy-file=${join(scratch, 'audit-policy.yaml')}`, `--audit-log-path=${auditPath}`, '--audit-log-format=json', '--audit-log-maxsize=0'] },
+    extraArgs: {
+      apiserver: [
+        `--audit-policy-file=${join(scratch, 'audit-policy.yaml')}`,
+        `--audit-log-path=${auditPath}`,
+        '--audit-log-format=json',
+        '--audit-log-maxsize=0',
+      ],
+    },
   });
   const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 60_000, userAgent: 'stateward-bench' });
   try {
@@ -880,7 +1191,11 @@ export async function restartsBench(): Promise<boolean> {
     let baseline: LiveMemory | undefined;
     if (selected.has('stateward')) {
       const empty = await benchNamespace(kube, 'bench-empty');
-      const op = await statewardSystem(cluster, empty).start({ allRecorded: () => true, namespaceConfigs: { configMaps: 0, secrets: 0 }, clusterConfigs: 0 });
+      const op = await statewardSystem(cluster, empty).start({
+        allRecorded: () => true,
+        namespaceConfigs: { configMaps: 0, secrets: 0 },
+        clusterConfigs: 0,
+      });
       try {
         await op.ready();
         baseline = await op.child.liveMemory();
@@ -891,13 +1206,28 @@ export async function restartsBench(): Promise<boolean> {
 
     const namespace = await benchNamespace(kube);
     const creating = performance.now();
-    await inParallel(range(CONFIGMAPS), 32, (i) => kube.create(resources.configMaps, { metadata: { name: `cm-${i}`, namespace }, data: { 'config.yaml': configValue() } } as KubeObject));
-    await inParallel(range(SECRETS), 32, (i) => kube.create(resources.secrets, { metadata: { name: `secret-${i}`, namespace }, data: { password: Buffer.from(configValue()).toString('base64') } } as KubeObject));
-    await inParallel(range(WORKLOADS), 32, (i) => kube.create(resources.deployments, deployment(namespace, i) as KubeObject));
+    await inParallel(range(CONFIGMAPS), 32, (i) =>
+      kube.create(resources.configMaps, {
+        metadata: { name: `cm-${i}`, namespace },
+        data: { 'config.yaml': configValue() },
+      } as KubeObject),
+    );
+    await inParallel(range(SECRETS), 32, (i) =>
+      kube.create(resources.secrets, {
+        metadata: { name: `secret-${i}`, namespace },
+        data: { password: Buffer.from(configValue()).toString('base64') },
+      } as KubeObject),
+    );
+    await inParallel(range(WORKLOADS), 32, (i) =>
+      kube.create(resources.deployments, deployment(namespace, i) as KubeObject),
+    );
     const workloads = new Workloads(kube, namespace);
     workloads.informer.start();
     await workloads.informer.waitForSync();
-    report('restarts-setup', `${CONFIGMAPS} ConfigMaps + ${SECRETS} Secrets of ~4 KiB and ${WORKLOADS} opted-in Deployments created in ${((performance.now() - creating) / 1000).toFixed(0)} s; ${ROUNDS} rounds of ${ORDER.filter((k) => selected.has(k)).join(', ')}; ${CHANGES} steady changes per run, idle window ${IDLE_MS / 1000} s (CPU scaled to 60 s)`);
+    report(
+      'restarts-setup',
+      `${CONFIGMAPS} ConfigMaps + ${SECRETS} Secrets of ~4 KiB and ${WORKLOADS} opted-in Deployments created in ${((performance.now() - creating) / 1000).toFixed(0)} s; ${ROUNDS} rounds of ${ORDER.filter((k) => selected.has(k)).join(', ')}; ${CHANGES} steady changes per run, idle window ${IDLE_MS / 1000} s (CPU scaled to 60 s)`,
+    );
 
     const systems: System[] = [];
     for (const key of ORDER) {
@@ -905,7 +1235,10 @@ export async function restartsBench(): Promise<boolean> {
       if (key === 'xing' && built.xing) systems.push(xingSystem(cluster, built.xing, join(scratch, 'xing-home')));
       if (key === 'stateward' && selected.has('stateward')) systems.push(statewardSystem(cluster, namespace));
     }
-    const audit = new AuditLog(auditPath, systems.map((s) => [s.userAgent, s.key]));
+    const audit = new AuditLog(
+      auditPath,
+      systems.map((s) => [s.userAgent, s.key]),
+    );
     const runs: Run[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const system of systems) {
@@ -918,13 +1251,25 @@ export async function restartsBench(): Promise<boolean> {
 
     const ours = runs.filter((r) => r.system === 'stateward');
     if (baseline && ours.length > 0) {
-      const at = (pick: (m: LiveMemory) => number) => median(finite(ours.map((r) => (r.live ? pick(r.live) : undefined))));
+      const at = (pick: (m: LiveMemory) => number) =>
+        median(finite(ours.map((r) => (r.live ? pick(r.live) : undefined))));
       const heap = at((m) => m.heapUsed);
       const objects = CONFIGMAPS + SECRETS + WORKLOADS;
-      const spaces = (m: LiveMemory) => Object.entries(m.spaces).filter(([, n]) => n >= 2 ** 20).map(([name, n]) => `${name.replace(/_space$/, '')} ${mib(n)}`).join(', ');
-      report('restarts-memory', `Stateward, after a forced GC, synced and idle: live heap ${mib(heap)} (empty namespace ${mib(baseline.heapUsed)}, +${mib(heap - baseline.heapUsed)}, ${((heap - baseline.heapUsed) / objects / 1024).toFixed(2)} KiB per object); RSS ${mib(median(ours.map((r) => r.rssBytes)))} at sync, ${mib(at((m) => m.rss))} after the GC (empty namespace ${mib(baseline.rss)}); V8 heap committed ${mib(at((m) => m.heapTotal))} (empty namespace ${mib(baseline.heapTotal)}), external ${mib(at((m) => m.external))} of which array buffers ${mib(at((m) => m.arrayBuffers))}; spaces of round ${ours[0]!.round}'s run: ${ours[0]!.live ? spaces(ours[0]!.live) : '—'}`);
+      const spaces = (m: LiveMemory) =>
+        Object.entries(m.spaces)
+          .filter(([, n]) => n >= 2 ** 20)
+          .map(([name, n]) => `${name.replace(/_space$/, '')} ${mib(n)}`)
+          .join(', ');
+      report(
+        'restarts-memory',
+        `Stateward, after a forced GC, synced and idle: live heap ${mib(heap)} (empty namespace ${mib(baseline.heapUsed)}, +${mib(heap - baseline.heapUsed)}, ${((heap - baseline.heapUsed) / objects / 1024).toFixed(2)} KiB per object); RSS ${mib(median(ours.map((r) => r.rssBytes)))} at sync, ${mib(at((m) => m.rss))} after the GC (empty namespace ${mib(baseline.rss)}); V8 heap committed ${mib(at((m) => m.heapTotal))} (empty namespace ${mib(baseline.heapTotal)}), external ${mib(at((m) => m.external))} of which array buffers ${mib(at((m) => m.arrayBuffers))}; spaces of round ${ours[0]!.round}'s run: ${ours[0]!.live ? spaces(ours[0]!.live) : '—'}`,
+      );
       const last = ours.at(-1)!;
-      if (last.calls) report('restarts-api-calls', `Stateward, round ${last.round}, its own client metrics over ${CHANGES} changes: ${last.calls.byCall || 'none'}`);
+      if (last.calls)
+        report(
+          'restarts-api-calls',
+          `Stateward, round ${last.round}, its own client metrics over ${CHANGES} changes: ${last.calls.byCall || 'none'}`,
+        );
     }
     console.log('');
     for (const line of table(systems, runs)) console.log(line);

@@ -10,7 +10,14 @@ import { LocalCluster } from '../test/cluster/cluster.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
-import { changeTemplate, createGroup, InvariantMonitor, waitGroupSettled, waitRolledOut, ZONES } from '../test/support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  InvariantMonitor,
+  waitGroupSettled,
+  waitRolledOut,
+  ZONES,
+} from '../test/support/rollout-group.ts';
 import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
 
@@ -18,7 +25,10 @@ const REPLICAS = 10;
 
 async function apiRequests(port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return text.split('\n').filter((l) => l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count')).reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
 
 export async function rolloutBench(): Promise<boolean> {
@@ -31,9 +41,24 @@ export async function rolloutBench(): Promise<boolean> {
     const monitor = new InvariantMonitor(kube, namespace, {});
     await monitor.start();
     const [port] = await freePorts(1);
-    const operator = spawn(process.execPath, [fileURLToPath(new URL('../bin/stateward.ts', import.meta.url)), `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${cluster.kubeconfigPath}`, `-kubernetes.api-url=${cluster.server}`, `-server.port=${port}`, '-log.level=warn'], { stdio: 'ignore' });
+    const operator = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL('../bin/stateward.ts', import.meta.url)),
+        `-kubernetes.namespace=${namespace}`,
+        `-kubernetes.config-file=${cluster.kubeconfigPath}`,
+        `-kubernetes.api-url=${cluster.server}`,
+        `-server.port=${port}`,
+        '-log.level=warn',
+      ],
+      { stdio: 'ignore' },
+    );
     try {
-      await waitFor('operator ready', async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200, { timeoutMs: 30_000 });
+      await waitFor(
+        'operator ready',
+        async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200,
+        { timeoutMs: 30_000 },
+      );
       const requestsBefore = await apiRequests(port!);
       const started = Date.now();
       for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
@@ -55,17 +80,28 @@ export async function rolloutBench(): Promise<boolean> {
         if (ready) latencies.push(d.at - ready.at);
       }
       // Pod restart: from a pod's delete to its replacement (same name) being Ready.
-      const restarts = deletes.map((d) => {
-        const back = transitions.find((t) => t.pod === d.pod && t.at > d.at && t.to.endsWith('/ready'));
-        return back ? back.at - d.at : NaN;
-      }).filter((x) => !Number.isNaN(x));
+      const restarts = deletes
+        .map((d) => {
+          const back = transitions.find((t) => t.pod === d.pod && t.at > d.at && t.to.endsWith('/ready'));
+          return back ? back.at - d.at : NaN;
+        })
+        .filter((x) => !Number.isNaN(x));
       const restart = percentile(restarts, 50);
       const ideal = ZONES.length * REPLICAS * restart;
       const p99 = percentile(latencies, 99);
       const ratio = makespan / ideal;
-      report('rollout-reaction', `${latencies.length} reactions: p50 ${percentile(latencies, 50)} ms, p99 ${p99} ms, max ${Math.max(...latencies)} ms (target p99 ≤ 50 ms: ${p99 <= 50 ? 'met' : 'MISSED'})`);
-      report('rollout-makespan', `${(makespan / 1000).toFixed(1)} s for ${ZONES.length}×${REPLICAS} pods; ideal ${(ideal / 1000).toFixed(1)} s (median pod restart ${(restart / 1000).toFixed(2)} s); ratio ${ratio.toFixed(3)} (target ≤ 1.05: ${ratio <= 1.05 ? 'met' : 'MISSED'})`);
-      report('rollout-api-requests', `${requests} API requests for the rollout (${(requests / (ZONES.length * REPLICAS)).toFixed(1)} per pod); invariant violations: ${monitor.violations.length}; replacement pods deleted by kwok: ${strayDeletes}`);
+      report(
+        'rollout-reaction',
+        `${latencies.length} reactions: p50 ${percentile(latencies, 50)} ms, p99 ${p99} ms, max ${Math.max(...latencies)} ms (target p99 ≤ 50 ms: ${p99 <= 50 ? 'met' : 'MISSED'})`,
+      );
+      report(
+        'rollout-makespan',
+        `${(makespan / 1000).toFixed(1)} s for ${ZONES.length}×${REPLICAS} pods; ideal ${(ideal / 1000).toFixed(1)} s (median pod restart ${(restart / 1000).toFixed(2)} s); ratio ${ratio.toFixed(3)} (target ≤ 1.05: ${ratio <= 1.05 ? 'met' : 'MISSED'})`,
+      );
+      report(
+        'rollout-api-requests',
+        `${requests} API requests for the rollout (${(requests / (ZONES.length * REPLICAS)).toFixed(1)} per pod); invariant violations: ${monitor.violations.length}; replacement pods deleted by kwok: ${strayDeletes}`,
+      );
       return p99 <= 50 && ratio <= 1.05 && monitor.violations.length === 0;
     } finally {
       operator.kill('SIGTERM');

@@ -34,7 +34,8 @@ const all: Record<string, () => Promise<boolean>> = {
   restarts: () => restartsBench(),
   abuse: () => abuseBench(),
 };
-for (const name of selected) if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
+for (const name of selected)
+  if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
 
 console.log(`machine: ${machine()}`);
 let ok = true;

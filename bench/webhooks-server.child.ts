@@ -10,11 +10,22 @@ import { noDownscaleHandler } from '../src/webhooks/nodownscale.ts';
 import { WebhookServer } from '../src/runtime/admission/server.ts';
 import { generateSelfSigned } from '../src/webhooks/tls/generate.ts';
 
-const tls = await generateSelfSigned({ org: 'stateward-bench', dnsNames: ['localhost'], validityMs: 3_600_000, now: Date.now() });
+const tls = await generateSelfSigned({
+  org: 'stateward-bench',
+  dnsNames: ['localhost'],
+  validityMs: 3_600_000,
+  now: Date.now(),
+});
 // "API calls made on the typed-object path": the handler may only GET the
 // parent for a Scale; a StatefulSet UPDATE carries its labels in oldObject.
 let getParentLabelsCalls = 0;
-const server = new WebhookServer({ port: 0, host: '127.0.0.1', requestTimeoutMs: 10_000, registry: new Registry(), tls });
+const server = new WebhookServer({
+  port: 0,
+  host: '127.0.0.1',
+  requestTimeoutMs: 10_000,
+  registry: new Registry(),
+  tls,
+});
 server.handle(
   '/admission/no-downscale',
   noDownscaleHandler({

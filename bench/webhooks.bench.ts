@@ -31,7 +31,12 @@ function container(name: string, image: string, port: number): Record<string, un
     name,
     image,
     imagePullPolicy: 'IfNotPresent',
-    args: [`-target=${name}`, '-config.file=/etc/mimir/mimir.yaml', '-server.grpc-max-recv-msg-size-bytes=104857600', '-log.level=info'],
+    args: [
+      `-target=${name}`,
+      '-config.file=/etc/mimir/mimir.yaml',
+      '-server.grpc-max-recv-msg-size-bytes=104857600',
+      '-log.level=info',
+    ],
     env: [
       { name: 'GOMAXPROCS', value: '4' },
       { name: 'JAEGER_AGENT_HOST', value: 'alloy.tracing.svc.cluster.local.' },
@@ -41,7 +46,14 @@ function container(name: string, image: string, port: number): Record<string, un
       { name: 'http-metrics', containerPort: port, protocol: 'TCP' },
       { name: 'grpc', containerPort: 9095, protocol: 'TCP' },
     ],
-    readinessProbe: { httpGet: { path: '/ready', port, scheme: 'HTTP' }, initialDelaySeconds: 15, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
+    readinessProbe: {
+      httpGet: { path: '/ready', port, scheme: 'HTTP' },
+      initialDelaySeconds: 15,
+      timeoutSeconds: 1,
+      periodSeconds: 10,
+      successThreshold: 1,
+      failureThreshold: 3,
+    },
     resources: { limits: { memory: '12Gi' }, requests: { cpu: '2', memory: '8Gi' } },
     volumeMounts: [
       { name: 'config', mountPath: '/etc/mimir' },
@@ -78,16 +90,56 @@ function statefulSet(replicas: number, generation: number): Record<string, unkno
       template: {
         metadata: { labels: { name: 'ingester-zone-a', 'rollout-group': 'ingester', gossip_ring_member: 'true' } },
         spec: {
-          affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchExpressions: [{ key: 'rollout-group', operator: 'In', values: ['ingester'] }, { key: 'name', operator: 'NotIn', values: ['ingester-zone-a'] }] }, topologyKey: 'kubernetes.io/hostname' }] } },
-          containers: [container('ingester', 'grafana/mimir:2.14.0', 8080), container('overrides-exporter', 'grafana/mimir:2.14.0', 8081), container('log-shipper', 'grafana/alloy:v1.5.0', 12345)],
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  labelSelector: {
+                    matchExpressions: [
+                      { key: 'rollout-group', operator: 'In', values: ['ingester'] },
+                      { key: 'name', operator: 'NotIn', values: ['ingester-zone-a'] },
+                    ],
+                  },
+                  topologyKey: 'kubernetes.io/hostname',
+                },
+              ],
+            },
+          },
+          containers: [
+            container('ingester', 'grafana/mimir:2.14.0', 8080),
+            container('overrides-exporter', 'grafana/mimir:2.14.0', 8081),
+            container('log-shipper', 'grafana/alloy:v1.5.0', 12345),
+          ],
           securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
           terminationGracePeriodSeconds: 1200,
           volumes: [{ name: 'config', configMap: { name: 'mimir-config', defaultMode: 420 } }],
         },
       },
-      volumeClaimTemplates: [{ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'storage' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } }, storageClassName: 'fast', volumeMode: 'Filesystem' } }],
+      volumeClaimTemplates: [
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'storage' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: '100Gi' } },
+            storageClassName: 'fast',
+            volumeMode: 'Filesystem',
+          },
+        },
+      ],
     },
-    status: { replicas: 3, readyReplicas: 3, currentReplicas: 3, updatedReplicas: 3, availableReplicas: 3, observedGeneration: 7, currentRevision: 'ingester-zone-a-5d9c7b8f6', updateRevision: 'ingester-zone-a-5d9c7b8f6', collisionCount: 0 },
+    status: {
+      replicas: 3,
+      readyReplicas: 3,
+      currentReplicas: 3,
+      updatedReplicas: 3,
+      availableReplicas: 3,
+      observedGeneration: 7,
+      currentRevision: 'ingester-zone-a-5d9c7b8f6',
+      updateRevision: 'ingester-zone-a-5d9c7b8f6',
+      collisionCount: 0,
+    },
   };
 }
 
@@ -109,7 +161,11 @@ export function reviewTemplate(newReplicas: number): [string, string] {
       name: 'ingester-zone-a',
       namespace: 'mimir',
       operation: 'UPDATE',
-      userInfo: { username: 'system:serviceaccount:mimir:rollout-operator', uid: 'c0ffee00-1111-2222-3333-444455556666', groups: ['system:serviceaccounts', 'system:serviceaccounts:mimir', 'system:authenticated'] },
+      userInfo: {
+        username: 'system:serviceaccount:mimir:rollout-operator',
+        uid: 'c0ffee00-1111-2222-3333-444455556666',
+        groups: ['system:serviceaccounts', 'system:serviceaccounts:mimir', 'system:authenticated'],
+      },
       object: statefulSet(newReplicas, 8),
       oldObject: statefulSet(3, 7),
       dryRun: false,
@@ -138,7 +194,16 @@ function post(agent: Agent, port: number, body: string, uid: string, expectAllow
     const started = performance.now();
     const fail = (error: string) => resolve({ ok: false, latencyMs: performance.now() - started, error });
     const req = request(
-      { agent, host: '127.0.0.1', port, servername: 'localhost', path: PATH, method: 'POST', timeout: REQUEST_TIMEOUT_MS, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        servername: 'localhost',
+        path: PATH,
+        method: 'POST',
+        timeout: REQUEST_TIMEOUT_MS,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -147,12 +212,24 @@ function post(agent: Agent, port: number, body: string, uid: string, expectAllow
           const latencyMs = performance.now() - started;
           if (res.statusCode !== 200) return resolve({ ok: false, latencyMs, error: `HTTP ${res.statusCode}` });
           try {
-            const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response?: { uid?: unknown; allowed?: unknown } };
-            if (review.response?.uid !== uid) return resolve({ ok: false, latencyMs, error: 'response.uid differs from request uid' });
-            if (review.response.allowed !== expectAllowed) return resolve({ ok: false, latencyMs, error: `allowed ${String(review.response.allowed)}, expected ${expectAllowed}` });
+            const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+              response?: { uid?: unknown; allowed?: unknown };
+            };
+            if (review.response?.uid !== uid)
+              return resolve({ ok: false, latencyMs, error: 'response.uid differs from request uid' });
+            if (review.response.allowed !== expectAllowed)
+              return resolve({
+                ok: false,
+                latencyMs,
+                error: `allowed ${String(review.response.allowed)}, expected ${expectAllowed}`,
+              });
             resolve({ ok: true, latencyMs });
           } catch (error) {
-            resolve({ ok: false, latencyMs, error: `undecodable response: ${error instanceof Error ? error.message : String(error)}` });
+            resolve({
+              ok: false,
+              latencyMs,
+              error: `undecodable response: ${error instanceof Error ? error.message : String(error)}`,
+            });
           }
         });
       },
@@ -169,7 +246,13 @@ function post(agent: Agent, port: number, body: string, uid: string, expectAllow
  * the outcomes, the wall time from first send to last answer, and the
  * largest delay of a send behind its schedule.
  */
-export async function drive(agent: Agent, port: number, rate: number, count: number, templates: { deny: [string, string]; allow: [string, string] }) {
+export async function drive(
+  agent: Agent,
+  port: number,
+  rate: number,
+  count: number,
+  templates: { deny: [string, string]; allow: [string, string] },
+) {
   const interval = 1000 / rate;
   const pending: Promise<Outcome>[] = [];
   const start = performance.now();
@@ -209,7 +292,11 @@ export async function webhooksBench(): Promise<boolean> {
     const timer = AbortSignal.timeout(30_000);
     const line = await Promise.race([
       lines.next(),
-      new Promise<never>((_, reject) => timer.addEventListener('abort', () => reject(new Error(`webhook server child: no ${what} within 30 s`)), { once: true })),
+      new Promise<never>((_, reject) =>
+        timer.addEventListener('abort', () => reject(new Error(`webhook server child: no ${what} within 30 s`)), {
+          once: true,
+        }),
+      ),
     ]);
     if (line.done) throw new Error(`webhook server child exited before its ${what}`);
     return JSON.parse(line.value) as unknown;
@@ -232,10 +319,22 @@ export async function webhooksBench(): Promise<boolean> {
     const p99 = percentile(latencies, 99);
     const cpuSeconds = (stats.cpuUserUs + stats.cpuSystemUs) / 1e6;
     const ms = (x: number) => x.toFixed(2);
-    report('webhook-no-downscale-rate', `${outcomes.length} requests (${(bodyBytes / 1024).toFixed(1)} KiB each, half denied) in ${(wallMs / 1000).toFixed(2)} s: ${(outcomes.length / (wallMs / 1000)).toFixed(1)} req/s achieved (target ${rate}); max send lag behind schedule ${ms(maxLagMs)} ms`);
-    report('webhook-no-downscale-latency', `p50 ${ms(percentile(latencies, 50))} ms, p99 ${ms(p99)} ms, max ${ms(Math.max(...latencies))} ms (target p99 ≤ ${TARGET_P99_MS} ms: ${p99 <= TARGET_P99_MS ? 'met' : 'MISSED'})`);
-    report('webhook-no-downscale-cpu', `server ${cpuSeconds.toFixed(3)} CPU s (user ${(stats.cpuUserUs / 1e6).toFixed(3)}, system ${(stats.cpuSystemUs / 1e6).toFixed(3)}): ${((cpuSeconds * 1000) / outcomes.length).toFixed(4)} CPU s per 1000 requests, ${((cpuSeconds * 1000 * 100) / stats.elapsedMs).toFixed(1)} % of one core`);
-    report('webhook-no-downscale-checks', `getParentLabels calls ${stats.getParentLabelsCalls} (target 0), errors ${errors.length}${errors.length > 0 ? ` (first: ${errors[0]!.error})` : ''}`);
+    report(
+      'webhook-no-downscale-rate',
+      `${outcomes.length} requests (${(bodyBytes / 1024).toFixed(1)} KiB each, half denied) in ${(wallMs / 1000).toFixed(2)} s: ${(outcomes.length / (wallMs / 1000)).toFixed(1)} req/s achieved (target ${rate}); max send lag behind schedule ${ms(maxLagMs)} ms`,
+    );
+    report(
+      'webhook-no-downscale-latency',
+      `p50 ${ms(percentile(latencies, 50))} ms, p99 ${ms(p99)} ms, max ${ms(Math.max(...latencies))} ms (target p99 ≤ ${TARGET_P99_MS} ms: ${p99 <= TARGET_P99_MS ? 'met' : 'MISSED'})`,
+    );
+    report(
+      'webhook-no-downscale-cpu',
+      `server ${cpuSeconds.toFixed(3)} CPU s (user ${(stats.cpuUserUs / 1e6).toFixed(3)}, system ${(stats.cpuSystemUs / 1e6).toFixed(3)}): ${((cpuSeconds * 1000) / outcomes.length).toFixed(4)} CPU s per 1000 requests, ${((cpuSeconds * 1000 * 100) / stats.elapsedMs).toFixed(1)} % of one core`,
+    );
+    report(
+      'webhook-no-downscale-checks',
+      `getParentLabels calls ${stats.getParentLabelsCalls} (target 0), errors ${errors.length}${errors.length > 0 ? ` (first: ${errors[0]!.error})` : ''}`,
+    );
     return p99 <= TARGET_P99_MS && errors.length === 0 && stats.getParentLabelsCalls === 0;
   } finally {
     agent?.destroy();

@@ -59,9 +59,18 @@ function clusterWide(feature: Feature): Doc[] {
 
 /** Files the chart carries verbatim from the kustomize tree (source → chart path, relative to deploy/). */
 const COPIED: [string, string][] = [
-  ...['no-downscale', 'prepare-downscale', 'pod-eviction'].map((w): [string, string] => [`kustomize/components/webhooks/${w}.yaml`, `helm/stateward/files/webhooks/${w}.yaml`]),
-  ['kustomize/components/reschedule/reschedule-on-eviction.yaml', 'helm/stateward/files/webhooks/reschedule-on-eviction.yaml'],
-  ...['replica-templates', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [`crds/${c}.yaml`, `helm/stateward/crds/${c}.yaml`]),
+  ...['no-downscale', 'prepare-downscale', 'pod-eviction'].map((w): [string, string] => [
+    `kustomize/components/webhooks/${w}.yaml`,
+    `helm/stateward/files/webhooks/${w}.yaml`,
+  ]),
+  [
+    'kustomize/components/reschedule/reschedule-on-eviction.yaml',
+    'helm/stateward/files/webhooks/reschedule-on-eviction.yaml',
+  ],
+  ...['replica-templates', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [
+    `crds/${c}.yaml`,
+    `helm/stateward/crds/${c}.yaml`,
+  ]),
 ];
 
 const yamlDocs = (docs: Doc[]) => HEADER + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
@@ -75,7 +84,7 @@ resources:
 
 /** How the rules are narrowed, for PERMISSIONS.md (the tests assert it of every render). */
 const NARROWING = [
-  'Every object Stateward rewrites under a fixed name is named in `resourceNames`: the ConfigMaps (`update`/`patch` only on the rollout status, zone tracker and reschedule tracking ConfigMaps), the leader Lease, its Secrets and the webhook configurations it injects its CA into (`patch` only on the shipped ones, which the overlays and the chart also pass to `-webhooks.ca-bundle-configurations`). Cluster-wide, this keeps it from rewriting any other ConfigMap, kube-system\'s included.',
+  "Every object Stateward rewrites under a fixed name is named in `resourceNames`: the ConfigMaps (`update`/`patch` only on the rollout status, zone tracker and reschedule tracking ConfigMaps), the leader Lease, its Secrets and the webhook configurations it injects its CA into (`patch` only on the shipped ones, which the overlays and the chart also pass to `-webhooks.ca-bundle-configurations`). Cluster-wide, this keeps it from rewriting any other ConfigMap, kube-system's included.",
   '',
   'Kubernetes forces some verbs to stay without names: `create` (RBAC cannot limit it by `resourceNames`, because the name is not in the request URL), and `list`/`watch` of what Stateward caches. Two kinds of Leases are named after user objects, so `get`/`create`/`update` on Leases cannot be limited by name either: the zone-aware budget ledgers (`stateward-zpdb-<budget>-<hash>`) and the prepare-downscale group locks (`stateward-downscale-<group>-<hash>`). Nothing is granted `delete` on ConfigMaps or Leases: a group lock is released by clearing its holder.',
 ].join('\n');
@@ -84,28 +93,48 @@ const NARROWING = [
 export function generatedFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const feature of FEATURES) {
-    files.set(`kustomize/rbac/namespaced/${feature}/kustomization.yaml`, component(`RBAC for ${feature}, namespaced mode.`));
+    files.set(
+      `kustomize/rbac/namespaced/${feature}/kustomization.yaml`,
+      component(`RBAC for ${feature}, namespaced mode.`),
+    );
     files.set(`kustomize/rbac/namespaced/${feature}/rbac.yaml`, yamlDocs(namespaced(feature)));
-    files.set(`kustomize/rbac/cluster-wide/${feature}/kustomization.yaml`, component(`RBAC for ${feature}, cluster-wide mode (-kubernetes.watch-namespaces=*).`));
+    files.set(
+      `kustomize/rbac/cluster-wide/${feature}/kustomization.yaml`,
+      component(`RBAC for ${feature}, cluster-wide mode (-kubernetes.watch-namespaces=*).`),
+    );
     files.set(`kustomize/rbac/cluster-wide/${feature}/rbac.yaml`, yamlDocs(clusterWide(feature)));
   }
   // The chart's templates pick features and scopes from this file.
-  const chart = Object.fromEntries(FEATURES.map((feature) => [feature, {
-    managed: policyRules([feature], ['managed']),
-    own: policyRules([feature], ['own']),
-    cluster: policyRules([feature], ['cluster']),
-  }]));
+  const chart = Object.fromEntries(
+    FEATURES.map((feature) => [
+      feature,
+      {
+        managed: policyRules([feature], ['managed']),
+        own: policyRules([feature], ['own']),
+        cluster: policyRules([feature], ['cluster']),
+      },
+    ]),
+  );
   files.set('helm/stateward/files/rbac.yaml', HEADER + stringify(chart, { lineWidth: 0 }));
   // The chart ships the same webhook configurations and CRDs as kustomize.
-  for (const [from, to] of COPIED) files.set(to, `${HEADER.replace('from src/rbac/permissions.ts', `from deploy/${from}`)}${readFileSync(join(DEPLOY, from), 'utf8')}`);
+  for (const [from, to] of COPIED)
+    files.set(
+      to,
+      `${HEADER.replace('from src/rbac/permissions.ts', `from deploy/${from}`)}${readFileSync(join(DEPLOY, from), 'utf8')}`,
+    );
   // The rationale of each rule, for reviewers.
   const table = ['| feature | scope | API group | resources | verbs | names | why |', '|---|---|---|---|---|---|---|'];
   for (const feature of FEATURES) {
     for (const r of PERMISSIONS[feature]) {
-      table.push(`| ${feature} | ${r.scope} | \`${r.apiGroups.join(',') || 'core'}\` | ${r.resources.join(', ')} | ${r.verbs.join(', ')} | ${r.resourceNames?.join(', ') ?? ''} | ${r.why} |`);
+      table.push(
+        `| ${feature} | ${r.scope} | \`${r.apiGroups.join(',') || 'core'}\` | ${r.resources.join(', ')} | ${r.verbs.join(', ')} | ${r.resourceNames?.join(', ') ?? ''} | ${r.why} |`,
+      );
     }
   }
-  files.set('kustomize/rbac/PERMISSIONS.md', `<!-- Generated by deploy/generate.ts from src/rbac/permissions.ts. Do not edit: run \`npm run generate\`. -->\n# Stateward's permissions\n\nScopes: \`managed\` = every namespace Stateward manages (its own in namespaced mode), \`own\` = the operator's namespace, \`cluster\` = cluster-scoped.\n\n${NARROWING}\n\n${table.join('\n')}\n`);
+  files.set(
+    'kustomize/rbac/PERMISSIONS.md',
+    `<!-- Generated by deploy/generate.ts from src/rbac/permissions.ts. Do not edit: run \`npm run generate\`. -->\n# Stateward's permissions\n\nScopes: \`managed\` = every namespace Stateward manages (its own in namespaced mode), \`own\` = the operator's namespace, \`cluster\` = cluster-scoped.\n\n${NARROWING}\n\n${table.join('\n')}\n`,
+  );
   return files;
 }
 

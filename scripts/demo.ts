@@ -18,7 +18,10 @@ const root = join(import.meta.dirname, '..');
 const namespace = 'stateward-demo';
 
 async function clusterUp(): Promise<string> {
-  const child = spawn(process.execPath, [join(root, 'test/cluster/cli.ts'), 'up'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(root, 'test/cluster/cli.ts'), 'up'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
@@ -36,9 +39,17 @@ async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
 async function progress(kube: KubeClient): Promise<{ text: string; done: boolean }> {
   const { report } = await namespaceStatus(kube, namespace);
   const group = report.namespaces[0]?.groups.find((g) => g.name === 'ingester');
-  const done = group?.phase === 'complete' && group.statefulSets.every((s) => s.updated === s.replicas && s.ready === s.replicas && s.currentRevision === s.updateRevision);
+  const done =
+    group?.phase === 'complete' &&
+    group.statefulSets.every(
+      (s) => s.updated === s.replicas && s.ready === s.replicas && s.currentRevision === s.updateRevision,
+    );
   // Without its timestamp line, so a frame is printed only when something changed.
-  const text = renderProgress(report, process.stdout.columns || 100).split('\n').filter((l) => !l.startsWith('stateward status at ')).join('\n').trim();
+  const text = renderProgress(report, process.stdout.columns || 100)
+    .split('\n')
+    .filter((l) => !l.startsWith('stateward status at '))
+    .join('\n')
+    .trim();
   return { text, done: Boolean(done) };
 }
 
@@ -47,46 +58,105 @@ async function main(): Promise<number> {
   const kubeconfig = await clusterUp();
   console.log(await kubectl(kubeconfig, 'get', 'nodes', '-L', 'topology.kubernetes.io/zone'));
 
-  console.log('==> applying examples/zone-aware-statefulsets.yaml (3 zones × 2 pods, OnDelete, rollout-group=ingester)');
+  console.log(
+    '==> applying examples/zone-aware-statefulsets.yaml (3 zones × 2 pods, OnDelete, rollout-group=ingester)',
+  );
   process.stdout.write(await kubectl(kubeconfig, 'apply', '-f', join(root, 'examples/zone-aware-statefulsets.yaml')));
   const kc = readKubeConfigFile(kubeconfig);
   const kube = new KubeClient({ kubeConfig: kc, timeoutMs: 15_000 });
-  await waitFor('the ingester rollout group to be Ready', async () => {
-    const list = await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group=ingester' });
-    return list.items.length === 3 && list.items.every((s) => s.status?.readyReplicas === s.spec?.replicas);
-  }, { timeoutMs: 120_000, intervalMs: 500 });
+  await waitFor(
+    'the ingester rollout group to be Ready',
+    async () => {
+      const list = await kube.list<StatefulSet>(resources.statefulSets, {
+        namespace,
+        labelSelector: 'rollout-group=ingester',
+      });
+      return list.items.length === 3 && list.items.every((s) => s.status?.readyReplicas === s.spec?.replicas);
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
 
   const [port] = await freePorts(1);
   const logPath = join(root, '.stateward', 'demo-operator.log');
   await exec('mkdir', ['-p', join(root, '.stateward')]);
   console.log(`==> starting stateward (log: ${logPath})`);
-  const operator = spawn(process.execPath, [join(root, 'bin/stateward.ts'), `-kubernetes.namespace=${namespace}`, `-kubernetes.config-file=${kubeconfig}`, `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`, `-server.port=${port}`, '-web.enabled'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const operator = spawn(
+    process.execPath,
+    [
+      join(root, 'bin/stateward.ts'),
+      `-kubernetes.namespace=${namespace}`,
+      `-kubernetes.config-file=${kubeconfig}`,
+      `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`,
+      `-server.port=${port}`,
+      '-web.enabled',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const log = createWriteStream(logPath);
   operator.stdout.pipe(log);
   operator.stderr.pipe(log);
   try {
-    await waitFor('stateward to be ready', async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200, { timeoutMs: 30_000, fail: () => (operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined) });
+    await waitFor(
+      'stateward to be ready',
+      async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200,
+      {
+        timeoutMs: 30_000,
+        fail: () =>
+          operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined,
+      },
+    );
     console.log(`==> web view (live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`);
     const version = `demo-${Date.now().toString(36)}`;
-    console.log(`==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`);
+    console.log(
+      `==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`,
+    );
     for (const zone of ['a', 'b', 'c']) {
-      await kubectl(kubeconfig, '-n', namespace, 'patch', 'statefulset', `ingester-zone-${zone}`, '--type=merge', '-p', JSON.stringify({ spec: { template: { metadata: { annotations: { version } } } } }));
+      await kubectl(
+        kubeconfig,
+        '-n',
+        namespace,
+        'patch',
+        'statefulset',
+        `ingester-zone-${zone}`,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { template: { metadata: { annotations: { version } } } } }),
+      );
     }
     const started = Date.now();
     let last = '';
-    await waitFor('the rollout to complete', async () => {
-      const { text, done } = await progress(kube);
-      if (text !== last) console.log(`--- ${((Date.now() - started) / 1000).toFixed(1)}s\n${text}`);
-      last = text;
-      return done;
-    }, { timeoutMs: 180_000, intervalMs: 200 });
-    console.log(`==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`);
+    await waitFor(
+      'the rollout to complete',
+      async () => {
+        const { text, done } = await progress(kube);
+        if (text !== last) console.log(`--- ${((Date.now() - started) / 1000).toFixed(1)}s\n${text}`);
+        last = text;
+        return done;
+      },
+      { timeoutMs: 180_000, intervalMs: 200 },
+    );
+    console.log(
+      `==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`,
+    );
   } finally {
     operator.kill('SIGTERM');
     await new Promise((resolve) => operator.once('exit', resolve));
     await kube.close();
   }
-  console.log(await kubectl(kubeconfig, '-n', namespace, 'get', 'events', '--field-selector', 'reason=DeletingPod', '-o', 'custom-columns=TIME:.eventTime,STATEFULSET:.involvedObject.name,MESSAGE:.message', '--sort-by=.eventTime'));
+  console.log(
+    await kubectl(
+      kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'events',
+      '--field-selector',
+      'reason=DeletingPod',
+      '-o',
+      'custom-columns=TIME:.eventTime,STATEFULSET:.involvedObject.name,MESSAGE:.message',
+      '--sort-by=.eventTime',
+    ),
+  );
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);

@@ -16,9 +16,17 @@
 import { parseArgs } from 'node:util';
 import { reuseOrStartCluster } from '../test/cluster/reuse.ts';
 import { testCluster } from '../test/cluster/testing.ts';
-import { checkHealth, describeFinding, fuzzBatch, FuzzOperator, FuzzStats, type Finding } from '../test/fuzz/http-driver.ts';
+import {
+  checkHealth,
+  describeFinding,
+  fuzzBatch,
+  FuzzOperator,
+  FuzzStats,
+  type Finding,
+} from '../test/fuzz/http-driver.ts';
 
-const usage = 'usage: npm run fuzz -- --minutes N [--seed S] [--cluster NAME] [--batch B] [--concurrency C] [--timeout-ms T] [--keep-going]';
+const usage =
+  'usage: npm run fuzz -- --minutes N [--seed S] [--cluster NAME] [--batch B] [--concurrency C] [--timeout-ms T] [--keep-going]';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -42,13 +50,25 @@ async function main(): Promise<number> {
   const size = Number(values.batch);
   const concurrency = Number(values.concurrency);
   const timeoutMs = Number(values['timeout-ms']);
-  if (!(minutes > 0) || !Number.isInteger(seed) || !(Number.isInteger(size) && size > 0) || !(Number.isInteger(concurrency) && concurrency > 0) || !(timeoutMs > 0)) {
-    console.error(`--minutes and --timeout-ms must be > 0, --seed an integer, --batch and --concurrency positive integers\n${usage}`);
+  if (
+    !(minutes > 0) ||
+    !Number.isInteger(seed) ||
+    !(Number.isInteger(size) && size > 0) ||
+    !(Number.isInteger(concurrency) && concurrency > 0) ||
+    !(timeoutMs > 0)
+  ) {
+    console.error(
+      `--minutes and --timeout-ms must be > 0, --seed an integer, --batch and --concurrency positive integers\n${usage}`,
+    );
     return 2;
   }
 
   const name = values.cluster ?? 'default';
-  const owned = await reuseOrStartCluster(name, { name: name === 'default' ? `fuzz-${process.pid}` : name, nodesPerZone: 1, log: () => {} });
+  const owned = await reuseOrStartCluster(name, {
+    name: name === 'default' ? `fuzz-${process.pid}` : name,
+    nodesPerZone: 1,
+    log: () => {},
+  });
 
   const cleanups: (() => Promise<unknown>)[] = [];
   let operator: FuzzOperator | undefined;
@@ -74,38 +94,64 @@ async function main(): Promise<number> {
   const started = performance.now();
   try {
     const cluster = testCluster();
-    const namespace = await cluster.namespace({ name: 'http-fuzz', after: (fn: () => Promise<unknown>) => void cleanups.push(fn) });
-    operator = await FuzzOperator.start({ kubeconfigPath: cluster.kubeconfigPath, apiServer: cluster.state.server, namespace });
-    log(`fuzzing for ${minutes} min, seed ${seed}: operator pid ${operator.pid}, plain port ${operator.plainPort}, HTTPS port ${operator.tlsPort}, namespace ${namespace}; batches of ${size}, ${concurrency} connections at a time, each cut after ${timeoutMs} ms`);
+    const namespace = await cluster.namespace({
+      name: 'http-fuzz',
+      after: (fn: () => Promise<unknown>) => void cleanups.push(fn),
+    });
+    operator = await FuzzOperator.start({
+      kubeconfigPath: cluster.kubeconfigPath,
+      apiServer: cluster.state.server,
+      namespace,
+    });
+    log(
+      `fuzzing for ${minutes} min, seed ${seed}: operator pid ${operator.pid}, plain port ${operator.plainPort}, HTTPS port ${operator.tlsPort}, namespace ${namespace}; batches of ${size}, ${concurrency} connections at a time, each cut after ${timeoutMs} ms`,
+    );
     const deadline = started + minutes * 60_000;
     let lastProgress = started;
     while (performance.now() < deadline && !stopping) {
-      const result = await fuzzBatch(operator, batches, { seed, size, concurrency, timeoutMs, isolateBudgetMs: 120_000, stats });
+      const result = await fuzzBatch(operator, batches, {
+        seed,
+        size,
+        concurrency,
+        timeoutMs,
+        isolateBudgetMs: 120_000,
+        stats,
+      });
       batches++;
       if (result.finding) {
         findings.push(result.finding);
-        console.log(`${describeFinding(result.finding)}\n  again: npm run fuzz -- --seed ${seed} --batch ${size} --concurrency ${concurrency} --timeout-ms ${timeoutMs} --minutes ${minutes}`);
+        console.log(
+          `${describeFinding(result.finding)}\n  again: npm run fuzz -- --seed ${seed} --batch ${size} --concurrency ${concurrency} --timeout-ms ${timeoutMs} --minutes ${minutes}`,
+        );
         if (!values['keep-going']) break;
         if ((await checkHealth(operator)) !== undefined) await operator.restart();
       }
       if (performance.now() - lastProgress >= 30_000) {
         lastProgress = performance.now();
         const elapsed = (lastProgress - started) / 1000;
-        log(`${batches} batches, ${stats.connections} connections (${(stats.connections / elapsed).toFixed(0)}/s), ${stats.responses} responses, ${findings.length} failure(s), operator log ${(operator.logBytes / 1024).toFixed(0)} KiB`);
+        log(
+          `${batches} batches, ${stats.connections} connections (${(stats.connections / elapsed).toFixed(0)}/s), ${stats.responses} responses, ${findings.length} failure(s), operator log ${(operator.logBytes / 1024).toFixed(0)} KiB`,
+        );
       }
     }
     const final = await checkHealth(operator);
     if (final !== undefined) {
       stoppedAnswering = true;
-      console.log(`after the last batch: ${final}\noperator log, last lines:\n${operator.logTail.split('\n').slice(-30).join('\n')}`);
+      console.log(
+        `after the last batch: ${final}\noperator log, last lines:\n${operator.logTail.split('\n').slice(-30).join('\n')}`,
+      );
     }
     const elapsed = (performance.now() - started) / 1000;
-    console.log([
-      `fuzzed ${elapsed.toFixed(0)} s, seed ${seed}: ${batches} batches of ${size}`,
-      stats.summary(),
-      `resets: ${stats.byEnding.get('reset') ?? 0}; operator log ${operator.logBytes} bytes (${((operator.logBytes / Math.max(1, stats.connections)) * 1000 / 1e6).toFixed(3)} MB per 1,000 connections); operator restarts ${operator.restarts}`,
-      findings.length === 0 && !stoppedAnswering ? 'the operator stayed alive and answering throughout' : `FAILED: ${findings.length} batch(es) killed the operator or left it unable to answer${stoppedAnswering ? '; it was not answering at the end' : ''}`,
-    ].join('\n'));
+    console.log(
+      [
+        `fuzzed ${elapsed.toFixed(0)} s, seed ${seed}: ${batches} batches of ${size}`,
+        stats.summary(),
+        `resets: ${stats.byEnding.get('reset') ?? 0}; operator log ${operator.logBytes} bytes (${(((operator.logBytes / Math.max(1, stats.connections)) * 1000) / 1e6).toFixed(3)} MB per 1,000 connections); operator restarts ${operator.restarts}`,
+        findings.length === 0 && !stoppedAnswering
+          ? 'the operator stayed alive and answering throughout'
+          : `FAILED: ${findings.length} batch(es) killed the operator or left it unable to answer${stoppedAnswering ? '; it was not answering at the end' : ''}`,
+      ].join('\n'),
+    );
     return findings.length > 0 || stoppedAnswering ? 1 : 0;
   } finally {
     await operator?.stop();

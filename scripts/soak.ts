@@ -26,7 +26,9 @@ async function main(): Promise<number> {
     },
   });
   if (values.help) {
-    console.log(`usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`);
+    console.log(
+      `usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`,
+    );
     return 0;
   }
   const minutes = Number(values.minutes);
@@ -51,8 +53,23 @@ async function main(): Promise<number> {
   process.on('SIGTERM', stop);
   try {
     const cluster = testCluster();
-    const runDir = join(root, 'test-artifacts', 'soak', `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-    const report = await runSoak({ cluster, minutes, seed, namespaces, runDir, keep: values.keep, faults: !values['no-faults'], ...(faultWeights ? { faultWeights } : {}), log: (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`) });
+    const runDir = join(
+      root,
+      'test-artifacts',
+      'soak',
+      `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+    );
+    const report = await runSoak({
+      cluster,
+      minutes,
+      seed,
+      namespaces,
+      runDir,
+      keep: values.keep,
+      faults: !values['no-faults'],
+      ...(faultWeights ? { faultWeights } : {}),
+      log: (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
+    });
     console.log(summarize(report));
     console.log(`report: ${join(runDir, 'report.json')}`);
     return report.violations.length > 0 ? 1 : 0;

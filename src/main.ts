@@ -24,7 +24,9 @@ import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './d
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 
-export const version: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const version: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 export interface Io {
   out: (text: string) => void;
@@ -35,7 +37,6 @@ export interface Io {
   /** Where uncaught exceptions and unhandled rejections are reported (process, or a stand-in in tests). */
   faults?: FaultSource;
 }
-
 
 /** The client commands, loaded only when asked for (the operator never needs them). */
 const COMMANDS: Record<string, (argv: readonly string[], io: Io) => Promise<number>> = {
@@ -104,7 +105,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 0;
   }
   const rescheduleRead = rescheduleFlags.enabled() ? rescheduleFlags.read() : undefined;
-  const invalid = runtimeFlags.validate() ?? podCallFlags.validate() ?? webhookFlags.validate() ?? (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined);
+  const invalid =
+    runtimeFlags.validate() ??
+    podCallFlags.validate() ??
+    webhookFlags.validate() ??
+    (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined);
   const config = runtimeFlags.read();
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {
@@ -117,7 +122,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   try {
     kubeConfig = loadKubeConfig({ configFile: config.kubeConfigFile, apiUrl: config.kubeApiUrl, env: io.env });
   } catch (error) {
-    logger.error(error instanceof KubeConfigError ? error.message : `cannot load the Kubernetes configuration: ${String(error)}`);
+    logger.error(
+      error instanceof KubeConfigError ? error.message : `cannot load the Kubernetes configuration: ${String(error)}`,
+    );
     return 1;
   }
   // OpenTelemetry tracing from the OTEL_* environment, as rollout-operator;
@@ -131,13 +138,23 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     logger.flush();
     return 1;
   }
-  logger.info('starting stateward', { version, namespace: config.namespace, watchNamespaces: config.watchNamespaces.join(','), leaderElection: config.leaderElection.enabled });
+  logger.info('starting stateward', {
+    version,
+    namespace: config.namespace,
+    watchNamespaces: config.watchNamespaces.join(','),
+    leaderElection: config.leaderElection.enabled,
+  });
   const registry = createRegistry();
   const operator = new Operator({ config, kubeConfig, logger, registry, capabilities, version });
   const signals = io.signals ?? process;
   signals.on('SIGTERM', () => operator.requestStop('SIGTERM'));
   signals.on('SIGINT', () => operator.requestStop('SIGINT'));
-  const fatal = reportFaults(io.faults ?? process, { logger, registry, stop: (reason) => operator.requestStop(reason), graceMs: config.shutdownGraceMs });
+  const fatal = reportFaults(io.faults ?? process, {
+    logger,
+    registry,
+    stop: (reason) => operator.requestStop(reason),
+    graceMs: config.shutdownGraceMs,
+  });
   try {
     await operator.run();
   } catch (error) {

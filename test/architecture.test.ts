@@ -68,8 +68,10 @@ function violations(graph: Iterable<{ from: string; imports: string[] }>): { edg
       const toLayer = to.includes('/') ? LAYERS[toTop] : Number.POSITIVE_INFINITY;
       const edge = `${from} -> ${to}`;
       if (toLayer === undefined) found.push({ edge, why: `src/${toTop}/ has no layer` });
-      else if (toLayer > fromLayer) found.push({ edge, why: `layer ${fromTop} (${fromLayer}) imports upward into ${toTop} (${toLayer})` });
-      else if (toLayer === fromLayer && fromLayer <= CAPABILITY) found.push({ edge, why: `${fromTop} imports sideways from ${toTop}` });
+      else if (toLayer > fromLayer)
+        found.push({ edge, why: `layer ${fromTop} (${fromLayer}) imports upward into ${toTop} (${toLayer})` });
+      else if (toLayer === fromLayer && fromLayer <= CAPABILITY)
+        found.push({ edge, why: `${fromTop} imports sideways from ${toTop}` });
     }
   }
   return found;
@@ -90,10 +92,19 @@ describe('the direction of dependencies', () => {
     const edges = violations([
       { from: 'runtime/operator.ts', imports: ['runtime/clock.ts', 'rollout/controller.ts', 'main.ts'] },
       { from: 'vocabulary/pods.ts', imports: ['runtime/kube/types.ts', 'workloads/cache.ts'] },
-      { from: 'drain/zpdb/decide.ts', imports: ['vocabulary/pods.ts', 'workloads/cache.ts', 'drain/zpdb/config.ts', 'rollout/snapshot.ts'] },
+      {
+        from: 'drain/zpdb/decide.ts',
+        imports: ['vocabulary/pods.ts', 'workloads/cache.ts', 'drain/zpdb/config.ts', 'rollout/snapshot.ts'],
+      },
       { from: 'status/build.ts', imports: ['rollout/planner.ts', 'cli/list.ts'] },
       { from: 'newthing/a.ts', imports: [] },
     ]).map((v) => v.edge);
-    assert.deepEqual(edges, ['runtime/operator.ts -> rollout/controller.ts', 'runtime/operator.ts -> main.ts', 'vocabulary/pods.ts -> workloads/cache.ts', 'drain/zpdb/decide.ts -> rollout/snapshot.ts', 'newthing/a.ts']);
+    assert.deepEqual(edges, [
+      'runtime/operator.ts -> rollout/controller.ts',
+      'runtime/operator.ts -> main.ts',
+      'vocabulary/pods.ts -> workloads/cache.ts',
+      'drain/zpdb/decide.ts -> rollout/snapshot.ts',
+      'newthing/a.ts',
+    ]);
   });
 });

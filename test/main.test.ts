@@ -10,7 +10,10 @@ import { main, version } from '../src/main.ts';
 
 const exec = promisify(execFile);
 
-async function capture(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+async function capture(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t), env });
@@ -29,7 +32,15 @@ describe('stateward command line', () => {
   it('lists every flag with its default for -help, and exits 0', async () => {
     const result = await capture(['-help']);
     assert.equal(result.code, 0);
-    for (const line of ['-server.port int', '(default 8001)', '-kubernetes.client-qps float', '-log.format string', '(default "logfmt")', '-leader-election.lease-duration duration', '(default 15s)']) {
+    for (const line of [
+      '-server.port int',
+      '(default 8001)',
+      '-kubernetes.client-qps float',
+      '-log.format string',
+      '(default "logfmt")',
+      '-leader-election.lease-duration duration',
+      '(default 15s)',
+    ]) {
       assert.ok(result.err.includes(line), `help mentions ${line}`);
     }
   });
@@ -83,13 +94,24 @@ describe('stateward command line', () => {
   });
 
   it("takes rollout-operator's cluster-validation flags without a warning, and refuses what it refuses (exit 2)", async () => {
-    const enabled = await capture(['-server.cluster-validation.http.enabled=true', '-server.cluster-validation.http.soft-validation', '-server.cluster-validation.http.excluded-paths=/a', '-server.cluster-validation.http.excluded-user-agents=^kube-apiserver'], { POD_NAMESPACE: 'mimir' });
+    const enabled = await capture(
+      [
+        '-server.cluster-validation.http.enabled=true',
+        '-server.cluster-validation.http.soft-validation',
+        '-server.cluster-validation.http.excluded-paths=/a',
+        '-server.cluster-validation.http.excluded-user-agents=^kube-apiserver',
+      ],
+      { POD_NAMESPACE: 'mimir' },
+    );
     assert.equal(enabled.code, 1, 'gets as far as loading the cluster configuration');
     assert.doesNotMatch(enabled.err, /cluster-validation|X-Cluster/);
     const softAlone = await capture(['-server.cluster-validation.http.soft-validation'], { POD_NAMESPACE: 'mimir' });
     assert.equal(softAlone.code, 2);
     assert.match(softAlone.err, /soft validation can be enabled only if cluster validation is enabled/);
-    const badAgents = await capture(['-server.cluster-validation.http.enabled', '-server.cluster-validation.http.excluded-user-agents=(a'], { POD_NAMESPACE: 'mimir' });
+    const badAgents = await capture(
+      ['-server.cluster-validation.http.enabled', '-server.cluster-validation.http.excluded-user-agents=(a'],
+      { POD_NAMESPACE: 'mimir' },
+    );
     assert.equal(badAgents.code, 2);
     assert.match(badAgents.err, /excluded-user-agents: error parsing regexp: missing closing \)/);
   });
@@ -98,7 +120,11 @@ describe('stateward command line', () => {
     const dir = await mkdtemp(join(tmpdir(), 'kc-'));
     const path = join(dir, 'kubeconfig');
     await writeFile(path, 'apiVersion: v1\nclusters: [ {name: x, cluster: {server: ');
-    const result = await capture(['-kubernetes.namespace=ns', `-kubernetes.config-file=${path}`, '-kubernetes.api-url=https://127.0.0.1:1']);
+    const result = await capture([
+      '-kubernetes.namespace=ns',
+      `-kubernetes.config-file=${path}`,
+      '-kubernetes.api-url=https://127.0.0.1:1',
+    ]);
     assert.equal(result.code, 1);
     assert.match(result.err, /not a valid kubeconfig/);
     assert.doesNotMatch(result.err, /\n\s+at /);

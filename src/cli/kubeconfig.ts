@@ -74,7 +74,8 @@ function kubeconfigFiles(options: CliKubeConfigOptions): string[] {
 }
 
 function inCluster(options: CliKubeConfigOptions): { kubeConfig: KubeConfig; namespace: string } {
-  if (options.context) throw new CliError(`--context=${options.context}: there is no kubeconfig, only the in-cluster configuration`);
+  if (options.context)
+    throw new CliError(`--context=${options.context}: there is no kubeconfig, only the in-cluster configuration`);
   const dir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
   let kubeConfig: KubeConfig;
   try {
@@ -101,7 +102,14 @@ export function loadCliKubeConfig(options: CliKubeConfigOptions): { kubeConfig: 
   const kubeConfig = files.length === 1 ? loadFile(files[0]!) : mergeFirstWins(files.map(loadFile));
   if (options.context) {
     if (!kubeConfig.getContextObject(options.context)) {
-      throw new CliError(`--context=${options.context}: no such context in the kubeconfig (${kubeConfig.getContexts().map((c) => c.name).join(', ') || 'it has none'})`);
+      throw new CliError(
+        `--context=${options.context}: no such context in the kubeconfig (${
+          kubeConfig
+            .getContexts()
+            .map((c) => c.name)
+            .join(', ') || 'it has none'
+        })`,
+      );
     }
     kubeConfig.setCurrentContext(options.context);
   }
@@ -109,7 +117,10 @@ export function loadCliKubeConfig(options: CliKubeConfigOptions): { kubeConfig: 
   if (!current) throw new CliError(`${where} has no current-context: pass --context=<name>`);
   const context = kubeConfig.getContextObject(current);
   if (!context) throw new CliError(`current-context ${quote(current)} is not defined in ${where}`);
-  if (!kubeConfig.getCluster(context.cluster)) throw new CliError(`context ${quote(current)} names cluster ${quote(context.cluster)}, which is not defined in ${where}`);
+  if (!kubeConfig.getCluster(context.cluster))
+    throw new CliError(
+      `context ${quote(current)} names cluster ${quote(context.cluster)}, which is not defined in ${where}`,
+    );
   // What kubectl checks of the context in use: the user, the cluster's server, the files they name, nothing unsupported.
   try {
     kubeConfig.confirmUsable();

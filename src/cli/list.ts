@@ -42,14 +42,29 @@ function scope(namespace: string | undefined): string {
  * ("list pods in namespace x", "get namespaces/x").
  */
 export function requestFailure(client: KubeClient, action: string, error: unknown): CliError {
-  if (!(error instanceof KubeApiError)) return new CliError(`cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  if (error.code === 0) return new CliError(`cannot reach the Kubernetes API at ${client.serverUrl}: ${error.reason}: ${error.statusMessage}`, { cause: error });
-  if (error.code === 401) return new CliError(`the Kubernetes API at ${client.serverUrl} refused the credentials (401 Unauthorized): check the kubeconfig's user`, { cause: error });
+  if (!(error instanceof KubeApiError))
+    return new CliError(`cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  if (error.code === 0)
+    return new CliError(
+      `cannot reach the Kubernetes API at ${client.serverUrl}: ${error.reason}: ${error.statusMessage}`,
+      { cause: error },
+    );
+  if (error.code === 401)
+    return new CliError(
+      `the Kubernetes API at ${client.serverUrl} refused the credentials (401 Unauthorized): check the kubeconfig's user`,
+      { cause: error },
+    );
   return new CliError(`cannot ${action}: ${error.code} ${error.reason}: ${error.statusMessage}`, { cause: error });
 }
 
 /** Every object of `type`, page by page (a metadata-only list with nothing in it has "items": null). */
-export async function listAll<T extends KubeObject>(client: KubeClient, type: ResourceType, options: CliListOptions = {}): Promise<Listed<T>> {
+export async function listAll<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  options: CliListOptions = {},
+): Promise<Listed<T>> {
   const namespace = type.namespaced ? options.namespace : undefined;
   const items: T[] = [];
   let token: string | undefined;
@@ -70,7 +85,10 @@ export async function listAll<T extends KubeObject>(client: KubeClient, type: Re
   } catch (error) {
     const name = resourceName(type);
     if (isForbidden(error)) {
-      return { forbidden: true, message: `forbidden to list ${name} ${scope(namespace)} (missing permission: list ${name})${options.without ? `; ${options.without}` : ''}` };
+      return {
+        forbidden: true,
+        message: `forbidden to list ${name} ${scope(namespace)} (missing permission: list ${name})${options.without ? `; ${options.without}` : ''}`,
+      };
     }
     if (options.optional && isNotFound(error)) return { items: [] };
     throw requestFailure(client, `list ${name} ${scope(namespace)}`, error);

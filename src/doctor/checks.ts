@@ -34,13 +34,39 @@ import {
 import { parseRfc3339 } from '../vocabulary/rfc3339.ts';
 import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { matchesLabelSelector, type LabelRequirement } from '../drain/reschedule/config.ts';
+import { configKey, mayOptIn, watchedConfigs, type ConfigKind } from '../restarts/references.ts';
 import {
-  configKey,
-  mayOptIn,
-  watchedConfigs,
-  type ConfigKind,
-} from '../restarts/references.ts';
-import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, EVICT_ONDELETE_ANNOTATION, FORCE_REPLICAS_ANNOTATION_KEY, INJECT_LABEL, LAST_DOWNSCALE_ANNOTATION_KEY, MAX_UNAVAILABLE_ANNOTATION, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY, NAMESPACE_LABEL, NO_DOWNSCALE_LABEL_KEY, PAUSED_ANNOTATION, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, RELOADER_AUTO_ANNOTATION, RELOADER_CONFIGMAP_AUTO_ANNOTATION, RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION, RELOADER_CONFIGMAP_RELOAD_ANNOTATION, RELOADER_SEARCH_ANNOTATION, RELOADER_SECRET_AUTO_ANNOTATION, RELOADER_SECRET_EXCLUDE_ANNOTATION, RELOADER_SECRET_RELOAD_ANNOTATION, ROLLOUT_GROUP_LABEL, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, XING_ENABLED_ANNOTATION } from '../vocabulary/keys.ts';
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  EVICT_ONDELETE_ANNOTATION,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  INJECT_LABEL,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MAX_UNAVAILABLE_ANNOTATION,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  NAMESPACE_LABEL,
+  NO_DOWNSCALE_LABEL_KEY,
+  PAUSED_ANNOTATION,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+  RELOADER_AUTO_ANNOTATION,
+  RELOADER_CONFIGMAP_AUTO_ANNOTATION,
+  RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION,
+  RELOADER_CONFIGMAP_RELOAD_ANNOTATION,
+  RELOADER_SEARCH_ANNOTATION,
+  RELOADER_SECRET_AUTO_ANNOTATION,
+  RELOADER_SECRET_EXCLUDE_ANNOTATION,
+  RELOADER_SECRET_RELOAD_ANNOTATION,
+  ROLLOUT_GROUP_LABEL,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+  XING_ENABLED_ANNOTATION,
+} from '../vocabulary/keys.ts';
 
 // ------------------------------------------------------------------ types
 
@@ -140,7 +166,9 @@ export function shellQuote(value: string): string {
 
 function kubectl(o: KubeObject, kind: string, verb: string, ...args: string[]): string {
   const ns = nsOf(o);
-  return ['kubectl', ...(ns ? ['-n', shellQuote(ns)] : []), verb, `${kind.toLowerCase()}/${nameOf(o)}`, ...args].join(' ');
+  return ['kubectl', ...(ns ? ['-n', shellQuote(ns)] : []), verb, `${kind.toLowerCase()}/${nameOf(o)}`, ...args].join(
+    ' ',
+  );
 }
 
 const has = (record: Record<string, string>, key: string): boolean => Object.hasOwn(record, key);
@@ -160,11 +188,19 @@ function plural(n: number, word: string): string {
 }
 
 /** metav1.LabelSelector semantics; an absent selector selects everything. */
-export function selectorMatches(selector: SelectorSpec | undefined, labels: Readonly<Record<string, string>> | undefined): boolean {
+export function selectorMatches(
+  selector: SelectorSpec | undefined,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
   if (selector === undefined) return true;
-  const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({ key, operator: 'Equals', values: [value] }));
+  const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({
+    key,
+    operator: 'Equals',
+    values: [value],
+  }));
   for (const e of selector.matchExpressions ?? []) {
-    if (e.operator !== 'In' && e.operator !== 'NotIn' && e.operator !== 'Exists' && e.operator !== 'DoesNotExist') return false;
+    if (e.operator !== 'In' && e.operator !== 'NotIn' && e.operator !== 'Exists' && e.operator !== 'DoesNotExist')
+      return false;
     requirements.push({ key: e.key, operator: e.operator, values: e.values ?? [] });
   }
   return matchesLabelSelector({ requirements }, labels);
@@ -251,7 +287,8 @@ const OPERATOR_NAMES = ['stateward', 'rollout-operator'];
 /** The operator's Deployment: labelled app.kubernetes.io/name or name stateward/rollout-operator, or running its image. */
 export function isOperatorDeployment(d: Deployment): boolean {
   const labels = labelsOf(d);
-  if (OPERATOR_NAMES.includes(labels['app.kubernetes.io/name'] ?? '') || OPERATOR_NAMES.includes(labels['name'] ?? '')) return true;
+  if (OPERATOR_NAMES.includes(labels['app.kubernetes.io/name'] ?? '') || OPERATOR_NAMES.includes(labels['name'] ?? ''))
+    return true;
   return (d.spec?.template?.spec?.containers ?? []).some((c) => {
     const image = (c.image ?? '').split('/').pop() ?? '';
     return OPERATOR_NAMES.some((n) => image === n || image.startsWith(`${n}:`) || image.startsWith(`${n}@`));
@@ -308,8 +345,16 @@ function checkKeyPlacement(scope: Scope): Finding[] {
 
     // Each direction: keys read only as `read` (label or annotation) but found as the other.
     const directions = [
-      { keys: labelKeys, read: { noun: 'label', map: labels, verb: 'label', field: 'metadata.labels' }, found: { noun: 'annotation', map: annotations, verb: 'annotate' } },
-      { keys: annotationKeys, read: { noun: 'annotation', map: annotations, verb: 'annotate', field: 'metadata.annotations' }, found: { noun: 'label', map: labels, verb: 'label' } },
+      {
+        keys: labelKeys,
+        read: { noun: 'label', map: labels, verb: 'label', field: 'metadata.labels' },
+        found: { noun: 'annotation', map: annotations, verb: 'annotate' },
+      },
+      {
+        keys: annotationKeys,
+        read: { noun: 'annotation', map: annotations, verb: 'annotate', field: 'metadata.annotations' },
+        found: { noun: 'label', map: labels, verb: 'label' },
+      },
     ] as const;
     for (const { keys, read, found } of directions) {
       const article = (noun: string) => (noun === 'annotation' ? 'an annotation' : 'a label');
@@ -317,7 +362,10 @@ function checkKeyPlacement(scope: Scope): Finding[] {
         if (!has(found.map, key)) continue;
         const value = found.map[key]!;
         const both = has(read.map, key);
-        const bad = key === MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY && read.noun === 'label' ? goDurationProblem(value) : undefined;
+        const bad =
+          key === MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY && read.noun === 'label'
+            ? goDurationProblem(value)
+            : undefined;
         findings.push({
           severity: both ? 'warning' : 'error',
           code: `key-should-be-${read.noun}`,
@@ -328,7 +376,8 @@ function checkKeyPlacement(scope: Scope): Finding[] {
           fix: both
             ? `remove the ${found.noun}: ${kubectl(workload, kind, found.verb, `${key}-`)}`
             : `move it to ${read.field}: ${kubectl(workload, kind, read.verb, `${key}=${shellQuote(value)}`)} && ${kubectl(workload, kind, found.verb, `${key}-`)}` +
-              (bad ? ` (and correct the value first: ${bad})` : '') + '; change the manifest too, or the next apply brings it back',
+              (bad ? ` (and correct the value first: ${bad})` : '') +
+              '; change the manifest too, or the next apply brings it back',
         });
       }
     }
@@ -348,8 +397,11 @@ function checkKeyPlacement(scope: Scope): Finding[] {
         code: 'key-on-pod-template',
         object,
         problem: `${key}=${JSON.stringify(value)} is set on the pod template (spec.template.metadata.${onTemplate}s) but not on the ${kind} itself, where it is read; it has no effect there`,
-        fix: `set it on the ${kind}'s metadata.${asLabel ? 'labels' : 'annotations'}: ${kubectl(workload, kind, fixVerb, `${key}=${shellQuote(value)}`)}` +
-          (key === ROLLOUT_GROUP_LABEL ? ' (if it is only there for a ZoneAwarePodDisruptionBudget selector, the budget needs it on the StatefulSet too)' : ''),
+        fix:
+          `set it on the ${kind}'s metadata.${asLabel ? 'labels' : 'annotations'}: ${kubectl(workload, kind, fixVerb, `${key}=${shellQuote(value)}`)}` +
+          (key === ROLLOUT_GROUP_LABEL
+            ? ' (if it is only there for a ZoneAwarePodDisruptionBudget selector, the budget needs it on the StatefulSet too)'
+            : ''),
       });
     }
   }
@@ -374,7 +426,10 @@ function checkGroupUpdateStrategy(scope: Scope): Finding[] {
     for (const sts of sets) {
       const strategy = sts.spec?.updateStrategy?.type ?? 'RollingUpdate';
       if (strategy === 'OnDelete') continue;
-      const others = sets.filter((s) => s !== sts).map(nameOf).sort(compare);
+      const others = sets
+        .filter((s) => s !== sts)
+        .map(nameOf)
+        .sort(compare);
       findings.push({
         severity: 'error',
         code: 'group-not-ondelete',
@@ -416,7 +471,10 @@ function checkLeaders(scope: Scope): Finding[] {
       problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${leaderName}, which exists but is ${theirs === undefined ? 'in no rollout group' : `in rollout group ${JSON.stringify(theirs)}`}, not in ${JSON.stringify(group)}: its replicas never follow (${leader.error})`;
       fix = `put the leader in the follower's group: ${kubectl(sameNamespace, 'StatefulSet', 'label', '--overwrite', `${ROLLOUT_GROUP_LABEL}=${shellQuote(group!)}`)}`;
     } else {
-      const candidates = members.filter((s) => s !== sts).map(nameOf).sort(compare);
+      const candidates = members
+        .filter((s) => s !== sts)
+        .map(nameOf)
+        .sort(compare);
       problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${JSON.stringify(leaderName)}, but there is no such StatefulSet in namespace ${nsOf(sts)}: its replicas never follow (${leader.error})`;
       fix = `name an existing StatefulSet of group ${JSON.stringify(group)}${candidates.length ? ` (${candidates.join(', ')})` : ''}: ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${DOWNSCALE_LEADER_ANNOTATION_KEY}=<leader>`)}, or remove the annotation`;
     }
@@ -452,58 +510,73 @@ interface Aspect {
 // holding only one aspect's keys, each message lands under its own code. A
 // message already reported under an earlier aspect is not repeated.
 const ASPECTS: readonly Aspect[] = [
-  ...([
-    { key: PREPARE_DOWNSCALE_LABEL_KEY, verb: 'label' },
-    { key: NO_DOWNSCALE_LABEL_KEY, verb: 'label' },
-    { key: UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, verb: 'annotate' },
-  ] as const).map(({ key, verb }): Aspect => ({
+  ...(
+    [
+      { key: PREPARE_DOWNSCALE_LABEL_KEY, verb: 'label' },
+      { key: NO_DOWNSCALE_LABEL_KEY, verb: 'label' },
+      { key: UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, verb: 'annotate' },
+    ] as const
+  ).map(({ key, verb }): Aspect => ({
     code: 'not-exactly-true',
     severity: 'error',
     labels: verb === 'label' ? [key] : [],
     annotations: verb === 'annotate' ? [key] : [],
-    fix: (sts) => `write exactly "true", in lower case: ${kubectl(sts, 'StatefulSet', verb, '--overwrite', `${key}=true`)}`,
+    fix: (sts) =>
+      `write exactly "true", in lower case: ${kubectl(sts, 'StatefulSet', verb, '--overwrite', `${key}=true`)}`,
   })),
   {
     code: 'invalid-min-time',
     severity: 'error',
     labels: [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY],
     annotations: [],
-    fix: (sts) => `set a Go duration: ${kubectl(sts, 'StatefulSet', 'label', '--overwrite', `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=12h`)} (units ns, us, ms, s, m, h; no d or w)`,
+    fix: (sts) =>
+      `set a Go duration: ${kubectl(sts, 'StatefulSet', 'label', '--overwrite', `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=12h`)} (units ns, us, ms, s, m, h; no d or w)`,
   },
   {
     code: 'invalid-last-downscale',
     severity: 'error',
     labels: [],
     annotations: [LAST_DOWNSCALE_ANNOTATION_KEY],
-    fix: (sts) => `Stateward writes it as RFC 3339 (e.g. 2026-01-02T15:04:05Z); remove the broken value and let the next prepared downscale write it: ${kubectl(sts, 'StatefulSet', 'annotate', `${LAST_DOWNSCALE_ANNOTATION_KEY}-`)}`,
+    fix: (sts) =>
+      `Stateward writes it as RFC 3339 (e.g. 2026-01-02T15:04:05Z); remove the broken value and let the next prepared downscale write it: ${kubectl(sts, 'StatefulSet', 'annotate', `${LAST_DOWNSCALE_ANNOTATION_KEY}-`)}`,
   },
   {
     code: 'incomplete-mirror',
     severity: 'error',
     labels: [],
     annotations: [MIRROR_NAME_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_API_VERSION_ANNOTATION_KEY],
-    fix: (sts) => `set all of ${MIRROR_NAME_ANNOTATION_KEY}, ${MIRROR_KIND_ANNOTATION_KEY} and (for a custom resource) ${MIRROR_API_VERSION_ANNOTATION_KEY}, e.g. ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${MIRROR_NAME_ANNOTATION_KEY}=<name>`, `${MIRROR_KIND_ANNOTATION_KEY}=ReplicaTemplate`, `${MIRROR_API_VERSION_ANNOTATION_KEY}=rollout-operator.grafana.com/v1`)}, or remove them (see docs/scaling.md)`,
+    fix: (sts) =>
+      `set all of ${MIRROR_NAME_ANNOTATION_KEY}, ${MIRROR_KIND_ANNOTATION_KEY} and (for a custom resource) ${MIRROR_API_VERSION_ANNOTATION_KEY}, e.g. ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${MIRROR_NAME_ANNOTATION_KEY}=<name>`, `${MIRROR_KIND_ANNOTATION_KEY}=ReplicaTemplate`, `${MIRROR_API_VERSION_ANNOTATION_KEY}=rollout-operator.grafana.com/v1`)}, or remove them (see docs/scaling.md)`,
   },
   {
     code: 'invalid-mirror-write-back',
     severity: 'warning',
     labels: [],
     annotations: [MIRROR_WRITE_BACK_ANNOTATION_KEY],
-    fix: (sts) => `use true or false: ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${MIRROR_WRITE_BACK_ANNOTATION_KEY}=false`)}`,
+    fix: (sts) =>
+      `use true or false: ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${MIRROR_WRITE_BACK_ANNOTATION_KEY}=false`)}`,
   },
   {
     code: 'force-replicas-ignored',
     severity: 'warning',
     labels: [],
-    annotations: [FORCE_REPLICAS_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_API_VERSION_ANNOTATION_KEY],
-    fix: (sts) => `use an integer ≥ 0 on a follower (${DOWNSCALE_LEADER_ANNOTATION_KEY}) or a mirror, or remove it: ${kubectl(sts, 'StatefulSet', 'annotate', `${FORCE_REPLICAS_ANNOTATION_KEY}-`)}`,
+    annotations: [
+      FORCE_REPLICAS_ANNOTATION_KEY,
+      DOWNSCALE_LEADER_ANNOTATION_KEY,
+      MIRROR_NAME_ANNOTATION_KEY,
+      MIRROR_KIND_ANNOTATION_KEY,
+      MIRROR_API_VERSION_ANNOTATION_KEY,
+    ],
+    fix: (sts) =>
+      `use an integer ≥ 0 on a follower (${DOWNSCALE_LEADER_ANNOTATION_KEY}) or a mirror, or remove it: ${kubectl(sts, 'StatefulSet', 'annotate', `${FORCE_REPLICAS_ANNOTATION_KEY}-`)}`,
   },
   {
     code: 'invalid-delayed-downscale',
     severity: 'error',
     labels: [],
     annotations: [DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY],
-    fix: (sts) => `set both, a Prometheus duration (1h, 2d, 1w) and a URL (http://host:port/path; the host is replaced by each pod's): ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${DELAYED_DOWNSCALE_ANNOTATION_KEY}=4h`, `${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY}=http://pod:8080/prepare-delayed-downscale`)}, or remove both`,
+    fix: (sts) =>
+      `set both, a Prometheus duration (1h, 2d, 1w) and a URL (http://host:port/path; the host is replaced by each pod's): ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${DELAYED_DOWNSCALE_ANNOTATION_KEY}=4h`, `${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY}=http://pod:8080/prepare-delayed-downscale`)}, or remove both`,
   },
 ];
 
@@ -525,16 +598,33 @@ function checkScalingValues(scope: Scope): Finding[] {
     const report = (message: string, aspect: Pick<Aspect, 'code' | 'severity'> & { fix: string }) => {
       if (seen.has(message)) return;
       seen.add(message);
-      findings.push({ severity: aspect.severity, code: aspect.code, object: objectName('StatefulSet', sts), problem: stripName(message, name), fix: aspect.fix });
+      findings.push({
+        severity: aspect.severity,
+        code: aspect.code,
+        object: objectName('StatefulSet', sts),
+        problem: stripName(message, name),
+        fix: aspect.fix,
+      });
     };
     for (const aspect of ASPECTS) {
-      const copy: StatefulSet = { ...sts, metadata: { ...sts.metadata, labels: pick(labels, aspect.labels), annotations: pick(annotations, aspect.annotations) } };
+      const copy: StatefulSet = {
+        ...sts,
+        metadata: {
+          ...sts.metadata,
+          labels: pick(labels, aspect.labels),
+          annotations: pick(annotations, aspect.annotations),
+        },
+      };
       for (const message of validateScalingMetadata(copy)) report(message, { ...aspect, fix: aspect.fix(sts) });
     }
     // Anything validateScalingMetadata learns later still surfaces.
     const whole: StatefulSet = { ...sts, metadata: { ...sts.metadata, labels, annotations } };
     for (const message of validateScalingMetadata(whole)) {
-      report(message, { code: 'invalid-scaling-metadata', severity: 'warning', fix: 'correct the value as the problem describes (docs/scaling.md lists every key and its format)' });
+      report(message, {
+        code: 'invalid-scaling-metadata',
+        severity: 'warning',
+        fix: 'correct the value as the problem describes (docs/scaling.md lists every key and its format)',
+      });
     }
 
     const last = annotations[LAST_DOWNSCALE_ANNOTATION_KEY];
@@ -581,7 +671,10 @@ function checkPrepareDownscale(scope: Scope): Finding[] {
     const service = sts.spec?.serviceName ? [] : ['spec.serviceName'];
     const missing = [...port.map((k) => `annotation ${k}`), ...path.map((k) => `annotation ${k}`), ...service];
     if (missing.length === 0) continue;
-    const examples: Record<string, string> = { [PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY]: '80', [PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY]: 'ingester/prepare-shutdown' };
+    const examples: Record<string, string> = {
+      [PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY]: '80',
+      [PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY]: 'ingester/prepare-shutdown',
+    };
     const annotate = [...port, ...path];
     findings.push({
       severity: 'error',
@@ -589,8 +682,16 @@ function checkPrepareDownscale(scope: Scope): Finding[] {
       object: objectName('StatefulSet', sts),
       problem: `it is labelled ${PREPARE_DOWNSCALE_LABEL_KEY}=true but has no ${missing.join(', ')}: the prepare-downscale webhook denies every downscale of it`,
       fix: [
-        ...(annotate.length ? [`set the pod endpoint to call before a downscale: ${kubectl(sts, 'StatefulSet', 'annotate', ...annotate.map((k) => `${k}=${examples[k]!}`))}`] : []),
-        ...(service.length ? ['set spec.serviceName to its headless Service (the pods are called at <pod>.<serviceName>.<namespace>.svc; the field is immutable, so the StatefulSet must be recreated, e.g. with kubectl delete --cascade=orphan and apply)'] : []),
+        ...(annotate.length
+          ? [
+              `set the pod endpoint to call before a downscale: ${kubectl(sts, 'StatefulSet', 'annotate', ...annotate.map((k) => `${k}=${examples[k]!}`))}`,
+            ]
+          : []),
+        ...(service.length
+          ? [
+              'set spec.serviceName to its headless Service (the pods are called at <pod>.<serviceName>.<namespace>.svc; the field is immutable, so the StatefulSet must be recreated, e.g. with kubectl delete --cascade=orphan and apply)',
+            ]
+          : []),
       ].join('; '),
     });
   }
@@ -600,7 +701,13 @@ function checkPrepareDownscale(scope: Scope): Finding[] {
 // ------------------------------------------------------------ 5. webhooks
 
 type WebhookKind = 'no-downscale' | 'prepare-downscale' | 'pod-eviction' | 'zpdb-validation' | 'reschedule-on-eviction';
-const WEBHOOK_KINDS: readonly WebhookKind[] = ['no-downscale', 'prepare-downscale', 'pod-eviction', 'zpdb-validation', 'reschedule-on-eviction'];
+const WEBHOOK_KINDS: readonly WebhookKind[] = [
+  'no-downscale',
+  'prepare-downscale',
+  'pod-eviction',
+  'zpdb-validation',
+  'reschedule-on-eviction',
+];
 
 function webhookPath(w: WebhookEntry): string | undefined {
   if (w.clientConfig?.service) return w.clientConfig.service.path;
@@ -624,16 +731,34 @@ function webhookKind(w: WebhookEntry): WebhookKind | undefined {
 function pointsAtOperator(config: WebhookConfigurationObject): boolean {
   const labels = labelsOf(config);
   if (has(labels, NAMESPACE_LABEL) || has(labels, INJECT_LABEL)) return true;
-  return (config.webhooks ?? []).some((w) => OPERATOR_NAMES.includes(w.clientConfig?.service?.name ?? '') || (webhookPath(w) ?? '').match(/^\/admission\/(no-downscale|prepare-downscale|pod-eviction|zpdb-validation|reschedule-on-eviction)$/) !== null);
+  return (config.webhooks ?? []).some(
+    (w) =>
+      OPERATOR_NAMES.includes(w.clientConfig?.service?.name ?? '') ||
+      (webhookPath(w) ?? '').match(
+        /^\/admission\/(no-downscale|prepare-downscale|pod-eviction|zpdb-validation|reschedule-on-eviction)$/,
+      ) !== null,
+  );
 }
 
 const CERT_MANAGER_INJECT = 'cert-manager.io/inject-ca-from';
 
 const RISK_OF_IGNORE: Partial<Record<WebhookKind, { severity: Severity; why: string }>> = {
-  'pod-eviction': { severity: 'error', why: 'while no operator replica answers, evictions (kubectl drain, the cluster autoscaler, Karpenter) pass unchecked and can take two zones down at once' },
-  'prepare-downscale': { severity: 'error', why: 'while no operator replica answers, StatefulSets are downscaled without their leaving pods being prepared and without the min-time between zones' },
-  'zpdb-validation': { severity: 'warning', why: 'while no operator replica answers, a ZoneAwarePodDisruptionBudget the eviction webhook cannot use is accepted, and then silently ignored' },
-  'reschedule-on-eviction': { severity: 'error', why: "while no operator replica answers, drains evict the selected pods directly instead of asking their own operator to move them" },
+  'pod-eviction': {
+    severity: 'error',
+    why: 'while no operator replica answers, evictions (kubectl drain, the cluster autoscaler, Karpenter) pass unchecked and can take two zones down at once',
+  },
+  'prepare-downscale': {
+    severity: 'error',
+    why: 'while no operator replica answers, StatefulSets are downscaled without their leaving pods being prepared and without the min-time between zones',
+  },
+  'zpdb-validation': {
+    severity: 'warning',
+    why: 'while no operator replica answers, a ZoneAwarePodDisruptionBudget the eviction webhook cannot use is accepted, and then silently ignored',
+  },
+  'reschedule-on-eviction': {
+    severity: 'error',
+    why: 'while no operator replica answers, drains evict the selected pods directly instead of asking their own operator to move them',
+  },
 };
 
 /**
@@ -646,7 +771,10 @@ function checkWebhooks(scope: Scope): Finding[] {
   const operatorNamespace = scope.operatorNamespace();
   const operators = scope.operatorDeployments();
   const configs = [
-    ...scope.input.validatingWebhookConfigurations.map((config) => ({ kind: 'ValidatingWebhookConfiguration', config })),
+    ...scope.input.validatingWebhookConfigurations.map((config) => ({
+      kind: 'ValidatingWebhookConfiguration',
+      config,
+    })),
     ...scope.input.mutatingWebhookConfigurations.map((config) => ({ kind: 'MutatingWebhookConfiguration', config })),
   ].filter(({ config }) => pointsAtOperator(config) && webhookConcerns(scope, config));
 
@@ -670,8 +798,11 @@ function checkWebhooks(scope: Scope): Finding[] {
         severity: emptyBundles.length > 0 ? 'error' : 'warning',
         code: 'webhook-ca-labels-missing',
         object,
-        problem: `it lacks the label${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}, so the operator never injects its CA into it` +
-          (emptyBundles.length > 0 ? ': the API server cannot verify the webhook\'s certificate and every call fails' : ': the caBundle it has goes stale when the operator renews its certificate'),
+        problem:
+          `it lacks the label${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}, so the operator never injects its CA into it` +
+          (emptyBundles.length > 0
+            ? ": the API server cannot verify the webhook's certificate and every call fails"
+            : ': the caBundle it has goes stale when the operator renews its certificate'),
         fix: `kubectl label ${resource}/${name} ${missing.map(shellQuote).join(' ')} --overwrite`,
       });
     }
@@ -726,7 +857,20 @@ function checkWebhooks(scope: Scope): Finding[] {
             code: 'no-downscale-selects-operator',
             object,
             problem: `webhook ${w.name ?? index} (no-downscale, failurePolicy Fail) ${finding}: while the operator's only replica is being replaced nothing answers, every update of its Deployment and ReplicaSets is refused, and the new ReplicaSet can never scale up`,
-            fix: `exclude the operator's labels as deploy/webhooks/no-downscale.yaml does: kubectl patch ${resource}/${name} --type=json -p ${shellQuote(JSON.stringify([{ op: 'add', path: `/webhooks/${index}/objectSelector`, value: { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['stateward'] }, { key: 'name', operator: 'NotIn', values: ['rollout-operator'] }] } }]))} (a NotIn selector still lets label-less /scale requests through)`,
+            fix: `exclude the operator's labels as deploy/webhooks/no-downscale.yaml does: kubectl patch ${resource}/${name} --type=json -p ${shellQuote(
+              JSON.stringify([
+                {
+                  op: 'add',
+                  path: `/webhooks/${index}/objectSelector`,
+                  value: {
+                    matchExpressions: [
+                      { key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['stateward'] },
+                      { key: 'name', operator: 'NotIn', values: ['rollout-operator'] },
+                    ],
+                  },
+                },
+              ]),
+            )} (a NotIn selector still lets label-less /scale requests through)`,
           });
         }
       }
@@ -749,7 +893,11 @@ function webhookConcerns(scope: Scope, config: WebhookConfigurationObject): bool
 }
 
 function coversDeployments(w: WebhookEntry): boolean {
-  return (w.rules ?? []).some((r) => (r.apiGroups ?? []).some((g) => g === 'apps' || g === '*') && (r.resources ?? []).some((res) => res === '*' || res === 'deployments' || res === 'replicasets'));
+  return (w.rules ?? []).some(
+    (r) =>
+      (r.apiGroups ?? []).some((g) => g === 'apps' || g === '*') &&
+      (r.resources ?? []).some((res) => res === '*' || res === 'deployments' || res === 'replicasets'),
+  );
 }
 
 /**
@@ -758,18 +906,30 @@ function coversDeployments(w: WebhookEntry): boolean {
  * namespace (its grafana.com/namespace label or Service); when its Deployment
  * is not in view, it is judged by the labels the operator ships with.
  */
-function noDownscaleSelectsOperator(scope: Scope, w: WebhookEntry, operators: Deployment[], ownerNamespace: string | undefined): string | undefined {
+function noDownscaleSelectsOperator(
+  scope: Scope,
+  w: WebhookEntry,
+  operators: Deployment[],
+  ownerNamespace: string | undefined,
+): string | undefined {
   if (!coversDeployments(w)) return undefined;
   // The API server defaults an absent objectSelector to {}.
-  const hasSelector = Object.keys(w.objectSelector?.matchLabels ?? {}).length > 0 || (w.objectSelector?.matchExpressions ?? []).length > 0;
+  const hasSelector =
+    Object.keys(w.objectSelector?.matchLabels ?? {}).length > 0 ||
+    (w.objectSelector?.matchExpressions ?? []).length > 0;
   const own = operators.filter((d) => ownerNamespace === undefined || nsOf(d) === ownerNamespace);
   const selected = own.filter((d) => selectorMatches(w.namespaceSelector, scope.namespaceLabels(nsOf(d))));
   if (own.length > 0) {
-    const caught = selected.filter((d) => selectorMatches(w.objectSelector, labelsOf(d)) || selectorMatches(w.objectSelector, d.spec?.template?.metadata?.labels));
+    const caught = selected.filter(
+      (d) =>
+        selectorMatches(w.objectSelector, labelsOf(d)) ||
+        selectorMatches(w.objectSelector, d.spec?.template?.metadata?.labels),
+    );
     if (caught.length === 0) return undefined;
     return `${hasSelector ? 'has an objectSelector that selects' : 'has no objectSelector, so it covers'} the operator's own Deployment ${caught.map((d) => `${nsOf(d)}/${nameOf(d)}`).join(', ')}`;
   }
-  if (ownerNamespace !== undefined && !selectorMatches(w.namespaceSelector, scope.namespaceLabels(ownerNamespace))) return undefined;
+  if (ownerNamespace !== undefined && !selectorMatches(w.namespaceSelector, scope.namespaceLabels(ownerNamespace)))
+    return undefined;
   const defaults: Record<string, string>[] = [{ 'app.kubernetes.io/name': 'stateward' }, { name: 'rollout-operator' }];
   if (!defaults.every((labels) => selectorMatches(w.objectSelector, labels))) return undefined;
   return hasSelector
@@ -800,20 +960,27 @@ function checkZpdbs(scope: Scope): Finding[] {
     valid.push({ object: zpdb, config: parsed.config });
     const namespace = nsOf(zpdb);
     const sets = scope.statefulSets.filter((s) => nsOf(s) === namespace && zpdbSelects(parsed.config, labelsOf(s)));
-    const pods = scope.readable('pods') ? scope.pods.filter((p) => nsOf(p) === namespace && zpdbSelects(parsed.config, labelsOf(p))) : [];
-    const selector = Object.entries(parsed.config.matchLabels).map(([k, v]) => `${k}=${v}`).join(',') || '(everything)';
+    const pods = scope.readable('pods')
+      ? scope.pods.filter((p) => nsOf(p) === namespace && zpdbSelects(parsed.config, labelsOf(p)))
+      : [];
+    const selector =
+      Object.entries(parsed.config.matchLabels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',') || '(everything)';
     if (sets.length === 0) {
       findings.push({
         severity: pods.length > 0 ? 'error' : 'warning',
         code: 'zpdb-no-statefulsets',
         object,
-        problem: `its selector ${selector} matches no StatefulSet in ${namespace}` +
+        problem:
+          `its selector ${selector} matches no StatefulSet in ${namespace}` +
           (pods.length > 0
             ? `, only ${plural(pods.length, 'pod')}: the selector must match the StatefulSets (one per zone) as well as their pods, so every eviction of those pods is denied ("minimum number of StatefulSets not found")`
             : ' and no pod: it protects nothing'),
-        fix: pods.length > 0
-          ? `label each zone's StatefulSet itself (metadata.labels, not only the pod template) with ${selector}, e.g. kubectl -n ${shellQuote(namespace)} label statefulset/<zone> ${shellQuote(selector.split(',')[0] ?? '')}`
-          : `point spec.selector.matchLabels at the labels the StatefulSets and their pods carry (usually rollout-group: <group>), or delete it: ${kubectl(zpdb, 'zpdb', 'edit')}`,
+        fix:
+          pods.length > 0
+            ? `label each zone's StatefulSet itself (metadata.labels, not only the pod template) with ${selector}, e.g. kubectl -n ${shellQuote(namespace)} label statefulset/<zone> ${shellQuote(selector.split(',')[0] ?? '')}`
+            : `point spec.selector.matchLabels at the labels the StatefulSets and their pods carry (usually rollout-group: <group>), or delete it: ${kubectl(zpdb, 'zpdb', 'edit')}`,
       });
     } else if (sets.length === 1) {
       findings.push({
@@ -840,7 +1007,10 @@ function checkZpdbs(scope: Scope): Finding[] {
     if (lookup.kind === 'multiple') note(nsOf(pod), lookup.names, 'pods');
   }
   for (const sts of scope.statefulSets) {
-    const matching = configs.filter((c) => c.namespace === nsOf(sts) && zpdbSelects(c, labelsOf(sts))).map((c) => c.name).sort(compare);
+    const matching = configs
+      .filter((c) => c.namespace === nsOf(sts) && zpdbSelects(c, labelsOf(sts)))
+      .map((c) => c.name)
+      .sort(compare);
     if (matching.length > 1) note(nsOf(sts), matching, 'sets');
   }
   for (const { names, namespace, pods, sets } of overlaps.values()) {
@@ -870,8 +1040,10 @@ function checkConfigRestarts(scope: Scope): Finding[] {
     for (const c of configs[kind].list) byKey.set(configKey(kind, nsOf(c), nameOf(c)), c);
   }
   const options = {
-    configMeta: (kind: ConfigKind, namespace: string, name: string) => byKey.get(configKey(kind, namespace, name))?.metadata,
-    configNames: (kind: ConfigKind, namespace: string) => configs[kind].list.filter((c) => nsOf(c) === namespace).map(nameOf),
+    configMeta: (kind: ConfigKind, namespace: string, name: string) =>
+      byKey.get(configKey(kind, namespace, name))?.metadata,
+    configNames: (kind: ConfigKind, namespace: string) =>
+      configs[kind].list.filter((c) => nsOf(c) === namespace).map(nameOf),
   };
   for (const { kind, workload } of scope.workloads) {
     if (!mayOptIn(workload)) continue;
@@ -925,7 +1097,8 @@ function checkOnDeleteUnmanaged(scope: Scope): Finding[] {
       severity: 'warning',
       code: 'ondelete-unmanaged',
       object: objectName('StatefulSet', sts),
-      problem: `it is OnDelete with ${plural(own.length, 'pod')} but in no rollout group and not opted in to evictions: template (and config) changes reach its pods only when someone deletes them` +
+      problem:
+        `it is OnDelete with ${plural(own.length, 'pod')} but in no rollout group and not opted in to evictions: template (and config) changes reach its pods only when someone deletes them` +
         (outdated > 0 ? `; ${plural(outdated, 'pod')} already ${outdated === 1 ? 'runs' : 'run'} an old revision` : ''),
       fix: `let Stateward roll it: ${kubectl(sts, 'StatefulSet', 'label', `${ROLLOUT_GROUP_LABEL}=${shellQuote(nameOf(sts))}`)} (a group of one), or, for config restarts only, ${kubectl(sts, 'StatefulSet', 'annotate', `${EVICT_ONDELETE_ANNOTATION}=evict`)}, or switch it to RollingUpdate; ignore this if pods are replaced by hand on purpose`,
     });
@@ -951,12 +1124,17 @@ function checkOperatorFlags(scope: Scope): Finding[] {
   const findings: Finding[] = [];
   const operators = scope.operatorDeployments();
   if (operators.length === 0) return findings;
-  const argsOf = (d: Deployment) => (d.spec?.template?.spec?.containers ?? []).flatMap((c) => [...(c.command ?? []), ...(c.args ?? [])]);
+  const argsOf = (d: Deployment) =>
+    (d.spec?.template?.spec?.containers ?? []).flatMap((c) => [...(c.command ?? []), ...(c.args ?? [])]);
 
   const webhookNamespaces = new Set(
     [...scope.input.validatingWebhookConfigurations, ...scope.input.mutatingWebhookConfigurations]
       .filter(pointsAtOperator)
-      .map((c) => labelsOf(c)[NAMESPACE_LABEL] ?? (c.webhooks ?? []).map((w) => w.clientConfig?.service?.namespace).find((n) => n))
+      .map(
+        (c) =>
+          labelsOf(c)[NAMESPACE_LABEL] ??
+          (c.webhooks ?? []).map((w) => w.clientConfig?.service?.namespace).find((n) => n),
+      )
       .filter((n): n is string => Boolean(n)),
   );
   for (const d of operators) {
@@ -965,19 +1143,27 @@ function checkOperatorFlags(scope: Scope): Finding[] {
         severity: 'warning',
         code: 'operator-flag-missing',
         object: objectName('Deployment', d),
-        problem: 'webhook configurations point at this operator, but it runs without -server-tls.enabled: nothing serves the admission webhooks, and no CA is injected',
+        problem:
+          'webhook configurations point at this operator, but it runs without -server-tls.enabled: nothing serves the admission webhooks, and no CA is injected',
         fix: `add -server-tls.enabled to its container args (the webhooks overlay or --set webhooks.enabled=true in the chart do)`,
       });
     }
   }
-  const optedIn = scope.workloads.filter(({ workload }) => mayOptIn(workload) && watchedConfigs(workload).optIns.length > 0);
+  const optedIn = scope.workloads.filter(
+    ({ workload }) => mayOptIn(workload) && watchedConfigs(workload).optIns.length > 0,
+  );
   if (optedIn.length > 0 && !operators.some((d) => boolFlag(argsOf(d), 'config-restarts.enabled') === true)) {
     const d = operators[0]!;
     findings.push({
       severity: 'warning',
       code: 'operator-flag-missing',
       object: objectName('Deployment', d),
-      problem: `${plural(optedIn.length, 'workload')} (${optedIn.slice(0, 3).map(({ kind, workload }) => objectName(kind, workload)).join(', ')}${optedIn.length > 3 ? ', …' : ''}) opted in to config-change restarts, but the operator runs without -config-restarts.enabled: nothing restarts them`,
+      problem: `${plural(optedIn.length, 'workload')} (${optedIn
+        .slice(0, 3)
+        .map(({ kind, workload }) => objectName(kind, workload))
+        .join(
+          ', ',
+        )}${optedIn.length > 3 ? ', …' : ''}) opted in to config-change restarts, but the operator runs without -config-restarts.enabled: nothing restarts them`,
       fix: 'add -config-restarts.enabled to its container args (the config-restarts kustomize component or --set configRestarts.enabled=true in the chart)',
     });
   }
@@ -987,8 +1173,10 @@ function checkOperatorFlags(scope: Scope): Finding[] {
 // ------------------------------------------------------- 10. what was skipped
 
 const SKIPPED: Record<string, string> = {
-  validatingwebhookconfigurations: 'webhook checks (CA labels, caBundle, failure policy, no-downscale objectSelector) for validating webhooks were skipped',
-  mutatingwebhookconfigurations: 'webhook checks (CA labels, caBundle, failure policy) for the prepare-downscale webhook were skipped',
+  validatingwebhookconfigurations:
+    'webhook checks (CA labels, caBundle, failure policy, no-downscale objectSelector) for validating webhooks were skipped',
+  mutatingwebhookconfigurations:
+    'webhook checks (CA labels, caBundle, failure policy) for the prepare-downscale webhook were skipped',
   statefulsets: 'StatefulSet checks (labels, rollout groups, leaders, values, budgets) were skipped',
   zoneawarepoddisruptionbudgets: 'ZoneAwarePodDisruptionBudget checks were skipped',
   pods: 'checks that count pods (unmanaged OnDelete StatefulSets, budgets selecting pods only, overlapping budgets) were skipped',
@@ -1036,13 +1224,15 @@ export function diagnose(input: DoctorInput): Finding[] {
       found = check(scope);
     } catch (error) {
       // One check tripping over an odd object must not hide the others' findings.
-      found = [{
-        severity: 'warning',
-        code: 'check-failed',
-        object: check.name,
-        problem: `the check failed: ${error instanceof Error ? error.message : String(error)}`,
-        fix: 'report this as a bug in stateward doctor, with the objects it ran on',
-      }];
+      found = [
+        {
+          severity: 'warning',
+          code: 'check-failed',
+          object: check.name,
+          problem: `the check failed: ${error instanceof Error ? error.message : String(error)}`,
+          fix: 'report this as a bug in stateward doctor, with the objects it ran on',
+        },
+      ];
     }
     for (const f of found) {
       const key = `${f.code}\0${f.object}\0${f.problem}`;
@@ -1052,5 +1242,11 @@ export function diagnose(input: DoctorInput): Finding[] {
     }
   }
   const rank = (s: Severity) => (s === 'error' ? 0 : 1);
-  return findings.sort((a, b) => rank(a.severity) - rank(b.severity) || compare(a.object, b.object) || compare(a.code, b.code) || compare(a.problem, b.problem));
+  return findings.sort(
+    (a, b) =>
+      rank(a.severity) - rank(b.severity) ||
+      compare(a.object, b.object) ||
+      compare(a.code, b.code) ||
+      compare(a.problem, b.problem),
+  );
 }

@@ -9,7 +9,14 @@ import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
-import { diagnose, type DaemonSet, type Deployment, type DoctorInput, type Finding, type WebhookConfigurationObject } from './checks.ts';
+import {
+  diagnose,
+  type DaemonSet,
+  type Deployment,
+  type DoctorInput,
+  type Finding,
+  type WebhookConfigurationObject,
+} from './checks.ts';
 
 export interface DoctorIo {
   out(s: string): void;
@@ -22,20 +29,34 @@ const USER_AGENT = 'stateward-doctor';
 /** Runs `stateward doctor <argv>`; resolves to the exit code. */
 export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<number> {
   const fs = new FlagSet('stateward doctor');
-  const namespaceLong = fs.string('namespace', '', 'Namespace to diagnose (default: the kubeconfig context\'s namespace, else "default").');
+  const namespaceLong = fs.string(
+    'namespace',
+    '',
+    'Namespace to diagnose (default: the kubeconfig context\'s namespace, else "default").',
+  );
   const namespaceShort = fs.string('n', '', 'Short for -namespace.');
   const allLong = fs.bool('all-namespaces', false, 'Diagnose every namespace.');
   const allShort = fs.bool('A', false, 'Short for -all-namespaces.');
   const outputShort = fs.enumString('o', 'text', ['text', 'json'], 'Output format: text or json.');
   const outputLong = fs.enumString('output', 'text', ['text', 'json'], 'Same as -o.');
-  const kubeconfigPath = fs.string('kubeconfig', '', 'Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration).');
+  const kubeconfigPath = fs.string(
+    'kubeconfig',
+    '',
+    'Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration).',
+  );
   const contextName = fs.string('context', '', 'The kubeconfig context to use (default: its current-context).');
-  const operatorNamespace = fs.string('operator-namespace', '', 'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).');
+  const operatorNamespace = fs.string(
+    'operator-namespace',
+    '',
+    'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).',
+  );
   const timeout = fs.duration('request-timeout', 30_000, 'Timeout of each API request.');
 
   const parsed = fs.parse(argv, {});
   if (parsed.kind === 'help') {
-    io.err(`stateward doctor [flags]: reads the cluster and reports Stateward misconfigurations, each with its fix.\nExit code: 0 nothing wrong (warnings allowed), 1 something is wrong, 2 bad flags.\n\n${parsed.usage}`);
+    io.err(
+      `stateward doctor [flags]: reads the cluster and reports Stateward misconfigurations, each with its fix.\nExit code: 0 nothing wrong (warnings allowed), 1 something is wrong, 2 bad flags.\n\n${parsed.usage}`,
+    );
     return 0;
   }
   const usageError = (message: string): number => {
@@ -44,17 +65,23 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
   };
   if (parsed.kind === 'error') return usageError(parsed.message);
   if (parsed.args.length > 0) return usageError(`unexpected argument: ${parsed.args[0]!}`);
-  if (namespaceLong.value && namespaceShort.value && namespaceLong.value !== namespaceShort.value) return usageError('-n and -namespace name different namespaces');
+  if (namespaceLong.value && namespaceShort.value && namespaceLong.value !== namespaceShort.value)
+    return usageError('-n and -namespace name different namespaces');
   const all = allLong.value || allShort.value;
   const namespaceFlag = namespaceLong.value || namespaceShort.value;
   if (all && namespaceFlag) return usageError('-n/-namespace and -A/-all-namespaces cannot be used together');
-  if (fs.isSet('o') && fs.isSet('output') && outputShort.value !== outputLong.value) return usageError('-o and -output differ');
+  if (fs.isSet('o') && fs.isSet('output') && outputShort.value !== outputLong.value)
+    return usageError('-o and -output differ');
   const output = fs.isSet('output') ? outputLong.value : outputShort.value;
   if (timeout.value <= 0) return usageError('-request-timeout must be positive');
 
   let client: KubeClient | undefined;
   try {
-    const { kubeConfig, namespace: contextNamespace } = loadCliKubeConfig({ kubeconfig: kubeconfigPath.value, context: contextName.value, env: io.env });
+    const { kubeConfig, namespace: contextNamespace } = loadCliKubeConfig({
+      kubeconfig: kubeconfigPath.value,
+      context: contextName.value,
+      env: io.env,
+    });
     const namespace = all ? undefined : namespaceFlag || contextNamespace;
     try {
       client = new KubeClient({ kubeConfig, timeoutMs: timeout.value, userAgent: USER_AGENT });
@@ -65,7 +92,9 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     const findings = diagnose(input);
     const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
     if (output === 'json') {
-      io.out(`${JSON.stringify({ namespaces: namespace === undefined ? 'all' : [namespace], errors: count(findings, 'error'), warnings: count(findings, 'warning'), findings }, null, 2)}\n`);
+      io.out(
+        `${JSON.stringify({ namespaces: namespace === undefined ? 'all' : [namespace], errors: count(findings, 'error'), warnings: count(findings, 'warning'), findings }, null, 2)}\n`,
+      );
     } else {
       io.out(renderText(findings, where, input));
     }
@@ -87,16 +116,26 @@ function plural(n: number, word: string): string {
 }
 
 /** One block per finding, then a summary line. */
-export function renderText(findings: readonly Finding[], where: string, input?: Pick<DoctorInput, 'statefulSets' | 'zpdbs' | 'validatingWebhookConfigurations' | 'mutatingWebhookConfigurations'>): string {
-  const blocks = findings.map((f) => `${f.severity === 'error' ? 'ERROR' : 'WARNING'}  ${f.object}: ${f.problem}\n  fix: ${f.fix}\n`);
+export function renderText(
+  findings: readonly Finding[],
+  where: string,
+  input?: Pick<
+    DoctorInput,
+    'statefulSets' | 'zpdbs' | 'validatingWebhookConfigurations' | 'mutatingWebhookConfigurations'
+  >,
+): string {
+  const blocks = findings.map(
+    (f) => `${f.severity === 'error' ? 'ERROR' : 'WARNING'}  ${f.object}: ${f.problem}\n  fix: ${f.fix}\n`,
+  );
   const checked = input
     ? ` (checked ${plural(input.statefulSets.length, 'StatefulSet')}, ${plural(input.zpdbs.length, 'ZoneAwarePodDisruptionBudget')}, ${plural(input.validatingWebhookConfigurations.length + input.mutatingWebhookConfigurations.length, 'webhook configuration')})`
     : '';
   const errors = count(findings, 'error');
   const warnings = count(findings, 'warning');
-  const summary = findings.length === 0
-    ? `No problems found in ${where}${checked}.\n`
-    : `${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${where}${checked}.\n`;
+  const summary =
+    findings.length === 0
+      ? `No problems found in ${where}${checked}.\n`
+      : `${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${where}${checked}.\n`;
   return [...blocks, summary].join('\n');
 }
 
@@ -105,7 +144,11 @@ function messageOf(error: unknown): string {
 }
 
 /** Lists everything diagnose() needs; forbidden lists become `unreadable`. */
-export async function gather(client: KubeClient, namespace: string | undefined, operatorNamespace?: string): Promise<DoctorInput> {
+export async function gather(
+  client: KubeClient,
+  namespace: string | undefined,
+  operatorNamespace?: string,
+): Promise<DoctorInput> {
   const unreadable: string[] = [];
   const take = <T>(resource: string, listed: Listed<T>): T[] => {
     if ('items' in listed) return listed.items;
@@ -124,7 +167,18 @@ export async function gather(client: KubeClient, namespace: string | undefined, 
       if (!isForbidden(error)) throw requestFailure(client, `get namespace ${namespace}`, error);
     }
   }
-  const [pods, zpdbs, deployments, daemonSets, configMaps, secrets, validating, mutating, operatorsByName, operatorsByAppName] = await Promise.all([
+  const [
+    pods,
+    zpdbs,
+    deployments,
+    daemonSets,
+    configMaps,
+    secrets,
+    validating,
+    mutating,
+    operatorsByName,
+    operatorsByAppName,
+  ] = await Promise.all([
     listAll<Pod>(client, resources.pods, { namespace, metadataOnly: true }),
     listAll<KubeObject>(client, zpdbResource, { namespace, optional: true }),
     listAll<Deployment>(client, resources.deployments, { namespace }),
@@ -135,8 +189,14 @@ export async function gather(client: KubeClient, namespace: string | undefined, 
     listAll<WebhookConfigurationObject>(client, resources.validatingWebhookConfigurations, {}),
     listAll<WebhookConfigurationObject>(client, resources.mutatingWebhookConfigurations, {}),
     // The operator's own Deployment may live outside the diagnosed namespace.
-    namespace === undefined ? Promise.resolve({ items: [] }) : listAll<Deployment>(client, resources.deployments, { labelSelector: 'name in (stateward,rollout-operator)' }),
-    namespace === undefined ? Promise.resolve({ items: [] }) : listAll<Deployment>(client, resources.deployments, { labelSelector: 'app.kubernetes.io/name in (stateward,rollout-operator)' }),
+    namespace === undefined
+      ? Promise.resolve({ items: [] })
+      : listAll<Deployment>(client, resources.deployments, { labelSelector: 'name in (stateward,rollout-operator)' }),
+    namespace === undefined
+      ? Promise.resolve({ items: [] })
+      : listAll<Deployment>(client, resources.deployments, {
+          labelSelector: 'app.kubernetes.io/name in (stateward,rollout-operator)',
+        }),
   ]);
   const operators = [operatorsByName, operatorsByAppName].flatMap((l) => ('items' in l ? l.items : []));
   return {

@@ -51,10 +51,17 @@ export function replicaCoordinationCapability(coordination: (runtime: Runtime) =
       const coordinator = coordination(runtime);
       return {
         // Leadership ended: abandon delayed-downscale pod calls in flight; the next leader starts from what the pods say.
-        lead: (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => {
-          coordinator.stop();
-          resolve();
-        }, { once: true })),
+        lead: (signal) =>
+          new Promise<void>((resolve) =>
+            signal.addEventListener(
+              'abort',
+              () => {
+                coordinator.stop();
+                resolve();
+              },
+              { once: true },
+            ),
+          ),
       };
     },
   };
@@ -70,9 +77,18 @@ export function replicaCoordinationCapability(coordination: (runtime: Runtime) =
  */
 function showStampsToSightings(runtime: Runtime): void {
   const see = (set: StatefulSet, seen: Seen) =>
-    observeLastDownscales(runtime.sightings, { namespace: set.metadata?.namespace ?? '', statefulSets: [set.metadata?.name ?? ''], lastDownscales: lastDownscalesFromAnnotations([set]), source: 'annotation', seen });
+    observeLastDownscales(runtime.sightings, {
+      namespace: set.metadata?.namespace ?? '',
+      statefulSets: [set.metadata?.name ?? ''],
+      lastDownscales: lastDownscalesFromAnnotations([set]),
+      source: 'annotation',
+      seen,
+    });
   for (const informer of workloadCache(runtime).statefulSets) {
     // The initial list shows stamps of any age; a later delivery is a change the watch just saw.
-    informer.addHandlers({ onAdd: (set, initial) => see(set, initial ? 'read' : 'event'), onUpdate: (_old, set) => see(set, 'event') });
+    informer.addHandlers({
+      onAdd: (set, initial) => see(set, initial ? 'read' : 'event'),
+      onUpdate: (_old, set) => see(set, 'event'),
+    });
   }
 }

@@ -18,14 +18,25 @@ export type LastDownscaleSource = 'annotation' | 'zone-tracker';
  * stamp is what dates one that appears later. Call it with every read (the
  * StatefulSet informer does), so a change is seen as early as possible.
  */
-export function observeLastDownscales(sightings: TimestampSightings, read: { namespace: string; statefulSets: Iterable<string>; lastDownscales: ReadonlyMap<string, LastDownscale>; source: LastDownscaleSource; seen: Seen }): Map<string, CountedFrom> {
+export function observeLastDownscales(
+  sightings: TimestampSightings,
+  read: {
+    namespace: string;
+    statefulSets: Iterable<string>;
+    lastDownscales: ReadonlyMap<string, LastDownscale>;
+    source: LastDownscaleSource;
+    seen: Seen;
+  },
+): Map<string, CountedFrom> {
   const out = new Map<string, CountedFrom>();
   const names = new Set([...read.statefulSets, ...read.lastDownscales.keys()]);
   for (const name of names) {
     const at = read.lastDownscales.get(name);
     // One scope per StatefulSet and source.
     const stamps = typeof at === 'number' ? new Map([['', at]]) : new Map<string, number>();
-    const counted = sightings.look(`last-downscale/${read.source}/${read.namespace}/${name}`, stamps, read.seen).get('');
+    const counted = sightings
+      .look(`last-downscale/${read.source}/${read.namespace}/${name}`, stamps, read.seen)
+      .get('');
     if (counted && typeof at === 'number') out.set(name, { at, ...counted });
   }
   return out;

@@ -36,7 +36,12 @@ export function lastDownscalesFromAnnotations(statefulSets: readonly StatefulSet
     if (value === undefined) continue;
     const parsed = parseRfc3339(value);
     const name = sts.metadata?.name ?? '';
-    out.set(name, typeof parsed === 'number' ? parsed : { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${parsed.error}` });
+    out.set(
+      name,
+      typeof parsed === 'number'
+        ? parsed
+        : { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${parsed.error}` },
+    );
   }
   return out;
 }
@@ -72,7 +77,13 @@ export type MinTimeCheck =
   | { elapsed: false; blockedBy: string; lastDownscale: number; minTime: number; reason: string }
   | { error: string; statefulSet: string };
 
-export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: readonly StatefulSet[]; lastDownscales: ReadonlyMap<string, LastDownscale>; now: number; countedFrom?: CountedFromByName }): MinTimeCheck {
+export function checkMinTimeBetweenZoneDownscales(input: {
+  self: string;
+  group: readonly StatefulSet[];
+  lastDownscales: ReadonlyMap<string, LastDownscale>;
+  now: number;
+  countedFrom?: CountedFromByName;
+}): MinTimeCheck {
   for (const sts of input.group) {
     const name = sts.metadata?.name ?? '';
     if (name === input.self) continue;
@@ -85,7 +96,10 @@ export function checkMinTimeBetweenZoneDownscales(input: { self: string; group: 
     try {
       minTime = parseGoDuration(label);
     } catch (error) {
-      return { error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${error instanceof Error ? error.message : String(error)}`, statefulSet: name };
+      return {
+        error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${error instanceof Error ? error.message : String(error)}`,
+        statefulSet: name,
+      };
     }
     // Counted for another stamp (it changed since): does not apply.
     const counted = input.countedFrom?.get(name);

@@ -51,7 +51,11 @@ export const RESCHEDULE_WEBHOOK_CONFIGURATION = 'stateward-reschedule-on-evictio
 /** -webhooks.ca-bundle-configurations of an install: the shipped configurations of its features. */
 export function caBundleConfigurations(features: readonly Feature[]): string[] {
   if (!features.includes('webhooks')) return [];
-  return [...WEBHOOK_CONFIGURATIONS.validating, ...WEBHOOK_CONFIGURATIONS.mutating, ...(features.includes('reschedule') ? [RESCHEDULE_WEBHOOK_CONFIGURATION] : [])];
+  return [
+    ...WEBHOOK_CONFIGURATIONS.validating,
+    ...WEBHOOK_CONFIGURATIONS.mutating,
+    ...(features.includes('reschedule') ? [RESCHEDULE_WEBHOOK_CONFIGURATION] : []),
+  ];
 }
 
 // Why some verbs stay without resourceNames (Kubernetes forces it):
@@ -59,46 +63,247 @@ const CREATE_BY_NAME = 'create cannot be limited by resourceNames: the name is n
 
 export const PERMISSIONS: Record<Feature, Rule[]> = {
   rollouts: [
-    { scope: 'managed', apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'], why: 'cache pods; delete them to roll a group (uid-preconditioned)' },
-    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'list', 'watch', 'patch'], why: 'cache StatefulSets; patch spec.replicas (leader/follower, mirroring)' },
-    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets/status'], verbs: ['update'], why: 'advance status.currentRevision once a StatefulSet is rolled' },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['create'], why: `create the rollout status ConfigMap ${ROLLOUT_STATUS_CONFIGMAP} (${CREATE_BY_NAME})` },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'update'], resourceNames: [ROLLOUT_STATUS_CONFIGMAP], why: 'read and rewrite the rollout status ConfigMap, and no other' },
-    { scope: 'managed', apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'], why: 'Events on the objects acted on (patch folds repeats into a series)' },
-    { scope: 'managed', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update'], why: 'zone-aware budget ledgers: rolling deletes and evictions commit to them. Not by name: each is named after its budget (`stateward-zpdb-<budget>-<hash>`), and list/watch cannot be limited by name. Never deleted' },
-    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['zoneawarepoddisruptionbudgets'], verbs: ['get', 'list', 'watch'], why: 'rolling deletes ask the zone-aware budgets first' },
-    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['replicatemplates/scale'], verbs: ['get'], why: 'mirror replicas from a ReplicaTemplate (other mirrored kinds need get on <plural>/scale too)' },
-    { scope: 'managed', apiGroups: ['rollout-operator.grafana.com'], resources: ['replicatemplates/status'], verbs: ['patch'], why: 'write-back of status.replicas to a ReplicaTemplate' },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['pods'],
+      verbs: ['get', 'list', 'watch', 'delete'],
+      why: 'cache pods; delete them to roll a group (uid-preconditioned)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['apps'],
+      resources: ['statefulsets'],
+      verbs: ['get', 'list', 'watch', 'patch'],
+      why: 'cache StatefulSets; patch spec.replicas (leader/follower, mirroring)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['apps'],
+      resources: ['statefulsets/status'],
+      verbs: ['update'],
+      why: 'advance status.currentRevision once a StatefulSet is rolled',
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['create'],
+      why: `create the rollout status ConfigMap ${ROLLOUT_STATUS_CONFIGMAP} (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get', 'update'],
+      resourceNames: [ROLLOUT_STATUS_CONFIGMAP],
+      why: 'read and rewrite the rollout status ConfigMap, and no other',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['events.k8s.io'],
+      resources: ['events'],
+      verbs: ['create', 'patch'],
+      why: 'Events on the objects acted on (patch folds repeats into a series)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['get', 'list', 'watch', 'create', 'update'],
+      why: 'zone-aware budget ledgers: rolling deletes and evictions commit to them. Not by name: each is named after its budget (`stateward-zpdb-<budget>-<hash>`), and list/watch cannot be limited by name. Never deleted',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['rollout-operator.grafana.com'],
+      resources: ['zoneawarepoddisruptionbudgets'],
+      verbs: ['get', 'list', 'watch'],
+      why: 'rolling deletes ask the zone-aware budgets first',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['rollout-operator.grafana.com'],
+      resources: ['replicatemplates/scale'],
+      verbs: ['get'],
+      why: 'mirror replicas from a ReplicaTemplate (other mirrored kinds need get on <plural>/scale too)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['rollout-operator.grafana.com'],
+      resources: ['replicatemplates/status'],
+      verbs: ['patch'],
+      why: 'write-back of status.replicas to a ReplicaTemplate',
+    },
   ],
   'leader-election': [
-    { scope: 'own', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'], why: `create the leader Lease (${CREATE_BY_NAME})` },
-    { scope: 'own', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [LEADER_LEASE], why: 'hold, renew and release the leader Lease' },
+    {
+      scope: 'own',
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['create'],
+      why: `create the leader Lease (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'own',
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['get', 'update'],
+      resourceNames: [LEADER_LEASE],
+      why: 'hold, renew and release the leader Lease',
+    },
   ],
   webhooks: [
-    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['create'], why: `store the self-signed certificate the first time (${CREATE_BY_NAME})` },
-    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['get', 'update'], resourceNames: [CERTIFICATE_SECRET], why: 'read and renew the self-signed certificate' },
-    { scope: 'cluster', apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'], verbs: ['list', 'watch'], why: 'watch the configurations labelled for this operator (CA injection, failure-policy metric); list/watch cannot be limited by name' },
-    { scope: 'cluster', apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['patch'], resourceNames: [...WEBHOOK_CONFIGURATIONS.validating], why: 'inject the CA into the shipped configurations only (-webhooks.ca-bundle-configurations names them)' },
-    { scope: 'cluster', apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['patch'], resourceNames: [...WEBHOOK_CONFIGURATIONS.mutating], why: 'inject the CA into the shipped prepare-downscale configuration only' },
-    { scope: 'managed', apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get', 'list', 'watch'], why: 'no-downscale: cache the labels of Deployments and ReplicaSets (metadata only), the parents of /scale requests; get reads one not cached yet' },
-    { scope: 'managed', apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'], why: 'prepare-downscale: the per-group lock Lease, released by clearing its holder (no delete). Not by name: it is named after the rollout-group label (`stateward-downscale-<group>-<hash>`)' },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['create'], why: `prepare-downscale: create the zone tracker ConfigMap with -use-zone-tracker (${CREATE_BY_NAME})` },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'update'], resourceNames: [ZONE_TRACKER_CONFIGMAP], why: 'prepare-downscale: read and record in the zone tracker ConfigMap (-zone-tracker.config-map-name), and no other' },
+    {
+      scope: 'own',
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['create'],
+      why: `store the self-signed certificate the first time (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'own',
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get', 'update'],
+      resourceNames: [CERTIFICATE_SECRET],
+      why: 'read and renew the self-signed certificate',
+    },
+    {
+      scope: 'cluster',
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
+      verbs: ['list', 'watch'],
+      why: 'watch the configurations labelled for this operator (CA injection, failure-policy metric); list/watch cannot be limited by name',
+    },
+    {
+      scope: 'cluster',
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingwebhookconfigurations'],
+      verbs: ['patch'],
+      resourceNames: [...WEBHOOK_CONFIGURATIONS.validating],
+      why: 'inject the CA into the shipped configurations only (-webhooks.ca-bundle-configurations names them)',
+    },
+    {
+      scope: 'cluster',
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['mutatingwebhookconfigurations'],
+      verbs: ['patch'],
+      resourceNames: [...WEBHOOK_CONFIGURATIONS.mutating],
+      why: 'inject the CA into the shipped prepare-downscale configuration only',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['apps'],
+      resources: ['deployments', 'replicasets'],
+      verbs: ['get', 'list', 'watch'],
+      why: 'no-downscale: cache the labels of Deployments and ReplicaSets (metadata only), the parents of /scale requests; get reads one not cached yet',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['get', 'create', 'update'],
+      why: 'prepare-downscale: the per-group lock Lease, released by clearing its holder (no delete). Not by name: it is named after the rollout-group label (`stateward-downscale-<group>-<hash>`)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['create'],
+      why: `prepare-downscale: create the zone tracker ConfigMap with -use-zone-tracker (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get', 'update'],
+      resourceNames: [ZONE_TRACKER_CONFIGMAP],
+      why: 'prepare-downscale: read and record in the zone tracker ConfigMap (-zone-tracker.config-map-name), and no other',
+    },
   ],
   reschedule: [
-    { scope: 'managed', apiGroups: [''], resources: ['pods'], verbs: ['patch'], why: 'annotate a pod its operator should move (cao.couchbase.com/reschedule)' },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['create'], why: `create the tracking ConfigMap ${RESCHEDULE_TRACKING_CONFIGMAP} (${CREATE_BY_NAME})` },
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch'], resourceNames: [RESCHEDULE_TRACKING_CONFIGMAP], why: 'read and write tracking records (-reschedule.tracking-config-map), and no other ConfigMap' },
-    { scope: 'cluster', apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['patch'], resourceNames: [RESCHEDULE_WEBHOOK_CONFIGURATION], why: 'inject the CA into the shipped reschedule-on-eviction configuration only' },
-    { scope: 'cluster', apiGroups: [''], resources: ['nodes'], verbs: ['get'], why: 'a tracking record never releases a pod on a cordoned or draining node' },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['pods'],
+      verbs: ['patch'],
+      why: 'annotate a pod its operator should move (cao.couchbase.com/reschedule)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['create'],
+      why: `create the tracking ConfigMap ${RESCHEDULE_TRACKING_CONFIGMAP} (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get', 'patch'],
+      resourceNames: [RESCHEDULE_TRACKING_CONFIGMAP],
+      why: 'read and write tracking records (-reschedule.tracking-config-map), and no other ConfigMap',
+    },
+    {
+      scope: 'cluster',
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingwebhookconfigurations'],
+      verbs: ['patch'],
+      resourceNames: [RESCHEDULE_WEBHOOK_CONFIGURATION],
+      why: 'inject the CA into the shipped reschedule-on-eviction configuration only',
+    },
+    {
+      scope: 'cluster',
+      apiGroups: [''],
+      resources: ['nodes'],
+      verbs: ['get'],
+      why: 'a tracking record never releases a pod on a cordoned or draining node',
+    },
   ],
   'config-restarts': [
-    { scope: 'managed', apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['list', 'watch'], why: 'watch configs; each is hashed as it is decoded and only its checksum cached (no GETs)' },
-    { scope: 'managed', apiGroups: ['apps'], resources: ['deployments', 'daemonsets'], verbs: ['list', 'watch', 'patch'], why: 'cache opted-in workloads; one patch records checksums and restarts' },
-    { scope: 'managed', apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['patch'], why: 'restart StatefulSets (already granted by rollouts)' },
-    { scope: 'managed', apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'], why: 'evict outdated pods of opted-in OnDelete workloads one at a time' },
-    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['create'], why: `create the checksum HMAC key Secret the first time (${CREATE_BY_NAME})` },
-    { scope: 'own', apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [CHECKSUM_KEY_SECRET], why: 'read the checksum HMAC key' },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['configmaps', 'secrets'],
+      verbs: ['list', 'watch'],
+      why: 'watch configs; each is hashed as it is decoded and only its checksum cached (no GETs)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['apps'],
+      resources: ['deployments', 'daemonsets'],
+      verbs: ['list', 'watch', 'patch'],
+      why: 'cache opted-in workloads; one patch records checksums and restarts',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['apps'],
+      resources: ['statefulsets'],
+      verbs: ['patch'],
+      why: 'restart StatefulSets (already granted by rollouts)',
+    },
+    {
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['pods/eviction'],
+      verbs: ['create'],
+      why: 'evict outdated pods of opted-in OnDelete workloads one at a time',
+    },
+    {
+      scope: 'own',
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['create'],
+      why: `create the checksum HMAC key Secret the first time (${CREATE_BY_NAME})`,
+    },
+    {
+      scope: 'own',
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get'],
+      resourceNames: [CHECKSUM_KEY_SECRET],
+      why: 'read the checksum HMAC key',
+    },
   ],
 };
 
@@ -112,7 +317,12 @@ export function policyRules(features: readonly Feature[], scopes: readonly Scope
     if (!features.includes(feature)) continue;
     for (const rule of PERMISSIONS[feature]) {
       if (!scopes.includes(rule.scope)) continue;
-      const kube: KubeRule = { apiGroups: rule.apiGroups, resources: rule.resources, verbs: rule.verbs, ...(rule.resourceNames ? { resourceNames: rule.resourceNames } : {}) };
+      const kube: KubeRule = {
+        apiGroups: rule.apiGroups,
+        resources: rule.resources,
+        verbs: rule.verbs,
+        ...(rule.resourceNames ? { resourceNames: rule.resourceNames } : {}),
+      };
       const key = JSON.stringify(kube);
       if (seen.has(key)) continue;
       seen.add(key);

@@ -22,7 +22,12 @@ const KEY_BYTES = 32;
  * permission missing — it warns and tries again (backing off to 30 s) until
  * `signal` aborts: the config caches cannot start without the key.
  */
-export async function ensureChecksumKey(client: KubeClient, namespace: string, name: string, options: { signal: AbortSignal; clock: Clock; log?: Logger }): Promise<Buffer> {
+export async function ensureChecksumKey(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  options: { signal: AbortSignal; clock: Clock; log?: Logger },
+): Promise<Buffer> {
   const { signal, clock, log } = options;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -30,26 +35,45 @@ export async function ensureChecksumKey(client: KubeClient, namespace: string, n
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       const delayMs = backoffDelay(attempt, { initialMs: 500, maxMs: 30_000, spread: 0.2 });
-      log?.warn('config restarts wait for their checksum key', { secret: `${namespace}/${name}`, err: error instanceof Error ? error.message : String(error), retryInMs: Math.round(delayMs) });
+      log?.warn('config restarts wait for their checksum key', {
+        secret: `${namespace}/${name}`,
+        err: error instanceof Error ? error.message : String(error),
+        retryInMs: Math.round(delayMs),
+      });
       await clock.sleep(delayMs, signal);
     }
   }
 }
 
-async function readOrCreateKey(client: KubeClient, namespace: string, name: string, signal: AbortSignal): Promise<Buffer> {
+async function readOrCreateKey(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  signal: AbortSignal,
+): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const secret = await client.get<Secret>(resources.secrets, { namespace, name }, { signal });
       const encoded = secret.data?.[CHECKSUM_KEY_FIELD];
       const key = encoded === undefined ? undefined : Buffer.from(encoded, 'base64');
-      if (!key || key.length < 16) throw new Error(`Secret ${namespace}/${name} has no usable "${CHECKSUM_KEY_FIELD}" (at least 16 bytes, base64); delete it to have a new key made (every opted-in workload then restarts once)`);
+      if (!key || key.length < 16)
+        throw new Error(
+          `Secret ${namespace}/${name} has no usable "${CHECKSUM_KEY_FIELD}" (at least 16 bytes, base64); delete it to have a new key made (every opted-in workload then restarts once)`,
+        );
       return key;
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
     try {
       const key = randomBytes(KEY_BYTES);
-      await client.create<Secret>(resources.secrets, { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, data: { [CHECKSUM_KEY_FIELD]: key.toString('base64') } }, { signal });
+      await client.create<Secret>(
+        resources.secrets,
+        {
+          metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
+          data: { [CHECKSUM_KEY_FIELD]: key.toString('base64') },
+        },
+        { signal },
+      );
       return key;
     } catch (error) {
       // Another replica created it first: read theirs.

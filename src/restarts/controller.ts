@@ -22,8 +22,30 @@ import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configDigester, type ConfigDigest } from './digest.ts';
 import { checksumScheme } from './hash.ts';
-import { appliedChecksumsOf, decideRestart, MISSING, nextOutdatedPod, observeChange, onDeleteEvent, restartMode, restartTimestampOf, skipNotices, updateTarget, type SkipNotice, type OnDeleteWorkload, type PendingChange, type WorkloadKind } from './plan.ts';
-import { configKey, mayOptIn, parseConfigKey, watchedConfigs, type ConfigKind, type WorkloadLike } from './references.ts';
+import {
+  appliedChecksumsOf,
+  decideRestart,
+  MISSING,
+  nextOutdatedPod,
+  observeChange,
+  onDeleteEvent,
+  restartMode,
+  restartTimestampOf,
+  skipNotices,
+  updateTarget,
+  type SkipNotice,
+  type OnDeleteWorkload,
+  type PendingChange,
+  type WorkloadKind,
+} from './plan.ts';
+import {
+  configKey,
+  mayOptIn,
+  parseConfigKey,
+  watchedConfigs,
+  type ConfigKind,
+  type WorkloadLike,
+} from './references.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface RestartOptions {
@@ -35,13 +57,45 @@ export interface RestartOptions {
 
 /** xing's settings (same names and env variables) plus Stateward's switch and debounce cap. */
 export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
-  const enabled = fs.bool('config-restarts.enabled', false, 'Restart opted-in Deployments, StatefulSets and DaemonSets when the ConfigMaps and Secrets they use change (needs list/watch on ConfigMaps and Secrets).');
-  const grace = fs.int('restart-grace-period', 5, 'Seconds a config change waits for further changes before the restart (xing; each change within it extends it, up to -restart-max-wait).', { env: 'RESTART_GRACE_PERIOD' });
-  fs.int('restart-check-period', 500, 'Accepted for xing compatibility; Stateward schedules each restart for the moment it is due instead of polling.', { env: 'RESTART_CHECK_PERIOD' });
-  fs.string('ignored-errors', '', 'Accepted for xing compatibility; Stateward never exits on an object it cannot use (it warns with an Event).', { env: 'IGNORED_ERRORS' });
-  const maxWait = fs.duration('restart-max-wait', 60_000, 'Longest a burst of config changes may hold a restart back, so a config that keeps changing still rolls.');
-  const keySecret = fs.string('config-restarts.checksum-key-secret', 'stateward-config-checksum-key', 'Secret, in the operator namespace, holding the HMAC key of config checksums (created when missing).');
-  return () => ({ enabled: enabled.value, gracePeriodMs: Math.max(0, grace.value) * 1000, maxWaitMs: maxWait.value, checksumKeySecret: keySecret.value });
+  const enabled = fs.bool(
+    'config-restarts.enabled',
+    false,
+    'Restart opted-in Deployments, StatefulSets and DaemonSets when the ConfigMaps and Secrets they use change (needs list/watch on ConfigMaps and Secrets).',
+  );
+  const grace = fs.int(
+    'restart-grace-period',
+    5,
+    'Seconds a config change waits for further changes before the restart (xing; each change within it extends it, up to -restart-max-wait).',
+    { env: 'RESTART_GRACE_PERIOD' },
+  );
+  fs.int(
+    'restart-check-period',
+    500,
+    'Accepted for xing compatibility; Stateward schedules each restart for the moment it is due instead of polling.',
+    { env: 'RESTART_CHECK_PERIOD' },
+  );
+  fs.string(
+    'ignored-errors',
+    '',
+    'Accepted for xing compatibility; Stateward never exits on an object it cannot use (it warns with an Event).',
+    { env: 'IGNORED_ERRORS' },
+  );
+  const maxWait = fs.duration(
+    'restart-max-wait',
+    60_000,
+    'Longest a burst of config changes may hold a restart back, so a config that keeps changing still rolls.',
+  );
+  const keySecret = fs.string(
+    'config-restarts.checksum-key-secret',
+    'stateward-config-checksum-key',
+    'Secret, in the operator namespace, holding the HMAC key of config checksums (created when missing).',
+  );
+  return () => ({
+    enabled: enabled.value,
+    gracePeriodMs: Math.max(0, grace.value) * 1000,
+    maxWaitMs: maxWait.value,
+    checksumKeySecret: keySecret.value,
+  });
 }
 
 const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
@@ -74,7 +128,15 @@ export class RestartController {
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
   private queue: WorkQueue | undefined;
-  private readonly metrics: { versions: Counter; configs: Gauge; workloads: Gauge; annotationUpdates: Counter; restarts: Counter; processed: Counter; waiting: Gauge };
+  private readonly metrics: {
+    versions: Counter;
+    configs: Gauge;
+    workloads: Gauge;
+    annotationUpdates: Counter;
+    restarts: Counter;
+    processed: Counter;
+    waiting: Gauge;
+  };
 
   /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
   constructor(runtime: Runtime, options: RestartOptions, key: Buffer) {
@@ -91,19 +153,54 @@ export class RestartController {
     // transient memory, and 7,000 configs list in 4 requests instead of 16
     // (each one waits its turn at the client rate limit, 5/s by default).
     this.configs = {
-      configmap: runtime.informers<ConfigDigest>(resources.configMaps, { transform: configDigester(key, 'configmap'), pageSize: CONFIG_PAGE_SIZE }),
-      secret: runtime.informers<ConfigDigest>(resources.secrets, { transform: configDigester(key, 'secret'), pageSize: CONFIG_PAGE_SIZE }),
+      configmap: runtime.informers<ConfigDigest>(resources.configMaps, {
+        transform: configDigester(key, 'configmap'),
+        pageSize: CONFIG_PAGE_SIZE,
+      }),
+      secret: runtime.informers<ConfigDigest>(resources.secrets, {
+        transform: configDigester(key, 'secret'),
+        pageSize: CONFIG_PAGE_SIZE,
+      }),
     };
     const r = runtime.registry;
     this.metrics = {
-      versions: new Counter({ name: 'deployment_restart_controller_resource_versions_total', help: 'The number of distinct resource versions observed.', registers: [r] }),
+      versions: new Counter({
+        name: 'deployment_restart_controller_resource_versions_total',
+        help: 'The number of distinct resource versions observed.',
+        registers: [r],
+      }),
       // xing counts its whole catalog: every ConfigMap and Secret it watches.
-      configs: new Gauge({ name: 'deployment_restart_controller_configs_total', help: 'The number of tracked configs.', registers: [r], collect: () => this.countConfigs() }),
-      workloads: new Gauge({ name: 'deployment_restart_controller_deployments_total', help: 'The number of tracked deployments.', registers: [r] }),
-      annotationUpdates: new Counter({ name: 'deployment_restart_controller_deployment_annotation_updates_total', help: 'The number of deployment annotation updates.', registers: [r] }),
-      restarts: new Counter({ name: 'deployment_restart_controller_deployment_restarts_total', help: 'The number of deployment restarts triggered.', registers: [r] }),
-      processed: new Counter({ name: 'deployment_restart_controller_changes_processed_total', help: 'The number of resource changes processed.', registers: [r] }),
-      waiting: new Gauge({ name: 'deployment_restart_controller_changes_waiting_total', help: 'The number of changes waiting in the queue.', registers: [r] }),
+      configs: new Gauge({
+        name: 'deployment_restart_controller_configs_total',
+        help: 'The number of tracked configs.',
+        registers: [r],
+        collect: () => this.countConfigs(),
+      }),
+      workloads: new Gauge({
+        name: 'deployment_restart_controller_deployments_total',
+        help: 'The number of tracked deployments.',
+        registers: [r],
+      }),
+      annotationUpdates: new Counter({
+        name: 'deployment_restart_controller_deployment_annotation_updates_total',
+        help: 'The number of deployment annotation updates.',
+        registers: [r],
+      }),
+      restarts: new Counter({
+        name: 'deployment_restart_controller_deployment_restarts_total',
+        help: 'The number of deployment restarts triggered.',
+        registers: [r],
+      }),
+      processed: new Counter({
+        name: 'deployment_restart_controller_changes_processed_total',
+        help: 'The number of resource changes processed.',
+        registers: [r],
+      }),
+      waiting: new Gauge({
+        name: 'deployment_restart_controller_changes_waiting_total',
+        help: 'The number of changes waiting in the queue.',
+        registers: [r],
+      }),
     };
     for (const { kind } of KINDS) {
       for (const informer of this.workloads.get(kind)!) {
@@ -154,7 +251,10 @@ export class RestartController {
   private watched(w: Workload) {
     return watchedConfigs(w, {
       configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
-      configNames: (kind, namespace) => (this.configInformer(kind, namespace)?.list() ?? []).filter((c) => c.metadata?.namespace === namespace).map((c) => c.metadata?.name ?? ''),
+      configNames: (kind, namespace) =>
+        (this.configInformer(kind, namespace)?.list() ?? [])
+          .filter((c) => c.metadata?.namespace === namespace)
+          .map((c) => c.metadata?.name ?? ''),
     });
   }
 
@@ -235,7 +335,11 @@ export class RestartController {
    * too, so taking over from xing rewrites its values instead of restarting
    * everything once.
    */
-  private currentChecksums(keys: string[], legacyKeys: ReadonlySet<string> = new Set(), legacyOut?: Map<string, string>): Map<string, string> {
+  private currentChecksums(
+    keys: string[],
+    legacyKeys: ReadonlySet<string> = new Set(),
+    legacyOut?: Map<string, string>,
+  ): Map<string, string> {
     const out = new Map<string, string>();
     for (const key of keys) {
       const ref = parseConfigKey(key);
@@ -248,13 +352,21 @@ export class RestartController {
   }
 
   async lead(signal: AbortSignal): Promise<void> {
-    const queue = new WorkQueue({ clock: this.runtime.clock, metrics: workQueueMetrics(this.runtime.registry, 'config-restarts') });
+    const queue = new WorkQueue({
+      clock: this.runtime.clock,
+      metrics: workQueueMetrics(this.runtime.registry, 'config-restarts'),
+    });
     this.queue = queue;
     // Everything opted in is looked at once: changes made while no replica led are caught here.
-    for (const { kind } of KINDS) for (const informer of this.workloads.get(kind)!) for (const w of informer.list()) this.workloadChanged(kind, w);
+    for (const { kind } of KINDS)
+      for (const informer of this.workloads.get(kind)!) for (const w of informer.list()) this.workloadChanged(kind, w);
     signal.addEventListener('abort', () => queue.shutDown(), { once: true });
     await runWorkers(queue, 2, (key) => this.reconcile(key), {
-      onError: (key, error) => this.log.warn('config restart reconcile failed; retrying', { workload: key, err: error instanceof Error ? error.message : String(error) }),
+      onError: (key, error) =>
+        this.log.warn('config restart reconcile failed; retrying', {
+          workload: key,
+          err: error instanceof Error ? error.message : String(error),
+        }),
     });
     this.queue = undefined;
     this.pending.clear();
@@ -276,7 +388,9 @@ export class RestartController {
     const now = this.runtime.clock.monotonic();
     const previousTimestamp = restartTimestampOf(w);
     // Checksums xing wrote are compared with xing's checksum of the same content.
-    const legacyKeys = new Set([...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key));
+    const legacyKeys = new Set(
+      [...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key),
+    );
     const legacyCurrent = new Map<string, string>();
     const decision = decideRestart({
       workload: { kind: entry.kind, namespace, name },
@@ -292,7 +406,18 @@ export class RestartController {
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
     this.metrics.workloads.set(this.watching.size);
-    this.notify(entry, w, skipNotices({ optedIn: watched.optIns.length > 0, warnings: watched.warnings, annotationWarning: applied.warning, excluded: watched.excluded, missing: decision.missing, optional: watched.configs.filter((c) => c.reference?.optional).map((c) => c.key) }));
+    this.notify(
+      entry,
+      w,
+      skipNotices({
+        optedIn: watched.optIns.length > 0,
+        warnings: watched.warnings,
+        annotationWarning: applied.warning,
+        excluded: watched.excluded,
+        missing: decision.missing,
+        optional: watched.configs.filter((c) => c.reference?.optional).map((c) => c.key),
+      }),
+    );
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
       this.metrics.waiting.set(this.pending.size);
@@ -317,21 +442,38 @@ export class RestartController {
     if (decision.action === 'restart') {
       this.metrics.restarts.inc();
       const mode = restartMode(entry.kind, w);
-      const why = decision.changes.filter((c) => decision.restartedBy.includes(c.key)).map((c) => c.key).join(', ') || decision.restartedBy.join(', ');
-      const how = mode.mode === 'rollout-group' ? `; its rollout group rolls it zone by zone`
-        : mode.mode === 'standalone-ondelete' ? `; OnDelete: pods take the new template only when deleted`
-        : '';
+      const why =
+        decision.changes
+          .filter((c) => decision.restartedBy.includes(c.key))
+          .map((c) => c.key)
+          .join(', ') || decision.restartedBy.join(', ');
+      const how =
+        mode.mode === 'rollout-group'
+          ? `; its rollout group rolls it zone by zone`
+          : mode.mode === 'standalone-ondelete'
+            ? `; OnDelete: pods take the new template only when deleted`
+            : '';
       const message = `restarted: ${why} changed${how}`;
       this.log.info(message, { workload: wkey });
       this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
       if (mode.mode === 'standalone-ondelete') {
         // Every pod runs the old template now.
-        const note = onDeleteEvent({ kind: entry.kind, namespace, name }, this.podsOf(w).length, this.evicts(entry.kind, w));
+        const note = onDeleteEvent(
+          { kind: entry.kind, namespace, name },
+          this.podsOf(w).length,
+          this.evicts(entry.kind, w),
+        );
         this.runtime.events.event(this.ref(entry, w), note.type, note.reason, 'Restart', note.message);
       }
     } else {
       this.log.info(`recorded config checksums: ${decision.reason}`, { workload: wkey });
-      this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChecksumsRecorded', 'Restart', `${decision.reason} (a first sighting restarts nothing)`);
+      this.runtime.events.event(
+        this.ref(entry, w),
+        'Normal',
+        'ConfigChecksumsRecorded',
+        'Restart',
+        `${decision.reason} (a first sighting restarts nothing)`,
+      );
     }
   }
 
@@ -342,7 +484,11 @@ export class RestartController {
 
   /** Opted in to having a standalone OnDelete StatefulSet's or DaemonSet's outdated pods evicted one at a time. */
   private evicts(kind: WorkloadKind, w: KubeObject): boolean {
-    return kind !== 'Deployment' && w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' && restartMode(kind, w).mode === 'standalone-ondelete';
+    return (
+      kind !== 'Deployment' &&
+      w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' &&
+      restartMode(kind, w).mode === 'standalone-ondelete'
+    );
   }
 
   /**
@@ -351,7 +497,10 @@ export class RestartController {
    * each only once the updated ones are Ready. Pod and StatefulSet events
    * bring the next step.
    */
-  private async replaceOutdated(entry: (typeof KINDS)[number], w: Workload): Promise<void | { requeueAfterMs: number }> {
+  private async replaceOutdated(
+    entry: (typeof KINDS)[number],
+    w: Workload,
+  ): Promise<void | { requeueAfterMs: number }> {
     if (entry.kind === 'Deployment' || !this.evicts(entry.kind, w)) return;
     const target = updateTarget(entry.kind, w as OnDeleteWorkload);
     const pods = this.podsOf(w);
@@ -365,22 +514,40 @@ export class RestartController {
     const pod = pods.find((p) => p.metadata?.name === step.pod);
     try {
       await this.runtime.client.request('POST', `/api/v1/namespaces/${namespace}/pods/${step.pod}/eviction`, {
-        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: step.pod, namespace }, deleteOptions: { preconditions: { uid: pod?.metadata?.uid } } },
+        body: {
+          apiVersion: 'policy/v1',
+          kind: 'Eviction',
+          metadata: { name: step.pod, namespace },
+          deleteOptions: { preconditions: { uid: pod?.metadata?.uid } },
+        },
         timeoutMs: 15_000,
       });
     } catch (error) {
       // A disruption budget said not now, or the pod changed: try again shortly.
-      if (error instanceof KubeApiError && (error.code === 429 || error.code === 409 || error.code === 404)) return { requeueAfterMs: 5000 };
+      if (error instanceof KubeApiError && (error.code === 429 || error.code === 409 || error.code === 404))
+        return { requeueAfterMs: 5000 };
       throw error;
     }
     this.evicted.set(wkey, pod?.metadata?.uid ?? '');
     const message = `evicted pod ${step.pod} to apply the new configuration (${step.outdated} outdated before it)`;
     this.log.info(message, { workload: `${entry.prefix}/${namespace}/${w.metadata?.name}` });
-    this.runtime.events.event(this.ref(entry, w), 'Normal', 'EvictingOutdatedPod', 'Restart', message, { apiVersion: 'v1', kind: 'Pod', namespace, name: step.pod, uid: pod?.metadata?.uid ?? '' });
+    this.runtime.events.event(this.ref(entry, w), 'Normal', 'EvictingOutdatedPod', 'Restart', message, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      namespace,
+      name: step.pod,
+      uid: pod?.metadata?.uid ?? '',
+    });
   }
 
   private ref(entry: (typeof KINDS)[number], w: KubeObject) {
-    return { apiVersion: 'apps/v1', kind: entry.kind, namespace: w.metadata?.namespace, name: w.metadata?.name ?? '', uid: w.metadata?.uid ?? '' };
+    return {
+      apiVersion: 'apps/v1',
+      kind: entry.kind,
+      namespace: w.metadata?.namespace,
+      name: w.metadata?.name ?? '',
+      uid: w.metadata?.uid ?? '',
+    };
   }
 
   /**
@@ -412,10 +579,13 @@ export function restartsCapability(options: () => RestartOptions): Capability {
       const o = options();
       if (!o.enabled) return {};
       // Before the config caches exist: their transform hashes with it.
-      const key = await ensureChecksumKey(runtime.client, runtime.config.namespace, o.checksumKeySecret, { signal: runtime.stopping, clock: runtime.clock, log: runtime.logger });
+      const key = await ensureChecksumKey(runtime.client, runtime.config.namespace, o.checksumKeySecret, {
+        signal: runtime.stopping,
+        clock: runtime.clock,
+        log: runtime.logger,
+      });
       const controller = new RestartController(runtime, o, key);
       return { lead: (signal) => controller.lead(signal) };
     },
   };
 }
-

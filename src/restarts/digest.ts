@@ -46,6 +46,11 @@ export function configDigester(key: Buffer, kind: ConfigKind): (object: KubeObje
     // decodes (a uid, a timestamp, a long name) a slice of the whole response
     // text, so keeping one of them would keep the page or watch event — Secret
     // values included — alive for as long as the cache holds the object.
-    return { apiVersion: object.apiVersion, kind: object.kind, metadata: JSON.parse(JSON.stringify(metadata)) as typeof metadata, digest };
+    return {
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: JSON.parse(JSON.stringify(metadata)) as typeof metadata,
+      digest,
+    };
   };
 }

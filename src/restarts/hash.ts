@@ -72,13 +72,18 @@ const XING_PATTERN = /^[0-9a-f]{16}$/;
  * base64 for a Secret. Throws only on misuse: an empty key, an unknown kind,
  * a map that is not an object, or a value that is not a string.
  */
-export function configChecksum(key: Buffer | string | KeyObject, obj: ConfigPayload, kind: ConfigKind = 'configmap'): string {
+export function configChecksum(
+  key: Buffer | string | KeyObject,
+  obj: ConfigPayload,
+  kind: ConfigKind = 'configmap',
+): string {
   const kindTag = Object.hasOwn(KIND_TAG, kind) ? KIND_TAG[kind] : undefined;
   if (kindTag === undefined) throw new TypeError('config checksum: kind must be "configmap" or "secret"');
   // A KeyObject (createSecretKey, made once) is what a hot path passes: HMAC
   // setup from one is ~3× cheaper than from bytes, which Node imports on every call.
   const keyBytes = key instanceof KeyObject ? undefined : typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
-  if ((keyBytes?.length ?? (key as KeyObject).symmetricKeySize ?? 0) === 0) throw new RangeError('config checksum: the HMAC key must not be empty');
+  if ((keyBytes?.length ?? (key as KeyObject).symmetricKeySize ?? 0) === 0)
+    throw new RangeError('config checksum: the HMAC key must not be empty');
   const mac = createHmac('sha256', keyBytes ?? key);
   if (typeof key === 'string') keyBytes?.fill(0);
   mac.update(DOMAIN);
@@ -123,7 +128,8 @@ export function xingLegacyChecksum(obj: ConfigPayload): string {
 }
 
 function frameSection(mac: Hmac, tag: number, map: Record<string, string> | null | undefined, base64: boolean): void {
-  if (map !== undefined && map !== null && (typeof map !== 'object' || Array.isArray(map))) throw new TypeError('config checksum: data and binaryData must be objects');
+  if (map !== undefined && map !== null && (typeof map !== 'object' || Array.isArray(map)))
+    throw new TypeError('config checksum: data and binaryData must be objects');
   const entries = map ? Object.keys(map).map((k) => ({ k, bytes: Buffer.from(k, 'utf8') })) : [];
   entries.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
   mac.update(Buffer.of(tag));
@@ -197,7 +203,8 @@ function writeGoJsonString(s: string, write: (text: string) => void): void {
     else if (c === 0x0a) out += '\\n';
     else if (c === 0x0d) out += '\\r';
     else if (c === 0x09) out += '\\t';
-    else if (c < 0x20 || ch === '<' || ch === '>' || ch === '&' || c === 0x2028 || c === 0x2029) out += `\\u${c.toString(16).padStart(4, '0')}`;
+    else if (c < 0x20 || ch === '<' || ch === '>' || ch === '&' || c === 0x2028 || c === 0x2029)
+      out += `\\u${c.toString(16).padStart(4, '0')}`;
     else if (c >= 0xd800 && c <= 0xdfff) out += '\\ufffd';
     else out += ch;
   }

@@ -57,7 +57,13 @@
 // is still a restart (R1 against the stored checksum).
 import type { KubeObject, Pod } from '../runtime/kube/types.ts';
 import { podView } from '../vocabulary/pods.ts';
-import { ROLLOUT_GROUP_LABEL, XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY, XING_ENABLED_ANNOTATION as RESTART_ENABLED_ANNOTATION_KEY, XING_ENABLED_VALUE as RESTART_ENABLED_VALUE, XING_TIMESTAMP_ANNOTATION as RESTART_TIMESTAMP_ANNOTATION_KEY } from '../vocabulary/keys.ts';
+import {
+  ROLLOUT_GROUP_LABEL,
+  XING_CHECKSUMS_ANNOTATION as APPLIED_CHECKSUMS_ANNOTATION_KEY,
+  XING_ENABLED_ANNOTATION as RESTART_ENABLED_ANNOTATION_KEY,
+  XING_ENABLED_VALUE as RESTART_ENABLED_VALUE,
+  XING_TIMESTAMP_ANNOTATION as RESTART_TIMESTAMP_ANNOTATION_KEY,
+} from '../vocabulary/keys.ts';
 
 // ------------------------------------------------------------ annotations
 
@@ -127,7 +133,10 @@ export function parseAppliedChecksums(annotation?: string): ParsedChecksums {
   try {
     parsed = JSON.parse(annotation);
   } catch (e) {
-    return { checksums, warning: `${APPLIED_CHECKSUMS_ANNOTATION_KEY} is not valid JSON (${(e as Error).message}); treating it as empty` };
+    return {
+      checksums,
+      warning: `${APPLIED_CHECKSUMS_ANNOTATION_KEY} is not valid JSON (${(e as Error).message}); treating it as empty`,
+    };
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return { checksums, warning: `${APPLIED_CHECKSUMS_ANNOTATION_KEY} is not a JSON object; treating it as empty` };
@@ -138,7 +147,10 @@ export function parseAppliedChecksums(annotation?: string): ParsedChecksums {
     else dropped.push(key);
   }
   if (dropped.length > 0) {
-    return { checksums, warning: `${APPLIED_CHECKSUMS_ANNOTATION_KEY} has non-string checksums for ${dropped.sort(byKey).join(', ')}; ignoring them` };
+    return {
+      checksums,
+      warning: `${APPLIED_CHECKSUMS_ANNOTATION_KEY} has non-string checksums for ${dropped.sort(byKey).join(', ')}; ignoring them`,
+    };
   }
   return { checksums };
 }
@@ -161,7 +173,9 @@ export function appliedChecksumsOf(workload: KubeObject): ParsedChecksums {
 }
 
 /** The current restart trigger value in the workload's pod template, if any. */
-export function restartTimestampOf(workload: { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }): string | undefined {
+export function restartTimestampOf(workload: {
+  spec?: { template?: { metadata?: { annotations?: Record<string, string> } } };
+}): string | undefined {
   return workload.spec?.template?.metadata?.annotations?.[RESTART_TIMESTAMP_ANNOTATION_KEY];
 }
 
@@ -206,7 +220,10 @@ export interface PendingChange {
   readonly firstSeen: ReadonlyMap<string, string>;
 }
 
-function withFirstSeen(firstSeen: ReadonlyMap<string, string>, current: CurrentChecksumsInput | undefined): ReadonlyMap<string, string> {
+function withFirstSeen(
+  firstSeen: ReadonlyMap<string, string>,
+  current: CurrentChecksumsInput | undefined,
+): ReadonlyMap<string, string> {
   if (current === undefined) return firstSeen;
   let out: Map<string, string> | undefined;
   for (const [key, value] of toMap(current)) {
@@ -225,8 +242,13 @@ function withFirstSeen(firstSeen: ReadonlyMap<string, string>, current: CurrentC
  * that changed again from one merely added; without them R3 cannot fire for
  * that observation.
  */
-export function observeChange(state: PendingChange | undefined, now: number, current?: CurrentChecksumsInput): PendingChange {
-  if (state === undefined) return { firstAt: now, lastAt: now, observations: 1, firstSeen: withFirstSeen(new Map(), current) };
+export function observeChange(
+  state: PendingChange | undefined,
+  now: number,
+  current?: CurrentChecksumsInput,
+): PendingChange {
+  if (state === undefined)
+    return { firstAt: now, lastAt: now, observations: 1, firstSeen: withFirstSeen(new Map(), current) };
   return {
     firstAt: state.firstAt,
     // A clock that steps back never shortens the window.
@@ -306,7 +328,9 @@ export interface PatchOptions {
 
 /** Records the applied checksums, no restart. */
 export function annotationPatch(input: { applied: ChecksumsInput } & PatchOptions): WorkloadPatch {
-  const metadata: WorkloadPatch['metadata'] = { annotations: { [APPLIED_CHECKSUMS_ANNOTATION_KEY]: formatAppliedChecksums(input.applied) } };
+  const metadata: WorkloadPatch['metadata'] = {
+    annotations: { [APPLIED_CHECKSUMS_ANNOTATION_KEY]: formatAppliedChecksums(input.applied) },
+  };
   if (input.resourceVersion !== undefined) metadata.resourceVersion = input.resourceVersion;
   return { metadata };
 }
@@ -317,10 +341,20 @@ export function annotationPatch(input: { applied: ChecksumsInput } & PatchOption
  * a restart is never done without its checksums being recorded (which would
  * restart again after a failover) nor recorded without being done.
  */
-export function restartPatch(input: { applied: ChecksumsInput; now: number; previousTimestamp?: string; format?: TimestampFormat } & PatchOptions): WorkloadPatch {
+export function restartPatch(
+  input: { applied: ChecksumsInput; now: number; previousTimestamp?: string; format?: TimestampFormat } & PatchOptions,
+): WorkloadPatch {
   return {
     ...annotationPatch(input),
-    spec: { template: { metadata: { annotations: { [RESTART_TIMESTAMP_ANNOTATION_KEY]: nextRestartTimestamp(input.now, input.previousTimestamp, input.format) } } } },
+    spec: {
+      template: {
+        metadata: {
+          annotations: {
+            [RESTART_TIMESTAMP_ANNOTATION_KEY]: nextRestartTimestamp(input.now, input.previousTimestamp, input.format),
+          },
+        },
+      },
+    },
   };
 }
 
@@ -391,9 +425,24 @@ export type RestartDecision =
   /** Something is to be written, but the burst is not due: keep `pending` and decide again at `until`. */
   | (Common & { action: 'wait-until'; until: number; pending: PendingChange; changes: ConfigChange[] })
   /** R2/R4/migration only: patch the annotation (`patch`), no restart; then drop the burst. */
-  | (Common & { action: 'update-annotation-only'; applied: Map<string, string>; annotation: string; changes: ConfigChange[]; patch: WorkloadPatch; pending: undefined })
+  | (Common & {
+      action: 'update-annotation-only';
+      applied: Map<string, string>;
+      annotation: string;
+      changes: ConfigChange[];
+      patch: WorkloadPatch;
+      pending: undefined;
+    })
   /** R1/R3: patch the annotation and the trigger together (`patch`); then drop the burst. */
-  | (Common & { action: 'restart'; applied: Map<string, string>; annotation: string; changes: ConfigChange[]; restartedBy: string[]; patch: WorkloadPatch; pending: undefined });
+  | (Common & {
+      action: 'restart';
+      applied: Map<string, string>;
+      annotation: string;
+      changes: ConfigChange[];
+      restartedBy: string[];
+      patch: WorkloadPatch;
+      pending: undefined;
+    });
 
 interface Evaluation {
   target: Map<string, string>;
@@ -477,21 +526,49 @@ export function decideRestart(input: RestartInput): RestartDecision {
   const name = workloadKey(workload);
   const current = toMap(input.current);
   if (!input.optedIn) {
-    return { action: 'nothing', workload, pending: undefined, missing: [], reason: `${name} is not opted in (${RESTART_ENABLED_ANNOTATION_KEY}: ${RESTART_ENABLED_VALUE})` };
+    return {
+      action: 'nothing',
+      workload,
+      pending: undefined,
+      missing: [],
+      reason: `${name} is not opted in (${RESTART_ENABLED_ANNOTATION_KEY}: ${RESTART_ENABLED_VALUE})`,
+    };
   }
   const applied = toMap(input.applied);
-  const { target, changes, restartedBy, missing } = evaluate(applied, current, input.pending?.firstSeen, toMap(input.legacyCurrent));
+  const { target, changes, restartedBy, missing } = evaluate(
+    applied,
+    current,
+    input.pending?.firstSeen,
+    toMap(input.legacyCurrent),
+  );
   const missingNote = missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '';
 
   if (restartedBy.length === 0 && sameChecksums(target, applied)) {
-    return { action: 'nothing', workload, pending: undefined, missing, reason: `${name} has every referenced config applied${missingNote}` };
+    return {
+      action: 'nothing',
+      workload,
+      pending: undefined,
+      missing,
+      reason: `${name} has every referenced config applied${missingNote}`,
+    };
   }
 
   const settings = resolveRestartSettings(input.settings);
-  const burst = input.pending === undefined ? observeChange(undefined, now, current) : { ...input.pending, firstSeen: withFirstSeen(input.pending.firstSeen, current) };
+  const burst =
+    input.pending === undefined
+      ? observeChange(undefined, now, current)
+      : { ...input.pending, firstSeen: withFirstSeen(input.pending.firstSeen, current) };
   if (!due(burst, now, settings)) {
     const until = dueAt(burst, settings);
-    return { action: 'wait-until', workload, until, pending: burst, changes, missing, reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${missingNote}` };
+    return {
+      action: 'wait-until',
+      workload,
+      until,
+      pending: burst,
+      changes,
+      missing,
+      reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${missingNote}`,
+    };
   }
 
   const annotation = formatAppliedChecksums(target);
@@ -506,7 +583,13 @@ export function decideRestart(input: RestartInput): RestartDecision {
       restartedBy,
       missing,
       pending: undefined,
-      patch: restartPatch({ applied: target, now: wallNow, previousTimestamp: input.previousTimestamp, format: input.timestampFormat, ...patchOptions }),
+      patch: restartPatch({
+        applied: target,
+        now: wallNow,
+        previousTimestamp: input.previousTimestamp,
+        format: input.timestampFormat,
+        ...patchOptions,
+      }),
       reason: `restarting ${name}: ${summarize(changes)}${missingNote}`,
     };
   }
@@ -545,14 +628,21 @@ export type RestartTarget = KubeObject & { spec?: { updateStrategy?: { type?: st
 
 export function restartMode(kind: WorkloadKind, workload: RestartTarget): { mode: RestartMode; reason: string } {
   const name = workload.metadata?.name ?? '';
-  if (kind === 'Deployment') return { mode: 'rolling', reason: `Deployment ${name} rolls its pods on a template change` };
+  if (kind === 'Deployment')
+    return { mode: 'rolling', reason: `Deployment ${name} rolls its pods on a template change` };
   const strategy = workload.spec?.updateStrategy?.type ?? 'RollingUpdate';
   if (strategy !== 'OnDelete') return { mode: 'rolling', reason: `${kind} ${name} has update strategy ${strategy}` };
   const group = workload.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
   if (kind === 'StatefulSet' && group !== undefined) {
-    return { mode: 'rollout-group', reason: `StatefulSet ${name} is OnDelete in rollout group ${group}: the rollout replaces its pods` };
+    return {
+      mode: 'rollout-group',
+      reason: `StatefulSet ${name} is OnDelete in rollout group ${group}: the rollout replaces its pods`,
+    };
   }
-  return { mode: 'standalone-ondelete', reason: `${kind} ${name} is OnDelete and in no rollout group: its pods keep the old configuration until deleted` };
+  return {
+    mode: 'standalone-ondelete',
+    reason: `${kind} ${name} is OnDelete and in no rollout group: its pods keep the old configuration until deleted`,
+  };
 }
 
 const STATEFULSET_REVISION_LABEL = 'controller-revision-hash';
@@ -576,9 +666,15 @@ export type OnDeleteWorkload = KubeObject & {
 };
 
 export function updateTarget(kind: 'StatefulSet' | 'DaemonSet', workload: OnDeleteWorkload): UpdateTarget {
-  const observed = workload.status?.observedGeneration !== undefined && workload.status.observedGeneration === workload.metadata?.generation;
+  const observed =
+    workload.status?.observedGeneration !== undefined &&
+    workload.status.observedGeneration === workload.metadata?.generation;
   if (kind === 'StatefulSet') {
-    return { revision: observed ? (workload.status?.updateRevision ?? '') : '', revisionLabel: STATEFULSET_REVISION_LABEL, replicas: workload.spec?.replicas ?? 1 };
+    return {
+      revision: observed ? (workload.status?.updateRevision ?? '') : '',
+      revisionLabel: STATEFULSET_REVISION_LABEL,
+      replicas: workload.spec?.replicas ?? 1,
+    };
   }
   return {
     revision: observed ? (workload.metadata?.annotations?.[DAEMONSET_GENERATION_ANNOTATION] ?? '') : '',
@@ -588,7 +684,11 @@ export function updateTarget(kind: 'StatefulSet' | 'DaemonSet', workload: OnDele
 }
 
 /** Pods not at `updateRevision` (their revision label — see updateTarget — differs or is absent), by name. */
-export function outdatedPods(pods: readonly Pod[], updateRevision: string, revisionLabel = STATEFULSET_REVISION_LABEL): string[] {
+export function outdatedPods(
+  pods: readonly Pod[],
+  updateRevision: string,
+  revisionLabel = STATEFULSET_REVISION_LABEL,
+): string[] {
   return pods
     .filter((p) => p.metadata?.labels?.[revisionLabel] !== updateRevision)
     .map((p) => p.metadata?.name ?? '')
@@ -596,10 +696,18 @@ export function outdatedPods(pods: readonly Pod[], updateRevision: string, revis
 }
 
 /** The Event for a standalone OnDelete workload whose template was just restarted. */
-export function onDeleteEvent(workload: WorkloadRef, outdated: number, evicting: boolean): { type: 'Normal'; reason: string; message: string } {
+export function onDeleteEvent(
+  workload: WorkloadRef,
+  outdated: number,
+  evicting: boolean,
+): { type: 'Normal'; reason: string; message: string } {
   const pods = outdated === 1 ? '1 pod' : `${outdated} pods`;
   const then = evicting ? 'evicting them one at a time' : 'delete them to apply the new configuration';
-  return { type: 'Normal', reason: 'ConfigRestartPending', message: `template updated, ${pods} outdated (${workload.kind} ${workload.name} uses OnDelete); ${then}` };
+  return {
+    type: 'Normal',
+    reason: 'ConfigRestartPending',
+    message: `template updated, ${pods} outdated (${workload.kind} ${workload.name} uses OnDelete); ${then}`,
+  };
 }
 
 export type EvictionStep =
@@ -615,21 +723,34 @@ export type EvictionStep =
  * eviction costs no availability), otherwise the highest ordinal (the order
  * a StatefulSet rolls in; DaemonSet pod names have no ordinal and go by name).
  */
-export function nextOutdatedPod(pods: readonly Pod[], updateRevision: string, replicas?: number, revisionLabel = STATEFULSET_REVISION_LABEL): EvictionStep {
+export function nextOutdatedPod(
+  pods: readonly Pod[],
+  updateRevision: string,
+  replicas?: number,
+  revisionLabel = STATEFULSET_REVISION_LABEL,
+): EvictionStep {
   if (updateRevision === '') return { action: 'wait', outdated: 0, reason: 'the update revision is not known yet' };
   const views = pods.map((pod) => ({ ...podView(pod), revision: pod.metadata?.labels?.[revisionLabel] ?? '' }));
   const outdated = views.filter((p) => p.revision !== updateRevision);
   if (outdated.length === 0) return { action: 'done', reason: `every pod is at revision ${updateRevision}` };
   // A pod already gone (evicted, its replacement not created yet) is unavailable too.
-  if (replicas !== undefined && views.length < replicas) return { action: 'wait', outdated: outdated.length, reason: `${replicas - views.length} pod(s) missing` };
+  if (replicas !== undefined && views.length < replicas)
+    return { action: 'wait', outdated: outdated.length, reason: `${replicas - views.length} pod(s) missing` };
   const terminating = views.find((p) => p.terminating);
-  if (terminating) return { action: 'wait', outdated: outdated.length, reason: `pod ${terminating.name} is terminating` };
+  if (terminating)
+    return { action: 'wait', outdated: outdated.length, reason: `pod ${terminating.name} is terminating` };
   const updatedNotReady = views.find((p) => p.revision === updateRevision && !p.ready);
-  if (updatedNotReady) return { action: 'wait', outdated: outdated.length, reason: `updated pod ${updatedNotReady.name} is not ready` };
+  if (updatedNotReady)
+    return { action: 'wait', outdated: outdated.length, reason: `updated pod ${updatedNotReady.name} is not ready` };
   const order = (a: (typeof views)[number], b: (typeof views)[number]) =>
     Number(a.ready) - Number(b.ready) || b.ordinal - a.ordinal || byKey(a.name, b.name);
   const next = [...outdated].sort(order)[0]!;
-  return { action: 'evict', pod: next.name, outdated: outdated.length, reason: `pod ${next.name} is at revision ${next.revision || '(none)'}, not ${updateRevision}` };
+  return {
+    action: 'evict',
+    pod: next.name,
+    outdated: outdated.length,
+    reason: `pod ${next.name} is at revision ${next.revision || '(none)'}, not ${updateRevision}`,
+  };
 }
 
 /** A reason the engine will not act on part of a workload's configuration, for an Event on the workload. */
@@ -659,8 +780,13 @@ export function skipNotices(input: {
   /** Keys whose every use is `optional: true`: their absence is expected, not a fault. */
   optional?: readonly string[];
 }): SkipNotice[] {
-  const notices: SkipNotice[] = input.warnings.map((message) => ({ type: 'Warning', reason: 'InvalidAnnotation', message }));
-  if (input.annotationWarning) notices.push({ type: 'Warning', reason: 'InvalidAnnotation', message: input.annotationWarning });
+  const notices: SkipNotice[] = input.warnings.map((message) => ({
+    type: 'Warning',
+    reason: 'InvalidAnnotation',
+    message,
+  }));
+  if (input.annotationWarning)
+    notices.push({ type: 'Warning', reason: 'InvalidAnnotation', message: input.annotationWarning });
   if (!input.optedIn) return notices;
   for (const key of [...input.missing].sort(byKey)) {
     const optional = input.optional?.includes(key) ?? false;
@@ -671,7 +797,11 @@ export function skipNotices(input: {
     });
   }
   for (const { key, reason } of [...input.excluded].sort((a, b) => byKey(a.key, b.key))) {
-    notices.push({ type: 'Normal', reason: 'ConfigIgnored', message: `changes to ${key} restart nothing: ${EXCLUSION_REASONS[reason]}` });
+    notices.push({
+      type: 'Normal',
+      reason: 'ConfigIgnored',
+      message: `changes to ${key} restart nothing: ${EXCLUSION_REASONS[reason]}`,
+    });
   }
   return notices;
 }

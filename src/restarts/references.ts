@@ -19,7 +19,20 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { Wire } from '../runtime/kube/types.ts';
 import { compileGoRegexp, type GoRegexp } from '../runtime/goregexp.ts';
-import { RELOADER_AUTO_ANNOTATION, RELOADER_CONFIGMAP_AUTO_ANNOTATION, RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION, RELOADER_CONFIGMAP_RELOAD_ANNOTATION, RELOADER_IGNORE_ANNOTATION, RELOADER_MATCH_ANNOTATION, RELOADER_SEARCH_ANNOTATION, RELOADER_SECRET_AUTO_ANNOTATION, RELOADER_SECRET_EXCLUDE_ANNOTATION, RELOADER_SECRET_RELOAD_ANNOTATION, XING_ENABLED_ANNOTATION, XING_ENABLED_VALUE } from '../vocabulary/keys.ts';
+import {
+  RELOADER_AUTO_ANNOTATION,
+  RELOADER_CONFIGMAP_AUTO_ANNOTATION,
+  RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION,
+  RELOADER_CONFIGMAP_RELOAD_ANNOTATION,
+  RELOADER_IGNORE_ANNOTATION,
+  RELOADER_MATCH_ANNOTATION,
+  RELOADER_SEARCH_ANNOTATION,
+  RELOADER_SECRET_AUTO_ANNOTATION,
+  RELOADER_SECRET_EXCLUDE_ANNOTATION,
+  RELOADER_SECRET_RELOAD_ANNOTATION,
+  XING_ENABLED_ANNOTATION,
+  XING_ENABLED_VALUE,
+} from '../vocabulary/keys.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
 export type PodTemplateSpec = Wire<V1PodTemplateSpec>;
@@ -31,8 +44,16 @@ const RELOADER_UNSUPPORTED_ANNOTATIONS = [
 ] as const;
 
 const PER_KIND = {
-  configmap: { auto: RELOADER_CONFIGMAP_AUTO_ANNOTATION, reload: RELOADER_CONFIGMAP_RELOAD_ANNOTATION, exclude: RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION },
-  secret: { auto: RELOADER_SECRET_AUTO_ANNOTATION, reload: RELOADER_SECRET_RELOAD_ANNOTATION, exclude: RELOADER_SECRET_EXCLUDE_ANNOTATION },
+  configmap: {
+    auto: RELOADER_CONFIGMAP_AUTO_ANNOTATION,
+    reload: RELOADER_CONFIGMAP_RELOAD_ANNOTATION,
+    exclude: RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION,
+  },
+  secret: {
+    auto: RELOADER_SECRET_AUTO_ANNOTATION,
+    reload: RELOADER_SECRET_RELOAD_ANNOTATION,
+    exclude: RELOADER_SECRET_EXCLUDE_ANNOTATION,
+  },
 } as const satisfies Record<ConfigKind, { auto: string; reload: string; exclude: string }>;
 
 const KINDS: readonly ConfigKind[] = ['configmap', 'secret'];
@@ -67,7 +88,14 @@ export type ConfigUse =
   | { via: 'env'; container: ContainerRef; env: string; key: string; optional: boolean }
   | { via: 'envFrom'; container: ContainerRef; optional: boolean }
   | { via: 'volume'; volume: string; items: string[] | undefined; mountedBy: ContainerRef[]; optional: boolean }
-  | { via: 'projected'; volume: string; source: number; items: string[] | undefined; mountedBy: ContainerRef[]; optional: boolean };
+  | {
+      via: 'projected';
+      volume: string;
+      source: number;
+      items: string[] | undefined;
+      mountedBy: ContainerRef[];
+      optional: boolean;
+    };
 
 export interface ConfigReference {
   /** configKey(kind, namespace, name). */
@@ -142,15 +170,28 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
         const env = asRecord(e);
         const from = asRecord(env?.valueFrom);
         if (!env || !from) continue;
-        for (const [kind, field] of [['configmap', 'configMapKeyRef'], ['secret', 'secretKeyRef']] as const) {
+        for (const [kind, field] of [
+          ['configmap', 'configMapKeyRef'],
+          ['secret', 'secretKeyRef'],
+        ] as const) {
           const sel = asRecord(from[field]);
-          if (sel) add(kind, sel.name, { via: 'env', container: ref, env: asString(env.name), key: asString(sel.key), optional: sel.optional === true });
+          if (sel)
+            add(kind, sel.name, {
+              via: 'env',
+              container: ref,
+              env: asString(env.name),
+              key: asString(sel.key),
+              optional: sel.optional === true,
+            });
         }
       }
       for (const f of asArray(container.envFrom)) {
         const from = asRecord(f);
         if (!from) continue;
-        for (const [kind, field] of [['configmap', 'configMapRef'], ['secret', 'secretRef']] as const) {
+        for (const [kind, field] of [
+          ['configmap', 'configMapRef'],
+          ['secret', 'secretRef'],
+        ] as const) {
           const sel = asRecord(from[field]);
           if (sel) add(kind, sel.name, { via: 'envFrom', container: ref, optional: sel.optional === true });
         }
@@ -164,14 +205,39 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
     const name = asString(volume.name);
     const mountedBy = sortedContainers(mounts.get(name) ?? []);
     const cm = asRecord(volume.configMap);
-    if (cm) add('configmap', cm.name, { via: 'volume', volume: name, items: itemKeys(cm.items), mountedBy, optional: cm.optional === true });
+    if (cm)
+      add('configmap', cm.name, {
+        via: 'volume',
+        volume: name,
+        items: itemKeys(cm.items),
+        mountedBy,
+        optional: cm.optional === true,
+      });
     const secret = asRecord(volume.secret);
-    if (secret) add('secret', secret.secretName, { via: 'volume', volume: name, items: itemKeys(secret.items), mountedBy, optional: secret.optional === true });
+    if (secret)
+      add('secret', secret.secretName, {
+        via: 'volume',
+        volume: name,
+        items: itemKeys(secret.items),
+        mountedBy,
+        optional: secret.optional === true,
+      });
     asArray(asRecord(volume.projected)?.sources).forEach((s, source) => {
       const src = asRecord(s);
-      for (const [kind, field] of [['configmap', 'configMap'], ['secret', 'secret']] as const) {
+      for (const [kind, field] of [
+        ['configmap', 'configMap'],
+        ['secret', 'secret'],
+      ] as const) {
         const proj = asRecord(src?.[field]);
-        if (proj) add(kind, proj.name, { via: 'projected', volume: name, source, items: itemKeys(proj.items), mountedBy, optional: proj.optional === true });
+        if (proj)
+          add(kind, proj.name, {
+            via: 'projected',
+            volume: name,
+            source,
+            items: itemKeys(proj.items),
+            mountedBy,
+            optional: proj.optional === true,
+          });
       }
     });
   }
@@ -179,7 +245,15 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
   const out: ConfigReference[] = [];
   for (const [key, { kind, name, uses }] of found) {
     const ordered = [...uses.entries()].sort(([a], [b]) => compare(a, b)).map(([, u]) => u);
-    out.push({ key, kind, namespace, name, optional: ordered.every((u) => u.optional), dataKeys: dataKeysOf(ordered), uses: ordered });
+    out.push({
+      key,
+      kind,
+      namespace,
+      name,
+      optional: ordered.every((u) => u.optional),
+      dataKeys: dataKeysOf(ordered),
+      uses: ordered,
+    });
   }
   return out.sort((a, b) => compare(a.key, b.key));
 }
@@ -194,7 +268,8 @@ export function describeUse(use: ConfigUse): string {
       return `envFrom of ${describeContainer(use.container)}${opt}`;
     case 'volume':
     case 'projected': {
-      const what = use.via === 'volume' ? `volume ${use.volume}` : `projected volume ${use.volume} (source ${use.source})`;
+      const what =
+        use.via === 'volume' ? `volume ${use.volume}` : `projected volume ${use.volume} (source ${use.source})`;
       const by = use.mountedBy.length ? `mounted by ${use.mountedBy.map(describeContainer).join(', ')}` : 'not mounted';
       return `${what}, ${by}${opt}`;
     }
@@ -226,7 +301,9 @@ const CONTAINER_RANK: Record<ContainerType, number> = { container: 0, initContai
 
 function sortedContainers(list: ContainerRef[]): ContainerRef[] {
   const unique = new Map(list.map((c) => [`${c.type}/${c.name}`, c]));
-  return [...unique.values()].sort((a, b) => CONTAINER_RANK[a.type] - CONTAINER_RANK[b.type] || compare(a.name, b.name));
+  return [...unique.values()].sort(
+    (a, b) => CONTAINER_RANK[a.type] - CONTAINER_RANK[b.type] || compare(a.name, b.name),
+  );
 }
 
 /** Field order is fixed here, so equal uses give equal strings. */
@@ -248,12 +325,7 @@ function canonicalUse(u: ConfigUse): string {
 
 /** Why a config is watched. */
 export type WatchReason =
-  | 'xing'
-  | 'reloader-auto'
-  | 'reloader-typed-auto'
-  | 'reloader-auto-all'
-  | 'reloader-reload-list'
-  | 'reloader-search';
+  'xing' | 'reloader-auto' | 'reloader-typed-auto' | 'reloader-auto-all' | 'reloader-reload-list' | 'reloader-search';
 
 /** The slice of a Deployment, StatefulSet or DaemonSet this module reads. */
 export interface WorkloadLike {
@@ -268,7 +340,11 @@ export interface WatchOptions {
    * reloader.stakater.com/match; without it nothing is ignored and search
    * mode matches nothing.
    */
-  configMeta?: (kind: ConfigKind, namespace: string, name: string) => { annotations?: Record<string, string> } | undefined;
+  configMeta?: (
+    kind: ConfigKind,
+    namespace: string,
+    name: string,
+  ) => { annotations?: Record<string, string> } | undefined;
   /**
    * Names of the existing ConfigMaps (or Secrets) in a namespace. Used to
    * expand reload-list entries that are regular expressions rather than
@@ -374,7 +450,9 @@ export interface WatchedConfigs {
 export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'autoReloadAll'> = {}): boolean {
   if (options.autoReloadAll) return true;
   const relevant = (annotations: Record<string, string> | undefined) =>
-    Object.keys(annotations ?? {}).some((key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'));
+    Object.keys(annotations ?? {}).some(
+      (key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'),
+    );
   return relevant(workload.metadata?.annotations) || relevant(workload.spec?.template?.metadata?.annotations);
 }
 
@@ -389,7 +467,9 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
   if (namespace === '') warn('has no namespace; config keys will have an empty namespace');
 
   const annotations = stringRecord(asRecord(meta)?.annotations);
-  const templateAnnotations = stringRecord(asRecord(asRecord(asRecord(asRecord(workload)?.spec)?.template)?.metadata)?.annotations);
+  const templateAnnotations = stringRecord(
+    asRecord(asRecord(asRecord(asRecord(workload)?.spec)?.template)?.metadata)?.annotations,
+  );
   const template = asRecord(asRecord(workload)?.spec)?.template as PodTemplateSpec | undefined;
   const references = safe(() => configReferences(template, namespace), []);
 
@@ -413,7 +493,8 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
   }
 
   for (const ann of RELOADER_UNSUPPORTED_ANNOTATIONS) {
-    if (annotations[ann] !== undefined || templateAnnotations[ann] !== undefined) warn(`${ann} is not supported (CSI SecretProviderClasses are not followed); ignored`);
+    if (annotations[ann] !== undefined || templateAnnotations[ann] !== undefined)
+      warn(`${ann} is not supported (CSI SecretProviderClasses are not followed); ignored`);
   }
 
   // Reloader, per kind
@@ -425,7 +506,9 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
   };
   for (const kind of KINDS) {
     const keys = PER_KIND[kind];
-    const onMetadata = [keys.reload, RELOADER_AUTO_ANNOTATION, keys.auto, RELOADER_SEARCH_ANNOTATION].some((k) => annotations[k] !== undefined);
+    const onMetadata = [keys.reload, RELOADER_AUTO_ANNOTATION, keys.auto, RELOADER_SEARCH_ANNOTATION].some(
+      (k) => annotations[k] !== undefined,
+    );
     const source = onMetadata ? annotations : templateAnnotations;
     const where = onMetadata ? '' : ' (pod template)';
     const ofKind = references.filter((r) => r.kind === kind);
@@ -433,10 +516,12 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
     // reload list
     const list = source[keys.reload];
     let existing: string[] | undefined;
-    const existingNames = (): string[] => (existing ??= safe(() => [...(options.configNames?.(kind, namespace) ?? [])], []));
+    const existingNames = (): string[] =>
+      (existing ??= safe(() => [...(options.configNames?.(kind, namespace) ?? [])], []));
     if (list !== undefined) {
       const entries = splitList(list);
-      if (entries.length > MAX_RELOAD_ENTRIES) warnOnce(`${keys.reload}${where} has ${entries.length} entries; only the first ${MAX_RELOAD_ENTRIES} are read`);
+      if (entries.length > MAX_RELOAD_ENTRIES)
+        warnOnce(`${keys.reload}${where} has ${entries.length} entries; only the first ${MAX_RELOAD_ENTRIES} are read`);
       for (const entry of entries.slice(0, MAX_RELOAD_ENTRIES)) {
         const compiled = compileEntry(entry);
         if ('warning' in compiled) {
@@ -460,7 +545,8 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
     if (search === 'true') {
       optIns.add('reloader-search');
       for (const r of ofKind) {
-        if (configAnnotations(options, kind, namespace, r.name)[RELOADER_MATCH_ANNOTATION] === 'true') select(kind, r.name, 'reloader-search');
+        if (configAnnotations(options, kind, namespace, r.name)[RELOADER_MATCH_ANNOTATION] === 'true')
+          select(kind, r.name, 'reloader-search');
       }
     } else if (search !== undefined && search !== 'false' && search !== '') {
       warnOnce(`${RELOADER_SEARCH_ANNOTATION}${where}=${JSON.stringify(search)} is not "true"; search mode off`);
@@ -471,15 +557,18 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
     const typedRaw = source[keys.auto] ?? '';
     const auto = parseGoBool(autoRaw);
     const typed = parseGoBool(typedRaw);
-    if (auto === undefined) warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
-    if (typed === undefined) warnOnce(`${keys.auto}${where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
-    const reason: WatchReason | undefined = auto === true
-      ? 'reloader-auto'
-      : typed === true
-        ? 'reloader-typed-auto'
-        : autoRaw === '' && typedRaw === '' && options.autoReloadAll === true
-          ? 'reloader-auto-all'
-          : undefined;
+    if (auto === undefined)
+      warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
+    if (typed === undefined)
+      warnOnce(`${keys.auto}${where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
+    const reason: WatchReason | undefined =
+      auto === true
+        ? 'reloader-auto'
+        : typed === true
+          ? 'reloader-typed-auto'
+          : autoRaw === '' && typedRaw === '' && options.autoReloadAll === true
+            ? 'reloader-auto-all'
+            : undefined;
     if (reason) {
       optIns.add(reason);
       for (const r of ofKind) select(kind, r.name, reason);
@@ -505,7 +594,14 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
   const byKey = new Map(references.map((r) => [r.key, r]));
   const configs: WatchedConfig[] = [...selected.entries()]
     .sort(([a], [b]) => compare(a, b))
-    .map(([key, { kind, name, reasons }]) => ({ key, kind, namespace, name, reference: byKey.get(key), reasons: [...reasons].sort(compare) }));
+    .map(([key, { kind, name, reasons }]) => ({
+      key,
+      kind,
+      namespace,
+      name,
+      reference: byKey.get(key),
+      reasons: [...reasons].sort(compare),
+    }));
   return {
     keys: configs.map((c) => c.key),
     configs,
@@ -521,7 +617,12 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
  * matches one of its reload-list patterns: when such a config appears, the
  * workload's watchedConfigs must be recomputed.
  */
-export function patternMatches(watched: Pick<WatchedConfigs, 'patterns'>, kind: ConfigKind, namespace: string, name: string): boolean {
+export function patternMatches(
+  watched: Pick<WatchedConfigs, 'patterns'>,
+  kind: ConfigKind,
+  namespace: string,
+  name: string,
+): boolean {
   return watched.patterns.some((p) => p.kind === kind && p.namespace === namespace && p.regex.matchWhole(name));
 }
 
@@ -543,7 +644,10 @@ function parseGoBool(raw: string): boolean | undefined {
 
 /** strings.Split(v, ",") with TrimSpace, dropping empty entries. */
 function splitList(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 const MAX_ENTRY_LENGTH = 1024;
@@ -561,7 +665,12 @@ function isDnsSubdomain(name: string): boolean {
   return name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
 }
 
-function configAnnotations(options: WatchOptions, kind: ConfigKind, namespace: string, name: string): Record<string, string> {
+function configAnnotations(
+  options: WatchOptions,
+  kind: ConfigKind,
+  namespace: string,
+  name: string,
+): Record<string, string> {
   return stringRecord(asRecord(safe(() => options.configMeta?.(kind, namespace, name), undefined))?.annotations);
 }
 

@@ -15,7 +15,10 @@ export interface MaxUnavailable {
 export function parseMaxUnavailable(raw: string | undefined, replicas: number): MaxUnavailable {
   if (raw === undefined) return { value: 1 };
   const text = raw.trim();
-  const fallback = (why: string): MaxUnavailable => ({ value: 1, warning: `annotation ${MAX_UNAVAILABLE_ANNOTATION}="${raw}" ${why}; using 1` });
+  const fallback = (why: string): MaxUnavailable => ({
+    value: 1,
+    warning: `annotation ${MAX_UNAVAILABLE_ANNOTATION}="${raw}" ${why}; using 1`,
+  });
   const percent = /^(-?\d+)%$/.exec(text);
   if (percent) {
     const p = Number(percent[1]);

@@ -20,7 +20,10 @@ import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
 
 /** What the rollout controller needs of the zone-aware disruption budgets (drain/zpdb/): whether one more rolling delete fits. */
 export interface RolloutBudget {
-  allowRolloutDelete(pod: Pod, rolloutMaxUnavailable: number): Promise<{ allowed: true } | { allowed: false; message: string }>;
+  allowRolloutDelete(
+    pod: Pod,
+    rolloutMaxUnavailable: number,
+  ): Promise<{ allowed: true } | { allowed: false; message: string }>;
 }
 
 /** What the rollout controller needs of replica coordination (downscale/): a group's replicas set before it rolls, and when to look again. */
@@ -41,7 +44,11 @@ export interface RolloutOptions {
 }
 
 export function registerRolloutFlags(fs: FlagSet): () => RolloutOptions {
-  const interval = fs.duration('reconcile.interval', 5_000, 'Interval at which every rollout group is reconciled even without a change (changes are reconciled at once).');
+  const interval = fs.duration(
+    'reconcile.interval',
+    5_000,
+    'Interval at which every rollout group is reconciled even without a change (changes are reconciled at once).',
+  );
   return () => ({ reconcileIntervalMs: interval.value });
 }
 
@@ -101,8 +108,10 @@ export class RolloutController {
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
     this.budgets = services.budget(runtime);
     this.revisions = new CurrentRevisionWriter({
-      read: (namespace, name) => runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
-      writeStatus: (set) => runtime.client.update<StatefulSet>(resources.statefulSets, set, { subresource: 'status', timeoutMs: 30_000 }),
+      read: (namespace, name) =>
+        runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
+      writeStatus: (set) =>
+        runtime.client.update<StatefulSet>(resources.statefulSets, set, { subresource: 'status', timeoutMs: 30_000 }),
     });
     this.scaling = services.scaling?.(runtime);
     this.scaling?.onRequeue((namespace, name) => {
@@ -116,7 +125,8 @@ export class RolloutController {
         onAdd: (s) => this.enqueueSet(s),
         onUpdate: (old, s) => {
           this.enqueueSet(s);
-          if (old.metadata?.labels?.[ROLLOUT_GROUP_LABEL] !== s.metadata?.labels?.[ROLLOUT_GROUP_LABEL]) this.enqueueSet(old);
+          if (old.metadata?.labels?.[ROLLOUT_GROUP_LABEL] !== s.metadata?.labels?.[ROLLOUT_GROUP_LABEL])
+            this.enqueueSet(old);
         },
         onDelete: (s) => {
           this.revisions.forget(s.metadata?.uid ?? '');
@@ -172,7 +182,10 @@ export class RolloutController {
 
   /** Runs while this replica leads: a fresh queue, workers, and the periodic resync. */
   async lead(signal: AbortSignal): Promise<void> {
-    const queue = new WorkQueue({ clock: this.runtime.clock, metrics: workQueueMetrics(this.runtime.registry, 'rollout') });
+    const queue = new WorkQueue({
+      clock: this.runtime.clock,
+      metrics: workQueueMetrics(this.runtime.registry, 'rollout'),
+    });
     this.queue = queue;
     for (const key of this.allGroups()) queue.add(key);
     const resync = async () => {
@@ -189,7 +202,11 @@ export class RolloutController {
     await Promise.all([
       resync(),
       runWorkers(queue, 4, (key) => this.reconcile(key), {
-        onError: (key, error) => this.log.warn('reconcile failed; retrying', { group: key, err: error instanceof Error ? error.message : String(error) }),
+        onError: (key, error) =>
+          this.log.warn('reconcile failed; retrying', {
+            group: key,
+            err: error instanceof Error ? error.message : String(error),
+          }),
       }),
     ]);
     this.queue = undefined;
@@ -204,20 +221,27 @@ export class RolloutController {
   }
 
   snapshot(namespace: string, group: string): GroupSnapshot {
-    const sets = this.setInformer(namespace)?.byIndex(INDEX.setsByGroup, group).filter((s) => s.metadata?.namespace === namespace) ?? [];
+    const sets =
+      this.setInformer(namespace)
+        ?.byIndex(INDEX.setsByGroup, group)
+        .filter((s) => s.metadata?.namespace === namespace) ?? [];
     const podInformer = this.podInformer(namespace);
     // An in-process window: a wall clock stepping forward would forget our deletes at once.
     const now = this.runtime.clock.monotonic();
-    for (const [uid, at] of this.expectedDeletions) if (now - at > DELETE_EXPECTATION_MS) this.expectedDeletions.delete(uid);
+    for (const [uid, at] of this.expectedDeletions)
+      if (now - at > DELETE_EXPECTATION_MS) this.expectedDeletions.delete(uid);
     const snapshot = groupSnapshot(namespace, group, sets, (set) => {
       // Indexed lookups only: a reconcile must not scan every pod of the namespace.
-      const orphans = podInformer?.byIndex(INDEX.orphanPods, '').filter((p) => p.metadata?.namespace === namespace) ?? [];
+      const orphans =
+        podInformer?.byIndex(INDEX.orphanPods, '').filter((p) => p.metadata?.namespace === namespace) ?? [];
       return [...(podInformer?.byIndex(INDEX.podsByOwner, set.metadata?.uid ?? '') ?? []), ...orphans];
     });
     for (const view of snapshot.statefulSets) {
       // A pod we just deleted is going away even if the cache does not show it yet:
       // counting it as Ready would let the next reconcile exceed the budget.
-      view.pods = view.pods.map((p) => (this.expectedDeletions.has(p.uid) ? { ...p, ready: false, terminating: true } : p));
+      view.pods = view.pods.map((p) =>
+        this.expectedDeletions.has(p.uid) ? { ...p, ready: false, terminating: true } : p,
+      );
     }
     return snapshot;
   }
@@ -227,7 +251,11 @@ export class RolloutController {
     if (t === undefined) return this.reconcileGroup(key);
     // One span per reconcile of a group: the API calls it makes are its children.
     const { namespace, group } = splitKey(key);
-    return t.span('rollout.reconcile_group', { attributes: { 'rollout.group': group, 'k8s.namespace.name': namespace } }, () => this.reconcileGroup(key));
+    return t.span(
+      'rollout.reconcile_group',
+      { attributes: { 'rollout.group': group, 'k8s.namespace.name': namespace } },
+      () => this.reconcileGroup(key),
+    );
   }
 
   private async reconcileGroup(key: string): Promise<HandlerResult> {
@@ -248,11 +276,19 @@ export class RolloutController {
     // Replicas first, as rollout-operator: a group whose replicas just changed
     // is rolled on the next reconcile, which the change itself triggers.
     if (this.scaling) {
-      const sets = this.setInformer(namespace)?.byIndex(INDEX.setsByGroup, group).filter((s) => s.metadata?.namespace === namespace) ?? [];
-      if (await this.scaling.adjust(sets).catch((error: unknown) => {
-        this.log.warn('replica adjustment failed; rolling out anyway', { group: key, err: error instanceof Error ? error.message : String(error) });
-        return false;
-      })) {
+      const sets =
+        this.setInformer(namespace)
+          ?.byIndex(INDEX.setsByGroup, group)
+          .filter((s) => s.metadata?.namespace === namespace) ?? [];
+      if (
+        await this.scaling.adjust(sets).catch((error: unknown) => {
+          this.log.warn('replica adjustment failed; rolling out anyway', {
+            group: key,
+            err: error instanceof Error ? error.message : String(error),
+          });
+          return false;
+        })
+      ) {
         done('success');
         return;
       }
@@ -279,7 +315,9 @@ export class RolloutController {
       const status = groupStatus(plan, this.runtime.clock.now());
       // The budget is asked outside the plan: its refusal is why the group waits.
       const budgetWait = execution.budgetWait;
-      this.status.publish(budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status);
+      this.status.publish(
+        budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status,
+      );
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
     if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
@@ -314,7 +352,13 @@ export class RolloutController {
   }
 
   private regarding(namespace: string, name: string, snapshot: GroupSnapshot) {
-    return { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name, uid: snapshot.statefulSets.find((s) => s.name === name)?.uid ?? '' };
+    return {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      namespace,
+      name,
+      uid: snapshot.statefulSets.find((s) => s.name === name)?.uid ?? '',
+    };
   }
 
   /** Carries the plan out; says whether the zone-aware budget stopped a delete, and whether a write met a conflict. */
@@ -325,7 +369,13 @@ export class RolloutController {
     for (const warning of plan.warnings) {
       this.reportOnce(`${key}#warn#${warning.statefulSet}`, warning.message, () => {
         log.warn(warning.message, { statefulSet: warning.statefulSet });
-        events.event(this.regarding(namespace, warning.statefulSet, snapshot), 'Warning', 'InvalidAnnotation', 'Validate', warning.message);
+        events.event(
+          this.regarding(namespace, warning.statefulSet, snapshot),
+          'Warning',
+          'InvalidAnnotation',
+          'Validate',
+          warning.message,
+        );
       });
     }
     this.metrics.setBlocked(this.metricGroup(namespace, group), plan.blocked !== undefined);
@@ -333,7 +383,13 @@ export class RolloutController {
       const blocked = plan.blocked;
       this.reportOnce(key, blocked.message, () => {
         log.error(blocked.message, { statefulSet: blocked.statefulSet });
-        events.event(this.regarding(namespace, blocked.statefulSet, snapshot), 'Warning', 'RolloutBlocked', 'Rollout', `rollout group ${group}: ${blocked.message}`);
+        events.event(
+          this.regarding(namespace, blocked.statefulSet, snapshot),
+          'Warning',
+          'RolloutBlocked',
+          'Rollout',
+          `rollout group ${group}: ${blocked.message}`,
+        );
       });
       return {};
     }
@@ -349,19 +405,35 @@ export class RolloutController {
       // snapshot: nothing of the plan's to delete, and the replacement must
       // not be judged (and recorded in a budget's ledger) in its place.
       if (pod?.metadata?.uid !== deletion.uid) continue;
-      const verdict = await this.budgets.allowRolloutDelete(pod, plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1);
+      const verdict = await this.budgets.allowRolloutDelete(
+        pod,
+        plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1,
+      );
       if (!verdict.allowed) {
         const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
         log.debug(message, { statefulSet: deletion.statefulSet });
-        this.reportOnce(key, `zpdb:${verdict.message}`, () => events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', message));
+        this.reportOnce(key, `zpdb:${verdict.message}`, () =>
+          events.event(
+            this.regarding(namespace, deletion.statefulSet, snapshot),
+            'Normal',
+            'RolloutWaiting',
+            'Rollout',
+            message,
+          ),
+        );
         budgetWait = { statefulSet: deletion.statefulSet, message };
         break;
       }
-      const why = deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
+      const why =
+        deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
       const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
       try {
         // The uid precondition: never delete a newer pod that took the name meanwhile.
-        await this.runtime.client.delete(resources.pods, { namespace, name: deletion.pod }, { uid: deletion.uid, timeoutMs: 30_000 });
+        await this.runtime.client.delete(
+          resources.pods,
+          { namespace, name: deletion.pod },
+          { uid: deletion.uid, timeoutMs: 30_000 },
+        );
       } catch (error) {
         if (isNotFound(error) || isConflict(error)) continue;
         throw error;
@@ -369,7 +441,14 @@ export class RolloutController {
       this.expectedDeletions.set(deletion.uid, this.runtime.clock.monotonic());
       this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
       log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
-      events.event(this.regarding(namespace, deletion.statefulSet, snapshot), 'Normal', 'DeletingPod', 'Rollout', note, { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid });
+      events.event(
+        this.regarding(namespace, deletion.statefulSet, snapshot),
+        'Normal',
+        'DeletingPod',
+        'Rollout',
+        note,
+        { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid },
+      );
     }
     let requeue = false;
     for (const update of plan.revisionUpdates) {
@@ -377,7 +456,13 @@ export class RolloutController {
       const outcome = await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
       if (outcome === 'conflict') requeue = true;
       if (outcome !== 'advanced') continue;
-      events.event(this.regarding(namespace, update.statefulSet, snapshot), 'Normal', 'RolloutComplete', 'Rollout', `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`);
+      events.event(
+        this.regarding(namespace, update.statefulSet, snapshot),
+        'Normal',
+        'RolloutComplete',
+        'Rollout',
+        `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`,
+      );
     }
     // Waiting for the StatefulSet controller's status is logged once per
     // StatefulSet (logPendingStatus) and is no Event: it is over in
@@ -389,7 +474,14 @@ export class RolloutController {
       // change; pods merely terminating after our own delete is not news.
       if (waiting.code !== 'pods-terminating') {
         this.reportOnce(key, `${waiting.code}:${waiting.statefulSet ?? ''}`, () => {
-          if (waiting.statefulSet) events.event(this.regarding(namespace, waiting.statefulSet, snapshot), 'Normal', 'RolloutWaiting', 'Rollout', waiting.message);
+          if (waiting.statefulSet)
+            events.event(
+              this.regarding(namespace, waiting.statefulSet, snapshot),
+              'Normal',
+              'RolloutWaiting',
+              'Rollout',
+              waiting.message,
+            );
         });
       }
     } else if (!plan.waiting && !budgetWait) {
@@ -405,12 +497,22 @@ export class RolloutController {
    * written so as not to fight the StatefulSet controller, and a conflict is
    * a requeue, never a failed reconcile: see CurrentRevisionWriter.
    */
-  private async advanceCurrentRevision(namespace: string, name: string, revision: string, log: Logger): Promise<AdvanceOutcome> {
+  private async advanceCurrentRevision(
+    namespace: string,
+    name: string,
+    revision: string,
+    log: Logger,
+  ): Promise<AdvanceOutcome> {
     const cached = this.setInformer(namespace)?.get(namespace, name);
     if (!cached) return 'not-needed';
     const outcome = await this.revisions.advance(cached, revision);
-    if (outcome === 'advanced') log.info(`StatefulSet ${name} fully updated to revision ${revision}`, { statefulSet: name });
-    else if (outcome === 'conflict') log.debug(`StatefulSet ${name} kept changing while its currentRevision was advanced to ${revision}; reconciling again`, { statefulSet: name });
+    if (outcome === 'advanced')
+      log.info(`StatefulSet ${name} fully updated to revision ${revision}`, { statefulSet: name });
+    else if (outcome === 'conflict')
+      log.debug(
+        `StatefulSet ${name} kept changing while its currentRevision was advanced to ${revision}; reconciling again`,
+        { statefulSet: name },
+      );
     return outcome;
   }
 

@@ -14,13 +14,44 @@ export class RolloutMetrics {
 
   constructor(registry: Registry) {
     const labelNames = ['rollout_group'];
-    this.reconciles = new Counter({ name: 'rollout_operator_group_reconciles_total', help: 'Total number of reconciles started for a specific rollout group.', labelNames, registers: [registry] });
-    this.failed = new Counter({ name: 'rollout_operator_group_reconciles_failed_total', help: 'Total number of reconciles failed for a specific rollout group.', labelNames, registers: [registry] });
+    this.reconciles = new Counter({
+      name: 'rollout_operator_group_reconciles_total',
+      help: 'Total number of reconciles started for a specific rollout group.',
+      labelNames,
+      registers: [registry],
+    });
+    this.failed = new Counter({
+      name: 'rollout_operator_group_reconciles_failed_total',
+      help: 'Total number of reconciles failed for a specific rollout group.',
+      labelNames,
+      registers: [registry],
+    });
     // Prometheus' default buckets, as rollout-operator's histogram uses.
-    this.duration = new Histogram({ name: 'rollout_operator_group_reconcile_duration_seconds', help: 'Total time spent running a reconcile for a specific rollout group.', labelNames, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
-    this.lastSuccess = new Gauge({ name: 'rollout_operator_last_successful_group_reconcile_timestamp_seconds', help: 'Time of the last successful reconcile for a specific rollout group.', labelNames, registers: [registry] });
-    this.deleted = new Counter({ name: 'stateward_rollout_pods_deleted_total', help: 'Pods deleted to roll them to their update revision.', labelNames: ['rollout_group', 'reason'], registers: [registry] });
-    this.blocked = new Gauge({ name: 'stateward_rollout_group_blocked', help: '1 while a rollout group is skipped because one of its StatefulSets is not OnDelete.', labelNames, registers: [registry] });
+    this.duration = new Histogram({
+      name: 'rollout_operator_group_reconcile_duration_seconds',
+      help: 'Total time spent running a reconcile for a specific rollout group.',
+      labelNames,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    this.lastSuccess = new Gauge({
+      name: 'rollout_operator_last_successful_group_reconcile_timestamp_seconds',
+      help: 'Time of the last successful reconcile for a specific rollout group.',
+      labelNames,
+      registers: [registry],
+    });
+    this.deleted = new Counter({
+      name: 'stateward_rollout_pods_deleted_total',
+      help: 'Pods deleted to roll them to their update revision.',
+      labelNames: ['rollout_group', 'reason'],
+      registers: [registry],
+    });
+    this.blocked = new Gauge({
+      name: 'stateward_rollout_group_blocked',
+      help: '1 while a rollout group is skipped because one of its StatefulSets is not OnDelete.',
+      labelNames,
+      registers: [registry],
+    });
   }
 
   /** Starts a reconcile; call the returned function with its outcome. */
@@ -50,7 +81,9 @@ export class RolloutMetrics {
   forget(group: string): void {
     if (!this.known.delete(group)) return;
     const labels = { rollout_group: group };
-    for (const metric of [this.reconciles, this.failed, this.duration, this.lastSuccess, this.blocked]) metric.remove(labels);
-    for (const reason of ['update', 'replace-unavailable'] as const) this.deleted.remove({ rollout_group: group, reason });
+    for (const metric of [this.reconciles, this.failed, this.duration, this.lastSuccess, this.blocked])
+      metric.remove(labels);
+    for (const reason of ['update', 'replace-unavailable'] as const)
+      this.deleted.remove({ rollout_group: group, reason });
   }
 }

@@ -137,7 +137,16 @@ export function rollOrder<T extends StatefulSetView>(statefulSets: readonly T[])
 
 export function planGroup(snapshot: GroupSnapshot): Plan {
   const sets = [...snapshot.statefulSets].sort(byName);
-  const plan: Plan = { namespace: snapshot.namespace, group: snapshot.group, deletions: [], revisionUpdates: [], errors: [], warnings: [], sets: [], complete: false };
+  const plan: Plan = {
+    namespace: snapshot.namespace,
+    group: snapshot.group,
+    deletions: [],
+    revisionUpdates: [],
+    errors: [],
+    warnings: [],
+    sets: [],
+    complete: false,
+  };
   const budgets = new Map<string, number>();
   for (const set of sets) {
     const max = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas);
@@ -157,14 +166,22 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
   const finish = (states: Map<string, SetSummary['state']>): Plan => {
     plan.sets = sets.map((s) => summary(s, states.get(s.name) ?? 'pending'));
     // Without a current status, "every pod on its update revision" is unknown.
-    plan.complete = !plan.blocked && plan.errors.length === 0 && sets.every((s) => statusPending(s) === undefined && !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)));
+    plan.complete =
+      !plan.blocked &&
+      plan.errors.length === 0 &&
+      sets.every(
+        (s) => statusPending(s) === undefined && !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)),
+      );
     return plan;
   };
   const states = new Map<string, SetSummary['state']>();
 
   const offending = sets.find((s) => s.updateStrategy !== 'OnDelete');
   if (offending) {
-    plan.blocked = { statefulSet: offending.name, message: `StatefulSet ${offending.name} has ${offending.updateStrategy} update strategy while OnDelete is expected, skipping reconcile` };
+    plan.blocked = {
+      statefulSet: offending.name,
+      message: `StatefulSet ${offending.name} has ${offending.updateStrategy} update strategy while OnDelete is expected, skipping reconcile`,
+    };
     for (const s of sets) states.set(s.name, 'blocked');
     return finish(states);
   }
@@ -187,7 +204,11 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
       // one has not-Ready pods, and so rolls a second zone while the first is
       // disrupted. The guarantee wins here: wait until it is Ready again.
       if (hasNotReadyPods(set)) {
-        plan.waiting = { code: 'paused-statefulset-not-ready', statefulSet: set.name, message: `waiting: paused StatefulSet ${set.name} has ${unavailableCount(set)} not-Ready pod(s); other StatefulSets are not rolled meanwhile` };
+        plan.waiting = {
+          code: 'paused-statefulset-not-ready',
+          statefulSet: set.name,
+          message: `waiting: paused StatefulSet ${set.name} has ${unavailableCount(set)} not-Ready pod(s); other StatefulSets are not rolled meanwhile`,
+        };
         return finish(states);
       }
       continue;
@@ -210,7 +231,13 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
       // Already-unavailable old pods first: replacing them costs nothing.
       for (const pod of toUpdate) {
         if (!pod.ready && !pod.terminating) {
-          plan.deletions.push({ statefulSet: set.name, pod: pod.name, uid: pod.uid, reason: 'replace-unavailable', ...(pod.stuckReason ? { detail: pod.stuckReason } : {}) });
+          plan.deletions.push({
+            statefulSet: set.name,
+            pod: pod.name,
+            uid: pod.uid,
+            reason: 'replace-unavailable',
+            ...(pod.stuckReason ? { detail: pod.stuckReason } : {}),
+          });
         }
       }
       const room = Math.max(0, budget - unavailable);
@@ -219,9 +246,18 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
       }
       if (plan.deletions.length === 0) {
         const terminating = set.pods.filter((p) => p.terminating).length;
-        plan.waiting = terminating > 0 && terminating === unavailable
-          ? { code: 'pods-terminating', statefulSet: set.name, message: `waiting: ${terminating} pod${terminating === 1 ? '' : 's'} of ${set.name} terminating` }
-          : { code: 'max-unavailable-reached', statefulSet: set.name, message: `waiting: ${unavailable} pod${unavailable === 1 ? '' : 's'} not Ready in ${set.name} (max unavailable ${budget})` };
+        plan.waiting =
+          terminating > 0 && terminating === unavailable
+            ? {
+                code: 'pods-terminating',
+                statefulSet: set.name,
+                message: `waiting: ${terminating} pod${terminating === 1 ? '' : 's'} of ${set.name} terminating`,
+              }
+            : {
+                code: 'max-unavailable-reached',
+                statefulSet: set.name,
+                message: `waiting: ${unavailable} pod${unavailable === 1 ? '' : 's'} not Ready in ${set.name} (max unavailable ${budget})`,
+              };
       }
       states.set(set.name, plan.deletions.length > 0 ? 'rolling' : 'waiting');
       return finish(states);
@@ -229,11 +265,16 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
     if (hasNotReadyPods(set)) {
       const unavailable = unavailableCount(set);
       plan.rolling = set.name;
-      plan.waiting = { code: 'updated-pods-not-ready', statefulSet: set.name, message: `waiting: all pods of ${set.name} are updated but ${unavailable} ${unavailable === 1 ? 'is' : 'are'} not Ready` };
+      plan.waiting = {
+        code: 'updated-pods-not-ready',
+        statefulSet: set.name,
+        message: `waiting: all pods of ${set.name} are updated but ${unavailable} ${unavailable === 1 ? 'is' : 'are'} not Ready`,
+      };
       states.set(set.name, 'waiting');
       return finish(states);
     }
-    if (set.currentRevision !== set.updateRevision) plan.revisionUpdates.push({ statefulSet: set.name, revision: set.updateRevision });
+    if (set.currentRevision !== set.updateRevision)
+      plan.revisionUpdates.push({ statefulSet: set.name, revision: set.updateRevision });
     states.set(set.name, 'up-to-date');
   }
   return finish(states);

@@ -73,7 +73,8 @@ export class CurrentRevisionWriter {
     const namespace = cached.metadata?.namespace ?? '';
     const name = cached.metadata?.name ?? '';
     const previous = this.written.get(uid);
-    if (previous?.revision === revision && previous.supersededVersions.has(cached.metadata?.resourceVersion ?? '')) return 'already-written';
+    if (previous?.revision === revision && previous.supersededVersions.has(cached.metadata?.resourceVersion ?? ''))
+      return 'already-written';
     // The cache moved past our write (or we never wrote): decide on what it says now.
     this.written.delete(uid);
     if (!due(cached, revision)) return 'not-needed';

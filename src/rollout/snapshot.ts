@@ -44,7 +44,9 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
     updateRevision: set.status?.updateRevision ?? '',
     ...(set.metadata?.generation !== undefined ? { generation: set.metadata.generation } : {}),
     ...(set.status?.observedGeneration !== undefined ? { observedGeneration: set.status.observedGeneration } : {}),
-    ...(set.metadata?.annotations?.[MAX_UNAVAILABLE_ANNOTATION] !== undefined ? { maxUnavailableAnnotation: set.metadata.annotations[MAX_UNAVAILABLE_ANNOTATION] } : {}),
+    ...(set.metadata?.annotations?.[MAX_UNAVAILABLE_ANNOTATION] !== undefined
+      ? { maxUnavailableAnnotation: set.metadata.annotations[MAX_UNAVAILABLE_ANNOTATION] }
+      : {}),
     paused: isPaused(set.metadata?.annotations),
     pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || a.name.localeCompare(b.name)),
   };
@@ -57,7 +59,12 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
  * passes indexed lookups from its caches; `stateward status` passes every pod
  * it listed, so both plan on the same view.
  */
-export function groupSnapshot(namespace: string, group: string, sets: readonly StatefulSet[], candidatesOf: (set: StatefulSet) => Pod[]): GroupSnapshot {
+export function groupSnapshot(
+  namespace: string,
+  group: string,
+  sets: readonly StatefulSet[],
+  candidatesOf: (set: StatefulSet) => Pod[],
+): GroupSnapshot {
   return {
     namespace,
     group,

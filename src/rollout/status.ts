@@ -34,7 +34,17 @@ export function statusKey(group: string): string {
 }
 
 export function groupStatus(plan: Plan, now: number): GroupStatus {
-  const phase: GroupStatus['phase'] = plan.blocked ? 'blocked' : plan.errors.length > 0 ? 'failing' : plan.complete ? 'complete' : plan.deletions.length > 0 || (plan.rolling && !plan.waiting) ? 'rolling' : plan.waiting ? 'waiting' : 'complete';
+  const phase: GroupStatus['phase'] = plan.blocked
+    ? 'blocked'
+    : plan.errors.length > 0
+      ? 'failing'
+      : plan.complete
+        ? 'complete'
+        : plan.deletions.length > 0 || (plan.rolling && !plan.waiting)
+          ? 'rolling'
+          : plan.waiting
+            ? 'waiting'
+            : 'complete';
   return {
     group: plan.group,
     namespace: plan.namespace,
@@ -109,7 +119,10 @@ export class StatusPublisher {
       try {
         await this.write(namespace);
       } catch (error) {
-        this.log.warn('could not write rollout status; retrying', { namespace, err: error instanceof Error ? error.message : String(error) });
+        this.log.warn('could not write rollout status; retrying', {
+          namespace,
+          err: error instanceof Error ? error.message : String(error),
+        });
         this.markDirty(namespace);
       }
     }
@@ -129,13 +142,24 @@ export class StatusPublisher {
     for (let attempt = 0; attempt < 3; attempt++) {
       let current: ConfigMap | undefined;
       try {
-        current = await this.client.get<ConfigMap>(resources.configMaps, { namespace, name: STATUS_CONFIGMAP }, { timeoutMs: 10_000 });
+        current = await this.client.get<ConfigMap>(
+          resources.configMaps,
+          { namespace, name: STATUS_CONFIGMAP },
+          { timeoutMs: 10_000 },
+        );
       } catch (error) {
         if (!isNotFound(error)) throw error;
       }
       try {
         if (!current) {
-          await this.client.create<ConfigMap>(resources.configMaps, { metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } }, data }, { timeoutMs: 10_000 });
+          await this.client.create<ConfigMap>(
+            resources.configMaps,
+            {
+              metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
+              data,
+            },
+            { timeoutMs: 10_000 },
+          );
         } else {
           await this.client.update<ConfigMap>(resources.configMaps, { ...current, data }, { timeoutMs: 10_000 });
         }

@@ -5,11 +5,18 @@
 import type { FlagSet } from './flags/flagset.ts';
 
 export function registerCompatFlags(fs: FlagSet): { warnings: () => string[] } {
-  const readyPatchTimeout = fs.duration('zpdb.pod-ready-annotation-patch-timeout', 5_000, 'Accepted for rollout-operator compatibility (no effect): Stateward reads the Ready condition\'s transition time and writes no grafana.com/ready-time annotation.');
+  const readyPatchTimeout = fs.duration(
+    'zpdb.pod-ready-annotation-patch-timeout',
+    5_000,
+    "Accepted for rollout-operator compatibility (no effect): Stateward reads the Ready condition's transition time and writes no grafana.com/ready-time annotation.",
+  );
   return {
     warnings: () => {
       const out: string[] = [];
-      if (readyPatchTimeout.value !== 5_000) out.push('-zpdb.pod-ready-annotation-patch-timeout has no effect: Stateward reads the Ready condition\'s transition time and patches no pod');
+      if (readyPatchTimeout.value !== 5_000)
+        out.push(
+          "-zpdb.pod-ready-annotation-patch-timeout has no effect: Stateward reads the Ready condition's transition time and patches no pod",
+        );
       return out;
     },
   };

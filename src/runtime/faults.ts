@@ -21,19 +21,32 @@ export interface FaultSource {
  *   gracefully and exits 1, for Kubernetes to restart it with fresh caches
  *   (forced after twice the shutdown grace period if shutdown itself hangs).
  */
-export function reportFaults(faults: FaultSource, o: { logger: Logger; registry: Registry; stop: (reason: string) => void; graceMs: number }): { happened: boolean } {
+export function reportFaults(
+  faults: FaultSource,
+  o: { logger: Logger; registry: Registry; stop: (reason: string) => void; graceMs: number },
+): { happened: boolean } {
   const { logger, registry, graceMs } = o;
   const state = { happened: false };
-  const counter = new Counter({ name: 'stateward_unhandled_errors_total', help: 'Errors no code caught: kind="rejection" (logged, the process keeps serving) or "exception" (logged, the process restarts).', labelNames: ['kind'], registers: [registry] });
+  const counter = new Counter({
+    name: 'stateward_unhandled_errors_total',
+    help: 'Errors no code caught: kind="rejection" (logged, the process keeps serving) or "exception" (logged, the process restarts).',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   counter.inc({ kind: 'rejection' }, 0);
   counter.inc({ kind: 'exception' }, 0);
   faults.on('unhandledRejection', (reason) => {
     counter.inc({ kind: 'rejection' });
-    logger.error('unhandled promise rejection (a bug): the operation it belonged to failed; the process keeps serving', { err: reason });
+    logger.error(
+      'unhandled promise rejection (a bug): the operation it belonged to failed; the process keeps serving',
+      { err: reason },
+    );
   });
   faults.on('uncaughtException', (error) => {
     counter.inc({ kind: 'exception' });
-    logger.error('uncaught exception (a bug): shutting down so that Kubernetes restarts the process with fresh state', { err: error });
+    logger.error('uncaught exception (a bug): shutting down so that Kubernetes restarts the process with fresh state', {
+      err: error,
+    });
     state.happened = true;
     o.stop('uncaught exception');
     if (faults === process) setTimeout(() => process.exit(1), 2 * graceMs + 5000).unref();

@@ -81,7 +81,8 @@ export class GoRegexp {
         return { error: goError(again, source, unnamed) };
       }
     }
-    if (re.programSize() > GO_MAX_PROGRAM_SIZE) return { error: `error parsing regexp: expression too large: \`${source}\`` };
+    if (re.programSize() > GO_MAX_PROGRAM_SIZE)
+      return { error: `error parsing regexp: expression too large: \`${source}\`` };
     return { regexp: new GoRegexp(pattern, re) };
   }
 

@@ -35,7 +35,10 @@ export interface Runtime {
   /** Timestamps shared through the API (min-time stamps, ZPDB ledgers) as this process saw them: one per process, for every capability. */
   readonly sightings: TimestampSightings;
   /** Shared informers: one per (type, namespace scope, selectors), created on first request. */
-  informers<T extends KubeObject>(type: ResourceType, options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>): Informer<T>[];
+  informers<T extends KubeObject>(
+    type: ResourceType,
+    options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>,
+  ): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
   isLeader(): boolean;
   /** Aborts when the process begins to shut down: for work a capability does in setup(), before it serves or leads. */
@@ -80,7 +83,10 @@ export class Operator {
   private readonly informerMetrics: InformerMetrics;
   private readonly informerCache = new Map<string, Informer<KubeObject>>();
   /** What each cached informer was created with: a later request must agree (informerConflict). */
-  private readonly informerOptions = new Map<string, Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>>();
+  private readonly informerOptions = new Map<
+    string,
+    Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>
+  >();
   private readonly readinessChecks = new Map<string, () => string | undefined>();
   private elector: LeaderElector | undefined;
   private readonly stop = new AbortController();
@@ -105,14 +111,22 @@ export class Operator {
       kubeConfig: options.kubeConfig,
       timeoutMs: config.clientTimeoutMs,
       // qps 0 disables client-side limiting, as in rollout-operator since v0.38.
-      limiter: config.clientQps > 0 ? new PerKeyTokenBuckets(config.clientQps, config.clientBurst, this.clock) : undefined,
+      limiter:
+        config.clientQps > 0 ? new PerKeyTokenBuckets(config.clientQps, config.clientBurst, this.clock) : undefined,
       metrics: apiClientMetrics(registry, { qps: config.clientQps }),
       clock: this.clock,
       userAgent: `stateward/${options.version}`,
       // rollout-operator's X-Cluster on every API request: its namespace.
       cluster: { label: config.namespace, rejections: clusterRejections(registry, this.log) },
     });
-    this.http = new HttpServer({ port: config.serverPort, registry, notReady: () => this.notReady(), logger: this.log, limits: config.httpLimits, clusterValidation: config.clusterValidation });
+    this.http = new HttpServer({
+      port: config.serverPort,
+      registry,
+      notReady: () => this.notReady(),
+      logger: this.log,
+      limits: config.httpLimits,
+      clusterValidation: config.clusterValidation,
+    });
     this.identity = `${config.leaderElection.identity}_${randomBytes(4).toString('hex')}`;
     this.sightings = new TimestampSightings(this.clock);
     this.events = new EventRecorder({
@@ -124,7 +138,11 @@ export class Operator {
       logger: (level, msg, fields) => this.log[level](msg, fields),
     });
     this.informerMetrics = informerMetrics(registry);
-    this.leaderGauge = new Gauge({ name: 'stateward_leader_is_leader', help: '1 while this replica is the elected leader (always 1 without leader election).', registers: [registry] });
+    this.leaderGauge = new Gauge({
+      name: 'stateward_leader_is_leader',
+      help: '1 while this replica is the elected leader (always 1 without leader election).',
+      registers: [registry],
+    });
   }
 
   /** Ready once every informer any capability asked for has synced. */
@@ -162,18 +180,40 @@ export class Operator {
       isLeader: () => this.isLeader(),
       stopping: this.stop.signal,
       readiness: (name, check) => void this.readinessChecks.set(name, check),
-      informers: <T extends KubeObject>(type: ResourceType, options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {}) => {
-        const scopes = !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
+      informers: <T extends KubeObject>(
+        type: ResourceType,
+        options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {},
+      ) => {
+        const scopes =
+          !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
         return scopes.map((namespace) => {
-          const key = JSON.stringify([type.group, type.resource, namespace, options.labelSelector, options.fieldSelector, options.metadataOnly]);
+          const key = JSON.stringify([
+            type.group,
+            type.resource,
+            namespace,
+            options.labelSelector,
+            options.fieldSelector,
+            options.metadataOnly,
+          ]);
           const cached = this.informerOptions.get(key);
           if (cached) {
             // Shared, so it must be what this caller asked for: a conflict is a programming error, found at start-up.
             const conflict = informerConflict(cached, options as InformerOptions<KubeObject>);
-            if (conflict) throw new Error(`informer for ${type.resource}${namespace ? ` in ${namespace}` : ''} requested twice with different ${conflict}`);
+            if (conflict)
+              throw new Error(
+                `informer for ${type.resource}${namespace ? ` in ${namespace}` : ''} requested twice with different ${conflict}`,
+              );
             return this.informerCache.get(key) as unknown as Informer<T>;
           }
-          const informer = new Informer<KubeObject>({ ...(options as InformerOptions<KubeObject>), client: this.client, type, namespace, clock: this.clock, logger: this.log, metrics: this.informerMetrics });
+          const informer = new Informer<KubeObject>({
+            ...(options as InformerOptions<KubeObject>),
+            client: this.client,
+            type,
+            namespace,
+            clock: this.clock,
+            logger: this.log,
+            metrics: this.informerMetrics,
+          });
           this.informerCache.set(key, informer);
           this.informerOptions.set(key, options as InformerOptions<KubeObject>);
           return informer as unknown as Informer<T>;
@@ -202,7 +242,9 @@ export class Operator {
       if (handle.serve) this.tasks.push(this.guard(name, handle.serve(this.stop.signal)));
     }
     // Act only on a complete picture of the cluster.
-    await Promise.all([...this.informerCache.values()].map((i) => i.waitForSync(this.stop.signal))).catch(() => undefined);
+    await Promise.all([...this.informerCache.values()].map((i) => i.waitForSync(this.stop.signal))).catch(
+      () => undefined,
+    );
     if (this.stop.signal.aborted) return this.shutdown();
     this.log.info('caches synced', { informers: this.informerCache.size });
 
@@ -263,7 +305,10 @@ export class Operator {
       if (this.stop.signal.aborted) return;
       // A capability that dies takes the process down: Kubernetes restarts it
       // with fresh caches, which beats running half an operator.
-      this.log.error('capability failed; stopping', { capability: name, err: error instanceof Error ? error.message : String(error) });
+      this.log.error('capability failed; stopping', {
+        capability: name,
+        err: error instanceof Error ? error.message : String(error),
+      });
       this.requestStop(`capability ${name} failed`);
     }
   }
@@ -274,9 +319,13 @@ export class Operator {
  * one: a different transform or `optional`, or an indexer the first does not
  * have (by name and function). Asking for fewer indexers is fine.
  */
-export function informerConflict(first: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>, second: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>): string | undefined {
+export function informerConflict(
+  first: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>,
+  second: Pick<InformerOptions<KubeObject>, 'transform' | 'indexers' | 'optional'>,
+): string | undefined {
   if (first.transform !== second.transform) return 'transforms';
   if (Boolean(first.optional) !== Boolean(second.optional)) return 'optional flags';
-  for (const [name, index] of Object.entries(second.indexers ?? {})) if (first.indexers?.[name] !== index) return `indexers (${name})`;
+  for (const [name, index] of Object.entries(second.indexers ?? {}))
+    if (first.indexers?.[name] !== index) return `indexers (${name})`;
   return undefined;
 }

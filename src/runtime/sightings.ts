@@ -112,7 +112,8 @@ export class TimestampSightings {
     this.looks.set(scope, { mono, offset: wall - mono });
     // The earliest a stamp new in this look can have been written, on the monotonic clock.
     const writtenNoEarlierThan = seen === 'event' ? mono : previousLook?.mono;
-    const steppedSinceLook = previousLook !== undefined && Math.abs(wall - mono - previousLook.offset) > CLOCK_TOLERANCE_MS;
+    const steppedSinceLook =
+      previousLook !== undefined && Math.abs(wall - mono - previousLook.offset) > CLOCK_TOLERANCE_MS;
     let known = this.sightings.get(scope);
     if (!known) this.sightings.set(scope, (known = new Map<string, Sighting>()));
     const out = new Map<string, Counted>();
@@ -139,12 +140,19 @@ export class TimestampSightings {
   }
 }
 
-function firstSighting(value: number, wall: number, mono: number, writtenNoEarlierThan: number | undefined, steppedSinceLook: boolean): Sighting {
+function firstSighting(
+  value: number,
+  wall: number,
+  mono: number,
+  writtenNoEarlierThan: number | undefined,
+  steppedSinceLook: boolean,
+): Sighting {
   const base = { value, seenAt: mono, offsetThen: wall - mono, lastSeen: mono, elapsedThen: 0 };
   // Our own step first: it also makes the stamp look ahead or too old.
   if (steppedSinceLook) return { ...base, evidence: 'stepped' };
   if (value > wall + CLOCK_TOLERANCE_MS) return { ...base, evidence: 'ahead' };
-  if (writtenNoEarlierThan !== undefined && value < wall - (mono - writtenNoEarlierThan) - CLOCK_TOLERANCE_MS) return { ...base, evidence: 'before-look' };
+  if (writtenNoEarlierThan !== undefined && value < wall - (mono - writtenNoEarlierThan) - CLOCK_TOLERANCE_MS)
+    return { ...base, evidence: 'before-look' };
   return { ...base, evidence: undefined, elapsedThen: Math.max(0, wall - value) };
 }
 

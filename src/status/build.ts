@@ -7,7 +7,14 @@
 // and the restart functions say which configs a workload follows. Nothing
 // here re-decides any of it.
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
-import { hasNotReadyPods, planGroup, rollOrder, STATUS_PENDING_WAIT, type Deletion, type Plan } from '../rollout/planner.ts';
+import {
+  hasNotReadyPods,
+  planGroup,
+  rollOrder,
+  STATUS_PENDING_WAIT,
+  type Deletion,
+  type Plan,
+} from '../rollout/planner.ts';
 import { podsOf } from '../vocabulary/pods.ts';
 import { groupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
@@ -29,7 +36,14 @@ import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { mayOptIn, watchedConfigs, type ConfigKind, type WorkloadLike } from '../restarts/references.ts';
-import { outdatedPods as outdatedOf, restartMode, restartTimestampOf, updateTarget, type RestartTarget, type WorkloadKind } from '../restarts/plan.ts';
+import {
+  outdatedPods as outdatedOf,
+  restartMode,
+  restartTimestampOf,
+  updateTarget,
+  type RestartTarget,
+  type WorkloadKind,
+} from '../restarts/plan.ts';
 import {
   STATUS_API_VERSION,
   type BudgetView,
@@ -45,7 +59,14 @@ import {
 
 /** Wait code used when the planner would delete a pod but its ZoneAwarePodDisruptionBudget says not now. */
 import { ZPDB_WAIT_CODE } from '../rollout/status.ts';
-import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, ROLLOUT_GROUP_LABEL, ZONE_LABEL } from '../vocabulary/keys.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  ROLLOUT_GROUP_LABEL,
+  ZONE_LABEL,
+} from '../vocabulary/keys.ts';
 
 export { ZPDB_WAIT_CODE };
 
@@ -102,7 +123,8 @@ function namespaceStatus(namespace: string, input: StatusInput, ctx: Context): N
   const zpdbs = here(input.zpdbs).sort((a, b) => compare(a.metadata?.name ?? '', b.metadata?.name ?? ''));
   const configs = zpdbs.map((z) => ({ object: z, parsed: parseZpdb(z) }));
   const valid = configs.flatMap((c) => ('config' in c.parsed ? [c.parsed.config] : []));
-  const operatorStatus = here(input.operatorStatus ?? []).find((o) => o.metadata?.name === STATUS_CONFIGMAP) as { data?: Record<string, string> } | undefined;
+  const operatorStatus = here(input.operatorStatus ?? []).find((o) => o.metadata?.name === STATUS_CONFIGMAP) as
+    { data?: Record<string, string> } | undefined;
 
   const groups = new Map<string, StatefulSet[]>();
   for (const set of statefulSets) {
@@ -176,15 +198,27 @@ function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusVie
     name: group,
     phase,
     action: resizeFirst(replicaPlan) + actionOf(plan, deletions, waitReason, gate.held),
-    ...(waitReason ? { waitReason: { code: waitReason.code, ...(waitReason.statefulSet !== undefined ? { statefulSet: waitReason.statefulSet } : {}), message: waitReason.message } } : {}),
+    ...(waitReason
+      ? {
+          waitReason: {
+            code: waitReason.code,
+            ...(waitReason.statefulSet !== undefined ? { statefulSet: waitReason.statefulSet } : {}),
+            message: waitReason.message,
+          },
+        }
+      : {}),
     ...(plan.blocked ? { blocked: plan.blocked.message } : {}),
     ...(plan.rolling ? { rolling: plan.rolling } : {}),
     ...(operator ? { operator } : {}),
     warnings: [
       ...plan.errors.map((e) => e.message),
       ...plan.warnings.map((w) => `${w.statefulSet}: ${w.message}`),
-      ...(ctx.unreadable.has(RESOURCE.pods) ? ['pods could not be read: pod counts, readiness and the plan are unknown'] : []),
-      ...(plan.deletions.length > 0 && ctx.unreadable.has(RESOURCE.zpdbs) ? ['ZoneAwarePodDisruptionBudgets could not be read: the deletions are not checked against them here'] : []),
+      ...(ctx.unreadable.has(RESOURCE.pods)
+        ? ['pods could not be read: pod counts, readiness and the plan are unknown']
+        : []),
+      ...(plan.deletions.length > 0 && ctx.unreadable.has(RESOURCE.zpdbs)
+        ? ['ZoneAwarePodDisruptionBudgets could not be read: the deletions are not checked against them here']
+        : []),
     ],
     statefulSets: rows,
   };
@@ -214,7 +248,9 @@ function podGrid(view: StatefulSetView): PodCell[] {
 
 /** The zones of the nodes the pods run on; else the StatefulSet's (or its template's) zone label. */
 function zoneOf(set: StatefulSet, pods: Pod[], ctx: Context): string | undefined {
-  const zones = new Set(pods.map((p) => ctx.nodeZones.get(p.spec?.nodeName ?? '')).filter((z): z is string => z !== undefined));
+  const zones = new Set(
+    pods.map((p) => ctx.nodeZones.get(p.spec?.nodeName ?? '')).filter((z): z is string => z !== undefined),
+  );
   if (zones.size > 0) return [...zones].sort(compare).join(',');
   const labels = [set.metadata?.labels, set.spec?.template?.metadata?.labels];
   for (const l of labels) {
@@ -229,7 +265,10 @@ function zoneOf(set: StatefulSet, pods: Pod[], ctx: Context): string | undefined
  * put to the pod's ZoneAwarePodDisruptionBudget (decideRolloutDelete, with
  * the budget's ledger as pending evictions); the first denial stops the rest.
  */
-function gateDeletions(plan: Plan, env: Env): { allowed: Deletion[]; held: number; denied?: { statefulSet: string; message: string } } {
+function gateDeletions(
+  plan: Plan,
+  env: Env,
+): { allowed: Deletion[]; held: number; denied?: { statefulSet: string; message: string } } {
   if (plan.deletions.length === 0 || env.budgets.length === 0) return { allowed: plan.deletions, held: 0 };
   const { ctx, pods, statefulSets, budgets } = env;
   const podNamed = (name: string) => pods.find((p) => p.metadata?.name === name);
@@ -237,7 +276,13 @@ function gateDeletions(plan: Plan, env: Env): { allowed: Deletion[]; held: numbe
   const pendingFor = (config: ZpdbConfig): Map<string, number> => {
     let found = pending.get(config.name);
     if (!found) {
-      found = pendingFrom(pruneLedger(decodeLedger(env.leases.find((l) => l.metadata?.name === ledgerName(config.name))).ledger, ctx.now, podNamed));
+      found = pendingFrom(
+        pruneLedger(
+          decodeLedger(env.leases.find((l) => l.metadata?.name === ledgerName(config.name))).ledger,
+          ctx.now,
+          podNamed,
+        ),
+      );
       pending.set(config.name, found);
     }
     return found;
@@ -252,12 +297,23 @@ function gateDeletions(plan: Plan, env: Env): { allowed: Deletion[]; held: numbe
     const scope = evictionScope(pod, budgets);
     const pendingEvictions = scope.kind === 'in-scope' ? pendingFor(scope.config) : new Map<string, number>();
     const rolloutMaxUnavailable = plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1;
-    const verdict = decideRolloutDelete({ pod, statefulSets, pods, now: ctx.now, pendingEvictions, configs: budgets, rolloutMaxUnavailable });
+    const verdict = decideRolloutDelete({
+      pod,
+      statefulSets,
+      pods,
+      now: ctx.now,
+      pendingEvictions,
+      configs: budgets,
+      rolloutMaxUnavailable,
+    });
     if (!verdict.allowed) {
       return {
         allowed,
         held: plan.deletions.length - index,
-        denied: { statefulSet: deletion.statefulSet, message: `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}` },
+        denied: {
+          statefulSet: deletion.statefulSet,
+          message: `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`,
+        },
       };
     }
     // The controller records the allow in the ledger before deleting: the next decision sees it.
@@ -293,16 +349,20 @@ function actionOf(plan: Plan, deletions: Deletion[], waiting: GroupStatusView['w
   if (plan.blocked) return `blocked: ${plan.blocked.statefulSet} does not use the OnDelete update strategy`;
   if (plan.errors.length > 0) return `failing: ${plan.errors.map((e) => e.message).join('; ')}`;
   if (deletions.length > 0) {
-    const pods = deletions.map((d) => (d.reason === 'update' ? d.pod : `${d.pod} (already unavailable${d.detail ? `: ${d.detail}` : ''})`));
+    const pods = deletions.map((d) =>
+      d.reason === 'update' ? d.pod : `${d.pod} (already unavailable${d.detail ? `: ${d.detail}` : ''})`,
+    );
     return `rolling ${plan.rolling ?? deletions[0]!.statefulSet}: deleting ${pods.join(', ')}${held > 0 ? `; ${held} more held by a ZoneAwarePodDisruptionBudget` : ''}`;
   }
   if (waiting) {
     const what = (WAITING_FOR[waiting.code] ?? (() => 'waiting'))(waiting.statefulSet);
     return plan.rolling ? `rolling ${plan.rolling}: ${what}` : what;
   }
-  if (plan.revisionUpdates.length > 0) return `recording ${plan.revisionUpdates.map((u) => `${u.statefulSet} at revision ${u.revision}`).join(', ')} as current`;
+  if (plan.revisionUpdates.length > 0)
+    return `recording ${plan.revisionUpdates.map((u) => `${u.statefulSet} at revision ${u.revision}`).join(', ')} as current`;
   const pausedBehind = plan.sets.filter((s) => s.paused && s.updated < s.pods);
-  if (pausedBehind.length > 0) return `idle: ${pausedBehind.map((s) => `${s.name} is paused with ${s.pods - s.updated} pod(s) to update`).join(', ')}`;
+  if (pausedBehind.length > 0)
+    return `idle: ${pausedBehind.map((s) => `${s.name} is paused with ${s.pods - s.updated} pod(s) to update`).join(', ')}`;
   return 'idle';
 }
 
@@ -312,7 +372,11 @@ function operatorView(data: Record<string, string> | undefined, group: string): 
   try {
     const status = JSON.parse(raw) as Partial<GroupStatus>;
     if (typeof status.phase !== 'string' || typeof status.since !== 'string') return undefined;
-    return { phase: status.phase, since: status.since, ...(typeof status.waitingFor?.code === 'string' ? { waitCode: status.waitingFor.code } : {}) };
+    return {
+      phase: status.phase,
+      since: status.since,
+      ...(typeof status.waitingFor?.code === 'string' ? { waitCode: status.waitingFor.code } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -320,7 +384,12 @@ function operatorView(data: Record<string, string> | undefined, group: string): 
 
 // ----------------------------------------------------------------- scaling
 
-function scalingView(set: StatefulSet, group: readonly StatefulSet[], replicaPlan: GroupReplicaPlan, now: number): ScalingView | undefined {
+function scalingView(
+  set: StatefulSet,
+  group: readonly StatefulSet[],
+  replicaPlan: GroupReplicaPlan,
+  now: number,
+): ScalingView | undefined {
   const name = nameOf(set);
   const annotations = annotationsOf(set);
   const errors = new Set<string>(validateScalingMetadata(set));
@@ -340,7 +409,12 @@ function scalingView(set: StatefulSet, group: readonly StatefulSet[], replicaPla
     const decision = desiredFollowerReplicas({ follower: set, group, now });
     const leaderSet = leaderFor(set, group);
     if ('error' in decision) errors.add(decision.error);
-    else if (decision.cause === 'none' && leaderSet !== undefined && !('error' in leaderSet) && replicasOf(leaderSet) !== replicasOf(set)) {
+    else if (
+      decision.cause === 'none' &&
+      leaderSet !== undefined &&
+      !('error' in leaderSet) &&
+      replicasOf(leaderSet) !== replicasOf(set)
+    ) {
       view.desiredReplicas = replicasOf(leaderSet);
       view.holdReason = decision.reason;
     }
@@ -355,7 +429,8 @@ function scalingView(set: StatefulSet, group: readonly StatefulSet[], replicaPla
   else if (!elapsed.elapsed) view.minTimeRemainingMs = Math.max(0, elapsed.lastDownscale + elapsed.minTime - now);
 
   const delayed = delayedDownscaleConfig(set);
-  if (delayed !== undefined && !('error' in delayed)) view.delayedDownscale = { delay: annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '', prepareUrl: delayed.url };
+  if (delayed !== undefined && !('error' in delayed))
+    view.delayedDownscale = { delay: annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '', prepareUrl: delayed.url };
 
   view.errors = [...errors];
   const interesting = Object.keys(view).length > 1 || view.errors.length > 0;
@@ -370,7 +445,9 @@ function orderScaling(v: ScalingView): ScalingView {
     ...(v.desiredReplicas !== undefined ? { desiredReplicas: v.desiredReplicas } : {}),
     ...(v.holdReason !== undefined ? { holdReason: v.holdReason } : {}),
     ...(v.lastDownscale !== undefined ? { lastDownscale: v.lastDownscale } : {}),
-    ...(v.minTimeBetweenZonesDownscale !== undefined ? { minTimeBetweenZonesDownscale: v.minTimeBetweenZonesDownscale } : {}),
+    ...(v.minTimeBetweenZonesDownscale !== undefined
+      ? { minTimeBetweenZonesDownscale: v.minTimeBetweenZonesDownscale }
+      : {}),
     ...(v.minTimeRemainingMs !== undefined ? { minTimeRemainingMs: v.minTimeRemainingMs } : {}),
     ...(v.delayedDownscale !== undefined ? { delayedDownscale: v.delayedDownscale } : {}),
     errors: v.errors,
@@ -386,18 +463,36 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function budgetView(object: KubeObject, parsed: ReturnType<typeof parseZpdb>, env: Env): BudgetView {
   const name = object.metadata?.name ?? '';
   const setNames = (selects: (labels: Record<string, string> | undefined) => boolean) =>
-    env.statefulSets.filter((s) => selects(s.metadata?.labels)).map(nameOf).sort(compare);
+    env.statefulSets
+      .filter((s) => selects(s.metadata?.labels))
+      .map(nameOf)
+      .sort(compare);
   if ('error' in parsed) {
     // Described from the raw spec, as far as it reads.
-    const spec = isRecord((object as { spec?: unknown }).spec) ? (object as { spec: Record<string, unknown> }).spec : {};
-    const selector = isRecord(spec['selector']) && isRecord(spec['selector']['matchLabels']) ? spec['selector']['matchLabels'] : undefined;
+    const spec = isRecord((object as { spec?: unknown }).spec)
+      ? (object as { spec: Record<string, unknown> }).spec
+      : {};
+    const selector =
+      isRecord(spec['selector']) && isRecord(spec['selector']['matchLabels'])
+        ? spec['selector']['matchLabels']
+        : undefined;
     const text = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v));
-    const maxUnavailable = spec['maxUnavailable'] !== undefined ? text(spec['maxUnavailable']) : spec['maxUnavailablePercentage'] !== undefined ? `${text(spec['maxUnavailablePercentage'])}%` : '1';
+    const maxUnavailable =
+      spec['maxUnavailable'] !== undefined
+        ? text(spec['maxUnavailable'])
+        : spec['maxUnavailablePercentage'] !== undefined
+          ? `${text(spec['maxUnavailablePercentage'])}%`
+          : '1';
     return {
       name,
       maxUnavailable,
-      mode: typeof spec['podNamePartitionRegex'] === 'string' && spec['podNamePartitionRegex'] !== '' ? 'partition' : 'zone',
-      matchedStatefulSets: selector ? setNames((labels) => Object.entries(selector).every(([k, v]) => labels?.[k] === v)) : [],
+      mode:
+        typeof spec['podNamePartitionRegex'] === 'string' && spec['podNamePartitionRegex'] !== ''
+          ? 'partition'
+          : 'zone',
+      matchedStatefulSets: selector
+        ? setNames((labels) => Object.entries(selector).every(([k, v]) => labels?.[k] === v))
+        : [],
       pendingEvictions: [],
       error: parsed.error,
     };
@@ -418,7 +513,8 @@ function budgetView(object: KubeObject, parsed: ReturnType<typeof parseZpdb>, en
   }
   return {
     name,
-    maxUnavailable: config.maxUnavailable.kind === 'count' ? String(config.maxUnavailable.value) : `${config.maxUnavailable.value}%`,
+    maxUnavailable:
+      config.maxUnavailable.kind === 'count' ? String(config.maxUnavailable.value) : `${config.maxUnavailable.value}%`,
     mode: config.partition ? 'partition' : 'zone',
     matchedStatefulSets: setNames((labels) => zpdbSelects(config, labels)),
     pendingEvictions,
@@ -435,7 +531,10 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
     configmap: input.configMaps.filter((c) => nsOf(c) === namespace),
     secret: input.secrets.filter((c) => nsOf(c) === namespace),
   };
-  const readable: Record<ConfigKind, boolean> = { configmap: !ctx.unreadable.has(RESOURCE.configMaps), secret: !ctx.unreadable.has(RESOURCE.secrets) };
+  const readable: Record<ConfigKind, boolean> = {
+    configmap: !ctx.unreadable.has(RESOURCE.configMaps),
+    secret: !ctx.unreadable.has(RESOURCE.secrets),
+  };
   const byName: Record<ConfigKind, Map<string, KubeObject>> = {
     configmap: new Map(configLists.configmap.map((c) => [c.metadata?.name ?? '', c])),
     secret: new Map(configLists.secret.map((c) => [c.metadata?.name ?? '', c])),
@@ -473,7 +572,9 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
         name: object.metadata?.name ?? '',
         optIns: [...watched.optIns],
         configs: watched.configs.map((c) => `${CONFIG_KIND_NAME[c.kind]}/${c.name}`),
-        missingConfigs: watched.configs.filter((c) => readable[c.kind] && !byName[c.kind].has(c.name)).map((c) => `${CONFIG_KIND_NAME[c.kind]}/${c.name}`),
+        missingConfigs: watched.configs
+          .filter((c) => readable[c.kind] && !byName[c.kind].has(c.name))
+          .map((c) => `${CONFIG_KIND_NAME[c.kind]}/${c.name}`),
         ...(lastRestart !== undefined ? { lastRestart } : {}),
         ...(outdatedPods !== undefined ? { outdatedPods } : {}),
         mode,

@@ -9,7 +9,15 @@ import { loadCliKubeConfig } from '../cli/kubeconfig.ts';
 import { listAll, type Listed } from '../cli/list.ts';
 import { FlagSet, type FlagCodec } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
-import { resources, type KubeObject, type Lease, type Node, type Pod, type ResourceType, type StatefulSet } from '../runtime/kube/types.ts';
+import {
+  resources,
+  type KubeObject,
+  type Lease,
+  type Node,
+  type Pod,
+  type ResourceType,
+  type StatefulSet,
+} from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
 import { STATUS_CONFIGMAP } from '../rollout/status.ts';
 import { buildStatus, RESOURCE } from './build.ts';
@@ -45,27 +53,53 @@ interface Options {
 
 /** Two spellings of one flag (-n/--namespace): the last occurrence wins, whichever it is. */
 function shared<T>(typeName: string, parse: (text: string) => T, set: (value: T) => void): FlagCodec<T | undefined> {
-  return { parse: (text) => { const v = parse(text); set(v); return v; }, format: (v) => (v === undefined ? '' : String(v)), zeroText: '', typeName };
+  return {
+    parse: (text) => {
+      const v = parse(text);
+      set(v);
+      return v;
+    },
+    format: (v) => (v === undefined ? '' : String(v)),
+    zeroText: '',
+    typeName,
+  };
 }
 
 function parseFlags(argv: readonly string[], io: StatusIo): Options | { exit: number } {
   const fs = new FlagSet('stateward status');
   let namespace: string | undefined;
   let output: Output = 'table';
-  const ns = shared('namespace', (t) => t, (v) => (namespace = v));
-  fs.value('n', undefined, 'Namespace to report (default: the kubeconfig context\'s namespace, else "default"). Same as -namespace.', ns);
+  const ns = shared(
+    'namespace',
+    (t) => t,
+    (v) => (namespace = v),
+  );
+  fs.value(
+    'n',
+    undefined,
+    'Namespace to report (default: the kubeconfig context\'s namespace, else "default"). Same as -namespace.',
+    ns,
+  );
   fs.value('namespace', undefined, 'Namespace to report. Same as -n.', ns);
   const all = fs.bool('A', false, 'Report every namespace. Same as -all-namespaces.');
   const allLong = fs.bool('all-namespaces', false, 'Report every namespace. Same as -A.');
-  const out = shared<Output>('format', (t) => {
-    if (t !== 'table' && t !== 'json') throw new Error('must be table or json');
-    return t;
-  }, (v) => (output = v));
+  const out = shared<Output>(
+    'format',
+    (t) => {
+      if (t !== 'table' && t !== 'json') throw new Error('must be table or json');
+      return t;
+    },
+    (v) => (output = v),
+  );
   fs.value('o', undefined, 'Output `format`: table or json (default table). Same as -output.', out);
   fs.value('output', undefined, 'Output `format`: table or json (default table). Same as -o.', out);
   const watch = fs.bool('watch', false, 'Redraw every -interval until interrupted (Ctrl-C).');
   const interval = fs.duration('interval', 2_000, 'How often -watch redraws.');
-  const kubeconfig = fs.string('kubeconfig', '', 'Path to the kubeconfig (default: $KUBECONFIG, else ~/.kube/config; in a pod, the in-cluster configuration).');
+  const kubeconfig = fs.string(
+    'kubeconfig',
+    '',
+    'Path to the kubeconfig (default: $KUBECONFIG, else ~/.kube/config; in a pod, the in-cluster configuration).',
+  );
   const context = fs.string('context', '', 'The kubeconfig context to use (default: its current context).');
   const parsed = fs.parse(argv, {});
   if (parsed.kind === 'help') {
@@ -88,7 +122,15 @@ function parseFlags(argv: readonly string[], io: StatusIo): Options | { exit: nu
     io.err('-n/-namespace and -A/-all-namespaces cannot be used together\n');
     return { exit: 2 };
   }
-  return { namespace, allNamespaces: all.value || allLong.value, output, watch: watch.value, intervalMs: interval.value, kubeconfig: kubeconfig.value, context: context.value };
+  return {
+    namespace,
+    allNamespaces: all.value || allLong.value,
+    output,
+    watch: watch.value,
+    intervalMs: interval.value,
+    kubeconfig: kubeconfig.value,
+    context: context.value,
+  };
 }
 
 // ---------------------------------------------------------------- listing
@@ -107,8 +149,18 @@ interface ListSpec {
 const LISTS: ListSpec[] = [
   { key: 'statefulSets', type: resources.statefulSets, without: 'rollout groups and StatefulSets are not shown' },
   { key: 'pods', type: resources.pods, without: 'pod counts, readiness and rollout plans are unknown' },
-  { key: 'zpdbs', type: zpdbResource, without: 'zone-aware disruption budgets are not shown nor checked', optional: true },
-  { key: 'leases', type: resources.leases, labelSelector: `${LEDGER_LABEL}=true`, without: 'pending evictions of disruption budgets are unknown' },
+  {
+    key: 'zpdbs',
+    type: zpdbResource,
+    without: 'zone-aware disruption budgets are not shown nor checked',
+    optional: true,
+  },
+  {
+    key: 'leases',
+    type: resources.leases,
+    labelSelector: `${LEDGER_LABEL}=true`,
+    without: 'pending evictions of disruption budgets are unknown',
+  },
   { key: 'deployments', type: resources.deployments, without: 'Deployments restarted on config changes are not shown' },
   { key: 'daemonSets', type: resources.daemonSets, without: 'DaemonSets restarted on config changes are not shown' },
   { key: 'configMaps', type: resources.configMaps, metadataOnly: true, without: 'missing ConfigMaps are not detected' },
@@ -130,19 +182,36 @@ async function fetchObjects(client: KubeClient, namespace: string | undefined, s
     unreadable.push(RESOURCE[key]);
     return [];
   };
-  const lists = await Promise.all(LISTS.map((spec) => take(spec.key, listAll(client, spec.type, {
-    namespace,
-    labelSelector: spec.labelSelector,
-    metadataOnly: spec.metadataOnly,
-    optional: spec.optional,
-    without: spec.without,
-    signal,
-  }))));
-  const nodes = await take('nodes', listAll<Node>(client, resources.nodes, { without: 'zones are taken from labels only', signal }));
+  const lists = await Promise.all(
+    LISTS.map((spec) =>
+      take(
+        spec.key,
+        listAll(client, spec.type, {
+          namespace,
+          labelSelector: spec.labelSelector,
+          metadataOnly: spec.metadataOnly,
+          optional: spec.optional,
+          without: spec.without,
+          signal,
+        }),
+      ),
+    ),
+  );
+  const nodes = await take(
+    'nodes',
+    listAll<Node>(client, resources.nodes, { without: 'zones are taken from labels only', signal }),
+  );
   // The operator's own view, when readable; its absence or a denial says nothing new (ConfigMaps are warned about above).
   const operatorStatus = unreadable.includes(RESOURCE.configMaps)
     ? []
-    : await listAll(client, resources.configMaps, { namespace, fieldSelector: `metadata.name=${STATUS_CONFIGMAP}`, signal }).then((l) => ('items' in l ? l.items : []), () => []);
+    : await listAll(client, resources.configMaps, {
+        namespace,
+        fieldSelector: `metadata.name=${STATUS_CONFIGMAP}`,
+        signal,
+      }).then(
+        (l) => ('items' in l ? l.items : []),
+        () => [],
+      );
   const [statefulSets, pods, zpdbs, leases, deployments, daemonSets, configMaps, secrets] = lists;
   return {
     objects: {
@@ -171,18 +240,32 @@ function namespacesOf(objects: Fetched['objects']): string[] {
   return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-async function snapshot(client: KubeClient, options: Options, namespace: string, signal: AbortSignal): Promise<{ report: StatusReport; warnings: string[] }> {
+async function snapshot(
+  client: KubeClient,
+  options: Options,
+  namespace: string,
+  signal: AbortSignal,
+): Promise<{ report: StatusReport; warnings: string[] }> {
   if (!options.allNamespaces) return namespaceStatus(client, namespace, signal);
   const fetched = await fetchObjects(client, undefined, signal);
   const report = buildStatus({ now: Date.now(), namespaces: namespacesOf(fetched.objects), ...fetched.objects });
-  report.namespaces = report.namespaces.filter((n) => n.groups.length > 0 || n.budgets.length > 0 || n.restarts.length > 0);
+  report.namespaces = report.namespaces.filter(
+    (n) => n.groups.length > 0 || n.budgets.length > 0 || n.restarts.length > 0,
+  );
   return { report, warnings: fetched.warnings };
 }
 
 /** One namespace's report, as `stateward status -n <namespace>` computes it (for the demo and other drivers). */
-export async function namespaceStatus(client: KubeClient, namespace: string, signal: AbortSignal = new AbortController().signal): Promise<{ report: StatusReport; warnings: string[] }> {
+export async function namespaceStatus(
+  client: KubeClient,
+  namespace: string,
+  signal: AbortSignal = new AbortController().signal,
+): Promise<{ report: StatusReport; warnings: string[] }> {
   const fetched = await fetchObjects(client, namespace, signal);
-  return { report: buildStatus({ now: Date.now(), namespaces: [namespace], ...fetched.objects }), warnings: fetched.warnings };
+  return {
+    report: buildStatus({ now: Date.now(), namespaces: [namespace], ...fetched.objects }),
+    warnings: fetched.warnings,
+  };
 }
 
 function render(report: StatusReport, options: Options, columns: number): string {
@@ -200,7 +283,11 @@ export async function runStatus(argv: readonly string[], io: StatusIo): Promise<
   try {
     const loaded = loadCliKubeConfig({ kubeconfig: options.kubeconfig, context: options.context, env: io.env });
     namespace = options.namespace ?? loaded.namespace;
-    client = new KubeClient({ kubeConfig: loaded.kubeConfig, timeoutMs: REQUEST_TIMEOUT_MS, userAgent: 'stateward-status' });
+    client = new KubeClient({
+      kubeConfig: loaded.kubeConfig,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      userAgent: 'stateward-status',
+    });
   } catch (error) {
     io.err(`error: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;

@@ -1,20 +1,40 @@
 // Pure renderers of the status report: a table for people, JSON for tools,
 // and progress bars for `stateward status --watch`.
 import { formatGoDuration } from '../runtime/flags/duration.ts';
-import type { BudgetView, GroupStatusView, NamespaceStatus, RestartView, StatefulSetRow, StatusReport } from './model.ts';
+import type {
+  BudgetView,
+  GroupStatusView,
+  NamespaceStatus,
+  RestartView,
+  StatefulSetRow,
+  StatusReport,
+} from './model.ts';
 
 export interface RenderOptions {
   /** ANSI colours for phases and problems; off unless asked. */
   color?: boolean;
 }
 
-const ANSI = { red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', cyan: '\x1b[36m', bold: '\x1b[1m', reset: '\x1b[0m' } as const;
+const ANSI = {
+  red: '\x1b[31m',
+  green: '\x1b[32m',
+  yellow: '\x1b[33m',
+  cyan: '\x1b[36m',
+  bold: '\x1b[1m',
+  reset: '\x1b[0m',
+} as const;
 
 function paint(text: string, color: keyof typeof ANSI, options: RenderOptions): string {
   return options.color ? `${ANSI[color]}${text}${ANSI.reset}` : text;
 }
 
-const PHASE_COLOR: Record<GroupStatusView['phase'], keyof typeof ANSI> = { complete: 'green', rolling: 'cyan', waiting: 'yellow', blocked: 'red', failing: 'red' };
+const PHASE_COLOR: Record<GroupStatusView['phase'], keyof typeof ANSI> = {
+  complete: 'green',
+  rolling: 'cyan',
+  waiting: 'yellow',
+  blocked: 'red',
+  failing: 'red',
+};
 
 /** Display width: code points (the bar glyphs and ANSI-free text are one column each). */
 function width(text: string): number {
@@ -30,7 +50,14 @@ function pad(text: string, to: number): string {
 export function alignColumns(rows: readonly (readonly string[])[], indent = ''): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, width(cell))));
-  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : pad(cell, widths[i]!))).join('  ').trimEnd());
+  return rows.map(
+    (row) =>
+      indent +
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : pad(cell, widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+  );
 }
 
 /** A remaining time as a Go duration in whole seconds, rounded up ("2m3s"). */
@@ -52,26 +79,43 @@ function scalingSummary(row: StatefulSetRow): string {
 }
 
 function groupLines(group: GroupStatusView, options: RenderOptions): string[] {
-  const lines = [`GROUP ${paint(group.name === '' ? '""' : group.name, 'bold', options)}  ${paint(group.phase, PHASE_COLOR[group.phase], options)}  ${group.action}`];
+  const lines = [
+    `GROUP ${paint(group.name === '' ? '""' : group.name, 'bold', options)}  ${paint(group.phase, PHASE_COLOR[group.phase], options)}  ${group.action}`,
+  ];
   if (group.waitReason) lines.push(`  ${group.waitReason.message} [${group.waitReason.code}]`);
   if (group.blocked) lines.push(`  ${paint('blocked', 'red', options)}: ${group.blocked}`);
-  if (group.operator && (group.operator.phase !== group.phase || (group.operator.waitCode ?? '') !== (group.waitReason?.code ?? ''))) {
-    lines.push(`  operator last reported: ${group.operator.phase}${group.operator.waitCode ? ` [${group.operator.waitCode}]` : ''} since ${group.operator.since}`);
+  if (
+    group.operator &&
+    (group.operator.phase !== group.phase || (group.operator.waitCode ?? '') !== (group.waitReason?.code ?? ''))
+  ) {
+    lines.push(
+      `  operator last reported: ${group.operator.phase}${group.operator.waitCode ? ` [${group.operator.waitCode}]` : ''} since ${group.operator.since}`,
+    );
   } else if (group.operator) {
     lines.push(`  operator reports the same since ${group.operator.since}`);
   }
   for (const warning of group.warnings) lines.push(`  ${paint('warning', 'yellow', options)}: ${warning}`);
   const rows = [['STATEFULSET', 'ZONE', 'UPDATED', 'READY', 'MAX-UNAVAILABLE', 'STATE', 'SCALING']];
   for (const row of group.statefulSets) {
-    rows.push([row.name, row.zone ?? '-', `${row.updated}/${row.replicas}`, `${row.ready}/${row.replicas}`, String(row.maxUnavailable), row.paused && row.state !== 'paused' ? `${row.state} (paused)` : row.state, scalingSummary(row)]);
+    rows.push([
+      row.name,
+      row.zone ?? '-',
+      `${row.updated}/${row.replicas}`,
+      `${row.ready}/${row.replicas}`,
+      String(row.maxUnavailable),
+      row.paused && row.state !== 'paused' ? `${row.state} (paused)` : row.state,
+      scalingSummary(row),
+    ]);
   }
   lines.push(...alignColumns(rows, '  '));
   for (const row of group.statefulSets) {
     for (const cell of row.podGrid) {
       if (cell.stuckReason) lines.push(`  * ${cell.name}: ${paint(cell.stuckReason, 'red', options)}`);
     }
-    if (row.scaling?.holdReason) lines.push(`  * ${row.name}: wants ${row.scaling.desiredReplicas} replicas, held: ${row.scaling.holdReason}`);
-    for (const error of row.scaling?.errors ?? []) lines.push(`  * ${row.name}: ${paint('scaling', 'yellow', options)}: ${error}`);
+    if (row.scaling?.holdReason)
+      lines.push(`  * ${row.name}: wants ${row.scaling.desiredReplicas} replicas, held: ${row.scaling.holdReason}`);
+    for (const error of row.scaling?.errors ?? [])
+      lines.push(`  * ${row.name}: ${paint('scaling', 'yellow', options)}: ${error}`);
   }
   return lines;
 }
@@ -79,11 +123,18 @@ function groupLines(group: GroupStatusView, options: RenderOptions): string[] {
 function budgetLines(budgets: BudgetView[], options: RenderOptions): string[] {
   const rows = [['NAME', 'MAX-UNAVAILABLE', 'MODE', 'STATEFULSETS', 'PENDING-EVICTIONS']];
   for (const b of budgets) {
-    rows.push([b.name, b.maxUnavailable, b.mode, b.matchedStatefulSets.join(',') || '-', b.pendingEvictions.length === 0 ? '-' : b.pendingEvictions.map((p) => `${p.pod} (${p.allowedAt})`).join(', ')]);
+    rows.push([
+      b.name,
+      b.maxUnavailable,
+      b.mode,
+      b.matchedStatefulSets.join(',') || '-',
+      b.pendingEvictions.length === 0 ? '-' : b.pendingEvictions.map((p) => `${p.pod} (${p.allowedAt})`).join(', '),
+    ]);
   }
   const lines = ['BUDGETS', ...alignColumns(rows, '  ')];
   for (const b of budgets) {
-    if (b.error) lines.push(`  * ${b.name}: ${paint('invalid, evictions of its pods denied', 'red', options)}: ${b.error}`);
+    if (b.error)
+      lines.push(`  * ${b.name}: ${paint('invalid, evictions of its pods denied', 'red', options)}: ${b.error}`);
     for (const w of b.warnings ?? []) lines.push(`  * ${b.name}: ${paint('warning', 'yellow', options)}: ${w}`);
   }
   return lines;
@@ -92,10 +143,21 @@ function budgetLines(budgets: BudgetView[], options: RenderOptions): string[] {
 function restartLines(restarts: RestartView[], options: RenderOptions): string[] {
   const rows = [['KIND', 'NAME', 'MODE', 'OPT-INS', 'CONFIGS', 'MISSING', 'LAST-RESTART', 'OUTDATED-PODS']];
   for (const r of restarts) {
-    rows.push([r.kind, r.name, r.mode, r.optIns.join(',') || '-', r.configs.join(',') || '-', r.missingConfigs.length > 0 ? paint(r.missingConfigs.join(','), 'yellow', options) : '-', r.lastRestart ?? '-', r.outdatedPods === undefined ? '-' : String(r.outdatedPods)]);
+    rows.push([
+      r.kind,
+      r.name,
+      r.mode,
+      r.optIns.join(',') || '-',
+      r.configs.join(',') || '-',
+      r.missingConfigs.length > 0 ? paint(r.missingConfigs.join(','), 'yellow', options) : '-',
+      r.lastRestart ?? '-',
+      r.outdatedPods === undefined ? '-' : String(r.outdatedPods),
+    ]);
   }
   const lines = ['RESTARTS', ...alignColumns(rows, '  ')];
-  for (const r of restarts) for (const w of r.warnings ?? []) lines.push(`  * ${r.kind} ${r.name}: ${paint('warning', 'yellow', options)}: ${w}`);
+  for (const r of restarts)
+    for (const w of r.warnings ?? [])
+      lines.push(`  * ${r.kind} ${r.name}: ${paint('warning', 'yellow', options)}: ${w}`);
   return lines;
 }
 
@@ -114,7 +176,8 @@ function namespaceLines(ns: NamespaceStatus, options: RenderOptions): string[] {
 
 /** The human view: per namespace, each group and its StatefulSets in roll order, then budgets and restarts. */
 export function renderTable(report: StatusReport, options: RenderOptions = {}): string {
-  if (report.namespaces.length === 0) return 'nothing to report: no rollout groups, disruption budgets or config-restart workloads\n';
+  if (report.namespaces.length === 0)
+    return 'nothing to report: no rollout groups, disruption budgets or config-restart workloads\n';
   return report.namespaces.map((ns) => namespaceLines(ns, options).join('\n')).join('\n\n') + '\n';
 }
 
@@ -171,13 +234,28 @@ export function progressBar(done: number, total: number, size: number): string {
 export function renderProgress(report: StatusReport, columns: number, options: RenderOptions = {}): string {
   const lines = [`stateward status at ${report.generatedAt}`];
   const groups = report.namespaces.flatMap((ns) => ns.groups.map((g) => ({ ns: ns.namespace, g })));
-  if (groups.length === 0) lines.push(`no rollout groups in ${report.namespaces.map((n) => n.namespace).join(', ') || 'any namespace'}`);
+  if (groups.length === 0)
+    lines.push(`no rollout groups in ${report.namespaces.map((n) => n.namespace).join(', ') || 'any namespace'}`);
   const rows = groups.flatMap(({ g }) => g.statefulSets);
   const nameWidth = Math.max(0, ...rows.map((r) => width(r.name)));
   const countWidth = Math.max(0, ...rows.map((r) => `${Math.max(r.updated, r.ready)}/${r.replicas}`.length));
   const stateWidth = Math.max(0, ...rows.map((r) => r.state.length));
   // "  name  [bar] n/m updated  [bar] n/m ready  state"
-  const fixed = 2 + nameWidth + 2 + 2 + 1 + countWidth + ' updated'.length + 2 + 2 + 1 + countWidth + ' ready'.length + 2 + stateWidth;
+  const fixed =
+    2 +
+    nameWidth +
+    2 +
+    2 +
+    1 +
+    countWidth +
+    ' updated'.length +
+    2 +
+    2 +
+    1 +
+    countWidth +
+    ' ready'.length +
+    2 +
+    stateWidth;
   const bar = Math.max(5, Math.min(40, Math.floor((columns - fixed) / 2)));
   for (const { ns, g } of groups) {
     lines.push('');

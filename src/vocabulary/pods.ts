@@ -36,7 +36,8 @@ export function podView(pod: Pod): PodView {
   const status = pod.status;
   const terminating = Boolean(pod.metadata?.deletionTimestamp);
   const containers = status?.containerStatuses ?? [];
-  const running = status?.phase === 'Running' && containers.length > 0 && containers.every((c) => c.ready && c.state?.running);
+  const running =
+    status?.phase === 'Running' && containers.length > 0 && containers.every((c) => c.ready && c.state?.running);
   // rollout-operator (IsPodRunningAndReady) reads the container statuses
   // only, which misses two ways a pod stops serving while its containers
   // still say ready: the node lifecycle controller sets Ready=False on the
@@ -46,7 +47,9 @@ export function podView(pod: Pod): PodView {
   // one, must agree.
   const readyCondition = status?.conditions?.find((c) => c.type === 'Ready');
   const conditionAgrees = readyCondition === undefined || readyCondition.status === 'True';
-  const waiting = [...(status?.initContainerStatuses ?? []), ...containers].map((c) => c.state?.waiting?.reason).find((r) => r !== undefined && STUCK_REASONS.has(r));
+  const waiting = [...(status?.initContainerStatuses ?? []), ...containers]
+    .map((c) => c.state?.waiting?.reason)
+    .find((r) => r !== undefined && STUCK_REASONS.has(r));
   return {
     name: pod.metadata?.name ?? '',
     uid: pod.metadata?.uid ?? '',
@@ -58,7 +61,10 @@ export function podView(pod: Pod): PodView {
   };
 }
 
-function selectorMatches(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
+function selectorMatches(
+  selector: Record<string, string> | undefined,
+  labels: Record<string, string> | undefined,
+): boolean {
   if (!selector || Object.keys(selector).length === 0) return false;
   return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 }

@@ -10,7 +10,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** What Go's universal deserializer checks before it can pick a type: an object with apiVersion and kind. */
 export function decode(obj: unknown): Decoded {
-  if (!isRecord(obj)) return { error: obj === undefined || obj === null ? 'object is missing' : 'object is not a JSON object' };
+  if (!isRecord(obj))
+    return { error: obj === undefined || obj === null ? 'object is missing' : 'object is not a JSON object' };
   const { apiVersion, kind } = obj;
   if (typeof kind !== 'string' || kind === '') return { error: "Object 'Kind' is missing" };
   if (typeof apiVersion !== 'string' || apiVersion === '') return { error: "Object 'apiVersion' is missing" };

@@ -25,7 +25,14 @@ export function parseRfc3339(s: string): number | { error: string } {
   const m = RFC3339.exec(s);
   const bad = (why: string) => ({ error: `parsing time ${quoteValue(s)} as "2006-01-02T15:04:05Z07:00": ${why}` });
   if (!m) return bad('not in RFC 3339 format');
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (month < 1 || month > 12) return bad('month out of range');
   if (day < 1 || day > daysIn(year, month)) return bad('day out of range');
   if (hour > 23) return bad('hour out of range');

@@ -22,7 +22,11 @@ export interface WebOptions {
 }
 
 export function registerWebFlags(fs: FlagSet): () => WebOptions {
-  const enabled = fs.bool('web.enabled', false, 'Serve read-only status pages under /status on the HTTP server (-server.port): rollout groups zone by zone, updated live.');
+  const enabled = fs.bool(
+    'web.enabled',
+    false,
+    'Serve read-only status pages under /status on the HTTP server (-server.port): rollout groups zone by zone, updated live.',
+  );
   return () => ({ enabled: enabled.value });
 }
 
@@ -55,7 +59,8 @@ export class CacheReportSource implements ReportSource {
       onUpdate: (old: KubeObject, object: KubeObject) => (old === object ? undefined : notify(object)),
       onDelete: notify,
     };
-    for (const informer of [...this.sets, ...this.pods, ...this.zpdbs, ...this.ledgers] as Informer<KubeObject>[]) informer.addHandlers(handlers);
+    for (const informer of [...this.sets, ...this.pods, ...this.zpdbs, ...this.ledgers] as Informer<KubeObject>[])
+      informer.addHandlers(handlers);
   }
 
   private get wholeCluster(): boolean {
@@ -65,7 +70,8 @@ export class CacheReportSource implements ReportSource {
   namespaces(): string[] {
     if (!this.wholeCluster) return [...this.runtime.config.watchNamespaces];
     const seen = new Set<string>();
-    for (const informer of this.sets) for (const set of informer.list()) if (set.metadata?.namespace) seen.add(set.metadata.namespace);
+    for (const informer of this.sets)
+      for (const set of informer.list()) if (set.metadata?.namespace) seen.add(set.metadata.namespace);
     return [...seen].sort();
   }
 
@@ -78,7 +84,8 @@ export class CacheReportSource implements ReportSource {
   }
 
   report(namespace: string): StatusReport {
-    const inNamespace = <T extends KubeObject>(objects: T[]) => objects.filter((o) => o.metadata?.namespace === namespace);
+    const inNamespace = <T extends KubeObject>(objects: T[]) =>
+      objects.filter((o) => o.metadata?.namespace === namespace);
     const statefulSets = inNamespace(informerFor(this.sets, namespace)?.list() ?? []);
     const podInformer = informerFor(this.pods, namespace);
     // Indexed: the pods of the namespace's StatefulSets and its orphans, never a scan of every pod.
@@ -117,7 +124,10 @@ export class CacheReportSource implements ReportSource {
 }
 
 /** `budgets`: the ZPDB caches the operator's budgets read, so the page shows what they decide on. */
-export function webCapability(options: () => WebOptions, budgets: (runtime: Runtime) => { caches: ZpdbCaches }): Capability {
+export function webCapability(
+  options: () => WebOptions,
+  budgets: (runtime: Runtime) => { caches: ZpdbCaches },
+): Capability {
   return {
     name: 'web',
     setup(runtime) {
@@ -130,7 +140,8 @@ export function webCapability(options: () => WebOptions, budgets: (runtime: Runt
       return {
         // Every replica serves the view; open event streams end at shutdown so the HTTP server can close.
         async serve(signal) {
-          if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          if (!signal.aborted)
+            await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
           handler.close();
         },
       };

@@ -68,12 +68,24 @@ function loadAssets(): Map<string, Asset> {
 /** A Kubernetes namespace name (DNS-1123 label). */
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...extra });
+function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string | Buffer,
+  extra: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    'content-type': type,
+    'content-length': String(Buffer.byteLength(body)),
+    ...extra,
+  });
   res.end(body);
 }
 
-const plain = (res: ServerResponse, status: number, message: string, extra: Record<string, string> = {}) => send(res, status, 'text/plain; charset=utf-8', `${message}\n`, extra);
+const plain = (res: ServerResponse, status: number, message: string, extra: Record<string, string> = {}) =>
+  send(res, status, 'text/plain; charset=utf-8', `${message}\n`, extra);
 
 /** A report built for a namespace's streams. */
 interface Built {
@@ -132,7 +144,8 @@ export class WebHandler {
   /** `path` is the request's path as the HTTP server checked it (runtime/http/target.ts). */
   readonly handle = (req: IncomingMessage, res: ServerResponse, path: string): void => {
     const method = req.method ?? 'GET';
-    if (method !== 'GET' && method !== 'HEAD') return plain(res, 405, `method ${method} not allowed: the status pages are read-only`, { allow: 'GET, HEAD' });
+    if (method !== 'GET' && method !== 'HEAD')
+      return plain(res, 405, `method ${method} not allowed: the status pages are read-only`, { allow: 'GET, HEAD' });
     const segments = path.split('/').filter((s) => s !== '');
     if (segments[0] !== 'status') return plain(res, 404, 'not found');
     let parts: string[];
@@ -144,21 +157,32 @@ export class WebHandler {
     const [first, second, ...rest] = parts;
     if (first === undefined) return send(res, 200, 'text/html; charset=utf-8', indexPage(this.source.namespaces()));
     if (rest.length > 0) return plain(res, 404, 'not found');
-    if (second === undefined) return this.namespaceRoute(res, first, (ns) => send(res, 200, 'text/html; charset=utf-8', namespacePage(ns, this.source.report(ns))));
+    if (second === undefined)
+      return this.namespaceRoute(res, first, (ns) =>
+        send(res, 200, 'text/html; charset=utf-8', namespacePage(ns, this.source.report(ns))),
+      );
     if (first === 'assets') {
       const asset = this.assets.get(second);
       return asset ? send(res, 200, asset.type, asset.body) : plain(res, 404, `no asset ${second}`);
     }
-    if (first === 'api') return this.namespaceRoute(res, second, (ns) => send(res, 200, 'application/json; charset=utf-8', `${JSON.stringify(this.source.report(ns))}\n`));
+    if (first === 'api')
+      return this.namespaceRoute(res, second, (ns) =>
+        send(res, 200, 'application/json; charset=utf-8', `${JSON.stringify(this.source.report(ns))}\n`),
+      );
     if (first === 'events') return this.namespaceRoute(res, second, (ns) => this.events(req, res, ns));
     return plain(res, 404, 'not found');
   };
 
   private namespaceRoute(res: ServerResponse, namespace: string, serve: (namespace: string) => void): void {
     if (!NAMESPACE.test(namespace) || !this.source.watches(namespace)) {
-      return plain(res, 404, `namespace ${JSON.stringify(namespace)} is not watched by this operator (see -kubernetes.watch-namespaces); watched: ${this.source.namespaces().join(', ') || 'none yet'}`);
+      return plain(
+        res,
+        404,
+        `namespace ${JSON.stringify(namespace)} is not watched by this operator (see -kubernetes.watch-namespaces); watched: ${this.source.namespaces().join(', ') || 'none yet'}`,
+      );
     }
-    if (!this.source.ready()) return plain(res, 503, 'the operator is starting: its caches are still syncing, retry', { 'retry-after': '2' });
+    if (!this.source.ready())
+      return plain(res, 503, 'the operator is starting: its caches are still syncing, retry', { 'retry-after': '2' });
     serve(namespace);
   }
 
@@ -194,17 +218,26 @@ export class WebHandler {
   private event(namespace: string, topic: Topic): Built | undefined {
     // Intervals within this process: monotonic (a wall clock step would freeze or flood the streams).
     const now = performance.now();
-    if (topic.built && topic.built.generation === topic.generation && now - topic.built.at < REBUILD_MS) return topic.built;
+    if (topic.built && topic.built.generation === topic.generation && now - topic.built.at < REBUILD_MS)
+      return topic.built;
     let report: StatusReport;
     try {
       report = this.source.report(namespace);
     } catch (error) {
       // The next change tries again; the page keeps showing the last report.
-      this.log.warn('cannot build the status report', { namespace, err: error instanceof Error ? error.message : String(error) });
+      this.log.warn('cannot build the status report', {
+        namespace,
+        err: error instanceof Error ? error.message : String(error),
+      });
       return undefined;
     }
     // JSON.stringify escapes newlines, so the report is one data: line.
-    topic.built = { generation: topic.generation, at: now, key: content(report), event: `event: report\ndata: ${JSON.stringify(report)}\n\n` };
+    topic.built = {
+      generation: topic.generation,
+      at: now,
+      key: content(report),
+      event: `event: report\ndata: ${JSON.stringify(report)}\n\n`,
+    };
     return topic.built;
   }
 
@@ -214,8 +247,18 @@ export class WebHandler {
       res.end();
       return;
     }
-    if (this.streams.size >= this.maxClients) return plain(res, 503, `too many open event streams (${this.maxClients}); poll /status/api/${namespace} instead`, { 'retry-after': '10' });
-    res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/event-stream; charset=utf-8', 'x-accel-buffering': 'no' });
+    if (this.streams.size >= this.maxClients)
+      return plain(
+        res,
+        503,
+        `too many open event streams (${this.maxClients}); poll /status/api/${namespace} instead`,
+        { 'retry-after': '10' },
+      );
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'x-accel-buffering': 'no',
+    });
     res.flushHeaders();
     // Browsers reconnect after this long when the stream drops.
     res.write('retry: 2000\n\n');

@@ -18,7 +18,11 @@ import { runWorkers, WorkQueue } from '../runtime/workqueue/workqueue.ts';
 import { INJECT_LABEL, NAMESPACE_LABEL } from '../vocabulary/keys.ts';
 
 export interface WebhookConfiguration extends KubeObject {
-  webhooks?: { name: string; failurePolicy?: string; clientConfig?: { caBundle?: string; url?: string; service?: unknown } }[];
+  webhooks?: {
+    name: string;
+    failurePolicy?: string;
+    clientConfig?: { caBundle?: string; url?: string; service?: unknown };
+  }[];
 }
 
 const KINDS = [
@@ -44,7 +48,10 @@ export class WebhookConfigurations {
     this.informers = KINDS.map(({ type, metricType }) => ({
       type,
       metricType,
-      informer: runtime.informers<WebhookConfiguration>(type, { labelSelector: `${NAMESPACE_LABEL}=${namespace}`, resyncPeriodMs: 5 * 60_000 })[0]!,
+      informer: runtime.informers<WebhookConfiguration>(type, {
+        labelSelector: `${NAMESPACE_LABEL}=${namespace}`,
+        resyncPeriodMs: 5 * 60_000,
+      })[0]!,
     }));
   }
 
@@ -109,7 +116,8 @@ export class CaInjector {
   }
 
   private enqueueAll(): void {
-    for (const { type, informer } of this.configs.informers) for (const config of informer.list()) this.enqueue(type, config);
+    for (const { type, informer } of this.configs.informers)
+      for (const config of informer.list()) this.enqueue(type, config);
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -118,7 +126,11 @@ export class CaInjector {
     this.enqueueAll();
     signal.addEventListener('abort', () => queue.shutDown(), { once: true });
     await runWorkers(queue, 1, (key) => this.inject(key), {
-      onError: (key, error) => this.log.warn('CA injection failed; retrying', { configuration: key, err: error instanceof Error ? error.message : String(error) }),
+      onError: (key, error) =>
+        this.log.warn('CA injection failed; retrying', {
+          configuration: key,
+          err: error instanceof Error ? error.message : String(error),
+        }),
     });
     this.queue = undefined;
   }
@@ -138,7 +150,8 @@ export class CaInjector {
       if (isNotFound(error)) return;
       // A failed test op (422) or a conflict: the object changed under us; the
       // update event brings the new version and we try again from it.
-      if (isInvalid(error) || isConflict(error)) throw new Error(`${entry.type.kind} ${name} changed while injecting; will retry`);
+      if (isInvalid(error) || isConflict(error))
+        throw new Error(`${entry.type.kind} ${name} changed while injecting; will retry`);
       throw error;
     }
   }

@@ -20,7 +20,10 @@ import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';
 export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
 
 /** The webhooks other capabilities define, by path; main.ts lists them. */
-export type WebhookHandlers = (runtime: Runtime, config: WebhookConfig) => (readonly [path: string, handler: AdmissionHandler])[];
+export type WebhookHandlers = (
+  runtime: Runtime,
+  config: WebhookConfig,
+) => (readonly [path: string, handler: AdmissionHandler])[];
 
 /**
  * How long a new CA is trusted alongside the old one before the new serving
@@ -32,12 +35,15 @@ const CA_PROPAGATION_MS = 10_000;
 function secretStore(runtime: Runtime, namespace: string, name: string): CertificateStoreDeps {
   const client = runtime.client;
   return {
-    get: () => client.get<Secret>(resources.secrets, { namespace, name }, { timeoutMs: 10_000 }).catch((error: unknown) => {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }),
-    create: (data) => client.create<Secret>(resources.secrets, { metadata: { name, namespace }, data }, { timeoutMs: 10_000 }),
-    update: (secret, data) => client.update<Secret>(resources.secrets, { ...(secret as Secret), data }, { timeoutMs: 10_000 }),
+    get: () =>
+      client.get<Secret>(resources.secrets, { namespace, name }, { timeoutMs: 10_000 }).catch((error: unknown) => {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }),
+    create: (data) =>
+      client.create<Secret>(resources.secrets, { metadata: { name, namespace }, data }, { timeoutMs: 10_000 }),
+    update: (secret, data) =>
+      client.update<Secret>(resources.secrets, { ...(secret as Secret), data }, { timeoutMs: 10_000 }),
     isConflict,
     isAlreadyExists,
     clock: runtime.clock,
@@ -55,24 +61,40 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
       const log = runtime.logger.child({ component: 'webhooks' });
       const configurations = new WebhookConfigurations(runtime, namespace);
       configurations.registerFailurePolicyGauge(runtime.registry);
-      const injector = config.selfSigned && config.updateCaBundle ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations }) : undefined;
+      const injector =
+        config.selfSigned && config.updateCaBundle
+          ? new CaInjector(runtime, configurations, { onlyNames: config.caBundleConfigurations })
+          : undefined;
       const handlers = new Map<string, AdmissionHandler>([
         ...others(runtime, config),
-        [NO_DOWNSCALE_PATH, noDownscaleHandler({ log: runtime.logger.child({ webhook: 'no-downscale' }), getParentLabels: scaleParentLabels(runtime) })],
+        [
+          NO_DOWNSCALE_PATH,
+          noDownscaleHandler({
+            log: runtime.logger.child({ webhook: 'no-downscale' }),
+            getParentLabels: scaleParentLabels(runtime),
+          }),
+        ],
       ]);
 
       // Set once the certificate is known; the rotation callbacks and /ready read it.
       const live: { server?: WebhookServer } = {};
       // The Service must not send the API server's webhook calls to a replica
       // that cannot answer them yet (still creating or loading its certificate).
-      runtime.readiness('webhooks', () => (live.server?.serving ? undefined : `the HTTPS server on port ${config.port} is not serving yet`));
+      runtime.readiness('webhooks', () =>
+        live.server?.serving ? undefined : `the HTTPS server on port ${config.port} is not serving yet`,
+      );
       const serve = async (signal: AbortSignal): Promise<void> => {
         const stops: (() => void)[] = [];
         let tls: TlsPair;
         if (config.selfSigned) {
           const dnsNames = serviceDnsNames(config.dnsName || defaultDnsName(namespace), namespace);
           const rotator = new CertificateRotator({
-            ensure: () => ensureCertificate(secretStore(runtime, namespace, config.secretName), { org: config.org, dnsNames, validityMs: config.expirationMs }),
+            ensure: () =>
+              ensureCertificate(secretStore(runtime, namespace, config.secretName), {
+                org: config.org,
+                dnsNames,
+                validityMs: config.expirationMs,
+              }),
             clock: runtime.clock,
             log,
           });
@@ -87,14 +109,22 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
             const previousCa = trustedCa;
             trustedCa = next.ca;
             injector?.setCa(`${next.ca}${previousCa}`);
-            void runtime.clock.sleep(CA_PROPAGATION_MS, signal).then(async () => {
-              live.server?.setCertificate(next);
-              await runtime.clock.sleep(CA_PROPAGATION_MS, signal);
-              if (trustedCa === next.ca) injector?.setCa(next.ca);
-            }, () => undefined);
+            void runtime.clock.sleep(CA_PROPAGATION_MS, signal).then(
+              async () => {
+                live.server?.setCertificate(next);
+                await runtime.clock.sleep(CA_PROPAGATION_MS, signal);
+                if (trustedCa === next.ca) injector?.setCa(next.ca);
+              },
+              () => undefined,
+            );
           });
         } else {
-          const watch = await watchCertFiles(config.certFile, config.keyFile, (pair) => live.server?.setCertificate(pair), { clock: runtime.clock, log });
+          const watch = await watchCertFiles(
+            config.certFile,
+            config.keyFile,
+            (pair) => live.server?.setCertificate(pair),
+            { clock: runtime.clock, log },
+          );
           tls = watch.current;
           stops.push(() => watch.stop());
         }
@@ -112,7 +142,9 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
         live.server = server;
         for (const [path, handler] of handlers) server.handle(path, handler);
         await server.listen();
-        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+        await new Promise<void>((resolve) =>
+          signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
         for (const stop of stops) stop();
         await server.close(runtime.config.shutdownGraceMs);
       };

@@ -33,7 +33,12 @@ export const SCALE_PARENT_RESOURCES: readonly string[] = ['statefulsets', 'deplo
 
 export interface NoDownscaleDeps {
   /** Labels of the parent of a Scale (from a cache, or read live); undefined = no labels. Throws a NotFound KubeApiError when there is no parent, another error when it cannot be read. */
-  getParentLabels(resource: string, namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
+  getParentLabels(
+    resource: string,
+    namespace: string,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, string> | undefined>;
   log?: Logger;
 }
 
@@ -108,13 +113,21 @@ export function noDownscaleHandler(deps: NoDownscaleDeps): AdmissionHandler {
         // ReplicaSets): no retry would help, so allow as rollout-operator
         // does, and say which permission is missing.
         if (isNotFound(error) || isForbidden(error)) {
-          log.warn(cannotGet, { err, ...(isForbidden(error) ? { fix: `grant get, list, watch on ${resource} (deploy/kustomize/rbac/PERMISSIONS.md)` } : {}) });
+          log.warn(cannotGet, {
+            err,
+            ...(isForbidden(error)
+              ? { fix: `grant get, list, watch on ${resource} (deploy/kustomize/rbac/PERMISSIONS.md)` }
+              : {}),
+          });
           return { allowed: true, warnings: [`${cannotGet}: ${err}`] };
         }
         log.error('cannot read the parent of a /scale downscale; denying it', { err });
         return {
           allowed: false,
-          status: { code: 503, message: `downscale of ${resource}/${name} in ${namespace} from ${before} to ${after} replicas is denied because its label '${NO_DOWNSCALE_LABEL_KEY}' could not be read (${err}); retry` },
+          status: {
+            code: 503,
+            message: `downscale of ${resource}/${name} in ${namespace} from ${before} to ${after} replicas is denied because its label '${NO_DOWNSCALE_LABEL_KEY}' could not be read (${err}); retry`,
+          },
         };
       }
     } else {
@@ -123,15 +136,21 @@ export function noDownscaleHandler(deps: NoDownscaleDeps): AdmissionHandler {
 
     const value = labels[NO_DOWNSCALE_LABEL_KEY];
     if (value === undefined) {
-      log.info(`downscale allowed because resource does not have the label "${NO_DOWNSCALE_LABEL_KEY}"`, { old: before, new: after });
-      return { allowed: true };
-    }
-    if (value !== NO_DOWNSCALE_LABEL_VALUE) {
-      log.info(`downscale allowed because resource's label "${NO_DOWNSCALE_LABEL_KEY}" value is not "${NO_DOWNSCALE_LABEL_VALUE}"`, {
-        label_value: value,
+      log.info(`downscale allowed because resource does not have the label "${NO_DOWNSCALE_LABEL_KEY}"`, {
         old: before,
         new: after,
       });
+      return { allowed: true };
+    }
+    if (value !== NO_DOWNSCALE_LABEL_VALUE) {
+      log.info(
+        `downscale allowed because resource's label "${NO_DOWNSCALE_LABEL_KEY}" value is not "${NO_DOWNSCALE_LABEL_VALUE}"`,
+        {
+          label_value: value,
+          old: before,
+          new: after,
+        },
+      );
       return { allowed: true };
     }
 

@@ -28,15 +28,31 @@ export function scaleParentLabels(runtime: Runtime): NoDownscaleDeps['getParentL
     // Optional: rollout-operator's own Role grants nothing on Deployments and
     // ReplicaSets, and a user swapping the image must still start (a 403 is
     // an empty cache; the lookup then falls through to the live read).
-    deployments: cached(runtime.informers<KubeObject>(resources.deployments, { metadataOnly: true, transform: stripManagedFields, optional: true })),
-    replicasets: cached(runtime.informers<KubeObject>(resources.replicaSets, { metadataOnly: true, transform: stripManagedFields, optional: true })),
+    deployments: cached(
+      runtime.informers<KubeObject>(resources.deployments, {
+        metadataOnly: true,
+        transform: stripManagedFields,
+        optional: true,
+      }),
+    ),
+    replicasets: cached(
+      runtime.informers<KubeObject>(resources.replicaSets, {
+        metadataOnly: true,
+        transform: stripManagedFields,
+        optional: true,
+      }),
+    ),
   };
   const { clientQps, clientBurst } = runtime.config;
-  const live = runtime.client.withLimiter(clientQps > 0 ? new PerKeyTokenBuckets(clientQps, clientBurst, runtime.clock) : undefined);
+  const live = runtime.client.withLimiter(
+    clientQps > 0 ? new PerKeyTokenBuckets(clientQps, clientBurst, runtime.clock) : undefined,
+  );
   return async (resource, namespace, name, signal) => {
     const type = TYPES[resource];
     if (!type) throw new Error(`unsupported resource ${resource}`);
-    const parent = caches[resource]?.(namespace, name) ?? (await live.get<KubeObject>(type, { namespace, name }, { signal, metadataOnly: true }));
+    const parent =
+      caches[resource]?.(namespace, name) ??
+      (await live.get<KubeObject>(type, { namespace, name }, { signal, metadataOnly: true }));
     return parent.metadata?.labels;
   };
 }

@@ -30,7 +30,10 @@ const podIndexers = {
 
 export function workloadCache(runtime: Runtime): WorkloadCache {
   return {
-    statefulSets: runtime.informers<StatefulSet>(resources.statefulSets, { indexers: statefulSetIndexers, transform: stripManagedFields }),
+    statefulSets: runtime.informers<StatefulSet>(resources.statefulSets, {
+      indexers: statefulSetIndexers,
+      transform: stripManagedFields,
+    }),
     pods: runtime.informers<Pod>(resources.pods, { indexers: podIndexers, transform: stripManagedFields }),
   };
 }

@@ -12,7 +12,12 @@
 import { request as httpRequest } from 'node:http';
 import { Histogram, type Registry } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
-import { CLUSTER_HEADER, type ClusterRejections, clusterRejections, uncountedRejections } from '../runtime/http/clusterlabel.ts';
+import {
+  CLUSTER_HEADER,
+  type ClusterRejections,
+  clusterRejections,
+  uncountedRejections,
+} from '../runtime/http/clusterlabel.ts';
 import type { Pod } from '../runtime/kube/types.ts';
 import type { Runtime } from '../runtime/operator.ts';
 import { type Span, tracer } from '../runtime/tracing/tracing.ts';
@@ -26,8 +31,16 @@ export interface PodCallConfig {
 
 /** rollout-operator's flags for pod calls, shared by the webhook and the replica coordinator. */
 export function registerPodCallFlags(fs: FlagSet): { read: () => PodCallConfig; validate: () => string | undefined } {
-  const clusterDomain = fs.string('kubernetes.cluster-domain', 'cluster.local.', 'Kubernetes cluster domain, for pod DNS names.');
-  const podTimeout = fs.duration('pods.client-timeout', 5_000, 'Timeout of each HTTP call to a pod (prepare-downscale, delayed downscale).');
+  const clusterDomain = fs.string(
+    'kubernetes.cluster-domain',
+    'cluster.local.',
+    'Kubernetes cluster domain, for pod DNS names.',
+  );
+  const podTimeout = fs.duration(
+    'pods.client-timeout',
+    5_000,
+    'Timeout of each HTTP call to a pod (prepare-downscale, delayed downscale).',
+  );
   return {
     read: () => ({ clusterDomain: clusterDomain.value, podTimeoutMs: podTimeout.value }),
     validate: () => {
@@ -71,19 +84,27 @@ export class PodClient {
 
   constructor(options: PodClientOptions = {}) {
     this.rejections = options.rejections ?? uncountedRejections;
-    this.durations = options.registry && new Histogram({
-      name: 'rollout_operator_pod_http_client_request_duration_seconds',
-      help: 'Time in seconds of HTTP calls to pods (prepare-downscale, delayed downscale), until the answer is read; status_code is "error" when none arrived or the pod refused the X-Cluster label.',
-      labelNames: ['path', 'method', 'status_code'],
-      buckets: DSKIT_BUCKETS,
-      registers: [options.registry],
-    });
+    this.durations =
+      options.registry &&
+      new Histogram({
+        name: 'rollout_operator_pod_http_client_request_duration_seconds',
+        help: 'Time in seconds of HTTP calls to pods (prepare-downscale, delayed downscale), until the answer is read; status_code is "error" when none arrived or the pod refused the X-Cluster label.',
+        labelNames: ['path', 'method', 'status_code'],
+        buckets: DSKIT_BUCKETS,
+        registers: [options.registry],
+      });
   }
 
   call(call: PodCall): Promise<PodCallResult> {
     const t = tracer();
     if (t === undefined) return this.measured(call, undefined);
-    const attributes = { 'http.request.method': call.method, 'url.full': call.url, 'server.address': call.pod?.status?.podIP, 'k8s.pod.name': call.podName, 'k8s.namespace.name': call.pod?.metadata?.namespace };
+    const attributes = {
+      'http.request.method': call.method,
+      'url.full': call.url,
+      'server.address': call.pod?.status?.podIP,
+      'k8s.pod.name': call.podName,
+      'k8s.namespace.name': call.pod?.metadata?.namespace,
+    };
     return t.span(`HTTP ${call.method}`, { kind: 'client', attributes }, async (span) => {
       const result = await this.measured(call, span);
       if ('status' in result) {
@@ -100,7 +121,11 @@ export class PodClient {
     const started = performance.now();
     const { result, path } = await this.send(call, span);
     // rollout-operator labels the path as dialled (its raw URL path); nothing is measured for a call never sent.
-    if (path !== undefined) this.durations?.observe({ path, method: call.method, status_code: 'status' in result ? String(result.status) : 'error' }, (performance.now() - started) / 1000);
+    if (path !== undefined)
+      this.durations?.observe(
+        { path, method: call.method, status_code: 'status' in result ? String(result.status) : 'error' },
+        (performance.now() - started) / 1000,
+      );
     return result;
   }
 
@@ -114,7 +139,10 @@ export class PodClient {
     } catch {
       return Promise.resolve({ result: { url, error: `${JSON.stringify(url)} is not a URL` } });
     }
-    if (target.protocol !== 'http:') return Promise.resolve({ result: { url, error: `only http:// pod endpoints are supported, not ${target.protocol}` } });
+    if (target.protocol !== 'http:')
+      return Promise.resolve({
+        result: { url, error: `only http:// pod endpoints are supported, not ${target.protocol}` },
+      });
     // Pods from the API always carry their namespace.
     const label = pod.metadata?.namespace;
     const path = target.pathname;
@@ -129,32 +157,43 @@ export class PodClient {
         clearTimeout(deadline);
         resolve({ result, path });
       };
-      const req = httpRequest({
-        host: ip,
-        port: target.port || 80,
-        path: target.pathname + target.search,
-        method,
-        headers: { host: target.host, 'content-type': 'application/json', 'content-length': 0, ...(label ? { [CLUSTER_HEADER]: label } : {}), ...span?.headers() },
-        timeout: timeoutMs,
-        signal,
-      }, (res) => {
-        answered = true;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size >= MAX_POD_ANSWER_BYTES) return;
-          chunks.push(chunk);
-          size += chunk.length;
-        });
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          const body = Buffer.concat(chunks).subarray(0, MAX_POD_ANSWER_BYTES).toString('utf8');
-          const rejected = label ? this.rejections.check(label, status, res.headers['content-type'], body) : undefined;
-          done(rejected === undefined ? { url, status, body } : { url, error: rejected });
-        });
-        res.on('error', (error) => done({ url, error: error.message }));
-        res.on('close', () => done({ url, error: 'connection closed before the answer was complete' }));
-      });
+      const req = httpRequest(
+        {
+          host: ip,
+          port: target.port || 80,
+          path: target.pathname + target.search,
+          method,
+          headers: {
+            host: target.host,
+            'content-type': 'application/json',
+            'content-length': 0,
+            ...(label ? { [CLUSTER_HEADER]: label } : {}),
+            ...span?.headers(),
+          },
+          timeout: timeoutMs,
+          signal,
+        },
+        (res) => {
+          answered = true;
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            if (size >= MAX_POD_ANSWER_BYTES) return;
+            chunks.push(chunk);
+            size += chunk.length;
+          });
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            const body = Buffer.concat(chunks).subarray(0, MAX_POD_ANSWER_BYTES).toString('utf8');
+            const rejected = label
+              ? this.rejections.check(label, status, res.headers['content-type'], body)
+              : undefined;
+            done(rejected === undefined ? { url, status, body } : { url, error: rejected });
+          });
+          res.on('error', (error) => done({ url, error: error.message }));
+          res.on('close', () => done({ url, error: 'connection closed before the answer was complete' }));
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
       req.on('error', (error) => done({ url, error: error.message }));
       req.on('close', () => {
@@ -171,14 +210,21 @@ const podClients = new WeakMap<Registry, PodClient>();
 export function podClient(runtime: Pick<Runtime, 'registry' | 'logger'>): PodClient {
   let client = podClients.get(runtime.registry);
   if (!client) {
-    client = new PodClient({ rejections: clusterRejections(runtime.registry, runtime.logger), registry: runtime.registry });
+    client = new PodClient({
+      rejections: clusterRejections(runtime.registry, runtime.logger),
+      registry: runtime.registry,
+    });
     podClients.set(runtime.registry, client);
   }
   return client;
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; results in item order. */
-export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapBounded<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {

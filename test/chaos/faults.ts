@@ -33,7 +33,10 @@ const FAULTS = {
   'etcd-pause': { weight: 1, inject: (f: Injection) => f.component('etcd', 'pause', 1000, 4000) },
   'etcd-restart': { weight: 1, inject: (f: Injection) => f.component('etcd', 'restart') },
   'etcd-compact': { weight: 2, inject: (f: Injection) => f.compact() },
-  'controller-manager-kill': { weight: 1, inject: (f: Injection) => f.component('controller-manager', 'kill', 2000, 10_000) },
+  'controller-manager-kill': {
+    weight: 1,
+    inject: (f: Injection) => f.component('controller-manager', 'kill', 2000, 10_000),
+  },
   'scheduler-kill': { weight: 1, inject: (f: Injection) => f.component('scheduler', 'kill', 2000, 10_000) },
   // Short: nodes stop heartbeating meanwhile, and the node lifecycle controller would mark them NotReady after 50 s.
   'kwok-restart': { weight: 1, inject: (f: Injection) => f.component('kwok', 'stop', 2000, 10_000) },
@@ -83,7 +86,13 @@ export class CompetingWriter {
       for (const t of this.targets()) {
         if (!this.running) break;
         try {
-          await this.kube.patch(t.type, { namespace: t.namespace, name: t.name }, 'merge', { metadata: { annotations: { 'soak.stateward.dev/competitor': String(++this.patches) } } }, { timeoutMs: 5000 });
+          await this.kube.patch(
+            t.type,
+            { namespace: t.namespace, name: t.name },
+            'merge',
+            { metadata: { annotations: { 'soak.stateward.dev/competitor': String(++this.patches) } } },
+            { timeoutMs: 5000 },
+          );
         } catch {
           this.failures++;
         }
@@ -121,7 +130,8 @@ export class FaultInjector {
 
   constructor(o: FaultInjectorOptions) {
     this.o = o;
-    const weight = (kind: FaultKind) => o.weights?.[kind] ?? (kind === 'operator-clock-step' && !o.pool.clockSteps ? 0 : FAULTS[kind].weight);
+    const weight = (kind: FaultKind) =>
+      o.weights?.[kind] ?? (kind === 'operator-clock-step' && !o.pool.clockSteps ? 0 : FAULTS[kind].weight);
     this.weights = FAULT_KINDS.map((k) => [k, weight(k)] as const).filter(([, w]) => w > 0);
   }
 
@@ -152,7 +162,12 @@ export class FaultInjector {
   /** Starts every component that is not running; returns their names. */
   async supervise(): Promise<string[]> {
     const restarted: string[] = [];
-    const state = await controlRequest<{ components: Record<ComponentName, { pid?: number }> }>(this.o.cluster.state.controlSocket, 'GET', '/state', 5000).catch(() => undefined);
+    const state = await controlRequest<{ components: Record<ComponentName, { pid?: number }> }>(
+      this.o.cluster.state.controlSocket,
+      'GET',
+      '/state',
+      5000,
+    ).catch(() => undefined);
     if (!state) return restarted;
     // Two passes: starting one waits for health and fails at once while another is still down.
     for (let pass = 0; pass < 2; pass++) {
@@ -182,7 +197,9 @@ export class FaultInjector {
     }
     record.totalMs = Date.now() - started;
     this.records.push(record);
-    this.o.log(`fault ${record.kind}${record.target ? ` ${record.target}` : ''}: held ${record.heldMs} ms, ${record.totalMs} ms in all${record.ok ? '' : `, FAILED: ${record.error}`}`);
+    this.o.log(
+      `fault ${record.kind}${record.target ? ` ${record.target}` : ''}: held ${record.heldMs} ms, ${record.totalMs} ms in all${record.ok ? '' : `, FAILED: ${record.error}`}`,
+    );
     return record;
   }
 
@@ -194,14 +211,23 @@ export class FaultInjector {
     for (const name of COMPONENTS) await cluster.resumeComponent(name).catch(() => undefined);
     await this.supervise();
     for (const name of COMPONENTS) {
-      await cluster.startComponent(name).catch((error: unknown) => this.o.log(`restore ${name}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`));
+      await cluster
+        .startComponent(name)
+        .catch((error: unknown) =>
+          this.o.log(`restore ${name}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`),
+        );
     }
     for (let slot = 0; slot < pool.size; slot++) {
       pool.stepClock(slot, 0);
       if (pool.paused(slot)) await pool.signal(slot, 'SIGCONT');
       if (!pool.running(slot)) pool.start(slot);
     }
-    for (let slot = 0; slot < pool.size; slot++) await pool.waitReady(slot).catch((error: unknown) => this.o.log(`restore replica ${slot}: ${error instanceof Error ? error.message : String(error)}`));
+    for (let slot = 0; slot < pool.size; slot++)
+      await pool
+        .waitReady(slot)
+        .catch((error: unknown) =>
+          this.o.log(`restore replica ${slot}: ${error instanceof Error ? error.message : String(error)}`),
+        );
   }
 }
 
@@ -234,27 +260,53 @@ class Injection {
     const { cluster } = this.o;
     this.record.target = name;
     if (how === 'restart') return cluster.restartComponent(name);
-    if (how === 'pause') return this.held(min, max, () => cluster.pauseComponent(name), () => cluster.resumeComponent(name));
-    return this.held(min, max, () => (how === 'kill' ? cluster.killComponent(name) : cluster.stopComponent(name)), () => cluster.startComponent(name));
+    if (how === 'pause')
+      return this.held(
+        min,
+        max,
+        () => cluster.pauseComponent(name),
+        () => cluster.resumeComponent(name),
+      );
+    return this.held(
+      min,
+      max,
+      () => (how === 'kill' ? cluster.killComponent(name) : cluster.stopComponent(name)),
+      () => cluster.startComponent(name),
+    );
   }
 
   private async pickReplica(which: 'leader' | 'standby' | 'any'): Promise<number> {
     const { pool, prng } = this.o;
     const leader = await pool.leader();
     const slots = Array.from({ length: pool.size }, (_, i) => i);
-    const slot = which === 'leader' ? (leader ?? prng.pick(slots)) : which === 'standby' ? prng.pick(slots.filter((s) => s !== leader)) : prng.pick(slots);
+    const slot =
+      which === 'leader'
+        ? (leader ?? prng.pick(slots))
+        : which === 'standby'
+          ? prng.pick(slots.filter((s) => s !== leader))
+          : prng.pick(slots);
     this.record.target = `replica ${slot}${leader === slot ? ' (leader)' : leader === undefined ? ' (no leader seen)' : ''}`;
     return slot;
   }
 
-  async operator(which: 'leader' | 'standby', how: 'SIGKILL' | 'SIGTERM' | 'SIGSTOP', min: number, max: number): Promise<void> {
+  async operator(
+    which: 'leader' | 'standby',
+    how: 'SIGKILL' | 'SIGTERM' | 'SIGSTOP',
+    min: number,
+    max: number,
+  ): Promise<void> {
     const { pool } = this.o;
     const slot = await this.pickReplica(which);
-    await this.held(min, max, () => pool.signal(slot, how), async () => {
-      if (how === 'SIGSTOP') return pool.signal(slot, 'SIGCONT');
-      pool.start(slot);
-      await pool.waitReady(slot);
-    });
+    await this.held(
+      min,
+      max,
+      () => pool.signal(slot, how),
+      async () => {
+        if (how === 'SIGSTOP') return pool.signal(slot, 'SIGCONT');
+        pool.start(slot);
+        await pool.waitReady(slot);
+      },
+    );
   }
 
   /**
@@ -267,7 +319,12 @@ class Injection {
     const slot = await this.pickReplica(prng.chance(0.6) ? 'leader' : 'any');
     const seconds = prng.int(20, 600) * (prng.chance(0.5) ? 1 : -1);
     this.record.target += ` ${seconds > 0 ? '+' : ''}${seconds} s`;
-    await this.held(5000, 30_000, () => pool.stepClock(slot, seconds), () => pool.stepClock(slot, 0));
+    await this.held(
+      5000,
+      30_000,
+      () => pool.stepClock(slot, seconds),
+      () => pool.stepClock(slot, 0),
+    );
   }
 
   async compact(): Promise<void> {
@@ -276,10 +333,15 @@ class Injection {
 
   async endpoints(how: 'fail' | 'hang', min: number, max: number): Promise<void> {
     const { endpoints } = this.o;
-    await this.held(min, max, () => {
-      if (how === 'fail') endpoints.status = 500;
-      else endpoints.hang = true;
-    }, () => endpoints.heal());
+    await this.held(
+      min,
+      max,
+      () => {
+        if (how === 'fail') endpoints.status = 500;
+        else endpoints.hang = true;
+      },
+      () => endpoints.heal(),
+    );
   }
 
   async compete(min: number, max: number): Promise<void> {

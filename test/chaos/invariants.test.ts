@@ -3,16 +3,42 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ConfigMap, V1Deployment, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
-import { configReferences, DEFER_MS, InvariantChecker, maxUnavailableOf, parseGoDuration, type Watched, type WatchType } from './invariants.ts';
+import {
+  configReferences,
+  DEFER_MS,
+  InvariantChecker,
+  maxUnavailableOf,
+  parseGoDuration,
+  type Watched,
+  type WatchType,
+} from './invariants.ts';
 
 const NS = 'ns';
 let rv = 100;
 
-function set(zone: string, replicas: number, o: { labels?: Record<string, string>; annotations?: Record<string, string>; rv?: number } = {}): V1StatefulSet {
-  return { metadata: { name: `ingester-zone-${zone}`, namespace: NS, uid: `sts-${zone}`, resourceVersion: String(o.rv ?? ++rv), labels: { 'rollout-group': 'ingester', ...o.labels }, annotations: o.annotations ?? {} }, spec: { replicas, selector: {}, serviceName: '', template: {} } };
+function set(
+  zone: string,
+  replicas: number,
+  o: { labels?: Record<string, string>; annotations?: Record<string, string>; rv?: number } = {},
+): V1StatefulSet {
+  return {
+    metadata: {
+      name: `ingester-zone-${zone}`,
+      namespace: NS,
+      uid: `sts-${zone}`,
+      resourceVersion: String(o.rv ?? ++rv),
+      labels: { 'rollout-group': 'ingester', ...o.labels },
+      annotations: o.annotations ?? {},
+    },
+    spec: { replicas, selector: {}, serviceName: '', template: {} },
+  };
 }
 
-function pod(zone: string, ordinal: number, o: { ready?: boolean; deleting?: boolean; evicted?: boolean; uid?: string; rv?: number } = {}): V1Pod {
+function pod(
+  zone: string,
+  ordinal: number,
+  o: { ready?: boolean; deleting?: boolean; evicted?: boolean; uid?: string; rv?: number } = {},
+): V1Pod {
   const { ready = true, deleting = false, evicted = false } = o;
   return {
     metadata: {
@@ -21,15 +47,32 @@ function pod(zone: string, ordinal: number, o: { ready?: boolean; deleting?: boo
       uid: o.uid ?? `uid-${zone}-${ordinal}`,
       resourceVersion: String(o.rv ?? ++rv),
       labels: { 'rollout-group': 'ingester' },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: `ingester-zone-${zone}`, uid: `sts-${zone}`, controller: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          name: `ingester-zone-${zone}`,
+          uid: `sts-${zone}`,
+          controller: true,
+        },
+      ],
       ...(deleting ? { deletionTimestamp: new Date() } : {}),
     },
-    status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }, ...(evicted ? [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }] : [])] },
+    status: {
+      conditions: [
+        { type: 'Ready', status: ready ? 'True' : 'False' },
+        ...(evicted ? [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }] : []),
+      ],
+    },
   };
 }
 
 /** A checker that has seen a settled 3-zone group (3 pods each) through its initial list. */
-function settledGroup(o: { zpdbMax?: number; annotations?: Record<string, Record<string, string>> } = {}): { c: InvariantChecker; feed: (e: Watched, type?: WatchType, relist?: boolean) => void; now: () => number } {
+function settledGroup(o: { zpdbMax?: number; annotations?: Record<string, Record<string, string>> } = {}): {
+  c: InvariantChecker;
+  feed: (e: Watched, type?: WatchType, relist?: boolean) => void;
+  now: () => number;
+} {
   const c = new InvariantChecker();
   let clock = 1_000_000;
   const feed = (e: Watched, type: WatchType = 'MODIFIED', relist = false) => c.apply(e, type, (clock += 10), relist);
@@ -37,7 +80,18 @@ function settledGroup(o: { zpdbMax?: number; annotations?: Record<string, Record
     feed({ kind: 'StatefulSet', object: set(zone, 3, { annotations: o.annotations?.[zone] ?? {} }) }, 'ADDED', true);
     for (let i = 0; i < 3; i++) feed({ kind: 'Pod', object: pod(zone, i) }, 'ADDED', true);
   }
-  if (o.zpdbMax !== undefined) feed({ kind: 'ZoneAwarePodDisruptionBudget', object: { metadata: { name: 'ingester', namespace: NS }, spec: { maxUnavailable: o.zpdbMax, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } }, 'ADDED', true);
+  if (o.zpdbMax !== undefined)
+    feed(
+      {
+        kind: 'ZoneAwarePodDisruptionBudget',
+        object: {
+          metadata: { name: 'ingester', namespace: NS },
+          spec: { maxUnavailable: o.zpdbMax, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+        },
+      },
+      'ADDED',
+      true,
+    );
   return { c, feed, now: () => clock };
 }
 
@@ -58,7 +112,7 @@ describe('chaos monitor rules', () => {
     assert.match(c.violations[0]!.message, /ingester-zone-b-1 .* while ingester-zone-a/);
   });
 
-  it('counts a StatefulSet\'s unavailable pods against rollout-max-unavailable (N and P%)', () => {
+  it("counts a StatefulSet's unavailable pods against rollout-max-unavailable (N and P%)", () => {
     const { c, feed, now } = settledGroup({ annotations: { b: { 'rollout-max-unavailable': '67%' } } });
     feed({ kind: 'Pod', object: pod('a', 0, { deleting: true }) });
     feed({ kind: 'Pod', object: pod('a', 1, { deleting: true }) });
@@ -88,7 +142,7 @@ describe('chaos monitor rules', () => {
     assert.deepEqual(kinds(c), ['zpdb-eviction']);
   });
 
-  it('judges replicas as of the deletion\'s resourceVersion, whichever watch delivers first', () => {
+  it("judges replicas as of the deletion's resourceVersion, whichever watch delivers first", () => {
     const { c, feed, now } = settledGroup();
     // Zone b was scaled up (rv 500) before zone a's pod was deleted (rv 501); the StatefulSet event arrives second.
     feed({ kind: 'Pod', object: pod('a', 0, { deleting: true, rv: 501 }) });
@@ -105,7 +159,7 @@ describe('chaos monitor rules', () => {
     assert.deepEqual(later.c.violations, []);
   });
 
-  it('a downscale\'s deletions, and deletions seen only through a relist, are not judged', () => {
+  it("a downscale's deletions, and deletions seen only through a relist, are not judged", () => {
     const { c, feed, now } = settledGroup();
     feed({ kind: 'StatefulSet', object: set('a', 2) });
     feed({ kind: 'Pod', object: pod('a', 2, { deleting: true }) });
@@ -125,7 +179,7 @@ describe('chaos monitor rules', () => {
     assert.deepEqual(kinds(c), ['no-downscale']);
   });
 
-  it('prepared downscales: a zone may not go down within another zone\'s min-time', () => {
+  it("prepared downscales: a zone may not go down within another zone's min-time", () => {
     const c = new InvariantChecker();
     const labels = { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': '10s' };
     c.apply({ kind: 'StatefulSet', object: set('a', 3, { labels }) }, 'ADDED', 0, true);
@@ -144,10 +198,33 @@ describe('chaos monitor rules', () => {
     const c = new InvariantChecker();
     let t = 0;
     const feed = (e: Watched) => c.apply(e, 'MODIFIED', (t += 100), false);
-    const cm = (value: string, labels: Record<string, string> = {}): V1ConfigMap => ({ metadata: { name: 'cfg', namespace: NS, resourceVersion: String(++rv), labels }, data: { value } });
+    const cm = (value: string, labels: Record<string, string> = {}): V1ConfigMap => ({
+      metadata: { name: 'cfg', namespace: NS, resourceVersion: String(++rv), labels },
+      data: { value },
+    });
     const deployment = (trigger: string | undefined, applied: string | undefined): V1Deployment => ({
-      metadata: { name: 'app', namespace: NS, resourceVersion: String(++rv), annotations: { 'com.xing.deployment-restart': 'enabled', ...(applied ? { 'com.xing.deployment-restart.applied-config-checksums': JSON.stringify({ [`configmap/${NS}/cfg`]: applied }) } : {}) } },
-      spec: { selector: {}, template: { metadata: { annotations: trigger ? { 'com.xing.deployment-restart.timestamp': trigger } : {} }, spec: { containers: [{ name: 'x', envFrom: [{ configMapRef: { name: 'cfg' } }] }] } } },
+      metadata: {
+        name: 'app',
+        namespace: NS,
+        resourceVersion: String(++rv),
+        annotations: {
+          'com.xing.deployment-restart': 'enabled',
+          ...(applied
+            ? {
+                'com.xing.deployment-restart.applied-config-checksums': JSON.stringify({
+                  [`configmap/${NS}/cfg`]: applied,
+                }),
+              }
+            : {}),
+        },
+      },
+      spec: {
+        selector: {},
+        template: {
+          metadata: { annotations: trigger ? { 'com.xing.deployment-restart.timestamp': trigger } : {} },
+          spec: { containers: [{ name: 'x', envFrom: [{ configMapRef: { name: 'cfg' } }] }] },
+        },
+      },
     });
     feed({ kind: 'ConfigMap', object: cm('1') });
     feed({ kind: 'Deployment', object: deployment(undefined, undefined) });
@@ -171,10 +248,22 @@ describe('chaos monitor rules', () => {
   });
 
   it('finds every way a pod spec uses a config', () => {
-    assert.deepEqual(configReferences('n', {
-      containers: [{ name: 'a', env: [{ name: 'E', valueFrom: { secretKeyRef: { name: 's1', key: 'k' } } }], envFrom: [{ configMapRef: { name: 'c1' } }] }],
-      initContainers: [{ name: 'i', env: [{ name: 'F', valueFrom: { configMapKeyRef: { name: 'c2', key: 'k' } } }] }],
-      volumes: [{ name: 'v', secret: { secretName: 's2' } }, { name: 'p', projected: { sources: [{ configMap: { name: 'c3' } }, { secret: { name: 's3' } }] } }],
-    }), ['configmap/n/c1', 'configmap/n/c2', 'configmap/n/c3', 'secret/n/s1', 'secret/n/s2', 'secret/n/s3']);
+    assert.deepEqual(
+      configReferences('n', {
+        containers: [
+          {
+            name: 'a',
+            env: [{ name: 'E', valueFrom: { secretKeyRef: { name: 's1', key: 'k' } } }],
+            envFrom: [{ configMapRef: { name: 'c1' } }],
+          },
+        ],
+        initContainers: [{ name: 'i', env: [{ name: 'F', valueFrom: { configMapKeyRef: { name: 'c2', key: 'k' } } }] }],
+        volumes: [
+          { name: 'v', secret: { secretName: 's2' } },
+          { name: 'p', projected: { sources: [{ configMap: { name: 'c3' } }, { secret: { name: 's3' } }] } },
+        ],
+      }),
+      ['configmap/n/c1', 'configmap/n/c2', 'configmap/n/c3', 'secret/n/s1', 'secret/n/s2', 'secret/n/s3'],
+    );
   });
 });

@@ -48,7 +48,16 @@
 // - Secret values (given by the soak) must not appear in Events or in the
 //   operator's log files (as they are or base64-encoded); see monitor.ts.
 import { createHash } from 'node:crypto';
-import type { EventsV1Event, V1ConfigMap, V1Deployment, V1ObjectMeta, V1Pod, V1PodSpec, V1Secret, V1StatefulSet } from '@kubernetes/client-node';
+import type {
+  EventsV1Event,
+  V1ConfigMap,
+  V1Deployment,
+  V1ObjectMeta,
+  V1Pod,
+  V1PodSpec,
+  V1Secret,
+  V1StatefulSet,
+} from '@kubernetes/client-node';
 import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
 
 export const DEFER_MS = 2000;
@@ -72,7 +81,12 @@ export interface LabelSelector {
 
 export interface Zpdb {
   metadata?: V1ObjectMeta;
-  spec?: { maxUnavailable?: number; maxUnavailablePercentage?: number; podNamePartitionRegex?: string; selector?: LabelSelector };
+  spec?: {
+    maxUnavailable?: number;
+    maxUnavailablePercentage?: number;
+    podNamePartitionRegex?: string;
+    selector?: LabelSelector;
+  };
 }
 
 export type Watched =
@@ -152,7 +166,9 @@ const rvOf = (meta: V1ObjectMeta | undefined): bigint => {
   }
 };
 
-const isReady = (pod: V1Pod): boolean => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const isReady = (pod: V1Pod): boolean =>
+  !pod.metadata?.deletionTimestamp &&
+  (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 
 function podState(pod: V1Pod): PodState {
   const owner = pod.metadata?.ownerReferences?.find((o) => o.kind === 'StatefulSet' && o.controller)?.name;
@@ -165,7 +181,9 @@ function podState(pod: V1Pod): PodState {
     ordinal: match ? Number(match[1]) : undefined,
     ready: isReady(pod),
     terminating: Boolean(pod.metadata?.deletionTimestamp),
-    evicted: (pod.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True' && c.reason === 'EvictionByEvictionAPI'),
+    evicted: (pod.status?.conditions ?? []).some(
+      (c) => c.type === 'DisruptionTarget' && c.status === 'True' && c.reason === 'EvictionByEvictionAPI',
+    ),
     labels: { ...pod.metadata?.labels },
   };
 }
@@ -189,7 +207,7 @@ export function maxUnavailableOf(raw: string | undefined, replicas: number): num
 
 /** A Go duration (e.g. 12h, 1m30s, 500ms) in milliseconds; undefined when unparsable. */
 export function parseGoDuration(raw: string): number | undefined {
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   if (raw === '0') return 0;
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let total = 0;
@@ -217,8 +235,14 @@ export function selectorMatches(selector: LabelSelector | undefined, labels: Rec
 
 /** Content hash of a ConfigMap or Secret: data and binaryData, keys sorted; metadata ignored. */
 export function contentHash(object: { data?: Record<string, string>; binaryData?: Record<string, string> }): string {
-  const sorted = (r: Record<string, string> | undefined) => Object.keys(r ?? {}).sort().map((k) => [k, r![k]]);
-  return createHash('sha256').update(JSON.stringify([sorted(object.data), sorted(object.binaryData)])).digest('hex').slice(0, 16);
+  const sorted = (r: Record<string, string> | undefined) =>
+    Object.keys(r ?? {})
+      .sort()
+      .map((k) => [k, r![k]]);
+  return createHash('sha256')
+    .update(JSON.stringify([sorted(object.data), sorted(object.binaryData)]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** Every ConfigMap and Secret a pod spec uses, as `configmap/<ns>/<name>` or `secret/<ns>/<name>`. */
@@ -226,7 +250,11 @@ export function configReferences(namespace: string, spec: V1PodSpec | undefined)
   const refs = new Set<string>();
   const cm = (name: string | undefined) => name && refs.add(`configmap/${namespace}/${name}`);
   const secret = (name: string | undefined) => name && refs.add(`secret/${namespace}/${name}`);
-  for (const c of [...(spec?.containers ?? []), ...(spec?.initContainers ?? []), ...(spec?.ephemeralContainers ?? [])]) {
+  for (const c of [
+    ...(spec?.containers ?? []),
+    ...(spec?.initContainers ?? []),
+    ...(spec?.ephemeralContainers ?? []),
+  ]) {
     for (const e of c.env ?? []) {
       cm(e.valueFrom?.configMapKeyRef?.name);
       secret(e.valueFrom?.secretKeyRef?.name);
@@ -319,7 +347,15 @@ export class InvariantChecker {
     const deleted = { ...state, terminating: true, ready: false };
     const snapshot = [...byName.values()].filter((p) => p.name !== name);
     snapshot.push(deleted);
-    this.deferred.push({ kind: 'delete', due: now + DEFER_MS, at: now, namespace, pod: deleted, rv: rvOf(pod.metadata), snapshot });
+    this.deferred.push({
+      kind: 'delete',
+      due: now + DEFER_MS,
+      at: now,
+      namespace,
+      pod: deleted,
+      rv: rvOf(pod.metadata),
+      snapshot,
+    });
   }
 
   private setAt(namespace: string, name: string, rv: bigint): SetVersion | undefined {
@@ -401,12 +437,30 @@ export class InvariantChecker {
           continue;
         }
         const max = this.zpdbMax(zpdb, set.replicas);
-        if (max === 0) this.violate(now, 'zpdb-eviction', `eviction of ${where} allowed although ZoneAwarePodDisruptionBudget ${name} has maxUnavailable 0`, details);
-        else if (own.length > max) this.violate(now, 'zpdb-eviction', `eviction of ${where} left ${own.length} pods of ${owner} unavailable, ZoneAwarePodDisruptionBudget ${name} allows ${max}`, details);
+        if (max === 0)
+          this.violate(
+            now,
+            'zpdb-eviction',
+            `eviction of ${where} allowed although ZoneAwarePodDisruptionBudget ${name} has maxUnavailable 0`,
+            details,
+          );
+        else if (own.length > max)
+          this.violate(
+            now,
+            'zpdb-eviction',
+            `eviction of ${where} left ${own.length} pods of ${owner} unavailable, ZoneAwarePodDisruptionBudget ${name} allows ${max}`,
+            details,
+          );
         for (const other of this.setsOfNamespaceAt(namespace, rv)) {
           if (other.name === owner || !selectorMatches(zpdb.spec?.selector, other.version.labels)) continue;
           const down = this.unavailable(snapshot, other.name, other.version.replicas);
-          if (down.length > 0) this.violate(now, 'zpdb-eviction', `eviction of ${where} allowed while ${other.name}, another zone of ZoneAwarePodDisruptionBudget ${name}, was disrupted`, { ...details, [other.name]: down });
+          if (down.length > 0)
+            this.violate(
+              now,
+              'zpdb-eviction',
+              `eviction of ${where} allowed while ${other.name}, another zone of ZoneAwarePodDisruptionBudget ${name}, was disrupted`,
+              { ...details, [other.name]: down },
+            );
         }
       }
       return;
@@ -416,19 +470,37 @@ export class InvariantChecker {
     this.operatorDeletes.set(pod.uid, { pod: where, at: iso(d.at) });
     const group = set.labels[GROUP_LABEL];
     const budget = maxUnavailableOf(set.annotations[MAX_UNAVAILABLE_ANNOTATION], set.replicas);
-    if (own.length > budget) this.violate(now, 'rollout-max-unavailable', `deleting ${where} left ${own.length} pods of ${owner} unavailable, rollout-max-unavailable allows ${budget}`, details);
+    if (own.length > budget)
+      this.violate(
+        now,
+        'rollout-max-unavailable',
+        `deleting ${where} left ${own.length} pods of ${owner} unavailable, rollout-max-unavailable allows ${budget}`,
+        details,
+      );
     if (group !== undefined) {
       for (const other of this.setsOfNamespaceAt(namespace, rv)) {
         if (other.name === owner || other.version.labels[GROUP_LABEL] !== group) continue;
         const down = this.unavailable(snapshot, other.name, other.version.replicas);
-        if (down.length > 0) this.violate(now, 'rollout-two-statefulsets-disrupted', `deleting ${where} (rollout group ${group}) while ${other.name} of the same group was disrupted`, { ...details, [other.name]: down });
+        if (down.length > 0)
+          this.violate(
+            now,
+            'rollout-two-statefulsets-disrupted',
+            `deleting ${where} (rollout group ${group}) while ${other.name} of the same group was disrupted`,
+            { ...details, [other.name]: down },
+          );
       }
     }
     for (const { name, zpdb } of budgets) {
       if (zpdb.spec?.podNamePartitionRegex) continue;
       const max = this.zpdbMax(zpdb, set.replicas);
       // maxUnavailable 0 refuses evictions only; rolling deletes then use rollout-max-unavailable.
-      if (max > 0 && own.length > max) this.violate(now, 'zpdb-rolling-delete', `deleting ${where} left ${own.length} pods of ${owner} unavailable, ZoneAwarePodDisruptionBudget ${name} allows ${max}`, details);
+      if (max > 0 && own.length > max)
+        this.violate(
+          now,
+          'zpdb-rolling-delete',
+          `deleting ${where} left ${own.length} pods of ${owner} unavailable, ZoneAwarePodDisruptionBudget ${name} allows ${max}`,
+          details,
+        );
     }
   }
 
@@ -447,7 +519,12 @@ export class InvariantChecker {
     this.setObjects.set(key, set);
     const rv = rvOf(set.metadata);
     const history = this.sets.get(key) ?? [];
-    const version: SetVersion = { rv, replicas: set.spec?.replicas ?? 1, labels: { ...set.metadata?.labels }, annotations: { ...set.metadata?.annotations } };
+    const version: SetVersion = {
+      rv,
+      replicas: set.spec?.replicas ?? 1,
+      labels: { ...set.metadata?.labels },
+      annotations: { ...set.metadata?.annotations },
+    };
     // Keep the history sorted by resourceVersion; a relist may deliver an older view than a live event already did.
     const at = history.findIndex((v) => v.rv >= rv);
     if (at === -1) history.push(version);
@@ -458,10 +535,12 @@ export class InvariantChecker {
     if (previous) {
       const before = previous.spec?.replicas ?? 1;
       const after = set.spec?.replicas ?? 1;
-      if (after < before) this.onDownscale('StatefulSet', namespace, name, previous.metadata?.labels ?? {}, before, after, now, relist);
+      if (after < before)
+        this.onDownscale('StatefulSet', namespace, name, previous.metadata?.labels ?? {}, before, after, now, relist);
       else if (after > before) this.count('upscales');
       const cur = previous.status?.currentRevision;
-      if (cur && set.status?.currentRevision !== cur && set.status?.currentRevision === set.status?.updateRevision) this.count('rolloutsCompleted');
+      if (cur && set.status?.currentRevision !== cur && set.status?.currentRevision === set.status?.updateRevision)
+        this.count('rolloutsCompleted');
     }
     this.onWorkload('statefulset', set, previous === undefined, now);
   }
@@ -478,15 +557,38 @@ export class InvariantChecker {
     if (previous) {
       const before = previous.spec?.replicas ?? 1;
       const after = deployment.spec?.replicas ?? 1;
-      if (after < before) this.onDownscale('Deployment', deployment.metadata?.namespace ?? '', deployment.metadata?.name ?? '', previous.metadata?.labels ?? {}, before, after, now, relist);
+      if (after < before)
+        this.onDownscale(
+          'Deployment',
+          deployment.metadata?.namespace ?? '',
+          deployment.metadata?.name ?? '',
+          previous.metadata?.labels ?? {},
+          before,
+          after,
+          now,
+          relist,
+        );
     }
     this.onWorkload('deployment', deployment, previous === undefined, now);
   }
 
-  private onDownscale(kind: string, namespace: string, name: string, oldLabels: Record<string, string>, before: number, after: number, now: number, relist: boolean): void {
+  private onDownscale(
+    kind: string,
+    namespace: string,
+    name: string,
+    oldLabels: Record<string, string>,
+    before: number,
+    after: number,
+    now: number,
+    relist: boolean,
+  ): void {
     this.count('downscales');
     if (oldLabels[NO_DOWNSCALE_LABEL] === 'true') {
-      this.violate(now, 'no-downscale', `${kind} ${namespace}/${name} labelled ${NO_DOWNSCALE_LABEL}=true went from ${before} to ${after} replicas${relist ? ' (seen on a relist)' : ''}`);
+      this.violate(
+        now,
+        'no-downscale',
+        `${kind} ${namespace}/${name} labelled ${NO_DOWNSCALE_LABEL}=true went from ${before} to ${after} replicas${relist ? ' (seen on a relist)' : ''}`,
+      );
     }
     if (kind !== 'StatefulSet' || oldLabels[PREPARE_DOWNSCALE_LABEL] !== 'true') return;
     const group = oldLabels[GROUP_LABEL];
@@ -506,7 +608,11 @@ export class InvariantChecker {
       if (minTime === undefined || !last?.reliable) continue;
       const elapsed = now - last.at;
       if (elapsed < minTime - MIN_TIME_SLACK_MS) {
-        this.violate(now, 'min-time-between-zones-downscale', `${namespace}/${name} downscaled ${before}→${after} ${(elapsed / 1000).toFixed(1)} s after ${otherName}, whose ${MIN_TIME_LABEL} is ${raw}`);
+        this.violate(
+          now,
+          'min-time-between-zones-downscale',
+          `${namespace}/${name} downscaled ${before}→${after} ${(elapsed / 1000).toFixed(1)} s after ${otherName}, whose ${MIN_TIME_LABEL} is ${raw}`,
+        );
       }
     }
   }
@@ -535,7 +641,12 @@ export class InvariantChecker {
     return found;
   }
 
-  private onWorkload(kind: 'deployment' | 'statefulset', object: V1Deployment | V1StatefulSet, first: boolean, now: number): void {
+  private onWorkload(
+    kind: 'deployment' | 'statefulset',
+    object: V1Deployment | V1StatefulSet,
+    first: boolean,
+    now: number,
+  ): void {
     const namespace = object.metadata?.namespace ?? '';
     const key = `${kind}/${namespace}/${object.metadata?.name}`;
     if (object.metadata?.annotations?.[OPT_IN_ANNOTATION] !== 'enabled') {
@@ -561,7 +672,15 @@ export class InvariantChecker {
     }
     if (trigger !== state.trigger) {
       this.count('restarts');
-      this.deferred.push({ kind: 'restart', due: now + DEFER_MS, at: now, workload: key, refs, from: state.lastRestartRv ?? state.firstSeenRv, rv });
+      this.deferred.push({
+        kind: 'restart',
+        due: now + DEFER_MS,
+        at: now,
+        workload: key,
+        refs,
+        from: state.lastRestartRv ?? state.firstSeenRv,
+        rv,
+      });
       state.lastRestartRv = rv;
       state.trigger = trigger;
     }
@@ -581,7 +700,12 @@ export class InvariantChecker {
       const changed = (this.configs.get(config) ?? []).some((v) => v.rv > d.from && v.rv <= d.rv && v.hash !== before);
       if (changed) return;
     }
-    this.violate(now, 'restart-without-content-change', `${d.workload} restarted (resourceVersion ${d.rv}) although no config it references changed content since resourceVersion ${d.from}`, { refs: d.refs, observedAt: iso(d.at) });
+    this.violate(
+      now,
+      'restart-without-content-change',
+      `${d.workload} restarted (resourceVersion ${d.rv}) although no config it references changed content since resourceVersion ${d.from}`,
+      { refs: d.refs, observedAt: iso(d.at) },
+    );
   }
 
   /** Referenced configs whose current content differs from the content when the workload last recorded it. */
@@ -634,11 +758,18 @@ export class InvariantChecker {
   finish(now: number): void {
     this.tick(Number.POSITIVE_INFINITY);
     for (const p of this.pending()) {
-      this.violate(now, 'content-change-not-applied', `${p.workload}: the content of ${p.config} changed (first at ${p.since}) and was never applied`);
+      this.violate(
+        now,
+        'content-change-not-applied',
+        `${p.workload}: the content of ${p.config} changed (first at ${p.since}) and was never applied`,
+      );
     }
     // Content changes of the configs opted-in workloads use (not of every ConfigMap, e.g. the operator's status).
     const used = new Set([...this.workloads.values()].flatMap((w) => w.refs));
-    this.counters['configContentChanges'] = [...used].reduce((n, c) => n + Math.max(0, (this.configs.get(c)?.length ?? 1) - 1), 0);
+    this.counters['configContentChanges'] = [...used].reduce(
+      (n, c) => n + Math.max(0, (this.configs.get(c)?.length ?? 1) - 1),
+      0,
+    );
     this.counters['operatorDeletesConfirmedByEvent'] = this.operatorDeletes.size - this.unconfirmedDeletes().length;
   }
 
@@ -650,6 +781,8 @@ export class InvariantChecker {
    * rolling-delete violation seems to have another author.
    */
   unconfirmedDeletes(): { pod: string; uid: string; at: string }[] {
-    return [...this.operatorDeletes].filter(([uid]) => !this.confirmedDeletes.has(uid)).map(([uid, d]) => ({ uid, ...d }));
+    return [...this.operatorDeletes]
+      .filter(([uid]) => !this.confirmedDeletes.has(uid))
+      .map(([uid, d]) => ({ uid, ...d }));
   }
 }

@@ -13,7 +13,15 @@
 import { closeSync, openSync, readSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { HttpMethod, KubeConfig, ListWatch, RequestContext, Watch, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  HttpMethod,
+  KubeConfig,
+  ListWatch,
+  RequestContext,
+  Watch,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { InvariantChecker, type Violation, type Watched, type WatchType } from './invariants.ts';
 
@@ -28,7 +36,9 @@ const { values } = parseArgs({
   },
 });
 if (!values.kubeconfig || !values.namespaces || !values.out) {
-  console.error('usage: node test/chaos/monitor.ts --kubeconfig K --namespaces a,b --out report.json [--events-namespaces x] [--secrets file] [--logs-dir dir]');
+  console.error(
+    'usage: node test/chaos/monitor.ts --kubeconfig K --namespaces a,b --out report.json [--events-namespaces x] [--secrets file] [--logs-dir dir]',
+  );
   process.exit(2);
 }
 const out = values.out;
@@ -47,7 +57,11 @@ async function getJson<T>(path: string): Promise<T> {
   if (!server) throw new Error('no current cluster in the kubeconfig');
   const ctx = new RequestContext(server + path, HttpMethod.GET);
   await kc.applySecurityAuthentication(ctx);
-  const response = await fetch(server + path, { headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher(), signal: AbortSignal.timeout(30_000) });
+  const response = await fetch(server + path, {
+    headers: ctx.getHeaders(),
+    dispatcher: ctx.getDispatcher(),
+    signal: AbortSignal.timeout(30_000),
+  });
   if (!response.ok) {
     const error = new Error(`GET ${path}: ${response.status}`) as Error & { statusCode: number };
     error.statusCode = response.status;
@@ -80,7 +94,8 @@ class Stream {
     this.informer = new ListWatch(path, new Watch(kc), list, false);
     const deliver = (type: WatchType) => (object: KubernetesObject) => {
       const now = Date.now();
-      if (kind === 'Event') eventTexts.set(`${object.metadata?.uid}/${object.metadata?.resourceVersion}`, JSON.stringify(object));
+      if (kind === 'Event')
+        eventTexts.set(`${object.metadata?.uid}/${object.metadata?.resourceVersion}`, JSON.stringify(object));
       try {
         checker.apply({ kind, object } as Watched, type, now, this.relisting);
       } catch (error) {
@@ -118,7 +133,10 @@ for (const ns of namespaces) {
     new Stream('Deployment', `/apis/apps/v1/namespaces/${ns}/deployments`),
     new Stream('ConfigMap', `/api/v1/namespaces/${ns}/configmaps`),
     new Stream('Secret', `/api/v1/namespaces/${ns}/secrets`),
-    new Stream('ZoneAwarePodDisruptionBudget', `/apis/rollout-operator.grafana.com/v1/namespaces/${ns}/zoneawarepoddisruptionbudgets`),
+    new Stream(
+      'ZoneAwarePodDisruptionBudget',
+      `/apis/rollout-operator.grafana.com/v1/namespaces/${ns}/zoneawarepoddisruptionbudgets`,
+    ),
   );
 }
 for (const ns of eventNamespaces) streams.push(new Stream('Event', `/apis/events.k8s.io/v1/namespaces/${ns}/events`));
@@ -134,10 +152,17 @@ function secretNeedles(): { label: string; needle: string }[] {
     return [];
   }
   const needles: { label: string; needle: string }[] = [];
-  for (const [i, value] of text.split('\n').map((l) => l.trim()).filter(Boolean).entries()) {
+  for (const [i, value] of text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .entries()) {
     // Never write the value itself into the report: its index and first characters identify it.
     const label = `secret value #${i + 1} (${value.slice(0, 4)}…)`;
-    needles.push({ label, needle: value }, { label: `${label} base64-encoded`, needle: Buffer.from(value).toString('base64').replace(/=+$/, '') });
+    needles.push(
+      { label, needle: value },
+      { label: `${label} base64-encoded`, needle: Buffer.from(value).toString('base64').replace(/=+$/, '') },
+    );
   }
   checker.counters['secretValuesWatched'] = needles.length / 2;
   return needles;
@@ -149,14 +174,21 @@ function scanSecrets(now: number): Violation[] {
   if (needles.length === 0) return found;
   for (const [key, text] of eventTexts) {
     for (const { label, needle } of needles) {
-      if (text.includes(needle)) found.push({ at: new Date(now).toISOString(), kind: 'secret-in-event', message: `${label} appears in Event ${key}` });
+      if (text.includes(needle))
+        found.push({
+          at: new Date(now).toISOString(),
+          kind: 'secret-in-event',
+          message: `${label} appears in Event ${key}`,
+        });
     }
   }
   checker.counters['eventVersionsScanned'] = eventTexts.size;
   if (!values['logs-dir']) return found;
   const overlap = Math.max(...needles.map((n) => n.needle.length));
   let bytes = 0;
-  for (const file of readdirSync(values['logs-dir']).filter((f) => f.endsWith('.log')).sort()) {
+  for (const file of readdirSync(values['logs-dir'])
+    .filter((f) => f.endsWith('.log'))
+    .sort()) {
     const path = join(values['logs-dir'], file);
     const size = statSync(path).size;
     const fd = openSync(path, 'r');
@@ -169,7 +201,12 @@ function scanSecrets(now: number): Violation[] {
         const text = carry + chunk.subarray(0, n).toString('utf8');
         for (const { label, needle } of needles) {
           const at = text.indexOf(needle);
-          if (at >= 0) found.push({ at: new Date(now).toISOString(), kind: 'secret-in-log', message: `${label} appears in ${file} near byte ${offset - carry.length + at}` });
+          if (at >= 0)
+            found.push({
+              at: new Date(now).toISOString(),
+              kind: 'secret-in-log',
+              message: `${label} appears in ${file} near byte ${offset - carry.length + at}`,
+            });
         }
         carry = text.slice(-overlap);
         offset += n;

@@ -94,7 +94,10 @@ export class OperatorPool {
 
   static async create(o: PoolOptions): Promise<OperatorPool> {
     const free = await freePorts(o.replicas * 2);
-    return new OperatorPool(o, Array.from({ length: o.replicas }, (_, i) => ({ http: free[2 * i]!, https: free[2 * i + 1]! })));
+    return new OperatorPool(
+      o,
+      Array.from({ length: o.replicas }, (_, i) => ({ http: free[2 * i]!, https: free[2 * i + 1]! })),
+    );
   }
 
   get size(): number {
@@ -120,34 +123,46 @@ export class OperatorPool {
     let child: ChildProcess;
     try {
       const { cluster, namespace, watchNamespaces, flags } = this.o;
-      child = spawn(process.execPath, [
-        bin,
-        `-kubernetes.namespace=${namespace}`,
-        `-kubernetes.watch-namespaces=${watchNamespaces.join(',')}`,
-        `-kubernetes.config-file=${cluster.kubeconfigPath}`,
-        `-kubernetes.api-url=${cluster.state.server}`,
-        `-server.port=${this.ports[slot]!.http}`,
-        `-server-tls.port=${this.ports[slot]!.https}`,
-        '-server-tls.enabled',
-        '-server-tls.self-signed-cert.dns-name=localhost',
-        `-leader-election.identity=soak-${slot}-${generation}`,
-        '-log.level=debug',
-        ...FAST_ELECTION,
-        ...flags,
-      ], {
-        stdio: ['ignore', fd, fd],
-        env: this.clockSteps
-          ? { ...process.env, ...faketimeEnv({ file: this.clockFile(slot) }) }
-          : process.env,
-      });
+      child = spawn(
+        process.execPath,
+        [
+          bin,
+          `-kubernetes.namespace=${namespace}`,
+          `-kubernetes.watch-namespaces=${watchNamespaces.join(',')}`,
+          `-kubernetes.config-file=${cluster.kubeconfigPath}`,
+          `-kubernetes.api-url=${cluster.state.server}`,
+          `-server.port=${this.ports[slot]!.http}`,
+          `-server-tls.port=${this.ports[slot]!.https}`,
+          '-server-tls.enabled',
+          '-server-tls.self-signed-cert.dns-name=localhost',
+          `-leader-election.identity=soak-${slot}-${generation}`,
+          '-log.level=debug',
+          ...FAST_ELECTION,
+          ...flags,
+        ],
+        {
+          stdio: ['ignore', fd, fd],
+          env: this.clockSteps ? { ...process.env, ...faketimeEnv({ file: this.clockFile(slot) }) } : process.env,
+        },
+      );
     } finally {
       closeSync(fd);
     }
-    const replica: Replica = { slot, generation, child, logPath, running: true, paused: false, exited: Promise.resolve() };
-    replica.exited = new Promise((resolve) => child.once('exit', () => {
-      replica.running = false;
-      resolve();
-    }));
+    const replica: Replica = {
+      slot,
+      generation,
+      child,
+      logPath,
+      running: true,
+      paused: false,
+      exited: Promise.resolve(),
+    };
+    replica.exited = new Promise((resolve) =>
+      child.once('exit', () => {
+        replica.running = false;
+        resolve();
+      }),
+    );
     this.replicas[slot] = replica;
     this.starts++;
   }
@@ -162,7 +177,9 @@ export class OperatorPool {
 
   async get(slot: number, path: string, timeoutMs = 2000): Promise<{ status: number; body: string } | undefined> {
     try {
-      const response = await fetch(`http://127.0.0.1:${this.ports[slot]!.http}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+      const response = await fetch(`http://127.0.0.1:${this.ports[slot]!.http}${path}`, {
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       return { status: response.status, body: await response.text() };
     } catch {
       return undefined;
@@ -173,7 +190,8 @@ export class OperatorPool {
     await waitFor(`operator replica ${slot} ready`, async () => (await this.get(slot, '/ready'))?.status === 200, {
       timeoutMs,
       intervalMs: 250,
-      fail: () => (this.running(slot) ? undefined : `operator replica ${slot} exited; log: ${this.replicas[slot]?.logPath}`),
+      fail: () =>
+        this.running(slot) ? undefined : `operator replica ${slot} exited; log: ${this.replicas[slot]?.logPath}`,
     });
   }
 
@@ -212,25 +230,27 @@ export class OperatorPool {
 
   /** Scrapes every running, unpaused replica once. */
   async sample(): Promise<void> {
-    await Promise.all(this.replicas.map(async (replica) => {
-      if (!replica?.running || replica.paused) return;
-      const body = (await this.get(replica.slot, '/metrics'))?.body;
-      if (!body) return;
-      const samples = parseMetrics(body, SAMPLED);
-      const id = `${replica.slot}/${replica.generation}`;
-      const last = this.last.get(id) ?? {};
-      for (const [key, value] of Object.entries(samples)) {
-        const before = last[key] ?? 0;
-        this.increases[key] = (this.increases[key] ?? 0) + (value >= before ? value - before : value);
-      }
-      this.last.set(id, samples);
-      const rss = samples['process_resident_memory_bytes'] ?? 0;
-      this.peakRssBySlot[replica.slot] = Math.max(this.peakRssBySlot[replica.slot]!, rss);
-      this.peakRssBytes = Math.max(this.peakRssBytes, rss);
-      const minute = Math.floor((Date.now() - this.createdAt) / 60_000);
-      while (this.rssByMinute.length <= minute) this.rssByMinute.push(0);
-      this.rssByMinute[minute] = Math.max(this.rssByMinute[minute]!, Math.round(rss / 2 ** 20));
-    }));
+    await Promise.all(
+      this.replicas.map(async (replica) => {
+        if (!replica?.running || replica.paused) return;
+        const body = (await this.get(replica.slot, '/metrics'))?.body;
+        if (!body) return;
+        const samples = parseMetrics(body, SAMPLED);
+        const id = `${replica.slot}/${replica.generation}`;
+        const last = this.last.get(id) ?? {};
+        for (const [key, value] of Object.entries(samples)) {
+          const before = last[key] ?? 0;
+          this.increases[key] = (this.increases[key] ?? 0) + (value >= before ? value - before : value);
+        }
+        this.last.set(id, samples);
+        const rss = samples['process_resident_memory_bytes'] ?? 0;
+        this.peakRssBySlot[replica.slot] = Math.max(this.peakRssBySlot[replica.slot]!, rss);
+        this.peakRssBytes = Math.max(this.peakRssBytes, rss);
+        const minute = Math.floor((Date.now() - this.createdAt) / 60_000);
+        while (this.rssByMinute.length <= minute) this.rssByMinute.push(0);
+        this.rssByMinute[minute] = Math.max(this.rssByMinute[minute]!, Math.round(rss / 2 ** 20));
+      }),
+    );
   }
 
   /**
@@ -245,9 +265,11 @@ export class OperatorPool {
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all(this.replicas.map(async (r, slot) => {
-      if (r?.running) await this.signal(slot, 'SIGTERM');
-    }));
+    await Promise.all(
+      this.replicas.map(async (r, slot) => {
+        if (r?.running) await this.signal(slot, 'SIGTERM');
+      }),
+    );
   }
 
   logFiles(): string[] {

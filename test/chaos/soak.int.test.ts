@@ -30,7 +30,12 @@ async function soak(t: TestContext, name: string, o: Omit<SoakOptions, 'cluster'
   const runDir = join(root, 'test-artifacts', 'soak', `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(runDir, { recursive: true });
   const logFile = join(runDir, 'soak.log');
-  const report = await runSoak({ cluster, runDir, log: (line) => appendFileSync(logFile, `[${new Date().toISOString()}] ${line}\n`), ...o });
+  const report = await runSoak({
+    cluster,
+    runDir,
+    log: (line) => appendFileSync(logFile, `[${new Date().toISOString()}] ${line}\n`),
+    ...o,
+  });
   t.diagnostic(summarize(report));
   t.diagnostic(`run log: ${logFile}`);
   assert.deepEqual(report.violations, []);
@@ -54,7 +59,10 @@ describe('chaos soak', { timeout: 600_000 }, () => {
     assert.ok(report.evictionsDecided.total > 0, 'evictions decided');
     assert.ok((report.monitor['evictionsOfReadyPods'] ?? 0) > 0, 'a drain evicted Ready pods');
     assert.ok(report.faults.injected > 0, 'faults injected');
-    assert.ok((report.monitor['downscales'] ?? 0) > 0 && (report.monitor['upscales'] ?? 0) > 0, 'groups scaled both ways');
+    assert.ok(
+      (report.monitor['downscales'] ?? 0) > 0 && (report.monitor['upscales'] ?? 0) > 0,
+      'groups scaled both ways',
+    );
   });
 
   it('wall-clock steps of the operator replicas: min-time, budgets and leadership hold', async (t) => {

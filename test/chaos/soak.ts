@@ -16,7 +16,14 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type ConfigMap, type KubeObject, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import {
+  resources,
+  type ConfigMap,
+  type KubeObject,
+  type Pod,
+  type Secret,
+  type StatefulSet,
+} from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { DeadlineError, waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
@@ -77,13 +84,26 @@ export interface SoakReport {
   settled: boolean;
   violations: MonitorReport['violations'];
   monitor: Record<string, number>;
-  faults: { injected: number; failed: number; byKind: Record<string, number>; records: FaultRecord[]; componentsRestartedBySupervisor: string[] };
+  faults: {
+    injected: number;
+    failed: number;
+    byKind: Record<string, number>;
+    records: FaultRecord[];
+    componentsRestartedBySupervisor: string[];
+  };
   unconfirmedOperatorDeletes: NonNullable<MonitorReport['unconfirmedOperatorDeletes']>;
   actions: Record<string, number>;
   rolloutsCompleted: number;
   restartsApplied: number;
   evictionsDecided: { allowed: number; denied: number; total: number };
-  operator: { peakRssBytes: number; peakRssBySlot: number[]; rssMiBByMinute: number[]; replicaStarts: number; conflicts409: number; podsDeleted: number };
+  operator: {
+    peakRssBytes: number;
+    peakRssBySlot: number[];
+    rssMiBByMinute: number[];
+    replicaStarts: number;
+    conflicts409: number;
+    podsDeleted: number;
+  };
   competitor: { patches: number; failures: number };
   endpoints: { total: number; failed: number; hung: number };
 }
@@ -119,7 +139,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const operatorNamespace = await cluster.namespace(nsT, `${id}-op`);
     const namespaces: string[] = [];
     for (let i = 0; i < o.namespaces; i++) namespaces.push(await cluster.namespace(nsT, `${id}-g${i}`));
-    log(`soak ${id}: seed ${o.seed}, ${o.minutes} min, namespaces ${namespaces.join(', ')}, operator namespace ${operatorNamespace}, run dir ${o.runDir}`);
+    log(
+      `soak ${id}: seed ${o.seed}, ${o.minutes} min, namespaces ${namespaces.join(', ')}, operator namespace ${operatorNamespace}, run dir ${o.runDir}`,
+    );
     for (const crd of ['replica-templates.yaml', 'zone-aware-pod-disruption-budgets.yaml']) {
       const applied = await kubectl(cluster, 'apply', '-f', join(root, 'deploy/crds', crd));
       if (!applied.ok) throw new Error(`installing ${crd}: ${applied.out}`);
@@ -127,7 +149,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const [podPort] = (await freePorts(1)) as [number];
     endpoints = new AllPodEndpoints();
     await endpoints.listen(podPort);
-    workload = new Workload({ cluster, kube, prng: workloadPrng, namespaces, podTag: id, secretsFile, log, intervalMs: o.actionIntervalMs ?? [1000, 4000] });
+    workload = new Workload({
+      cluster,
+      kube,
+      prng: workloadPrng,
+      namespaces,
+      podTag: id,
+      secretsFile,
+      log,
+      intervalMs: o.actionIntervalMs ?? [1000, 4000],
+    });
 
     for (const [i, namespace] of namespaces.entries()) {
       // The last group (with two or more) has no ZPDB: the rollout guarantees on their own, without the
@@ -136,23 +167,48 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       await createReplicaTemplate(cluster, kube, namespace, 'ingester', 3);
       const maxUnavailable: Record<string, string | undefined> = { a: '2', b: '50%', c: undefined };
       for (const zone of ZONES) {
-        const set = zoneStatefulSet(namespace, zone, { replicas: 3, readyDelay: '1s', group: 'ingester', ...(budgeted ? { podLabels: { 'stateward.dev/soak': id } } : {}), ...(maxUnavailable[zone] ? { maxUnavailable: maxUnavailable[zone] } : {}) });
-        set.metadata!.labels = { ...set.metadata!.labels, 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': minTime };
+        const set = zoneStatefulSet(namespace, zone, {
+          replicas: 3,
+          readyDelay: '1s',
+          group: 'ingester',
+          ...(budgeted ? { podLabels: { 'stateward.dev/soak': id } } : {}),
+          ...(maxUnavailable[zone] ? { maxUnavailable: maxUnavailable[zone] } : {}),
+        });
+        set.metadata!.labels = {
+          ...set.metadata!.labels,
+          'grafana.com/prepare-downscale': 'true',
+          'grafana.com/min-time-between-zones-downscale': minTime,
+        };
         set.metadata!.annotations = {
           ...set.metadata!.annotations,
           'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown',
           'grafana.com/prepare-downscale-http-port': String(podPort),
-          ...(zone === 'a' ? mirrorAnnotations('ingester') : { 'grafana.com/rollout-downscale-leader': `ingester-zone-${zone === 'b' ? 'a' : 'b'}` }),
+          ...(zone === 'a'
+            ? mirrorAnnotations('ingester')
+            : { 'grafana.com/rollout-downscale-leader': `ingester-zone-${zone === 'b' ? 'a' : 'b'}` }),
         };
         await kube.create(resources.statefulSets, set);
       }
       if (budgeted) {
-        const zpdb = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: i % 2 === 0 ? 1 : 2, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject;
-        await waitFor('the ZPDB created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
+        const zpdb = {
+          apiVersion: 'rollout-operator.grafana.com/v1',
+          kind: 'ZoneAwarePodDisruptionBudget',
+          metadata: { name: 'ingester', namespace },
+          spec: { maxUnavailable: i % 2 === 0 ? 1 : 2, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+        } as KubeObject;
+        await waitFor('the ZPDB created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
+          timeoutMs: 30_000,
+        });
       }
       for (let app = 0; app < APPS; app++) {
-        await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: `app-config-${app}`, namespace }, data: { value: setupPrng.token(12) } });
-        await kube.create<Secret>(resources.secrets, { metadata: { name: `app-secret-${app}`, namespace }, data: { password: Buffer.from(workload.secretValue()).toString('base64') } });
+        await kube.create<ConfigMap>(resources.configMaps, {
+          metadata: { name: `app-config-${app}`, namespace },
+          data: { value: setupPrng.token(12) },
+        });
+        await kube.create<Secret>(resources.secrets, {
+          metadata: { name: `app-secret-${app}`, namespace },
+          data: { password: Buffer.from(workload.secretValue()).toString('base64') },
+        });
         await kube.create(resources.deployments, {
           metadata: { name: `app-${app}`, namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
           spec: {
@@ -161,7 +217,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
             template: {
               metadata: { labels: { app: `app-${app}` } },
               spec: {
-                containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: `app-config-${app}` } }], volumeMounts: [{ name: 'secret', mountPath: '/etc/secret' }] }],
+                containers: [
+                  {
+                    name: 'app',
+                    image: 'example.invalid/app:1',
+                    envFrom: [{ configMapRef: { name: `app-config-${app}` } }],
+                    volumeMounts: [{ name: 'secret', mountPath: '/etc/secret' }],
+                  },
+                ],
                 volumes: [{ name: 'secret', secret: { secretName: `app-secret-${app}` } }],
               },
             },
@@ -170,25 +233,80 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       }
       await kube.create(resources.deployments, {
         metadata: { name: 'frontend', namespace, labels: { 'grafana.com/no-downscale': 'true' } },
-        spec: { replicas: 2, selector: { matchLabels: { app: 'frontend' } }, template: { metadata: { labels: { app: 'frontend' } }, spec: { containers: [{ name: 'web', image: 'example.invalid/web:1' }] } } },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'frontend' } },
+          template: {
+            metadata: { labels: { app: 'frontend' } },
+            spec: { containers: [{ name: 'web', image: 'example.invalid/web:1' }] },
+          },
+        },
       } as KubeObject);
       await kube.create(resources.statefulSets, {
         metadata: { name: 'cache', namespace, labels: { 'grafana.com/no-downscale': 'true' } },
-        spec: { replicas: 2, serviceName: 'cache', selector: { matchLabels: { app: 'cache' } }, template: { metadata: { labels: { app: 'cache' } }, spec: { containers: [{ name: 'cache', image: 'example.invalid/cache:1' }] } } },
+        spec: {
+          replicas: 2,
+          serviceName: 'cache',
+          selector: { matchLabels: { app: 'cache' } },
+          template: {
+            metadata: { labels: { app: 'cache' } },
+            spec: { containers: [{ name: 'cache', image: 'example.invalid/cache:1' }] },
+          },
+        },
       });
     }
-    await waitFor('every workload Ready before the operator starts', async () => (await unsettled(kube, namespaces)).length === 0, { timeoutMs: 120_000, intervalMs: 500 });
+    await waitFor(
+      'every workload Ready before the operator starts',
+      async () => (await unsettled(kube, namespaces)).length === 0,
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
 
     // The monitor watches from before the operator's first action.
     const monitorLog = openSync(join(o.runDir, 'monitor.log'), 'a');
-    monitor = spawn(process.execPath, [monitorScript, '--kubeconfig', cluster.kubeconfigPath, '--namespaces', namespaces.join(','), '--events-namespaces', operatorNamespace, '--out', monitorOut, '--secrets', secretsFile, '--logs-dir', join(o.runDir, 'logs')], { stdio: ['ignore', monitorLog, monitorLog] });
+    monitor = spawn(
+      process.execPath,
+      [
+        monitorScript,
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--namespaces',
+        namespaces.join(','),
+        '--events-namespaces',
+        operatorNamespace,
+        '--out',
+        monitorOut,
+        '--secrets',
+        secretsFile,
+        '--logs-dir',
+        join(o.runDir, 'logs'),
+      ],
+      { stdio: ['ignore', monitorLog, monitorLog] },
+    );
     closeSync(monitorLog);
-    await waitFor('the monitor synced', () => readMonitor(monitorOut)?.synced === true, { timeoutMs: 60_000, intervalMs: 250, fail: () => (monitor!.exitCode !== null ? `the monitor exited (${monitor!.exitCode}); see ${join(o.runDir, 'monitor.log')}` : undefined) });
+    await waitFor('the monitor synced', () => readMonitor(monitorOut)?.synced === true, {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      fail: () =>
+        monitor!.exitCode !== null
+          ? `the monitor exited (${monitor!.exitCode}); see ${join(o.runDir, 'monitor.log')}`
+          : undefined,
+    });
 
-    pool = await OperatorPool.create({ cluster, namespace: operatorNamespace, watchNamespaces: namespaces, logsDir: join(o.runDir, 'logs'), replicas: 2, clockSteps: true, flags: ['-config-restarts.enabled', '-restart-grace-period=1', '-reconcile.interval=2s'] });
+    pool = await OperatorPool.create({
+      cluster,
+      namespace: operatorNamespace,
+      watchNamespaces: namespaces,
+      logsDir: join(o.runDir, 'logs'),
+      replicas: 2,
+      clockSteps: true,
+      flags: ['-config-restarts.enabled', '-restart-grace-period=1', '-reconcile.interval=2s'],
+    });
     await pool.startAll();
     const operators = pool;
-    await waitFor('a leader elected', async () => (await operators.leader()) !== undefined, { timeoutMs: 30_000, intervalMs: 250 });
+    await waitFor('a leader elected', async () => (await operators.leader()) !== undefined, {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+    });
     proxy = new RoundRobinProxy(() => operators.ports.map((p) => p.https));
     const webhookPort = await proxy.listen();
     const sideEffectsNone = 'None' as const;
@@ -198,23 +316,88 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       validating: true,
       webhooks: namespaces.flatMap((namespace) => [
         { ...evictionWebhook(namespace, webhookPort) },
-        { ...loopbackWebhook({ name: `zpdb-validation-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/zpdb-validation', sideEffects: sideEffectsNone, rules: [{ apiGroups: ['rollout-operator.grafana.com'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['zoneawarepoddisruptionbudgets'], scope: 'Namespaced' }] }) },
-        { ...loopbackWebhook({ name: `no-downscale-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/no-downscale', sideEffects: sideEffectsNone, rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale', 'deployments', 'deployments/scale', 'replicasets', 'replicasets/scale'], scope: 'Namespaced' }] }) },
+        {
+          ...loopbackWebhook({
+            name: `zpdb-validation-${namespace}.grafana.com`,
+            namespace,
+            port: webhookPort,
+            path: '/admission/zpdb-validation',
+            sideEffects: sideEffectsNone,
+            rules: [
+              {
+                apiGroups: ['rollout-operator.grafana.com'],
+                apiVersions: ['v1'],
+                operations: ['CREATE', 'UPDATE'],
+                resources: ['zoneawarepoddisruptionbudgets'],
+                scope: 'Namespaced',
+              },
+            ],
+          }),
+        },
+        {
+          ...loopbackWebhook({
+            name: `no-downscale-${namespace}.grafana.com`,
+            namespace,
+            port: webhookPort,
+            path: '/admission/no-downscale',
+            sideEffects: sideEffectsNone,
+            rules: [
+              {
+                apiGroups: ['apps'],
+                apiVersions: ['v1'],
+                operations: ['UPDATE'],
+                resources: [
+                  'statefulsets',
+                  'statefulsets/scale',
+                  'deployments',
+                  'deployments/scale',
+                  'replicasets',
+                  'replicasets/scale',
+                ],
+                scope: 'Namespaced',
+              },
+            ],
+          }),
+        },
       ]),
     });
     await installLoopbackWebhook(t, kube, {
       name: `${id}-prepare-downscale`,
       namespace: operatorNamespace,
-      webhooks: namespaces.map((namespace) => loopbackWebhook({ name: `prepare-downscale-${namespace}.grafana.com`, namespace, port: webhookPort, path: '/admission/prepare-downscale', sideEffects: 'NoneOnDryRun' })),
+      webhooks: namespaces.map((namespace) =>
+        loopbackWebhook({
+          name: `prepare-downscale-${namespace}.grafana.com`,
+          namespace,
+          port: webhookPort,
+          path: '/admission/prepare-downscale',
+          sideEffects: 'NoneOnDryRun',
+        }),
+      ),
     });
-    log(`soak ${id}: operators ready (ports ${pool.ports.map((p) => `${p.http}/${p.https}`).join(', ')}), webhooks on ${webhookPort}, pod endpoints on ${podPort}; setup took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    log(
+      `soak ${id}: operators ready (ports ${pool.ports.map((p) => `${p.http}/${p.https}`).join(', ')}), webhooks on ${webhookPort}, pod endpoints on ${podPort}; setup took ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
 
     // ----------------------------------------------------------- workload
-    const competitor = new CompetingWriter(kube, () => namespaces.flatMap((namespace): CompetitorTarget[] => [
-      ...ZONES.map((z) => ({ type: resources.statefulSets, namespace, name: `ingester-zone-${z}` })),
-      ...Array.from({ length: APPS }, (_, app) => [{ type: resources.configMaps, namespace, name: `app-config-${app}` }, { type: resources.deployments, namespace, name: `app-${app}` }]).flat(),
-    ]));
-    injector = new FaultInjector({ cluster, pool, endpoints, competitor, prng: faultPrng, log, intervalMs: o.faultIntervalMs ?? [8000, 25_000], ...(o.faultWeights ? { weights: o.faultWeights } : {}) });
+    const competitor = new CompetingWriter(kube, () =>
+      namespaces.flatMap((namespace): CompetitorTarget[] => [
+        ...ZONES.map((z) => ({ type: resources.statefulSets, namespace, name: `ingester-zone-${z}` })),
+        ...Array.from({ length: APPS }, (_, app) => [
+          { type: resources.configMaps, namespace, name: `app-config-${app}` },
+          { type: resources.deployments, namespace, name: `app-${app}` },
+        ]).flat(),
+      ]),
+    );
+    injector = new FaultInjector({
+      cluster,
+      pool,
+      endpoints,
+      competitor,
+      prng: faultPrng,
+      log,
+      intervalMs: o.faultIntervalMs ?? [8000, 25_000],
+      ...(o.faultWeights ? { weights: o.faultWeights } : {}),
+    });
     const stop = new AbortController();
     const sampler = (async () => {
       while (!stop.signal.aborted) {
@@ -232,38 +415,53 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
 
     // ------------------------------------------------------------ quiesce
     const quiesceStart = Date.now();
-    log(`soak ${id}: workload over after ${(workloadMs / 1000).toFixed(0)} s; restoring and waiting for everything to settle`);
+    log(
+      `soak ${id}: workload over after ${(workloadMs / 1000).toFixed(0)} s; restoring and waiting for everything to settle`,
+    );
     await injector.restoreAll();
     for (const node of cluster.nodes) await uncordon(cluster, node.name);
     let settled = true;
     const extra: MonitorReport['violations'] = [];
     try {
-      await waitFor('everything settled', async () => {
-        await operators.sample();
-        const left = await unsettled(kube, namespaces);
-        // The monitor writes its report every 2 s: only one written well after the last action counts.
-        const report = readMonitor(monitorOut);
-        const fresh = report !== undefined && Date.parse(report.writtenAt) >= quiesceStart + 3000;
-        return left.length === 0 && fresh && report.pending.length === 0;
-      }, { timeoutMs: o.quiesceTimeoutMs ?? 180_000, intervalMs: 1000 });
+      await waitFor(
+        'everything settled',
+        async () => {
+          await operators.sample();
+          const left = await unsettled(kube, namespaces);
+          // The monitor writes its report every 2 s: only one written well after the last action counts.
+          const report = readMonitor(monitorOut);
+          const fresh = report !== undefined && Date.parse(report.writtenAt) >= quiesceStart + 3000;
+          return left.length === 0 && fresh && report.pending.length === 0;
+        },
+        { timeoutMs: o.quiesceTimeoutMs ?? 180_000, intervalMs: 1000 },
+      );
     } catch (error) {
       if (!(error instanceof DeadlineError)) throw error;
       settled = false;
       const left = await unsettled(kube, namespaces).catch((e: unknown) => [String(e)]);
-      extra.push({ at: new Date().toISOString(), kind: 'not-settled-after-quiesce', message: `not settled ${((o.quiesceTimeoutMs ?? 180_000) / 1000).toFixed(0)} s after the faults and the workload stopped: ${left.join('; ') || 'config changes pending (see the monitor)'}` });
+      extra.push({
+        at: new Date().toISOString(),
+        kind: 'not-settled-after-quiesce',
+        message: `not settled ${((o.quiesceTimeoutMs ?? 180_000) / 1000).toFixed(0)} s after the faults and the workload stopped: ${left.join('; ') || 'config changes pending (see the monitor)'}`,
+      });
     }
     const quiesceMs = Date.now() - quiesceStart;
     await operators.sample();
     monitor.kill('SIGTERM');
     const child = monitor;
-    await waitFor('the monitor to write its final report', () => readMonitor(monitorOut)?.final === true || child.exitCode !== null, { timeoutMs: 180_000, intervalMs: 250 });
+    await waitFor(
+      'the monitor to write its final report',
+      () => readMonitor(monitorOut)?.final === true || child.exitCode !== null,
+      { timeoutMs: 180_000, intervalMs: 250 },
+    );
     const report = readMonitor(monitorOut);
     if (!report?.final) throw new Error(`the monitor wrote no final report; see ${join(o.runDir, 'monitor.log')}`);
 
     const records = injector.records;
     const byKind: Record<string, number> = {};
     for (const r of records) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
-    const evictions = (reason: (key: string) => boolean) => operators.total((k) => k.startsWith('rollout_operator_zpdb_eviction_requests_total{') && reason(k));
+    const evictions = (reason: (key: string) => boolean) =>
+      operators.total((k) => k.startsWith('rollout_operator_zpdb_eviction_requests_total{') && reason(k));
     const result: SoakReport = {
       id,
       seed: o.seed,
@@ -275,18 +473,32 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       settled,
       violations: [...report.violations, ...extra],
       monitor: report.counters,
-      faults: { injected: records.length, failed: records.filter((r) => !r.ok).length, byKind, records, componentsRestartedBySupervisor: injector.restartedComponents },
+      faults: {
+        injected: records.length,
+        failed: records.filter((r) => !r.ok).length,
+        byKind,
+        records,
+        componentsRestartedBySupervisor: injector.restartedComponents,
+      },
       unconfirmedOperatorDeletes: report.unconfirmedOperatorDeletes ?? [],
       actions: workload.counts,
       rolloutsCompleted: report.counters['rolloutsCompleted'] ?? 0,
       restartsApplied: report.counters['restarts'] ?? 0,
-      evictionsDecided: { allowed: evictions((k) => k.includes('reason="allowed"')), denied: evictions((k) => !k.includes('reason="allowed"')), total: evictions(() => true) },
+      evictionsDecided: {
+        allowed: evictions((k) => k.includes('reason="allowed"')),
+        denied: evictions((k) => !k.includes('reason="allowed"')),
+        total: evictions(() => true),
+      },
       operator: {
         peakRssBytes: operators.peakRssBytes,
         peakRssBySlot: operators.peakRssBySlot,
         rssMiBByMinute: operators.rssByMinute,
         replicaStarts: operators.starts,
-        conflicts409: operators.total((k) => k.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count{') && k.includes('status_code="409"')),
+        conflicts409: operators.total(
+          (k) =>
+            k.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count{') &&
+            k.includes('status_code="409"'),
+        ),
         podsDeleted: operators.total((k) => k.startsWith('stateward_rollout_pods_deleted_total{')),
       },
       competitor: { patches: competitor.patches, failures: competitor.failures },
@@ -315,35 +527,63 @@ export function readMonitor(path: string): MonitorReport | undefined {
   }
 }
 
-type Workloadish = KubeObject & { spec?: { replicas?: number }; status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; availableReplicas?: number; observedGeneration?: number; currentRevision?: string; updateRevision?: string } };
+type Workloadish = KubeObject & {
+  spec?: { replicas?: number };
+  status?: {
+    replicas?: number;
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    availableReplicas?: number;
+    observedGeneration?: number;
+    currentRevision?: string;
+    updateRevision?: string;
+  };
+};
 
 /** What is not settled yet: groups at their ReplicaTemplate's replicas, rolled out and Ready; Deployments rolled out; no-downscale objects Ready. */
 export async function unsettled(kube: KubeClient, namespaces: string[]): Promise<string[]> {
   const out: string[] = [];
   for (const namespace of namespaces) {
-    const template = await kube.get<KubeObject & { spec?: { replicas?: number } }>(REPLICA_TEMPLATE, { namespace, name: 'ingester' }).catch(() => undefined);
+    const template = await kube
+      .get<KubeObject & { spec?: { replicas?: number } }>(REPLICA_TEMPLATE, { namespace, name: 'ingester' })
+      .catch(() => undefined);
     const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
     const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
     for (const set of sets as Workloadish[]) {
       const name = set.metadata?.name ?? '';
-      const want = name.startsWith('ingester-zone-') ? (template?.spec?.replicas ?? set.spec?.replicas) : set.spec?.replicas;
+      const want = name.startsWith('ingester-zone-')
+        ? (template?.spec?.replicas ?? set.spec?.replicas)
+        : set.spec?.replicas;
       const s = set.status ?? {};
       const own = pods.filter((p) => p.metadata?.ownerReferences?.some((r) => r.uid === set.metadata?.uid));
-      const ready = own.filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      const ready = own.filter(
+        (p) =>
+          !p.metadata?.deletionTimestamp &&
+          p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
       const problems: string[] = [];
       if (set.spec?.replicas !== want) problems.push(`replicas ${set.spec?.replicas}, want ${want}`);
       if (s.observedGeneration !== set.metadata?.generation) problems.push('generation not observed');
       if (ready.length !== want || own.length !== want) problems.push(`${ready.length}/${own.length} pods Ready`);
       if (name.startsWith('ingester-zone-')) {
         if (s.currentRevision !== s.updateRevision) problems.push('currentRevision behind');
-        if (own.some((p) => p.metadata?.labels?.['controller-revision-hash'] !== s.updateRevision)) problems.push('pods on an old revision');
+        if (own.some((p) => p.metadata?.labels?.['controller-revision-hash'] !== s.updateRevision))
+          problems.push('pods on an old revision');
       }
       if (problems.length > 0) out.push(`${namespace}/${name}: ${problems.join(', ')}`);
     }
     for (const d of (await kube.list<Workloadish>(resources.deployments, { namespace })).items) {
       const s = d.status ?? {};
       const want = d.spec?.replicas ?? 1;
-      if (s.observedGeneration !== d.metadata?.generation || s.updatedReplicas !== want || s.availableReplicas !== want || s.replicas !== want) out.push(`${namespace}/deployment ${d.metadata?.name}: ${s.updatedReplicas ?? 0}/${want} updated, ${s.availableReplicas ?? 0} available, ${s.replicas ?? 0} pods`);
+      if (
+        s.observedGeneration !== d.metadata?.generation ||
+        s.updatedReplicas !== want ||
+        s.availableReplicas !== want ||
+        s.replicas !== want
+      )
+        out.push(
+          `${namespace}/deployment ${d.metadata?.name}: ${s.updatedReplicas ?? 0}/${want} updated, ${s.availableReplicas ?? 0} available, ${s.replicas ?? 0} pods`,
+        );
     }
   }
   return out;
@@ -360,8 +600,15 @@ export function summarize(r: SoakReport): string {
     `config restarts applied: ${r.restartsApplied} (content changes seen: ${r.monitor['configContentChanges'] ?? 0}, checksum updates: ${r.monitor['appliedChecksumUpdates'] ?? 0})`,
     `evictions decided (operator metrics, evictions and rolling deletes): ${r.evictionsDecided.total} (${r.evictionsDecided.allowed} allowed, ${r.evictionsDecided.denied} refused); evictions of Ready pods seen: ${r.monitor['evictionsOfReadyPods'] ?? 0}`,
     `downscales seen: ${r.monitor['downscales'] ?? 0} (prepared: ${r.monitor['preparedDownscales'] ?? 0}), upscales: ${r.monitor['upscales'] ?? 0}`,
-    `faults injected: ${r.faults.injected} (${r.faults.failed} failed to inject): ${Object.entries(r.faults.byKind).map(([k, n]) => `${k} ×${n}`).join(', ')}${r.faults.componentsRestartedBySupervisor.length ? `; components that exited by themselves, restarted: ${r.faults.componentsRestartedBySupervisor.join(', ')}` : ''}`,
-    `actions: ${Object.entries(r.actions).sort().map(([k, n]) => `${k} ×${n}`).join(', ')}`,
+    `faults injected: ${r.faults.injected} (${r.faults.failed} failed to inject): ${Object.entries(r.faults.byKind)
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(
+        ', ',
+      )}${r.faults.componentsRestartedBySupervisor.length ? `; components that exited by themselves, restarted: ${r.faults.componentsRestartedBySupervisor.join(', ')}` : ''}`,
+    `actions: ${Object.entries(r.actions)
+      .sort()
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(', ')}`,
     `operator: peak RSS ${mib(r.operator.peakRssBytes)} (per slot ${r.operator.peakRssBySlot.map(mib).join(', ')}; highest per minute, MiB: ${r.operator.rssMiBByMinute.join(' ')}), ${r.operator.replicaStarts} replica starts, ${r.operator.conflicts409} API 409 Conflicts, ${r.operator.podsDeleted} pods deleted`,
     `monitor: ${r.monitor['checksRun'] ?? 0} checks, ${r.monitor['relists'] ?? 0} relists, ${r.monitor['watchErrors'] ?? 0} watch errors, ${r.monitor['deletionsSeenOnlyOnRelist'] ?? 0} deletions seen only on a relist, ${r.monitor['secretValuesWatched'] ?? 0} secret values searched in ${r.monitor['eventVersionsScanned'] ?? 0} Event versions and ${((r.monitor['logBytesScanned'] ?? 0) / 1024).toFixed(0)} KiB of operator logs`,
   ];

@@ -15,7 +15,15 @@ import { kubectl } from '../support/kubectl.ts';
 import { REPLICA_TEMPLATE } from '../support/replica-templates.ts';
 import type { Prng } from './prng.ts';
 
-export const ACTION_KINDS = ['template-change', 'scale', 'drain', 'config-edit', 'secret-edit', 'config-metadata-edit', 'no-downscale-attempt'] as const;
+export const ACTION_KINDS = [
+  'template-change',
+  'scale',
+  'drain',
+  'config-edit',
+  'secret-edit',
+  'config-metadata-edit',
+  'no-downscale-attempt',
+] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
 
 const WEIGHTS: Record<ActionKind, number> = {
@@ -100,19 +108,34 @@ export class Workload {
         if (zones.length === 0) zones.push(prng.pick(ZONES));
         const version = `v${++this.version}`;
         for (const zone of zones) {
-          await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', { spec: { template: { metadata: { annotations: { version } } } } }, { timeoutMs: 15_000 });
+          await kube.patch(
+            resources.statefulSets,
+            { namespace, name: `ingester-zone-${zone}` },
+            'merge',
+            { spec: { template: { metadata: { annotations: { version } } } } },
+            { timeoutMs: 15_000 },
+          );
         }
         this.tally(kind, 'ok');
         this.o.log(`action ${kind} ${namespace} zones ${zones.join(',')} → ${version}`);
         return;
       }
       case 'scale': {
-        const template = await kube.get<KubeObject & { spec?: { replicas?: number } }>(REPLICA_TEMPLATE, { namespace, name: 'ingester' });
+        const template = await kube.get<KubeObject & { spec?: { replicas?: number } }>(REPLICA_TEMPLATE, {
+          namespace,
+          name: 'ingester',
+        });
         const current = template.spec?.replicas ?? 3;
         const choices = [];
         for (let r = REPLICA_RANGE[0]; r <= REPLICA_RANGE[1]; r++) if (r !== current) choices.push(r);
         const replicas = prng.pick(choices);
-        await kube.patch(REPLICA_TEMPLATE, { namespace, name: 'ingester' }, 'merge', { spec: { replicas } }, { timeoutMs: 15_000 });
+        await kube.patch(
+          REPLICA_TEMPLATE,
+          { namespace, name: 'ingester' },
+          'merge',
+          { spec: { replicas } },
+          { timeoutMs: 15_000 },
+        );
         this.tally(kind, replicas > current ? 'up' : 'down');
         this.o.log(`action ${kind} ${namespace} ReplicaTemplate ingester ${current} → ${replicas}`);
         return;
@@ -130,7 +153,13 @@ export class Workload {
       }
       case 'config-edit': {
         const app = prng.int(0, APPS - 1);
-        await kube.patch(resources.configMaps, { namespace, name: `app-config-${app}` }, 'merge', { data: { value: prng.token(12) } }, { timeoutMs: 15_000 });
+        await kube.patch(
+          resources.configMaps,
+          { namespace, name: `app-config-${app}` },
+          'merge',
+          { data: { value: prng.token(12) } },
+          { timeoutMs: 15_000 },
+        );
         this.tally(kind, 'ok');
         this.o.log(`action ${kind} ${namespace}/app-config-${app}`);
         return;
@@ -138,25 +167,47 @@ export class Workload {
       case 'secret-edit': {
         const app = prng.int(0, APPS - 1);
         const value = this.secretValue();
-        await kube.patch(resources.secrets, { namespace, name: `app-secret-${app}` }, 'merge', { data: { password: Buffer.from(value).toString('base64') } }, { timeoutMs: 15_000 });
+        await kube.patch(
+          resources.secrets,
+          { namespace, name: `app-secret-${app}` },
+          'merge',
+          { data: { password: Buffer.from(value).toString('base64') } },
+          { timeoutMs: 15_000 },
+        );
         this.tally(kind, 'ok');
         this.o.log(`action ${kind} ${namespace}/app-secret-${app}`);
         return;
       }
       case 'config-metadata-edit': {
         const app = prng.int(0, APPS - 1);
-        await kube.patch(resources.configMaps, { namespace, name: `app-config-${app}` }, 'merge', { metadata: { labels: { 'soak.stateward.dev/touched': String(++this.touches) } } }, { timeoutMs: 15_000 });
+        await kube.patch(
+          resources.configMaps,
+          { namespace, name: `app-config-${app}` },
+          'merge',
+          { metadata: { labels: { 'soak.stateward.dev/touched': String(++this.touches) } } },
+          { timeoutMs: 15_000 },
+        );
         this.tally(kind, 'ok');
         this.o.log(`action ${kind} ${namespace}/app-config-${app}`);
         return;
       }
       case 'no-downscale-attempt': {
-        const [type, kindName, name] = prng.chance(0.5) ? [resources.deployments, 'deployment', 'frontend'] as const : [resources.statefulSets, 'statefulset', 'cache'] as const;
+        const [type, kindName, name] = prng.chance(0.5)
+          ? ([resources.deployments, 'deployment', 'frontend'] as const)
+          : ([resources.statefulSets, 'statefulset', 'cache'] as const);
         const current = (await kube.get<StatefulSet>(type, { namespace, name })).spec?.replicas ?? 1;
         const down = current >= REPLICA_RANGE[1] || current <= 1 ? current > 1 : prng.chance(0.7);
         const replicas = down ? current - 1 : current + 1;
         const result = await kubectl(cluster, '-n', namespace, 'scale', kindName, name, `--replicas=${replicas}`);
-        const outcome = down ? (result.ok ? 'downscale ALLOWED' : /no-downscale/.test(result.out) ? 'downscale denied' : 'downscale failed otherwise') : result.ok ? 'upscale' : 'upscale failed';
+        const outcome = down
+          ? result.ok
+            ? 'downscale ALLOWED'
+            : /no-downscale/.test(result.out)
+              ? 'downscale denied'
+              : 'downscale failed otherwise'
+          : result.ok
+            ? 'upscale'
+            : 'upscale failed';
         this.tally(kind, outcome);
         this.o.log(`action ${kind} ${namespace} ${kindName}/${name} ${current} → ${replicas}: ${outcome}`);
         return;
@@ -167,7 +218,15 @@ export class Workload {
   /** kubectl drain (evictions through the webhook, retried by kubectl on 429), a pause, then uncordon. */
   private async drainNode(node: string, holdMs: number): Promise<void> {
     const { cluster } = this.o;
-    const result = await kubectl(cluster, 'drain', node, `--pod-selector=stateward.dev/soak=${this.o.podTag}`, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=60s');
+    const result = await kubectl(
+      cluster,
+      'drain',
+      node,
+      `--pod-selector=stateward.dev/soak=${this.o.podTag}`,
+      '--ignore-daemonsets',
+      '--delete-emptydir-data',
+      '--timeout=60s',
+    );
     this.tally('drain', result.ok ? 'ok' : 'failed');
     this.o.log(`drain ${node}: ${result.ok ? 'ok' : `failed: ${result.out.trim().split('\n').slice(-2).join(' / ')}`}`);
     await sleep(holdMs);
@@ -181,8 +240,12 @@ export class Workload {
 }
 
 export async function uncordon(cluster: TestCluster, node: string): Promise<void> {
-  await waitFor(`node ${node} uncordoned`, async () => {
-    await cluster.uncordon(node);
-    return true;
-  }, { timeoutMs: 120_000, intervalMs: 1000 });
+  await waitFor(
+    `node ${node} uncordoned`,
+    async () => {
+      await cluster.uncordon(node);
+      return true;
+    },
+    { timeoutMs: 120_000, intervalMs: 1000 },
+  );
 }

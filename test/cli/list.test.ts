@@ -11,7 +11,10 @@ import { resources, type KubeObject, type ObjectList, type ResourceType } from '
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 
 /** A client answering each list call with the next of `answers` (an error is thrown). */
-function fakeClient(answers: (ObjectList<KubeObject> | Error)[]): { client: KubeClient; calls: { type: ResourceType; options: ListOptions }[] } {
+function fakeClient(answers: (ObjectList<KubeObject> | Error)[]): {
+  client: KubeClient;
+  calls: { type: ResourceType; options: ListOptions }[];
+} {
   const calls: { type: ResourceType; options: ListOptions }[] = [];
   const client = {
     serverUrl: 'https://api.example:6443',
@@ -25,7 +28,8 @@ function fakeClient(answers: (ObjectList<KubeObject> | Error)[]): { client: Kube
   return { client: client as unknown as KubeClient, calls };
 }
 
-const apiError = (code: number, reason: string, message: string) => new KubeApiError({ code, reason, message, method: 'GET', path: '/x' });
+const apiError = (code: number, reason: string, message: string) =>
+  new KubeApiError({ code, reason, message, method: 'GET', path: '/x' });
 const named = (name: string): KubeObject => ({ metadata: { name } });
 
 describe('listAll', () => {
@@ -35,10 +39,25 @@ describe('listAll', () => {
       { metadata: { continue: 'b' }, items: null as unknown as KubeObject[] },
       { metadata: {}, items: [named('three')] },
     ]);
-    const listed = await listAll(client, resources.secrets, { namespace: 'mimir', metadataOnly: true, labelSelector: 'a=b' });
+    const listed = await listAll(client, resources.secrets, {
+      namespace: 'mimir',
+      metadataOnly: true,
+      labelSelector: 'a=b',
+    });
     assert.deepEqual(listed, { items: [named('one'), named('two'), named('three')] });
-    assert.deepEqual(calls.map((c) => c.options.continue), [undefined, 'a', 'b']);
-    assert.ok(calls.every((c) => c.options.namespace === 'mimir' && c.options.metadataOnly === true && c.options.labelSelector === 'a=b' && c.options.limit === 500));
+    assert.deepEqual(
+      calls.map((c) => c.options.continue),
+      [undefined, 'a', 'b'],
+    );
+    assert.ok(
+      calls.every(
+        (c) =>
+          c.options.namespace === 'mimir' &&
+          c.options.metadataOnly === true &&
+          c.options.labelSelector === 'a=b' &&
+          c.options.limit === 500,
+      ),
+    );
   });
 
   it('lists a cluster-scoped resource without the namespace', async () => {
@@ -48,24 +67,46 @@ describe('listAll', () => {
   });
 
   it('turns 403 into a message naming the missing permission and what is left out', async () => {
-    const inNamespace = await listAll(fakeClient([apiError(403, 'Forbidden', 'no')]).client, resources.leases, { namespace: 'mimir', without: 'pending evictions are unknown' });
-    assert.deepEqual(inNamespace, { forbidden: true, message: 'forbidden to list leases.coordination.k8s.io in namespace mimir (missing permission: list leases.coordination.k8s.io); pending evictions are unknown' });
+    const inNamespace = await listAll(fakeClient([apiError(403, 'Forbidden', 'no')]).client, resources.leases, {
+      namespace: 'mimir',
+      without: 'pending evictions are unknown',
+    });
+    assert.deepEqual(inNamespace, {
+      forbidden: true,
+      message:
+        'forbidden to list leases.coordination.k8s.io in namespace mimir (missing permission: list leases.coordination.k8s.io); pending evictions are unknown',
+    });
     const clusterWide = await listAll(fakeClient([apiError(403, 'Forbidden', 'no')]).client, resources.pods);
-    assert.deepEqual(clusterWide, { forbidden: true, message: 'forbidden to list pods cluster-wide (missing permission: list pods)' });
+    assert.deepEqual(clusterWide, {
+      forbidden: true,
+      message: 'forbidden to list pods cluster-wide (missing permission: list pods)',
+    });
   });
 
   it('takes 404 as none only for an optional resource', async () => {
-    const notFound = () => fakeClient([apiError(404, 'NotFound', 'the server could not find the requested resource')]).client;
+    const notFound = () =>
+      fakeClient([apiError(404, 'NotFound', 'the server could not find the requested resource')]).client;
     assert.deepEqual(await listAll(notFound(), zpdbResource, { namespace: 'mimir', optional: true }), { items: [] });
     await assert.rejects(listAll(notFound(), zpdbResource, { namespace: 'mimir' }), (error: unknown) => {
       assert.ok(error instanceof CliError);
-      assert.equal(error.message, `cannot list zoneawarepoddisruptionbudgets.${zpdbResource.group} in namespace mimir: 404 NotFound: the server could not find the requested resource`);
+      assert.equal(
+        error.message,
+        `cannot list zoneawarepoddisruptionbudgets.${zpdbResource.group} in namespace mimir: 404 NotFound: the server could not find the requested resource`,
+      );
       return true;
     });
   });
 
   it('throws one clear line for an unreachable API server or refused credentials', async () => {
-    await assert.rejects(listAll(fakeClient([apiError(0, 'NetworkError', 'ECONNREFUSED')]).client, resources.pods), new CliError('cannot reach the Kubernetes API at https://api.example:6443: NetworkError: ECONNREFUSED'));
-    await assert.rejects(listAll(fakeClient([apiError(401, 'Unauthorized', 'Unauthorized')]).client, resources.pods), new CliError("the Kubernetes API at https://api.example:6443 refused the credentials (401 Unauthorized): check the kubeconfig's user"));
+    await assert.rejects(
+      listAll(fakeClient([apiError(0, 'NetworkError', 'ECONNREFUSED')]).client, resources.pods),
+      new CliError('cannot reach the Kubernetes API at https://api.example:6443: NetworkError: ECONNREFUSED'),
+    );
+    await assert.rejects(
+      listAll(fakeClient([apiError(401, 'Unauthorized', 'Unauthorized')]).client, resources.pods),
+      new CliError(
+        "the Kubernetes API at https://api.example:6443 refused the credentials (401 Unauthorized): check the kubeconfig's user",
+      ),
+    );
   });
 });

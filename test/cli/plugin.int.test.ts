@@ -25,17 +25,35 @@ describe('kubectl plugin', { timeout: 120_000 }, () => {
     t.after(() => rm(bin, { recursive: true, force: true }));
     await symlink(PLUGIN, join(bin, 'kubectl-stateward'));
     // The plugin's `#!/usr/bin/env node` finds the project's Node 24 first.
-    const env = { ...process.env, PATH: `${bin}:${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`, KUBECONFIG: cluster.kubeconfigPath };
+    const env = {
+      ...process.env,
+      PATH: `${bin}:${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
+      KUBECONFIG: cluster.kubeconfigPath,
+    };
     const listed = await exec('kubectl', ['plugin', 'list'], { env }).catch((error: { stdout: string }) => error);
     assert.match(listed.stdout, /kubectl-stateward/);
     const { stdout } = await exec('kubectl', ['stateward', 'status', '-n', namespace, '-o', 'json'], { env });
-    const report = JSON.parse(stdout) as { kind: string; namespaces: { namespace: string; groups: { name: string; phase: string; statefulSets: { name: string }[] }[] }[] };
+    const report = JSON.parse(stdout) as {
+      kind: string;
+      namespaces: { namespace: string; groups: { name: string; phase: string; statefulSets: { name: string }[] }[] }[];
+    };
     assert.equal(report.kind, 'Status');
-    assert.deepEqual(report.namespaces.map((n) => n.namespace), [namespace]);
-    assert.deepEqual(report.namespaces[0]!.groups.map((g) => [g.name, g.phase, g.statefulSets.length]), [['ingester', 'complete', 3]]);
-    const doctor = await exec('kubectl', ['stateward', 'doctor', '-n', namespace], { env }).then((r) => ({ ...r, code: 0 }), (error: { stdout: string; stderr: string; code: number }) => error);
+    assert.deepEqual(
+      report.namespaces.map((n) => n.namespace),
+      [namespace],
+    );
+    assert.deepEqual(
+      report.namespaces[0]!.groups.map((g) => [g.name, g.phase, g.statefulSets.length]),
+      [['ingester', 'complete', 3]],
+    );
+    const doctor = await exec('kubectl', ['stateward', 'doctor', '-n', namespace], { env }).then(
+      (r) => ({ ...r, code: 0 }),
+      (error: { stdout: string; stderr: string; code: number }) => error,
+    );
     assert.equal(doctor.code, 0, `${doctor.stdout}${doctor.stderr}`);
-    const usage = await exec('kubectl', ['stateward', 'bogus'], { env }).catch((error: { stderr: string; code: number }) => error);
+    const usage = await exec('kubectl', ['stateward', 'bogus'], { env }).catch(
+      (error: { stderr: string; code: number }) => error,
+    );
     assert.equal((usage as { code?: number }).code, 2);
     assert.match((usage as { stderr: string }).stderr, /usage: kubectl stateward status\|doctor/);
   });

@@ -28,7 +28,8 @@ export interface Binaries {
 }
 
 export function cacheRoot(): string {
-  const base = process.env['STATEWARD_CACHE_DIR'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'stateward');
+  const base =
+    process.env['STATEWARD_CACHE_DIR'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'stateward');
   return resolve(base);
 }
 
@@ -80,16 +81,26 @@ export async function ensureBinaries(options: { log?: (line: string) => void } =
 
   await mkdir(dir, { recursive: true });
   // Two test runs starting at once must not both spend 20 minutes building.
-  const release = await acquireLock(join(dir, '.build.lock'), { waitingMessage: () => log(`waiting for another build in ${dir}`) });
+  const release = await acquireLock(join(dir, '.build.lock'), {
+    waitingMessage: () => log(`waiting for another build in ${dir}`),
+  });
   try {
     const timings: Record<string, number> = {};
     if (!existsSync(binaries.controlPlane)) {
-      log(`building kube-apiserver, kube-controller-manager, kube-scheduler ${versions.KUBERNETES_VERSION} and etcd ${versions.ETCD_VERSION} (cold builds take a while; log: ${join(dir, 'build-controlplane.log')})`);
+      log(
+        `building kube-apiserver, kube-controller-manager, kube-scheduler ${versions.KUBERNETES_VERSION} and etcd ${versions.ETCD_VERSION} (cold builds take a while; log: ${join(dir, 'build-controlplane.log')})`,
+      );
       const started = Date.now();
-      await buildStep('controlplane', dir, 'go', ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${key}`, '-o', `${binaries.controlPlane}.tmp`, '.'], {
-        cwd: controlPlaneModuleDir,
-        env: { GOFLAGS: '-mod=readonly' },
-      });
+      await buildStep(
+        'controlplane',
+        dir,
+        'go',
+        ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${key}`, '-o', `${binaries.controlPlane}.tmp`, '.'],
+        {
+          cwd: controlPlaneModuleDir,
+          env: { GOFLAGS: '-mod=readonly' },
+        },
+      );
       await rename(`${binaries.controlPlane}.tmp`, binaries.controlPlane);
       timings['controlplane'] = Date.now() - started;
     }
@@ -107,15 +118,28 @@ export async function ensureBinaries(options: { log?: (line: string) => void } =
       await rm(gobin, { recursive: true, force: true });
       timings['kwok'] = Date.now() - started;
     }
-    await writeFile(join(dir, 'build-info.json'), JSON.stringify({ key, versions, timingsMs: timings, builtAt: new Date().toISOString() }, null, 2));
-    log(`control plane binaries ready in ${dir} (${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}s`).join(', ')})`);
+    await writeFile(
+      join(dir, 'build-info.json'),
+      JSON.stringify({ key, versions, timingsMs: timings, builtAt: new Date().toISOString() }, null, 2),
+    );
+    log(
+      `control plane binaries ready in ${dir} (${Object.entries(timings)
+        .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}s`)
+        .join(', ')})`,
+    );
   } finally {
     await release();
   }
   return binaries;
 }
 
-async function buildStep(component: string, dir: string, command: string, args: string[], options: { cwd: string; env: Record<string, string> }): Promise<void> {
+async function buildStep(
+  component: string,
+  dir: string,
+  command: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string> },
+): Promise<void> {
   const logPath = join(dir, `build-${component}.log`);
   const logStream = createWriteStream(logPath);
   const code = await new Promise<number>((resolvePromise, reject) => {
@@ -146,13 +170,21 @@ interface RunResult {
 
 async function run(command: string, args: string[], options: { cwd: string }): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, GOTOOLCHAIN: 'local' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, GOTOOLCHAIN: 'local' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', (error) => reject(new Error(`cannot run ${command}: ${error.message}`)));
-    child.on('close', (code) => (code === 0 ? resolvePromise({ stdout, stderr }) : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolvePromise({ stdout, stderr })
+        : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr}`)),
+    );
   });
 }
 

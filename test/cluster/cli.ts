@@ -70,10 +70,14 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
   mkdirSync(clustersRoot(), { recursive: true });
   const supervisorLog = join(clustersRoot(), `${name}.supervisor.log`);
   const fd = openSync(supervisorLog, 'w');
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve', '--name', name, '--nodes-per-zone', String(nodesPerZone)], {
-    detached: true,
-    stdio: ['ignore', fd, fd],
-  });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), 'serve', '--name', name, '--nodes-per-zone', String(nodesPerZone)],
+    {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+    },
+  );
   closeSync(fd);
   child.unref();
   const pid = child.pid;
@@ -82,15 +86,24 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
     return 1;
   }
   try {
-    const state = await waitFor(`cluster "${name}" to become ready`, () => {
-      const state = readState(stateDir);
-      return state?.ready && state.ownerPid === pid ? state : undefined;
-    }, {
-      timeoutMs: 180_000,
-      intervalMs: 250,
-      fail: () => (processAlive(pid) ? undefined : `the cluster failed to start:\n${tail(supervisorLog)}\n(full log: ${supervisorLog})`),
-    });
-    console.error(`cluster "${name}" is up: ${state.nodes.length} nodes, apiserver ${state.server}; logs in ${join(stateDir, 'logs')}`);
+    const state = await waitFor(
+      `cluster "${name}" to become ready`,
+      () => {
+        const state = readState(stateDir);
+        return state?.ready && state.ownerPid === pid ? state : undefined;
+      },
+      {
+        timeoutMs: 180_000,
+        intervalMs: 250,
+        fail: () =>
+          processAlive(pid)
+            ? undefined
+            : `the cluster failed to start:\n${tail(supervisorLog)}\n(full log: ${supervisorLog})`,
+      },
+    );
+    console.error(
+      `cluster "${name}" is up: ${state.nodes.length} nodes, apiserver ${state.server}; logs in ${join(stateDir, 'logs')}`,
+    );
     console.log(`KUBECONFIG=${state.kubeconfig}`);
     return 0;
   } catch (error) {
@@ -131,7 +144,9 @@ async function down(name: string): Promise<number> {
   } catch {
     process.kill(state.ownerPid, 'SIGTERM');
   }
-  await waitFor(`cluster "${name}" (pid ${state.ownerPid}) to stop`, () => !processAlive(state.ownerPid), { timeoutMs: 60_000 });
+  await waitFor(`cluster "${name}" (pid ${state.ownerPid}) to stop`, () => !processAlive(state.ownerPid), {
+    timeoutMs: 60_000,
+  });
   console.error(`cluster "${name}" stopped`);
   return 0;
 }
@@ -145,12 +160,19 @@ async function status(name: string): Promise<number> {
   }
   const live = await controlRequest<typeof state>(state.controlSocket, 'GET', '/state', 5000).catch(() => state);
   const kubeconfig = readFileSync(state.kubeconfig, 'utf8');
-  const b64 = (key: string) => Buffer.from(new RegExp(`${key}: (\\S+)`).exec(kubeconfig)?.[1] ?? '', 'base64').toString();
-  const readyz = await httpStatus(`${state.server}/readyz`, { ca: b64('certificate-authority-data'), cert: b64('client-certificate-data'), key: b64('client-key-data') });
+  const b64 = (key: string) =>
+    Buffer.from(new RegExp(`${key}: (\\S+)`).exec(kubeconfig)?.[1] ?? '', 'base64').toString();
+  const readyz = await httpStatus(`${state.server}/readyz`, {
+    ca: b64('certificate-authority-data'),
+    cert: b64('client-certificate-data'),
+    key: b64('client-key-data'),
+  });
   console.log(`cluster "${name}": ${readyz === 200 ? 'up' : `apiserver not ready (${readyz ?? 'unreachable'})`}`);
   console.log(`  KUBECONFIG=${state.kubeconfig}`);
   console.log(`  apiserver  ${state.server}`);
-  console.log(`  kubernetes ${state.versions.KUBERNETES_VERSION}, etcd ${state.versions.ETCD_VERSION}, kwok ${state.versions.KWOK_VERSION}`);
+  console.log(
+    `  kubernetes ${state.versions.KUBERNETES_VERSION}, etcd ${state.versions.ETCD_VERSION}, kwok ${state.versions.KWOK_VERSION}`,
+  );
   for (const component of COMPONENTS) {
     const info = live.components[component];
     const alive = info.pid !== undefined && processAlive(info.pid);

@@ -87,7 +87,18 @@ export class LocalCluster {
   private exitHook: (() => void) | undefined;
   private tornDown = false;
 
-  private constructor(init: { name: string; stateDir: string; nodes: NodeInfo[]; log: (line: string) => void; pki: ClusterPki; ports: Ports; binaries: Binaries; podCidr: string; extraArgs: Partial<Record<ComponentName, string[]>>; maxPodsPerNode?: number }) {
+  private constructor(init: {
+    name: string;
+    stateDir: string;
+    nodes: NodeInfo[];
+    log: (line: string) => void;
+    pki: ClusterPki;
+    ports: Ports;
+    binaries: Binaries;
+    podCidr: string;
+    extraArgs: Partial<Record<ComponentName, string[]>>;
+    maxPodsPerNode?: number;
+  }) {
     this.name = init.name;
     this.stateDir = init.stateDir;
     this.nodes = init.nodes;
@@ -129,26 +140,49 @@ export class LocalCluster {
     const name = options.name ?? 'default';
     const zones = options.zones ?? DEFAULT_ZONES;
     const nodesPerZone = options.nodesPerZone ?? 2;
-    if (!Number.isInteger(nodesPerZone) || nodesPerZone < 1) throw new Error(`nodesPerZone must be a positive integer, got ${nodesPerZone}`);
+    if (!Number.isInteger(nodesPerZone) || nodesPerZone < 1)
+      throw new Error(`nodesPerZone must be a positive integer, got ${nodesPerZone}`);
     const stateDir = join(clustersRoot(), name);
 
     await reapStaleClusters(log);
     const existing = readState(stateDir);
     if (existing && processAlive(existing.ownerPid)) {
-      throw new Error(`cluster "${name}" is already running (owner pid ${existing.ownerPid}); stop it with \`npm run cluster -- down\``);
+      throw new Error(
+        `cluster "${name}" is already running (owner pid ${existing.ownerPid}); stop it with \`npm run cluster -- down\``,
+      );
     }
     const binaries = await ensureBinaries({ log });
     await rm(stateDir, { recursive: true, force: true });
     await mkdir(join(stateDir, 'logs'), { recursive: true });
 
     const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = await freePorts(6);
-    const ports: Ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! };
+    const ports: Ports = {
+      etcdClient: etcdClient!,
+      etcdPeer: etcdPeer!,
+      apiserver: apiserver!,
+      controllerManager: controllerManager!,
+      scheduler: scheduler!,
+      kwok: kwok!,
+    };
     const pki = await createClusterPki();
     // A loopback /16 per cluster, picked at random so two clusters on one machine rarely share pod IPs.
     const octet = 100 + Math.floor(Math.random() * 100);
     const podCidr = `127.${octet}.0.0/16`;
-    const nodes = zones.flatMap((zone) => Array.from({ length: nodesPerZone }, (_, i) => ({ name: `kwok-${zone}-${i + 1}`, zone })));
-    const cluster = new LocalCluster({ name, stateDir, nodes, log, pki, ports, binaries, podCidr, extraArgs: options.extraArgs ?? {}, maxPodsPerNode: options.maxPodsPerNode });
+    const nodes = zones.flatMap((zone) =>
+      Array.from({ length: nodesPerZone }, (_, i) => ({ name: `kwok-${zone}-${i + 1}`, zone })),
+    );
+    const cluster = new LocalCluster({
+      name,
+      stateDir,
+      nodes,
+      log,
+      pki,
+      ports,
+      binaries,
+      podCidr,
+      extraArgs: options.extraArgs ?? {},
+      maxPodsPerNode: options.maxPodsPerNode,
+    });
     cluster.installExitHook();
     try {
       await cluster.writeFiles();
@@ -182,7 +216,13 @@ export class LocalCluster {
     const kubeconfig = this.kubeconfigPath;
     const logPath = (name: string) => join(d, 'logs', `${name}.log`);
     const peer = `http://127.0.0.1:${p.etcdPeer}`;
-    const delegated = [`--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`, '--bind-address=127.0.0.1', '--leader-elect=false'];
+    const delegated = [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      '--leader-elect=false',
+    ];
     return {
       etcd: {
         name: 'etcd',
@@ -296,12 +336,18 @@ export class LocalCluster {
     }
     await this.createNodes();
     await this.waitNodesReady(remaining());
-    await waitFor('the default ServiceAccount (created by the controller-manager)', async () => {
-      const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
-      return (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' })).metadata?.name;
-    }, { timeoutMs: remaining(), fail: () => this.failure() });
+    await waitFor(
+      'the default ServiceAccount (created by the controller-manager)',
+      async () => {
+        const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
+        return (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' })).metadata?.name;
+      },
+      { timeoutMs: remaining(), fail: () => this.failure() },
+    );
     await this.writeState(true);
-    this.log(`cluster "${this.name}" ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${this.server}, ${this.nodes.length} nodes in ${new Set(this.nodes.map((n) => n.zone)).size} zones`);
+    this.log(
+      `cluster "${this.name}" ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${this.server}, ${this.nodes.length} nodes in ${new Set(this.nodes.map((n) => n.zone)).size} zones`,
+    );
   }
 
   private async waitComponentReady(name: ComponentName, timeoutMs: number): Promise<void> {
@@ -353,11 +399,17 @@ export class LocalCluster {
 
   async waitNodesReady(timeoutMs = 60_000): Promise<void> {
     const core = this.clientNodeConfig().makeApiClient(CoreV1Api);
-    await waitFor(`${this.nodes.length} kwok nodes to become Ready (kwok log: ${this.component('kwok').spec.logPath})`, async () => {
-      const list = await core.listNode({ labelSelector: 'type=kwok' });
-      const ready = list.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      return ready.length >= this.nodes.length;
-    }, { timeoutMs, fail: () => this.failure() });
+    await waitFor(
+      `${this.nodes.length} kwok nodes to become Ready (kwok log: ${this.component('kwok').spec.logPath})`,
+      async () => {
+        const list = await core.listNode({ labelSelector: 'type=kwok' });
+        const ready = list.items.filter((n) =>
+          n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        return ready.length >= this.nodes.length;
+      },
+      { timeoutMs, fail: () => this.failure() },
+    );
   }
 
   // ---- fault injection -------------------------------------------------
@@ -464,8 +516,18 @@ function adminKubeconfig(server: string, pki: ClusterPki): string {
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'stateward-local', cluster: { server, 'certificate-authority-data': b64(pki.ca.cert) } }],
-    users: [{ name: 'stateward-admin', user: { 'client-certificate-data': b64(pki.admin.cert), 'client-key-data': b64(pki.admin.key) } }],
-    contexts: [{ name: 'stateward-local', context: { cluster: 'stateward-local', user: 'stateward-admin', namespace: 'default' } }],
+    users: [
+      {
+        name: 'stateward-admin',
+        user: { 'client-certificate-data': b64(pki.admin.cert), 'client-key-data': b64(pki.admin.key) },
+      },
+    ],
+    contexts: [
+      {
+        name: 'stateward-local',
+        context: { cluster: 'stateward-local', user: 'stateward-admin', namespace: 'default' },
+      },
+    ],
     'current-context': 'stateward-local',
   });
 }

@@ -27,8 +27,10 @@ export async function serveControl(cluster: LocalCluster, onShutdown: () => void
     const match = /^\/components\/([a-z-]+)\/([a-z]+)$/.exec(url);
     if (req.method === 'POST' && match) {
       const [, name, action] = match as unknown as [string, ComponentName, ComponentAction];
-      if (!COMPONENTS.includes(name)) return reply(404, { error: `unknown component "${name}"; one of ${COMPONENTS.join(', ')}` });
-      if (!ACTIONS.includes(action)) return reply(404, { error: `unknown action "${action}"; one of ${ACTIONS.join(', ')}` });
+      if (!COMPONENTS.includes(name))
+        return reply(404, { error: `unknown component "${name}"; one of ${COMPONENTS.join(', ')}` });
+      if (!ACTIONS.includes(action))
+        return reply(404, { error: `unknown action "${action}"; one of ${ACTIONS.join(', ')}` });
       const operations: Record<ComponentAction, () => Promise<void>> = {
         stop: () => cluster.stopComponent(name),
         start: () => cluster.startComponent(name),
@@ -52,7 +54,12 @@ export async function serveControl(cluster: LocalCluster, onShutdown: () => void
   return server;
 }
 
-export async function controlRequest<T>(socketPath: string, method: 'GET' | 'POST', path: string, timeoutMs = 120_000): Promise<T> {
+export async function controlRequest<T>(
+  socketPath: string,
+  method: 'GET' | 'POST',
+  path: string,
+  timeoutMs = 120_000,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const req = request({ socketPath, method, path, timeout: timeoutMs }, (res) => {
       let body = '';
@@ -63,14 +70,21 @@ export async function controlRequest<T>(socketPath: string, method: 'GET' | 'POS
         try {
           parsed = JSON.parse(body) as typeof parsed;
         } catch {
-          return reject(new Error(`cluster control ${method} ${path}: unreadable answer ${JSON.stringify(body.slice(0, 200))}`));
+          return reject(
+            new Error(`cluster control ${method} ${path}: unreadable answer ${JSON.stringify(body.slice(0, 200))}`),
+          );
         }
-        if ((res.statusCode ?? 500) >= 400) return reject(new Error(`cluster control ${method} ${path}: ${parsed.error ?? res.statusCode}`));
+        if ((res.statusCode ?? 500) >= 400)
+          return reject(new Error(`cluster control ${method} ${path}: ${parsed.error ?? res.statusCode}`));
         resolve(parsed as T);
       });
     });
-    req.on('timeout', () => req.destroy(new Error(`cluster control ${method} ${path}: no answer within ${timeoutMs} ms`)));
-    req.on('error', (error) => reject(new Error(`cluster control ${method} ${path} via ${socketPath}: ${error.message}`)));
+    req.on('timeout', () =>
+      req.destroy(new Error(`cluster control ${method} ${path}: no answer within ${timeoutMs} ms`)),
+    );
+    req.on('error', (error) =>
+      reject(new Error(`cluster control ${method} ${path} via ${socketPath}: ${error.message}`)),
+    );
     req.end();
   });
 }

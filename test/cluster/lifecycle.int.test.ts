@@ -38,18 +38,32 @@ describe('local cluster lifecycle', () => {
     const owner = spawn(process.execPath, [cli, 'serve', '--name', name, '--nodes-per-zone', '1'], { stdio: 'ignore' });
     const stateDir = join(clustersRoot(), name);
     try {
-      const state = await waitFor('the orphan cluster to be ready', () => {
-        const s = readState(stateDir);
-        return s?.ready ? s : undefined;
-      }, { timeoutMs: 120_000, fail: () => (owner.exitCode !== null ? `owner exited with ${owner.exitCode}` : undefined) });
-      const pids = Object.values(state.components).map((c) => c.pid).filter((p): p is number => p !== undefined);
+      const state = await waitFor(
+        'the orphan cluster to be ready',
+        () => {
+          const s = readState(stateDir);
+          return s?.ready ? s : undefined;
+        },
+        {
+          timeoutMs: 120_000,
+          fail: () => (owner.exitCode !== null ? `owner exited with ${owner.exitCode}` : undefined),
+        },
+      );
+      const pids = Object.values(state.components)
+        .map((c) => c.pid)
+        .filter((p): p is number => p !== undefined);
       assert.equal(pids.length, 5);
       owner.kill('SIGKILL');
       await waitFor('the owner to die', () => !processAlive(state.ownerPid), { timeoutMs: 10_000 });
       // SIGKILL gives the owner no chance to clean up: its components are still there.
-      assert.ok(pids.some((pid) => processAlive(pid)), 'components outlive a SIGKILLed owner');
+      assert.ok(
+        pids.some((pid) => processAlive(pid)),
+        'components outlive a SIGKILLed owner',
+      );
       await reapStaleClusters();
-      await waitFor('every reaped component to exit', () => pids.every((pid) => !processAlive(pid)), { timeoutMs: 10_000 });
+      await waitFor('every reaped component to exit', () => pids.every((pid) => !processAlive(pid)), {
+        timeoutMs: 10_000,
+      });
       assert.deepEqual(processesMentioning(stateDir), []);
       assert.equal(existsSync(stateDir), false);
     } finally {

@@ -17,7 +17,9 @@ describe('acquireLock', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(second, false);
     await release();
-    await (await pending)();
+    await (
+      await pending
+    )();
     assert.equal(second, true);
   });
 

@@ -35,7 +35,10 @@ export function processesMentioning(text: string): number[] {
   return pids;
 }
 
-export async function acquireLock(path: string, options: { waitingMessage?: () => void; pollMs?: number } = {}): Promise<() => Promise<void>> {
+export async function acquireLock(
+  path: string,
+  options: { waitingMessage?: () => void; pollMs?: number } = {},
+): Promise<() => Promise<void>> {
   let told = false;
   for (;;) {
     try {

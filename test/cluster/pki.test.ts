@@ -15,7 +15,8 @@ describe('cluster PKI', () => {
     assert.ok(server.checkIssued(ca));
     assert.ok(server.verify(ca.publicKey));
     assert.equal(server.ca, false);
-    for (const name of ['DNS:localhost', 'DNS:kubernetes.default.svc', 'IP Address:127.0.0.1']) assert.ok(server.subjectAltName?.includes(name), `${name} in ${server.subjectAltName}`);
+    for (const name of ['DNS:localhost', 'DNS:kubernetes.default.svc', 'IP Address:127.0.0.1'])
+      assert.ok(server.subjectAltName?.includes(name), `${name} in ${server.subjectAltName}`);
     assert.ok(server.checkPrivateKey(createPrivateKey(pki.apiserver.key)));
   });
 
@@ -36,10 +37,19 @@ describe('cluster PKI', () => {
 
   it('completes a mutual TLS handshake with the admin certificate', async () => {
     const pki = await createClusterPki();
-    const server = createServer({ cert: pki.apiserver.cert, key: pki.apiserver.key, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-      const peer = (req.socket as TLSSocket).getPeerCertificate();
-      res.end(peer.subject.CN);
-    });
+    const server = createServer(
+      {
+        cert: pki.apiserver.cert,
+        key: pki.apiserver.key,
+        ca: pki.ca.cert,
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        res.end(peer.subject.CN);
+      },
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const port = (server.address() as { port: number }).port;
@@ -48,7 +58,9 @@ describe('cluster PKI', () => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
           res.on('end', () => resolve(text));
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
       assert.equal(body, 'stateward-admin');
     } finally {

@@ -116,7 +116,13 @@ export async function createClusterPki(): Promise<ClusterPki> {
   const apiserver = await issue(ca, {
     subject: 'CN=kube-apiserver',
     usage: 'server',
-    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+    dnsNames: [
+      'localhost',
+      'kubernetes',
+      'kubernetes.default',
+      'kubernetes.default.svc',
+      'kubernetes.default.svc.cluster.local',
+    ],
     ipAddresses: ['127.0.0.1', '10.96.0.1'],
   });
   // O=system:masters is the group RBAC's bootstrap policy makes cluster admin.

@@ -7,23 +7,34 @@ import { freePorts } from './ports.ts';
 describe('waitFor', () => {
   it('returns the first truthy value', async () => {
     let calls = 0;
-    const value = await waitFor('three calls', () => (++calls === 3 ? 'done' : undefined), { timeoutMs: 5000, intervalMs: 1 });
+    const value = await waitFor('three calls', () => (++calls === 3 ? 'done' : undefined), {
+      timeoutMs: 5000,
+      intervalMs: 1,
+    });
     assert.equal(value, 'done');
     assert.equal(calls, 3);
   });
 
   it('fails with the description and the last error at the deadline', async () => {
     await assert.rejects(
-      waitFor('the impossible', () => {
-        throw new Error('still broken');
-      }, { timeoutMs: 50, intervalMs: 5 }),
-      (error: Error) => error instanceof DeadlineError && /the impossible/.test(error.message) && /still broken/.test(error.message),
+      waitFor(
+        'the impossible',
+        () => {
+          throw new Error('still broken');
+        },
+        { timeoutMs: 50, intervalMs: 5 },
+      ),
+      (error: Error) =>
+        error instanceof DeadlineError && /the impossible/.test(error.message) && /still broken/.test(error.message),
     );
   });
 
   it('stops at once when fail() reports a failure', async () => {
     const started = Date.now();
-    await assert.rejects(waitFor('never', () => false, { timeoutMs: 60_000, fail: () => 'etcd exited with code 1; log: /x' }), /etcd exited/);
+    await assert.rejects(
+      waitFor('never', () => false, { timeoutMs: 60_000, fail: () => 'etcd exited with code 1; log: /x' }),
+      /etcd exited/,
+    );
     assert.ok(Date.now() - started < 5000);
   });
 });

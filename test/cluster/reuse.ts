@@ -8,7 +8,10 @@ import { processAlive } from './lock.ts';
 import { TEST_CLUSTER_ENV } from './testing.ts';
 
 /** The cluster started for this run (to tear down), or undefined when a running one is reused. */
-export async function reuseOrStartCluster(name: string, options: ClusterOptions & { name: string }): Promise<LocalCluster | undefined> {
+export async function reuseOrStartCluster(
+  name: string,
+  options: ClusterOptions & { name: string },
+): Promise<LocalCluster | undefined> {
   const stateDir = process.env[TEST_CLUSTER_ENV] ?? join(clustersRoot(), name);
   const state = readState(stateDir);
   if (state?.ready && processAlive(state.ownerPid)) {

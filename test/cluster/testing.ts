@@ -2,7 +2,12 @@
 // `scripts/test.ts` starts one cluster per run and names its state directory
 // in STATEWARD_TEST_CLUSTER; a file run on its own falls back to the cluster
 // `npm run cluster -- up` started.
-import { CoreV1Api, KubeConfig as ClientNodeKubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubeConfig as ClientNodeKubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { readKubeConfigFile, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
@@ -53,16 +58,25 @@ export class TestCluster {
    * default ServiceAccount so pods can be created at once.
    */
   async namespace(t: Pick<TestContext, 'after' | 'name'>, prefix?: string): Promise<string> {
-    const base = (prefix ?? t.name).toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'test';
+    const base =
+      (prefix ?? t.name)
+        .toLowerCase()
+        .replace(/[^a-z0-9-]+/g, '-')
+        .replace(/^-+|-+$/g, '')
+        .slice(0, 40) || 'test';
     const name = `${base}-${randomBytes(3).toString('hex')}`;
     const core = this.core();
     await core.createNamespace({ body: { metadata: { name, labels: { 'stateward.dev/test': 'true' } } } });
     t.after(async () => {
       await core.deleteNamespace({ name }).catch(() => undefined);
     });
-    await waitFor(`ServiceAccount default in namespace ${name}`, async () => {
-      return (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name;
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      `ServiceAccount default in namespace ${name}`,
+      async () => {
+        return (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })).metadata?.name;
+      },
+      { timeoutMs: 30_000 },
+    );
     return name;
   }
 
@@ -75,7 +89,10 @@ export class TestCluster {
   }
 
   private async setUnschedulable(node: string, unschedulable: boolean): Promise<void> {
-    await this.core().patchNode({ name: node, body: { spec: { unschedulable } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await this.core().patchNode(
+      { name: node, body: { spec: { unschedulable } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 
   /**
@@ -96,14 +113,23 @@ export class TestCluster {
     await mkdir(dir, { recursive: true });
     const path = join(dir, `${namespace}.${serviceAccount}.kubeconfig`);
     const user = `system:serviceaccount:${namespace}:${serviceAccount}`;
-    await writeFile(path, stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'stateward-local', cluster: { server: this.state.server, 'certificate-authority-data': admin.caData } }],
-      users: [{ name: user, user: { token } }],
-      contexts: [{ name: user, context: { cluster: 'stateward-local', user, namespace } }],
-      'current-context': user,
-    }), { mode: 0o600 });
+    await writeFile(
+      path,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'stateward-local',
+            cluster: { server: this.state.server, 'certificate-authority-data': admin.caData },
+          },
+        ],
+        users: [{ name: user, user: { token } }],
+        contexts: [{ name: user, context: { cluster: 'stateward-local', user, namespace } }],
+        'current-context': user,
+      }),
+      { mode: 0o600 },
+    );
     return path;
   }
 
@@ -145,7 +171,9 @@ export class TestCluster {
       if (!response.ok) throw new Error(`etcd ${path}: ${response.status} ${await response.text()}`);
       return (await response.json()) as { header?: { revision?: string } };
     };
-    const revision = Number((await post('/v3/kv/range', { key: Buffer.from('/').toString('base64') })).header?.revision);
+    const revision = Number(
+      (await post('/v3/kv/range', { key: Buffer.from('/').toString('base64') })).header?.revision,
+    );
     if (!Number.isInteger(revision) || revision < 1) throw new Error(`etcd returned no revision`);
     await post('/v3/kv/compaction', { revision, physical: true });
     return revision;

@@ -22,11 +22,19 @@ interface Instruction {
 
 /** Instructions with line continuations joined and comments dropped. */
 function instructions(text: string): Instruction[] {
-  const joined = text.split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n').replace(/\\\n/g, ' ');
-  return joined.split('\n').map((l) => l.trim()).filter((l) => l !== '').map((l) => {
-    const [op, ...rest] = l.split(/\s+/);
-    return { op: op!.toUpperCase(), args: rest.join(' ') };
-  });
+  const joined = text
+    .split('\n')
+    .filter((l) => !l.trimStart().startsWith('#'))
+    .join('\n')
+    .replace(/\\\n/g, ' ');
+  return joined
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .map((l) => {
+      const [op, ...rest] = l.split(/\s+/);
+      return { op: op!.toUpperCase(), args: rest.join(' ') };
+    });
 }
 
 /** The final stage's instructions. */
@@ -49,18 +57,27 @@ function allowedByDockerignore(patterns: string[], path: string): boolean {
 
 describe('Dockerfile', { timeout: 300_000 }, async () => {
   const dockerfile = instructions(await readFile(join(ROOT, 'Dockerfile'), 'utf8'));
-  const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
+  const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    devDependencies: Record<string, string>;
+  };
 
   it('builds on Node 24: the tested Node version for the build stage, distroless Node 24 to run', () => {
     const arg = dockerfile.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_VERSION='));
     assert.equal(arg?.args, `NODE_VERSION=${pkg.devDependencies['node']}`, 'the image runs the Node the tests run on');
     assert.match(pkg.devDependencies['node']!, /^24\./);
     const bases = dockerfile.filter((i) => i.op === 'FROM').map((i) => i.args);
-    assert.deepEqual(bases, ['node:${NODE_VERSION}-bookworm-slim AS build', 'gcr.io/distroless/nodejs24-debian12:nonroot']);
+    assert.deepEqual(bases, [
+      'node:${NODE_VERSION}-bookworm-slim AS build',
+      'gcr.io/distroless/nodejs24-debian12:nonroot',
+    ]);
   });
 
   it('copies only paths that exist and that .dockerignore lets into the context', async () => {
-    const ignore = (await readFile(join(ROOT, '.dockerignore'), 'utf8')).split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const ignore = (await readFile(join(ROOT, '.dockerignore'), 'utf8'))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     const fromContext = dockerfile.filter((i) => i.op === 'COPY' && !i.args.startsWith('--from='));
     assert.ok(fromContext.length >= 3);
     for (const copy of fromContext) {
@@ -71,7 +88,8 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
         assert.ok(allowedByDockerignore(ignore, path), `${path} is in the build context`);
       }
     }
-    for (const excluded of ['node_modules', 'test', 'bench', '.git']) assert.equal(allowedByDockerignore(ignore, excluded), false, `${excluded} stays out of the context`);
+    for (const excluded of ['node_modules', 'test', 'bench', '.git'])
+      assert.equal(allowedByDockerignore(ignore, excluded), false, `${excluded} stays out of the context`);
   });
 
   it('runs as a non-root user with stateward as the entrypoint, the version baked in', () => {
@@ -79,26 +97,45 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
     const user = runtime.findLast((i) => i.op === 'USER')?.args ?? '';
     assert.match(user, /^[1-9]\d*(:[1-9]\d*)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
     assert.equal(runtime.find((i) => i.op === 'ENTRYPOINT')?.args, '["/nodejs/bin/node", "/app/bin/stateward.ts"]');
-    assert.ok(runtime.some((i) => i.op === 'LABEL' && i.args.includes('org.opencontainers.image.version="${VERSION}"')));
+    assert.ok(
+      runtime.some((i) => i.op === 'LABEL' && i.args.includes('org.opencontainers.image.version="${VERSION}"')),
+    );
     const copied = runtime.filter((i) => i.op === 'COPY').map((i) => i.args.split(/\s+/)[1]);
-    assert.deepEqual(copied, ['/app/package.json', '/app/node_modules', '/app/bin', '/app/src'], 'only the production install reaches the runtime stage');
-    assert.ok(dockerfile.some((i) => i.op === 'RUN' && i.args.includes('npm ci --omit=dev')), 'production dependencies only');
+    assert.deepEqual(
+      copied,
+      ['/app/package.json', '/app/node_modules', '/app/bin', '/app/src'],
+      'only the production install reaches the runtime stage',
+    );
+    assert.ok(
+      dockerfile.some((i) => i.op === 'RUN' && i.args.includes('npm ci --omit=dev')),
+      'production dependencies only',
+    );
   });
 
   it('its entrypoint starts from a production-only install, made as the build stage makes it', async () => {
     const app = await mkdtemp(join(tmpdir(), 'stateward-image-'));
     try {
-      for (const path of ['package.json', 'package-lock.json', 'bin', 'src']) await cp(join(ROOT, path), join(app, path), { recursive: true });
-      await exec('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app, maxBuffer: 16 * 1024 * 1024 });
+      for (const path of ['package.json', 'package-lock.json', 'bin', 'src'])
+        await cp(join(ROOT, path), join(app, path), { recursive: true });
+      await exec('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], {
+        cwd: app,
+        maxBuffer: 16 * 1024 * 1024,
+      });
       assert.equal(existsSync(join(app, 'node_modules', 'fast-check')), false, 'no dev dependency installed');
       assert.equal(existsSync(join(app, 'node_modules', 'typescript')), false, 'no dev dependency installed');
       await exec('npm', ['pkg', 'set', 'version=9.9.9-test'], { cwd: app });
       // The tested Node 24 (the image's), from this repository's install.
       const node = join(ROOT, 'node_modules', '.bin', 'node');
-      const { stdout } = await exec(node, [join(app, 'bin', 'stateward.ts'), '-version'], { cwd: '/', env: { PATH: '/usr/bin:/bin', NODE_ENV: 'production' } });
+      const { stdout } = await exec(node, [join(app, 'bin', 'stateward.ts'), '-version'], {
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin', NODE_ENV: 'production' },
+      });
       assert.equal(stdout, 'stateward 9.9.9-test\n', 'the baked-in version');
       // -help loads every module the operator runs (they are imported statically).
-      const help = await exec(node, [join(app, 'bin', 'stateward.ts'), '-help'], { cwd: '/', env: { PATH: '/usr/bin:/bin' } }).catch((error: { stdout: string; stderr: string; code: number }) => error);
+      const help = await exec(node, [join(app, 'bin', 'stateward.ts'), '-help'], {
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+      }).catch((error: { stdout: string; stderr: string; code: number }) => error);
       assert.match(`${help.stdout}${help.stderr}`, /-config-restarts\.enabled/);
     } finally {
       await rm(app, { recursive: true, force: true });

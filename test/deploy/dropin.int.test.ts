@@ -21,7 +21,14 @@ import { evict } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { deleteClusterScoped, kubectlApply, type Manifest } from '../support/manifests.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { changeTemplate, createGroup, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  waitRolledOut,
+} from '../support/rollout-group.ts';
 
 const exec = promisify(execFile);
 const cluster = testCluster();
@@ -29,9 +36,20 @@ const FIXTURE = fileURLToPath(new URL('./fixtures/rollout-operator.yaml', import
 const BIN = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
 const CRDS = fileURLToPath(new URL('../../deploy/crds/', import.meta.url));
 
-type Deployment = Manifest & { spec: { template: { spec: { serviceAccountName: string; containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] } } } };
+type Deployment = Manifest & {
+  spec: {
+    template: {
+      spec: {
+        serviceAccountName: string;
+        containers: { args: string[]; ports: { name: string; containerPort: number }[] }[];
+      };
+    };
+  };
+};
 type Service = Manifest & { spec: { ports: { port: number; targetPort: number }[] } };
-type WebhookConfiguration = Manifest & { webhooks: { clientConfig: { service?: { path?: string; port?: number }; url?: string; caBundle?: string } }[] };
+type WebhookConfiguration = Manifest & {
+  webhooks: { clientConfig: { service?: { path?: string; port?: number }; url?: string; caBundle?: string } }[];
+};
 
 /** A flag's default as `stateward -help` prints it (Go flag style). */
 async function flagDefault(name: string): Promise<string | undefined> {
@@ -45,63 +63,139 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
   it("a rollout-operator user's manifests run Stateward unchanged: a rollout and a denied downscale", async (t) => {
     const namespace = await cluster.namespace(t);
     const kube = testClient(cluster);
-    const docs = parseAllDocuments((await readFile(FIXTURE, 'utf8')).replaceAll('NAMESPACE', namespace)).map((d) => d.toJS() as Manifest);
+    const docs = parseAllDocuments((await readFile(FIXTURE, 'utf8')).replaceAll('NAMESPACE', namespace)).map(
+      (d) => d.toJS() as Manifest,
+    );
     const deployment = docs.find((d): d is Deployment => d.kind === 'Deployment')!;
     const service = docs.find((d): d is Service => d.kind === 'Service')!;
     const container = deployment.spec.template.spec.containers[0]!;
 
     // The ports line up the way rollout-operator's do, with Stateward's defaults.
-    assert.deepEqual(service.spec.ports.map((p) => [p.port, p.targetPort]), [[443, 8443]]);
+    assert.deepEqual(
+      service.spec.ports.map((p) => [p.port, p.targetPort]),
+      [[443, 8443]],
+    );
     assert.equal(await flagDefault('server-tls.port'), '8443', 'the Service targets the default HTTPS port');
     assert.equal(await flagDefault('server.port'), '8001', 'the readiness probe targets the default HTTP port');
-    assert.equal(await flagDefault('server-tls.self-signed-cert.secret-name'), 'rollout-operator-self-signed-certificate');
+    assert.equal(
+      await flagDefault('server-tls.self-signed-cert.secret-name'),
+      'rollout-operator-self-signed-certificate',
+    );
 
     const [webhookPort] = (await freePorts(1)) as [number];
-    const installed = docs.filter((d) => d.kind !== 'Deployment' && d.kind !== 'Service').map((d) => {
-      if (d.kind !== 'ValidatingWebhookConfiguration') return d;
-      const config = structuredClone(d) as WebhookConfiguration;
-      for (const w of config.webhooks) w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
-      return config;
-    });
+    const installed = docs
+      .filter((d) => d.kind !== 'Deployment' && d.kind !== 'Service')
+      .map((d) => {
+        if (d.kind !== 'ValidatingWebhookConfiguration') return d;
+        const config = structuredClone(d) as WebhookConfiguration;
+        for (const w of config.webhooks)
+          w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
+        return config;
+      });
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, installed));
     await kubectlApply(cluster.kubeconfigPath, installed);
     // Their CRDs: rollout-operator's, which Stateward's are identical to.
     const crds = await kubectl(cluster, 'apply', '-k', CRDS);
     assert.ok(crds.ok, crds.out);
-    assert.ok((await kubectl(cluster, 'wait', '--for=condition=Established', '--timeout=30s', 'crd/zoneawarepoddisruptionbudgets.rollout-operator.grafana.com')).ok);
+    assert.ok(
+      (
+        await kubectl(
+          cluster,
+          'wait',
+          '--for=condition=Established',
+          '--timeout=30s',
+          'crd/zoneawarepoddisruptionbudgets.rollout-operator.grafana.com',
+        )
+      ).ok,
+    );
 
     // Their StatefulSets, with the pod-template `name` label rollout-operator needs.
-    await createGroup(kube, namespace, { a: { podLabels: { name: 'ingester-zone-a' } }, b: { podLabels: { name: 'ingester-zone-b' } }, c: { podLabels: { name: 'ingester-zone-c' } } });
+    await createGroup(kube, namespace, {
+      a: { podLabels: { name: 'ingester-zone-a' } },
+      b: { podLabels: { name: 'ingester-zone-b' } },
+      c: { podLabels: { name: 'ingester-zone-c' } },
+    });
     await waitGroupSettled(kube, namespace, 60_000);
 
-    const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, deployment.spec.template.spec.serviceAccountName);
-    await waitFor('their RBAC in effect', async () => (await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', 'delete', 'pods', '-n', namespace]).catch(() => ({ stdout: 'no' }))).stdout.trim() === 'yes', { timeoutMs: 30_000 });
+    const kubeconfig = await cluster.serviceAccountKubeconfig(
+      namespace,
+      deployment.spec.template.spec.serviceAccountName,
+    );
+    await waitFor(
+      'their RBAC in effect',
+      async () =>
+        (
+          await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', 'delete', 'pods', '-n', namespace]).catch(
+            () => ({ stdout: 'no' }),
+          )
+        ).stdout.trim() === 'yes',
+      { timeoutMs: 30_000 },
+    );
     // Their flags, as written; only where to listen differs on this machine.
-    const op = await OperatorProcess.start(cluster, namespace, [...container.args, `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost'], { kubeconfig });
+    const op = await OperatorProcess.start(
+      cluster,
+      namespace,
+      [...container.args, `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost'],
+      { kubeconfig },
+    );
     t.after(() => op.stop());
     // Leases (budget ledgers) and Events are not in their Role: it must start anyway.
     await op.waitReady();
 
     // Their certificate Secret (keys ca, cert, key) and CA injection by label.
-    const secret = await waitFor('the certificate Secret', () => kube.get<Secret>(resources.secrets, { namespace, name: 'rollout-operator-self-signed-certificate' }).catch(() => undefined), { timeoutMs: 30_000 });
+    const secret = await waitFor(
+      'the certificate Secret',
+      () =>
+        kube
+          .get<Secret>(resources.secrets, { namespace, name: 'rollout-operator-self-signed-certificate' })
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
     assert.deepEqual(Object.keys(secret.data ?? {}).sort(), ['ca', 'cert', 'key']);
     for (const name of [`no-downscale-${namespace}`, `pod-eviction-${namespace}`]) {
-      await waitFor(`the CA injected into ${name}`, async () => (await kube.get<WebhookConfiguration>(resources.validatingWebhookConfigurations, { name })).webhooks.every((w) => w.clientConfig.caBundle), { timeoutMs: 30_000 });
+      await waitFor(
+        `the CA injected into ${name}`,
+        async () =>
+          (await kube.get<WebhookConfiguration>(resources.validatingWebhookConfigurations, { name })).webhooks.every(
+            (w) => w.clientConfig.caBundle,
+          ),
+        { timeoutMs: 30_000 },
+      );
     }
 
     for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, namespace, zone, '2');
     await waitRevisionsPending(kube, namespace);
     await waitRolledOut(kube, namespace);
 
-    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { labels: { 'grafana.com/no-downscale': 'true' } } });
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', {
+      metadata: { labels: { 'grafana.com/no-downscale': 'true' } },
+    });
     const denied = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.equal(denied.ok, false);
-    assert.match(denied.out, new RegExp(`downscale of statefulsets/ingester-zone-a in ${namespace} from 3 to 1 replicas is not allowed because it has the label 'grafana.com/no-downscale=true'`));
-    assert.ok((await op.metric(`rollout_operator_group_reconciles_total{rollout_group="ingester"}`) ?? 0) > 0, "rollout-operator's metric names");
+    assert.match(
+      denied.out,
+      new RegExp(
+        `downscale of statefulsets/ingester-zone-a in ${namespace} from 3 to 1 replicas is not allowed because it has the label 'grafana.com/no-downscale=true'`,
+      ),
+    );
+    assert.ok(
+      ((await op.metric(`rollout_operator_group_reconciles_total{rollout_group="ingester"}`)) ?? 0) > 0,
+      "rollout-operator's metric names",
+    );
     // Their zone-aware budget holds, its ledger kept in the process (their Role has no Leases).
     await waitGroupSettled(kube, namespace, 60_000);
-    await kube.create(zpdbResource, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject);
-    await waitFor('the budget cached', async () => (await op.metric('rollout_operator_zpdb_configurations_observed_total{result="updated"}') ?? 0) >= 1, { timeoutMs: 30_000 });
+    await kube.create(zpdbResource, {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    } as KubeObject);
+    await waitFor(
+      'the budget cached',
+      async () =>
+        ((await op.metric('rollout_operator_zpdb_configurations_observed_total{result="updated"}')) ?? 0) >= 1,
+      { timeoutMs: 30_000 },
+    );
     assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
     const second = await evict(kube, namespace, 'ingester-zone-c-0');
     assert.equal(second.code, 429, 'a second zone refused');

@@ -7,7 +7,20 @@ import { parse, parseAllDocuments } from 'yaml';
 import { generatedFiles, staleFiles } from '../../deploy/generate.ts';
 import { DEFAULT_TRACKING_CONFIG_MAP } from '../../src/drain/reschedule/config.ts';
 import { registerRescheduleFlags } from '../../src/drain/reschedule/webhook.ts';
-import { CERTIFICATE_SECRET, CHECKSUM_KEY_SECRET, FEATURES, LEADER_LEASE, PERMISSIONS, policyRules, RESCHEDULE_TRACKING_CONFIGMAP, RESCHEDULE_WEBHOOK_CONFIGURATION, ROLLOUT_STATUS_CONFIGMAP, WEBHOOK_CONFIGURATIONS, ZONE_TRACKER_CONFIGMAP, type KubeRule } from '../../src/rbac/permissions.ts';
+import {
+  CERTIFICATE_SECRET,
+  CHECKSUM_KEY_SECRET,
+  FEATURES,
+  LEADER_LEASE,
+  PERMISSIONS,
+  policyRules,
+  RESCHEDULE_TRACKING_CONFIGMAP,
+  RESCHEDULE_WEBHOOK_CONFIGURATION,
+  ROLLOUT_STATUS_CONFIGMAP,
+  WEBHOOK_CONFIGURATIONS,
+  ZONE_TRACKER_CONFIGMAP,
+  type KubeRule,
+} from '../../src/rbac/permissions.ts';
 import { registerRestartFlags } from '../../src/restarts/controller.ts';
 import { STATUS_CONFIGMAP } from '../../src/rollout/status.ts';
 import { registerRuntimeFlags } from '../../src/runtime/config.ts';
@@ -19,7 +32,13 @@ const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 
 /** The webhook configurations a kustomize component ships, by kind. */
 function shippedConfigurations(...files: string[]): { kind: string; name: string }[] {
-  return files.flatMap((f) => parseAllDocuments(readFileSync(`${DEPLOY}kustomize/components/${f}`, 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string } })).map((d) => ({ kind: d.kind, name: d.metadata.name }));
+  return files
+    .flatMap((f) =>
+      parseAllDocuments(readFileSync(`${DEPLOY}kustomize/components/${f}`, 'utf8')).map(
+        (d) => d.toJS() as { kind: string; metadata: { name: string } },
+      ),
+    )
+    .map((d) => ({ kind: d.kind, name: d.metadata.name }));
 }
 
 /** Flag defaults as `stateward -help` prints them. */
@@ -48,7 +67,8 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
       for (const rule of PERMISSIONS[feature]) {
         assert.ok(rule.why.length > 10, `${feature}: ${JSON.stringify(rule)}`);
         assert.ok(rule.verbs.length > 0);
-        for (const value of [...rule.verbs, ...rule.resources, ...rule.apiGroups]) assert.notEqual(value, '*', `${feature} grants a wildcard`);
+        for (const value of [...rule.verbs, ...rule.resources, ...rule.apiGroups])
+          assert.notEqual(value, '*', `${feature} grants a wildcard`);
       }
     }
   });
@@ -57,7 +77,9 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     const once = policyRules(['rollouts'], ['managed']);
     assert.deepEqual(policyRules(['rollouts', 'rollouts'], ['managed']), once);
     assert.deepEqual(policyRules(['rollouts'], ['cluster']), [], 'rollouts alone needs nothing cluster-scoped');
-    assert.ok(policyRules(['webhooks'], ['cluster']).some((r) => r.resources.includes('validatingwebhookconfigurations')));
+    assert.ok(
+      policyRules(['webhooks'], ['cluster']).some((r) => r.resources.includes('validatingwebhookconfigurations')),
+    );
   });
 
   it('names in resourceNames are the defaults of the flags (and constants) that name those objects', () => {
@@ -72,25 +94,45 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
   });
 
   it('webhook-configuration names are exactly the shipped configurations', () => {
-    const names = (kind: string, list: { kind: string; name: string }[]) => list.filter((c) => c.kind === kind).map((c) => c.name).sort();
-    const webhooks = shippedConfigurations('webhooks/no-downscale.yaml', 'webhooks/prepare-downscale.yaml', 'webhooks/pod-eviction.yaml');
+    const names = (kind: string, list: { kind: string; name: string }[]) =>
+      list
+        .filter((c) => c.kind === kind)
+        .map((c) => c.name)
+        .sort();
+    const webhooks = shippedConfigurations(
+      'webhooks/no-downscale.yaml',
+      'webhooks/prepare-downscale.yaml',
+      'webhooks/pod-eviction.yaml',
+    );
     assert.deepEqual(names('ValidatingWebhookConfiguration', webhooks), [...WEBHOOK_CONFIGURATIONS.validating].sort());
     assert.deepEqual(names('MutatingWebhookConfiguration', webhooks), [...WEBHOOK_CONFIGURATIONS.mutating].sort());
-    assert.deepEqual(shippedConfigurations('reschedule/reschedule-on-eviction.yaml'), [{ kind: 'ValidatingWebhookConfiguration', name: RESCHEDULE_WEBHOOK_CONFIGURATION }]);
+    assert.deepEqual(shippedConfigurations('reschedule/reschedule-on-eviction.yaml'), [
+      { kind: 'ValidatingWebhookConfiguration', name: RESCHEDULE_WEBHOOK_CONFIGURATION },
+    ]);
     // The components pass the same names to -webhooks.ca-bundle-configurations (the reschedule one all five).
-    const flag = (component: string) => /-webhooks\.ca-bundle-configurations=(\S+)/.exec(readFileSync(`${DEPLOY}kustomize/components/${component}/kustomization.yaml`, 'utf8'))?.[1]?.split(',').sort();
+    const flag = (component: string) =>
+      /-webhooks\.ca-bundle-configurations=(\S+)/
+        .exec(readFileSync(`${DEPLOY}kustomize/components/${component}/kustomization.yaml`, 'utf8'))?.[1]
+        ?.split(',')
+        .sort();
     const shipped = [...WEBHOOK_CONFIGURATIONS.validating, ...WEBHOOK_CONFIGURATIONS.mutating];
     assert.deepEqual(flag('webhooks'), [...shipped].sort());
     assert.deepEqual(flag('reschedule'), [...shipped, RESCHEDULE_WEBHOOK_CONFIGURATION].sort());
   });
 
   it('no render grants ConfigMap writes or webhook-configuration patches beyond fixed names, nor any Lease delete (namespaced, cluster-wide, chart)', () => {
-    const allowed = [...WEBHOOK_CONFIGURATIONS.validating, ...WEBHOOK_CONFIGURATIONS.mutating, RESCHEDULE_WEBHOOK_CONFIGURATION];
+    const allowed = [
+      ...WEBHOOK_CONFIGURATIONS.validating,
+      ...WEBHOOK_CONFIGURATIONS.mutating,
+      RESCHEDULE_WEBHOOK_CONFIGURATION,
+    ];
     const files = generatedFiles();
     let checked = 0;
     for (const mode of ['namespaced', 'cluster-wide']) {
       for (const feature of FEATURES) {
-        const docs = parseAllDocuments(files.get(`kustomize/rbac/${mode}/${feature}/rbac.yaml`)!).map((d) => d.toJS() as { kind: string; rules?: KubeRule[] });
+        const docs = parseAllDocuments(files.get(`kustomize/rbac/${mode}/${feature}/rbac.yaml`)!).map(
+          (d) => d.toJS() as { kind: string; rules?: KubeRule[] },
+        );
         for (const role of docs.filter((d) => d.rules)) {
           assert.deepEqual(narrowingViolations(role.rules!, allowed), [], `${mode}/${feature} ${role.kind}`);
           checked += role.rules!.length;
@@ -98,12 +140,49 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
       }
     }
     const chart = parse(files.get('helm/stateward/files/rbac.yaml')!) as Record<string, Record<string, KubeRule[]>>;
-    for (const [feature, scopes] of Object.entries(chart)) for (const [scope, rules] of Object.entries(scopes)) assert.deepEqual(narrowingViolations(rules, allowed), [], `chart ${feature}/${scope}`);
+    for (const [feature, scopes] of Object.entries(chart))
+      for (const [scope, rules] of Object.entries(scopes))
+        assert.deepEqual(narrowingViolations(rules, allowed), [], `chart ${feature}/${scope}`);
     assert.ok(checked > 30, 'the renders were read');
     // The method itself catches what it is meant to.
-    assert.equal(narrowingViolations([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] }], allowed).length, 1);
-    assert.equal(narrowingViolations([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['delete'], resourceNames: ['x'] }], allowed).length, 1);
-    assert.equal(narrowingViolations([{ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['list', 'watch', 'patch'] }], allowed).length, 1);
-    assert.equal(narrowingViolations([{ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['patch'], resourceNames: ['someone-elses'] }], allowed).length, 1);
+    assert.equal(
+      narrowingViolations([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] }], allowed)
+        .length,
+      1,
+    );
+    assert.equal(
+      narrowingViolations(
+        [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['delete'], resourceNames: ['x'] }],
+        allowed,
+      ).length,
+      1,
+    );
+    assert.equal(
+      narrowingViolations(
+        [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['mutatingwebhookconfigurations'],
+            verbs: ['list', 'watch', 'patch'],
+          },
+        ],
+        allowed,
+      ).length,
+      1,
+    );
+    assert.equal(
+      narrowingViolations(
+        [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['mutatingwebhookconfigurations'],
+            verbs: ['patch'],
+            resourceNames: ['someone-elses'],
+          },
+        ],
+        allowed,
+      ).length,
+      1,
+    );
   });
 });

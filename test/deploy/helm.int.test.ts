@@ -35,7 +35,9 @@ async function helm(...args: string[]): Promise<{ ok: boolean; out: string }> {
 async function template(namespace: string, values: string[]): Promise<Manifest[]> {
   const rendered = await helm('template', 'stateward', CHART, '-n', namespace, ...values.flatMap((v) => ['--set', v]));
   assert.ok(rendered.ok, rendered.out);
-  return parseAllDocuments(rendered.out).map((d) => d.toJS() as Manifest).filter((d) => d !== null);
+  return parseAllDocuments(rendered.out)
+    .map((d) => d.toJS() as Manifest)
+    .filter((d) => d !== null);
 }
 
 type Rules = Manifest & { rules: KubeRule[] };
@@ -44,9 +46,15 @@ type Webhooks = Manifest & { webhooks: Record<string, unknown>[] };
 type Service = Manifest & { spec: { ports: unknown[] } };
 type NetworkPolicy = Manifest & { spec: { policyTypes: string[]; ingress: unknown[] } };
 
-const isWebhookConfiguration = (d: Manifest): d is Webhooks => d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration';
+const isWebhookConfiguration = (d: Manifest): d is Webhooks =>
+  d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration';
 /** The chart names each shipped webhook configuration `<name>-<namespace>`, in its RBAC too. */
-const inChart = (rules: KubeRule[], namespace: string) => rules.map((r) => (r.apiGroups.includes('admissionregistration.k8s.io') && r.resourceNames ? { ...r, resourceNames: r.resourceNames.map((n) => `${n}-${namespace}`) } : r));
+const inChart = (rules: KubeRule[], namespace: string) =>
+  rules.map((r) =>
+    r.apiGroups.includes('admissionregistration.k8s.io') && r.resourceNames
+      ? { ...r, resourceNames: r.resourceNames.map((n) => `${n}-${namespace}`) }
+      : r,
+  );
 
 interface Case {
   name: string;
@@ -59,22 +67,52 @@ interface Case {
 
 const CASES: Case[] = [
   { name: 'defaults (rollouts)', values: [], features: ['rollouts'], clusterWide: false, overlay: 'rollouts' },
-  { name: 'webhooks', values: ['webhooks.enabled=true'], features: ['rollouts', 'webhooks'], clusterWide: false, overlay: 'webhooks' },
-  { name: 'cluster-wide', values: ['clusterWide=true'], features: ['rollouts'], clusterWide: true, overlay: 'cluster-wide' },
-  { name: 'ha', values: ['leaderElection.enabled=true', 'replicas=2'], features: ['rollouts', 'leader-election'], clusterWide: false, overlay: 'ha' },
+  {
+    name: 'webhooks',
+    values: ['webhooks.enabled=true'],
+    features: ['rollouts', 'webhooks'],
+    clusterWide: false,
+    overlay: 'webhooks',
+  },
+  {
+    name: 'cluster-wide',
+    values: ['clusterWide=true'],
+    features: ['rollouts'],
+    clusterWide: true,
+    overlay: 'cluster-wide',
+  },
+  {
+    name: 'ha',
+    values: ['leaderElection.enabled=true', 'replicas=2'],
+    features: ['rollouts', 'leader-election'],
+    clusterWide: false,
+    overlay: 'ha',
+  },
   {
     name: 'every feature',
-    values: ['webhooks.enabled=true', 'reschedule.enabled=true', 'configRestarts.enabled=true', 'leaderElection.enabled=true', 'replicas=2'],
+    values: [
+      'webhooks.enabled=true',
+      'reschedule.enabled=true',
+      'configRestarts.enabled=true',
+      'leaderElection.enabled=true',
+      'replicas=2',
+    ],
     features: ['rollouts', 'leader-election', 'webhooks', 'reschedule', 'config-restarts'],
     clusterWide: false,
     overlay: 'all',
   },
-  { name: 'cluster-wide with config restarts', values: ['clusterWide=true', 'configRestarts.enabled=true'], features: ['rollouts', 'config-restarts'], clusterWide: true },
+  {
+    name: 'cluster-wide with config restarts',
+    values: ['clusterWide=true', 'configRestarts.enabled=true'],
+    features: ['rollouts', 'config-restarts'],
+    clusterWide: true,
+  },
 ];
 
 const flagNames = (args: string[]) => new Set(args.map((a) => a.split('=')[0]));
 /** A webhook configuration's webhooks with the install's namespace replaced, to compare across installs. */
-const normalised = (config: Webhooks, namespace: string) => JSON.parse(JSON.stringify(config.webhooks).replaceAll(namespace, 'NS')) as unknown;
+const normalised = (config: Webhooks, namespace: string) =>
+  JSON.parse(JSON.stringify(config.webhooks).replaceAll(namespace, 'NS')) as unknown;
 
 describe('Helm chart', { timeout: 900_000 }, () => {
   it('lints', async () => {
@@ -88,19 +126,39 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       const docs = await template('helm-ns', c.values);
       const role = docs.find((d): d is Rules => d.kind === 'Role');
       const clusterRole = docs.find((d): d is Rules => d.kind === 'ClusterRole');
-      const [local, wide]: [Scope[], Scope[]] = c.clusterWide ? [['own'], ['managed', 'cluster']] : [['managed', 'own'], ['cluster']];
+      const [local, wide]: [Scope[], Scope[]] = c.clusterWide
+        ? [['own'], ['managed', 'cluster']]
+        : [['managed', 'own'], ['cluster']];
       // Order of rules carries no meaning.
-      const sorted = (rules: KubeRule[]) => rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
-      assert.deepEqual(sorted(role?.rules ?? []), sorted(inChart(policyRules(c.features, local), 'helm-ns')), 'Role rules');
-      assert.deepEqual(sorted(clusterRole?.rules ?? []), sorted(inChart(policyRules(c.features, wide), 'helm-ns')), 'ClusterRole rules');
+      const sorted = (rules: KubeRule[]) =>
+        rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
+      assert.deepEqual(
+        sorted(role?.rules ?? []),
+        sorted(inChart(policyRules(c.features, local), 'helm-ns')),
+        'Role rules',
+      );
+      assert.deepEqual(
+        sorted(clusterRole?.rules ?? []),
+        sorted(inChart(policyRules(c.features, wide), 'helm-ns')),
+        'ClusterRole rules',
+      );
       for (const binding of docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding')) {
-        assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [{ kind: 'ServiceAccount', name: 'stateward', namespace: 'helm-ns' }]);
+        assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [
+          { kind: 'ServiceAccount', name: 'stateward', namespace: 'helm-ns' },
+        ]);
       }
       // CA injection, and the RBAC's webhook-configuration patch, limited to the configurations this release installs.
-      const configurations = docs.filter(isWebhookConfiguration).map((d) => d.metadata!.name!).sort();
+      const configurations = docs
+        .filter(isWebhookConfiguration)
+        .map((d) => d.metadata!.name!)
+        .sort();
       const args = docs.find((d): d is Deployment => d.kind === 'Deployment')!.spec.template.spec.containers[0]!.args;
-      assert.deepEqual(lastFlag(args, 'webhooks.ca-bundle-configurations')?.split(',').sort(), c.features.includes('webhooks') ? configurations : undefined);
-      for (const r of [role, clusterRole]) if (r) assert.deepEqual(narrowingViolations(r.rules, configurations), [], `${r.kind} narrowed`);
+      assert.deepEqual(
+        lastFlag(args, 'webhooks.ca-bundle-configurations')?.split(',').sort(),
+        c.features.includes('webhooks') ? configurations : undefined,
+      );
+      for (const r of [role, clusterRole])
+        if (r) assert.deepEqual(narrowingViolations(r.rules, configurations), [], `${r.kind} narrowed`);
       assert.ok(!args.some((a) => a.startsWith('-web.enabled')), 'the web view stays off');
       assert.ok(!docs.some((d) => d.kind === 'NetworkPolicy'), 'the NetworkPolicy is opt-in');
       if (!c.overlay) return;
@@ -109,20 +167,44 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       const overlayDeployment = overlay.find((d): d is Deployment => d.kind === 'Deployment')!;
       assert.equal(chartDeployment.spec.replicas, overlayDeployment.spec.replicas);
       const chartFlags = flagNames(chartDeployment.spec.template.spec.containers[0]!.args);
-      for (const flag of flagNames(overlayDeployment.spec.template.spec.containers[0]!.args)) assert.ok(chartFlags.has(flag), `the chart passes ${flag} as the overlay does`);
-      const webhooks = (list: Manifest[]) => list.filter(isWebhookConfiguration).map((d) => normalised(d, 'helm-ns')).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+      for (const flag of flagNames(overlayDeployment.spec.template.spec.containers[0]!.args))
+        assert.ok(chartFlags.has(flag), `the chart passes ${flag} as the overlay does`);
+      const webhooks = (list: Manifest[]) =>
+        list
+          .filter(isWebhookConfiguration)
+          .map((d) => normalised(d, 'helm-ns'))
+          .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
       assert.deepEqual(webhooks(docs), webhooks(overlay), 'the same webhook configurations');
-      const services = (list: Manifest[]) => list.filter((d): d is Service => d.kind === 'Service').map((d) => [d.metadata?.name, d.spec.ports]).sort();
-      assert.deepEqual(services(docs), services(overlay), 'the same Services (metrics; webhooks apart), names and ports');
+      const services = (list: Manifest[]) =>
+        list
+          .filter((d): d is Service => d.kind === 'Service')
+          .map((d) => [d.metadata?.name, d.spec.ports])
+          .sort();
+      assert.deepEqual(
+        services(docs),
+        services(overlay),
+        'the same Services (metrics; webhooks apart), names and ports',
+      );
     });
   }
 
   it('networkPolicy: opt-in, the same as the kustomize component; the metrics port only from the named namespaces', async () => {
-    const policy = async (values: string[]) => (await template('helm-ns', ['networkPolicy.enabled=true', ...values])).filter((d): d is NetworkPolicy => d.kind === 'NetworkPolicy');
+    const policy = async (values: string[]) =>
+      (await template('helm-ns', ['networkPolicy.enabled=true', ...values])).filter(
+        (d): d is NetworkPolicy => d.kind === 'NetworkPolicy',
+      );
     const named = 'networkPolicy.metricsNamespaces={monitoring,prometheus}';
     const [withWebhooks] = await policy(['webhooks.enabled=true', named]);
-    const patches = [{ target: { kind: 'NetworkPolicy', name: 'stateward' }, patch: '- op: replace\n  path: /spec/ingress/1/from/0/namespaceSelector/matchExpressions/0/values\n  value: [monitoring, prometheus]' }];
-    const component = (await renderOverlay('webhooks', 'helm-ns', { components: ['network-policy'], patches })).find((d): d is NetworkPolicy => d.kind === 'NetworkPolicy')!;
+    const patches = [
+      {
+        target: { kind: 'NetworkPolicy', name: 'stateward' },
+        patch:
+          '- op: replace\n  path: /spec/ingress/1/from/0/namespaceSelector/matchExpressions/0/values\n  value: [monitoring, prometheus]',
+      },
+    ];
+    const component = (await renderOverlay('webhooks', 'helm-ns', { components: ['network-policy'], patches })).find(
+      (d): d is NetworkPolicy => d.kind === 'NetworkPolicy',
+    )!;
     assert.deepEqual(withWebhooks?.spec.ingress, component.spec.ingress);
     assert.deepEqual(withWebhooks.spec.policyTypes, ['Ingress']);
     // Without webhooks only the metrics rule; with no namespace named, nothing but the node (probes) gets in.
@@ -131,7 +213,22 @@ describe('Helm chart', { timeout: 900_000 }, () => {
     const [closed] = await policy(['networkPolicy.metricsNamespaces=null']);
     assert.deepEqual(closed?.spec.ingress, []);
     const [defaults] = await policy([]);
-    assert.deepEqual(defaults?.spec.ingress, [{ from: [{ namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['monitoring'] }] } }], ports: [{ port: 'http-metrics', protocol: 'TCP' }] }], 'monitoring by default');
+    assert.deepEqual(
+      defaults?.spec.ingress,
+      [
+        {
+          from: [
+            {
+              namespaceSelector: {
+                matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['monitoring'] }],
+              },
+            },
+          ],
+          ports: [{ port: 'http-metrics', protocol: 'TCP' }],
+        },
+      ],
+      'monitoring by default',
+    );
   });
 
   it('refuses values that would be unsafe, saying why', async () => {
@@ -145,11 +242,24 @@ describe('Helm chart', { timeout: 900_000 }, () => {
 
   it('a rendered chart with every feature and the NetworkPolicy applies to the local control plane', async (t) => {
     const namespace = await cluster.namespace(t);
-    const docs = await template(namespace, [...CASES.find((c) => c.name === 'every feature')!.values, 'networkPolicy.enabled=true']);
+    const docs = await template(namespace, [
+      ...CASES.find((c) => c.name === 'every feature')!.values,
+      'networkPolicy.enabled=true',
+    ]);
     assert.ok(docs.some((d) => d.kind === 'NetworkPolicy'));
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
     await kubectlApply(cluster.kubeconfigPath, docs);
     const kube = testClient(cluster);
-    await waitFor('the Deployment available', async () => (await kube.get<KubeObject & { status?: { availableReplicas?: number } }>(resources.deployments, { namespace, name: 'stateward' })).status?.availableReplicas === 2, { timeoutMs: 60_000 });
+    await waitFor(
+      'the Deployment available',
+      async () =>
+        (
+          await kube.get<KubeObject & { status?: { availableReplicas?: number } }>(resources.deployments, {
+            namespace,
+            name: 'stateward',
+          })
+        ).status?.availableReplicas === 2,
+      { timeoutMs: 60_000 },
+    );
   });
 });

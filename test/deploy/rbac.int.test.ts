@@ -8,7 +8,16 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { resources, type ResourceType, type ConfigMap, type KubeObject, type Lease, type Pod, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import {
+  resources,
+  type ResourceType,
+  type ConfigMap,
+  type KubeObject,
+  type Lease,
+  type Pod,
+  type Secret,
+  type StatefulSet,
+} from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -18,7 +27,16 @@ import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type O
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
 import { mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-templates.ts';
-import { changeTemplate, createGroup, isReady, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, zoneStatefulSet } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  isReady,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  waitRolledOut,
+  zoneStatefulSet,
+} from '../support/rollout-group.ts';
 
 const exec = promisify(execFile);
 const cluster = testCluster();
@@ -26,7 +44,9 @@ const WEBHOOK_KINDS = new Set(['ValidatingWebhookConfiguration', 'MutatingWebhoo
 const RUNS_ELSEWHERE = new Set(['Deployment', 'Service', 'PodDisruptionBudget']);
 
 type Container = { args?: string[] };
-type WebhookConfiguration = Manifest & { webhooks: { clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }[] };
+type WebhookConfiguration = Manifest & {
+  webhooks: { clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }[];
+};
 
 /**
  * Installs the overlay's RBAC, ServiceAccount, CRDs and webhook
@@ -35,25 +55,43 @@ type WebhookConfiguration = Manifest & { webhooks: { clientConfig: { service?: {
  * with the rendered Deployment's own arguments, authenticated as the
  * rendered ServiceAccount.
  */
-async function install(t: TestContext, overlay: Overlay, namespace: string, extraFlags: string[]): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
+async function install(
+  t: TestContext,
+  overlay: Overlay,
+  namespace: string,
+  extraFlags: string[],
+): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
   const [webhookPort] = (await freePorts(1)) as [number];
   const rendered = await renderOverlay(overlay, namespace);
-  const docs = rendered.filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? '')).map((d) => {
-    if (!WEBHOOK_KINDS.has(d.kind ?? '')) return d;
-    const config = structuredClone(d) as WebhookConfiguration;
-    for (const w of config.webhooks) w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
-    return config;
-  });
+  const docs = rendered
+    .filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? ''))
+    .map((d) => {
+      if (!WEBHOOK_KINDS.has(d.kind ?? '')) return d;
+      const config = structuredClone(d) as WebhookConfiguration;
+      for (const w of config.webhooks)
+        w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
+      return config;
+    });
   t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
   await kubectlApply(cluster.kubeconfigPath, docs);
-  const deployment = rendered.find((d) => d.kind === 'Deployment') as Manifest & { spec: { template: { spec: { containers: Container[]; serviceAccountName: string } } } };
+  const deployment = rendered.find((d) => d.kind === 'Deployment') as Manifest & {
+    spec: { template: { spec: { containers: Container[]; serviceAccountName: string } } };
+  };
   const args = (deployment.spec.template.spec.containers[0]!.args ?? [])
     .map((a) => a.replaceAll('$(POD_NAMESPACE)', namespace))
     // The Service's DNS name would not resolve to this machine.
     .filter((a) => !a.startsWith('-server-tls.self-signed-cert.dns-name='));
-  const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, deployment.spec.template.spec.serviceAccountName);
+  const kubeconfig = await cluster.serviceAccountKubeconfig(
+    namespace,
+    deployment.spec.template.spec.serviceAccountName,
+  );
   await waitRbacEffective(kubeconfig, docs, namespace);
-  const op = await OperatorProcess.start(cluster, namespace, [...args, `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extraFlags], { kubeconfig });
+  const op = await OperatorProcess.start(
+    cluster,
+    namespace,
+    [...args, `-server-tls.port=${webhookPort}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extraFlags],
+    { kubeconfig },
+  );
   t.after(() => op.stop());
   await op.waitReady();
   return { op, kubeconfig, docs };
@@ -72,8 +110,16 @@ async function waitRbacEffective(kubeconfig: string, docs: Manifest[], namespace
       const [resource, subresource] = rule.resources[0]!.split('/') as [string, string | undefined];
       const group = rule.apiGroups[0] ? `.${rule.apiGroups[0]}` : '';
       const name = rule.resourceNames?.[0] ? `/${rule.resourceNames[0]}` : '';
-      const args = [rule.verbs[0]!, `${resource}${group}${name}`, ...(subresource ? [`--subresource=${subresource}`] : []), ...(role.kind === 'Role' ? ['-n', namespace] : ['--all-namespaces'])];
-      await waitFor(`RBAC in effect: ${args.join(' ')}`, () => canI(kubeconfig, ...args), { timeoutMs: 30_000, intervalMs: 100 });
+      const args = [
+        rule.verbs[0]!,
+        `${resource}${group}${name}`,
+        ...(subresource ? [`--subresource=${subresource}`] : []),
+        ...(role.kind === 'Role' ? ['-n', namespace] : ['--all-namespaces']),
+      ];
+      await waitFor(`RBAC in effect: ${args.join(' ')}`, () => canI(kubeconfig, ...args), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
     }
   }
 }
@@ -81,14 +127,26 @@ async function waitRbacEffective(kubeconfig: string, docs: Manifest[], namespace
 /** Every API call the operator made that was refused (403), by path. */
 async function refusedCalls(op: OperatorProcess): Promise<string[]> {
   const metrics = (await op.get('/metrics'))?.body ?? '';
-  return metrics.split('\n').filter((l) => l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count') && l.includes('status_code="403"'));
+  return metrics
+    .split('\n')
+    .filter(
+      (l) =>
+        l.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count') &&
+        l.includes('status_code="403"'),
+    );
 }
 
 // A 403 status or a Forbidden reason; not any "403" (a namespace named …-4038c6 matched once).
-const refusalsLogged = (op: OperatorProcess) => op.logs.split('\n').filter((l) => /\b403\b|forbidden/i.test(l)).join('\n');
+const refusalsLogged = (op: OperatorProcess) =>
+  op.logs
+    .split('\n')
+    .filter((l) => /\b403\b|forbidden/i.test(l))
+    .join('\n');
 
 async function canI(kubeconfig: string, ...args: string[]): Promise<boolean> {
-  const { stdout } = await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', ...args]).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+  const { stdout } = await exec('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', ...args]).catch(
+    (error: { stdout: string }) => ({ stdout: error.stdout }),
+  );
   return stdout.trim() === 'yes';
 }
 
@@ -102,25 +160,54 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     await createGroup(kube, namespace, { all: { replicas: 2 } });
     for (const zone of ['a', 'b']) {
       await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
-        metadata: { labels: { 'grafana.com/prepare-downscale': 'true' }, annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare', 'grafana.com/prepare-downscale-http-port': String(podPort) } },
+        metadata: {
+          labels: { 'grafana.com/prepare-downscale': 'true' },
+          annotations: {
+            'grafana.com/prepare-downscale-http-path': 'prepare',
+            'grafana.com/prepare-downscale-http-port': String(podPort),
+          },
+        },
       });
     }
-    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-c' }, 'merge', { metadata: { labels: { 'grafana.com/no-downscale': 'true' } } });
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-c' }, 'merge', {
+      metadata: { labels: { 'grafana.com/no-downscale': 'true' } },
+    });
     await waitGroupSettled(kube, namespace, 60_000);
 
     // The zone tracker records prepared downscales: its ConfigMap is written by name.
-    const { op, kubeconfig, docs } = await install(t, 'all', namespace, [...FAST_ELECTION, '-restart-grace-period=1', '-reconcile.interval=1s', '-use-zone-tracker']);
+    const { op, kubeconfig, docs } = await install(t, 'all', namespace, [
+      ...FAST_ELECTION,
+      '-restart-grace-period=1',
+      '-reconcile.interval=1s',
+      '-use-zone-tracker',
+    ]);
 
     // Leader election and CA injection.
-    await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 30_000 });
-    const webhookNames = docs.filter((d) => WEBHOOK_KINDS.has(d.kind ?? '')).map((d) => [d.kind === 'MutatingWebhookConfiguration' ? resources.mutatingWebhookConfigurations : resources.validatingWebhookConfigurations, d.metadata!.name!] as const);
-    await waitFor('the CA injected into every webhook configuration', async () => {
-      for (const [type, name] of webhookNames) {
-        const live = await kube.get<WebhookConfiguration>(type, { name });
-        if (!live.webhooks.every((w) => w.clientConfig.caBundle)) return false;
-      }
-      return true;
-    }, { timeoutMs: 30_000 });
+    await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, {
+      timeoutMs: 30_000,
+    });
+    const webhookNames = docs
+      .filter((d) => WEBHOOK_KINDS.has(d.kind ?? ''))
+      .map(
+        (d) =>
+          [
+            d.kind === 'MutatingWebhookConfiguration'
+              ? resources.mutatingWebhookConfigurations
+              : resources.validatingWebhookConfigurations,
+            d.metadata!.name!,
+          ] as const,
+      );
+    await waitFor(
+      'the CA injected into every webhook configuration',
+      async () => {
+        for (const [type, name] of webhookNames) {
+          const live = await kube.get<WebhookConfiguration>(type, { name });
+          if (!live.webhooks.every((w) => w.clientConfig.caBundle)) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 30_000 },
+    );
 
     // A coordinated rollout.
     for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, namespace, zone, '2');
@@ -129,7 +216,13 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
 
     // The rolled pods' own addresses answer the prepare calls.
     const endpoints = new PodEndpoints();
-    await endpoints.serve((await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({ name: p.metadata!.name!, ip: p.status!.podIP! })), podPort);
+    await endpoints.serve(
+      (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({
+        name: p.metadata!.name!,
+        ip: p.status!.podIP!,
+      })),
+      podPort,
+    );
     t.after(() => endpoints.close());
 
     // no-downscale denies; prepare-downscale prepares the leaving pod and records the downscale.
@@ -138,63 +231,163 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.match(denied.out, /grafana\.com\/no-downscale/);
     const prepared = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.ok(prepared.ok, prepared.out);
-    assert.deepEqual(endpoints.calls.filter((c) => c.method === 'POST').map((c) => c.pod), ['ingester-zone-a-1']);
-    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
+    assert.deepEqual(
+      endpoints.calls.filter((c) => c.method === 'POST').map((c) => c.pod),
+      ['ingester-zone-a-1'],
+    );
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, {
+      namespace,
+      name: 'rollout-operator-zone-tracker',
+    });
     assert.ok(tracker.data?.['ingester-zone-a'], 'the downscale recorded in the zone tracker');
     // The group's lock is released by clearing its holder (no Lease delete is granted).
-    const locks = (await kube.list<Lease>(resources.leases, { namespace })).items.filter((l) => l.metadata?.name?.startsWith('stateward-downscale-'));
-    assert.deepEqual(locks.map((l) => l.spec?.holderIdentity ?? ''), [''], 'one lock Lease, released');
+    const locks = (await kube.list<Lease>(resources.leases, { namespace })).items.filter((l) =>
+      l.metadata?.name?.startsWith('stateward-downscale-'),
+    );
+    assert.deepEqual(
+      locks.map((l) => l.spec?.holderIdentity ?? ''),
+      [''],
+      'one lock Lease, released',
+    );
 
     // Mirrored replicas from a ReplicaTemplate, with status written back.
-    await waitFor('a ReplicaTemplate created', () => kube.create(REPLICA_TEMPLATE, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name: 'mirrored', namespace }, spec: { replicas: 2 } } as KubeObject).catch(() => undefined), { timeoutMs: 30_000 });
+    await waitFor(
+      'a ReplicaTemplate created',
+      () =>
+        kube
+          .create(REPLICA_TEMPLATE, {
+            apiVersion: 'rollout-operator.grafana.com/v1',
+            kind: 'ReplicaTemplate',
+            metadata: { name: 'mirrored', namespace },
+            spec: { replicas: 2 },
+          } as KubeObject)
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
     const mirror = zoneStatefulSet(namespace, 'm', { group: 'mirrored', replicas: 0 });
     mirror.metadata!.annotations = { ...mirror.metadata!.annotations, ...mirrorAnnotations('mirrored') };
     await kube.create(resources.statefulSets, mirror);
-    await waitFor('the mirror at 2 replicas, written back', async () => {
-      const set = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-m' });
-      const template = await kube.get<KubeObject & { status?: { replicas?: number } }>(REPLICA_TEMPLATE, { namespace, name: 'mirrored' });
-      return set.spec?.replicas === 2 && template.status?.replicas === 2;
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'the mirror at 2 replicas, written back',
+      async () => {
+        const set = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-m' });
+        const template = await kube.get<KubeObject & { status?: { replicas?: number } }>(REPLICA_TEMPLATE, {
+          namespace,
+          name: 'mirrored',
+        });
+        return set.spec?.replicas === 2 && template.status?.replicas === 2;
+      },
+      { timeoutMs: 30_000 },
+    );
 
     // Zone-aware disruption budget: validated on create, one zone at a time.
     await waitGroupSettled(kube, namespace, 60_000);
-    await kube.create(zpdbResource, { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject);
+    await kube.create(zpdbResource, {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    } as KubeObject);
     assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
     assert.equal((await evict(kube, namespace, 'ingester-zone-c-0')).code, 429, 'a second zone refused');
 
     // Reschedule-on-eviction: the eviction becomes a request to the pod's own operator.
-    await kube.patch(resources.namespaces, { name: namespace }, 'merge', { metadata: { labels: { 'stateward.dev/reschedule-on-eviction': 'true' } } });
-    await kube.create(resources.pods, { metadata: { name: 'cb-0', namespace, labels: { app: 'couchbase' } }, spec: { containers: [{ name: 'cb', image: 'example.invalid/cb:1' }] } });
-    await waitFor('cb-0 Ready', async () => isReady(await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })), { timeoutMs: 30_000 });
+    await kube.patch(resources.namespaces, { name: namespace }, 'merge', {
+      metadata: { labels: { 'stateward.dev/reschedule-on-eviction': 'true' } },
+    });
+    await kube.create(resources.pods, {
+      metadata: { name: 'cb-0', namespace, labels: { app: 'couchbase' } },
+      spec: { containers: [{ name: 'cb', image: 'example.invalid/cb:1' }] },
+    });
+    await waitFor('cb-0 Ready', async () => isReady(await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })), {
+      timeoutMs: 30_000,
+    });
     assert.equal((await evict(kube, namespace, 'cb-0')).code, 429);
-    assert.equal((await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })).metadata?.annotations?.['cao.couchbase.com/reschedule'], 'true');
+    assert.equal(
+      (await kube.get<Pod>(resources.pods, { namespace, name: 'cb-0' })).metadata?.annotations?.[
+        'cao.couchbase.com/reschedule'
+      ],
+      'true',
+    );
 
     // Config-change restarts: a Deployment restarts, an opted-in OnDelete StatefulSet's pod is evicted.
-    await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'app-config', namespace }, data: { level: 'info' } });
-    await kube.create<Secret>(resources.secrets, { metadata: { name: 'app-secret', namespace }, data: { password: Buffer.from('one').toString('base64') } });
+    await kube.create<ConfigMap>(resources.configMaps, {
+      metadata: { name: 'app-config', namespace },
+      data: { level: 'info' },
+    });
+    await kube.create<Secret>(resources.secrets, {
+      metadata: { name: 'app-secret', namespace },
+      data: { password: Buffer.from('one').toString('base64') },
+    });
     const envFrom = [{ configMapRef: { name: 'app-config' } }, { secretRef: { name: 'app-secret' } }];
     await kube.create(resources.deployments, {
       metadata: { name: 'app', namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
-      spec: { replicas: 1, selector: { matchLabels: { app: 'app' } }, template: { metadata: { labels: { app: 'app' } }, spec: { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom }] } } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'app' } },
+        template: {
+          metadata: { labels: { app: 'app' } },
+          spec: { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom }] },
+        },
+      },
     } as KubeObject);
     const db = zoneStatefulSet(namespace, 'a', { replicas: 1 });
     const standalone: StatefulSet = {
-      metadata: { name: 'db', namespace, annotations: { 'com.xing.deployment-restart': 'enabled', 'stateward.dev/config-restart-ondelete': 'evict' } },
-      spec: { ...db.spec!, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: { ...db.spec!.template, metadata: { labels: { app: 'db' } }, spec: { ...db.spec!.template.spec!, containers: [{ name: 'db', image: 'example.invalid/db:1', envFrom }] } } },
+      metadata: {
+        name: 'db',
+        namespace,
+        annotations: { 'com.xing.deployment-restart': 'enabled', 'stateward.dev/config-restart-ondelete': 'evict' },
+      },
+      spec: {
+        ...db.spec!,
+        serviceName: 'db',
+        selector: { matchLabels: { app: 'db' } },
+        template: {
+          ...db.spec!.template,
+          metadata: { labels: { app: 'db' } },
+          spec: { ...db.spec!.template.spec!, containers: [{ name: 'db', image: 'example.invalid/db:1', envFrom }] },
+        },
+      },
     };
     await kube.create(resources.statefulSets, standalone);
-    const applied = async (type: ResourceType, name: string) => (await kube.get<KubeObject>(type, { namespace, name })).metadata?.annotations?.['com.xing.deployment-restart.applied-config-checksums'];
-    await waitFor('checksums recorded', async () => (await applied(resources.deployments, 'app')) && (await applied(resources.statefulSets, 'db')), { timeoutMs: 30_000 });
-    const dbPod = await waitFor('the db pod Ready', async () => {
-      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
-      return pod && isReady(pod) ? pod : undefined;
-    }, { timeoutMs: 30_000 });
-    await kube.patch(resources.secrets, { namespace, name: 'app-secret' }, 'merge', { data: { password: Buffer.from('two').toString('base64') } });
-    await waitFor('the Deployment restarted', async () => (await kube.get<KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }>(resources.deployments, { namespace, name: 'app' })).spec?.template?.metadata?.annotations?.['com.xing.deployment-restart.timestamp'], { timeoutMs: 30_000 });
-    await waitFor('the db pod evicted and replaced', async () => {
-      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
-      return pod !== undefined && pod.metadata?.uid !== dbPod.metadata?.uid;
-    }, { timeoutMs: 60_000 });
+    const applied = async (type: ResourceType, name: string) =>
+      (await kube.get<KubeObject>(type, { namespace, name })).metadata?.annotations?.[
+        'com.xing.deployment-restart.applied-config-checksums'
+      ];
+    await waitFor(
+      'checksums recorded',
+      async () => (await applied(resources.deployments, 'app')) && (await applied(resources.statefulSets, 'db')),
+      { timeoutMs: 30_000 },
+    );
+    const dbPod = await waitFor(
+      'the db pod Ready',
+      async () => {
+        const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
+        return pod && isReady(pod) ? pod : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    await kube.patch(resources.secrets, { namespace, name: 'app-secret' }, 'merge', {
+      data: { password: Buffer.from('two').toString('base64') },
+    });
+    await waitFor(
+      'the Deployment restarted',
+      async () =>
+        (
+          await kube.get<
+            KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }
+          >(resources.deployments, { namespace, name: 'app' })
+        ).spec?.template?.metadata?.annotations?.['com.xing.deployment-restart.timestamp'],
+      { timeoutMs: 30_000 },
+    );
+    await waitFor(
+      'the db pod evicted and replaced',
+      async () => {
+        const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'db-0' }).catch(() => undefined);
+        return pod !== undefined && pod.metadata?.uid !== dbPod.metadata?.uid;
+      },
+      { timeoutMs: 60_000 },
+    );
 
     assert.deepEqual(await refusedCalls(op), [], `no API call refused; the log says:\n${refusalsLogged(op)}`);
     assert.doesNotMatch(op.logs, /forbidden/i);
@@ -207,18 +400,32 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(await canI(kubeconfig, 'patch', 'namespaces'), false, 'no Namespace patch');
     assert.equal(await canI(kubeconfig, 'list', 'nodes'), false, 'nodes: get only');
     assert.equal(await canI(kubeconfig, 'create', 'clusterrolebindings'), false);
-    assert.equal(await canI(kubeconfig, 'update', 'secrets/someone-elses', '-n', namespace), false, 'updates only its own certificate Secret');
+    assert.equal(
+      await canI(kubeconfig, 'update', 'secrets/someone-elses', '-n', namespace),
+      false,
+      'updates only its own certificate Secret',
+    );
     assert.equal(await canI(kubeconfig, 'delete', 'validatingwebhookconfigurations'), false);
     // Narrowed: ConfigMap and webhook-configuration writes by name only, no Lease delete.
-    for (const verb of ['update', 'patch', 'delete']) assert.equal(await canI(kubeconfig, verb, 'configmaps/someone-elses', '-n', namespace), false, `no ${verb} of other ConfigMaps`);
+    for (const verb of ['update', 'patch', 'delete'])
+      assert.equal(
+        await canI(kubeconfig, verb, 'configmaps/someone-elses', '-n', namespace),
+        false,
+        `no ${verb} of other ConfigMaps`,
+      );
     assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', namespace), false, 'no Lease delete');
-    assert.equal(await canI(kubeconfig, 'patch', 'validatingwebhookconfigurations/someone-elses'), false, 'patches only the shipped webhook configurations');
+    assert.equal(
+      await canI(kubeconfig, 'patch', 'validatingwebhookconfigurations/someone-elses'),
+      false,
+      'patches only the shipped webhook configurations',
+    );
     assert.equal(await canI(kubeconfig, 'patch', 'mutatingwebhookconfigurations/someone-elses'), false);
     // And the ones it needs, as a cross-check of the method.
     assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', namespace), true);
     assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', namespace), true);
     assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-reschedule-tracking', '-n', namespace), true);
-    for (const [type, name] of webhookNames) assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
+    for (const [type, name] of webhookNames)
+      assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
   });
 
   it('cluster-wide: rolls a group in another namespace with ClusterRoles, still no Secret access', async (t) => {
@@ -235,15 +442,26 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     // deleted, where the apiserver refuses new objects with a 403 that is not
     // about RBAC: every refusal must be logged, and none for another reason.
     const refusals = (await refusedCalls(op)).length;
-    const logged = refusalsLogged(op).split('\n').filter((l) => l !== '');
+    const logged = refusalsLogged(op)
+      .split('\n')
+      .filter((l) => l !== '');
     assert.ok(refusals === 0 || logged.length > 0, 'every refusal logged');
     // (The log shortens long errors: the admission message may be cut before "because it is being terminated".)
-    assert.deepEqual(logged.filter((l) => !/because it is being terminated|unable to create new content in namespace/.test(l)), [], 'no refusal by RBAC');
+    assert.deepEqual(
+      logged.filter((l) => !/because it is being terminated|unable to create new content in namespace/.test(l)),
+      [],
+      'no refusal by RBAC',
+    );
     assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', workloads), true);
     assert.equal(await canI(kubeconfig, 'list', 'secrets', '-n', workloads), false, 'rollouts need no Secrets');
     assert.equal(await canI(kubeconfig, 'patch', 'namespaces'), false);
     // Every namespace, kube-system's too: only its own ConfigMap, and no Lease delete.
-    for (const verb of ['update', 'patch', 'delete']) assert.equal(await canI(kubeconfig, verb, 'configmaps/kube-proxy', '-n', 'kube-system'), false, `no ${verb} of kube-system's ConfigMaps`);
+    for (const verb of ['update', 'patch', 'delete'])
+      assert.equal(
+        await canI(kubeconfig, verb, 'configmaps/kube-proxy', '-n', 'kube-system'),
+        false,
+        `no ${verb} of kube-system's ConfigMaps`,
+      );
     assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', 'kube-system'), false);
     assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', workloads), true);
   });

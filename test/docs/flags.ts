@@ -45,7 +45,13 @@ export function parseHelp(text: string): Map<string, HelpFlag> {
     // Go appends " (default X)" and Stateward " (env NAME)" after the usage text.
     const m = / \(default ("(?:[^"\\]|\\.)*"|[^()]*?)\)(?: \(env ([A-Z_][A-Z0-9_]*)\))?$/.exec(usage);
     const env = m ? m[2] : / \(env ([A-Z_][A-Z0-9_]*)\)$/.exec(usage)?.[1];
-    flags.set(current.name, { name: current.name, type: current.type, default: m ? unquote(m[1]!) : undefined, env, usage });
+    flags.set(current.name, {
+      name: current.name,
+      type: current.type,
+      default: m ? unquote(m[1]!) : undefined,
+      env,
+      usage,
+    });
     current = undefined;
   };
   for (const line of text.split('\n')) {
@@ -127,7 +133,10 @@ export function parseFlagRow(row: string[]): FlagRow {
     const literals = codeSpans(trimmed).map((s) => (s === '""' ? '' : s.replace(/^"(.*)"$/, '$1')));
     if (literals.length === 1) for (const f of flags) defaults.set(f, literals[0]);
     else if (literals.length === flags.length) flags.forEach((f, i) => defaults.set(f, literals[i]));
-    else throw new Error(`default cell ${JSON.stringify(defaultCell)} has ${literals.length} literals for ${flags.length} flags`);
+    else
+      throw new Error(
+        `default cell ${JSON.stringify(defaultCell)} has ${literals.length} literals for ${flags.length} flags`,
+      );
   }
   return { flags, env, defaults, special, empty: trimmed === '', line: `| ${row.join(' | ')} |` };
 }

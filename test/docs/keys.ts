@@ -8,7 +8,8 @@ import ts from 'typescript';
 import { ROOT } from './readme.ts';
 
 /** A whole key, optionally followed by `=value` (a selector or a flag default). */
-const KEY = /^((?:[a-z0-9-]+\.)*(?:grafana\.com|reloader\.stakater\.com|stateward\.dev|cao\.couchbase\.com)\/[A-Za-z0-9][A-Za-z0-9._-]*|com\.xing\.deployment-restart(?:\.[a-z0-9-]+)*|rollout-group|rollout-max-unavailable)(?:=.*)?$/s;
+const KEY =
+  /^((?:[a-z0-9-]+\.)*(?:grafana\.com|reloader\.stakater\.com|stateward\.dev|cao\.couchbase\.com)\/[A-Za-z0-9][A-Za-z0-9._-]*|com\.xing\.deployment-restart(?:\.[a-z0-9-]+)*|rollout-group|rollout-max-unavailable)(?:=.*)?$/s;
 
 /** Literals of a key's shape that are not label or annotation keys, and why. */
 export const NOT_KEYS: ReadonlyMap<string, string> = new Map([
@@ -28,7 +29,13 @@ export function stringLiterals(source: string, fileName = 'file.ts'): string[] {
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const out: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
+    if (
+      ts.isStringLiteral(node) ||
+      ts.isNoSubstitutionTemplateLiteral(node) ||
+      ts.isTemplateHead(node) ||
+      ts.isTemplateMiddle(node) ||
+      ts.isTemplateTail(node)
+    ) {
       out.push(node.text);
     }
     ts.forEachChild(node, visit);

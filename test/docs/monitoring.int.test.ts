@@ -18,12 +18,17 @@ describe('monitoring against the metrics the operator exposes', { timeout: 12000
     }
     // Floors, so a broken reader cannot pass vacuously.
     assert.ok(uses.size >= 30, `only ${uses.size} metric names found in deploy/monitoring`);
-    assert.ok(uses.has('rollout_operator_group_reconcile_duration_seconds_bucket'), 'a histogram bucket series is read');
+    assert.ok(
+      uses.has('rollout_operator_group_reconcile_duration_seconds_bucket'),
+      'a histogram bucket series is read',
+    );
 
     const op = await startEverything(cluster, t);
     const families = await familiesWhen(op, (f) => [...uses.keys()].every((name) => familyOf(name, f) !== undefined));
     assert.ok(families.size >= 35, `only ${families.size} metric families read from /metrics`);
-    const unknown = [...uses].filter(([name]) => familyOf(name, families) === undefined).map(([name, where]) => `${name} (${where.join('; ')})`);
+    const unknown = [...uses]
+      .filter(([name]) => familyOf(name, families) === undefined)
+      .map(([name, where]) => `${name} (${where.join('; ')})`);
     assert.deepEqual(unknown, [], 'metrics deploy/monitoring reads that the operator does not expose');
   });
 });

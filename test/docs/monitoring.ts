@@ -75,7 +75,8 @@ export function allPanels(dashboard: Dashboard): DashboardPanel[] {
 export function variableQuery(variable: DashboardVariable): string | undefined {
   const q = variable.query;
   if (typeof q === 'string') return q;
-  if (q && typeof q === 'object' && typeof (q as { query?: unknown }).query === 'string') return (q as { query: string }).query;
+  if (q && typeof q === 'object' && typeof (q as { query?: unknown }).query === 'string')
+    return (q as { query: string }).query;
   return undefined;
 }
 
@@ -88,19 +89,27 @@ export interface Expression {
 export function expressions(): Expression[] {
   const out: Expression[] = [];
   for (const rule of alertRules(readRules())) {
-    if (typeof rule.expr === 'string') out.push({ where: `${RULES_PATH} ${rule.alert ?? rule.record}`, expr: rule.expr });
+    if (typeof rule.expr === 'string')
+      out.push({ where: `${RULES_PATH} ${rule.alert ?? rule.record}`, expr: rule.expr });
   }
   const dashboard = readDashboard();
   for (const panel of allPanels(dashboard)) {
     for (const target of panel.targets ?? []) {
-      if (typeof target.expr === 'string') out.push({ where: `${DASHBOARD_PATH} panel ${JSON.stringify(panel.title)} ${String(target.refId)}`, expr: target.expr });
+      if (typeof target.expr === 'string')
+        out.push({
+          where: `${DASHBOARD_PATH} panel ${JSON.stringify(panel.title)} ${String(target.refId)}`,
+          expr: target.expr,
+        });
     }
   }
   for (const variable of dashboard.templating?.list ?? []) {
     if (variable.type !== 'query') continue;
     const query = variableQuery(variable) ?? '';
     const labelValues = labelValuesQuery(query);
-    out.push({ where: `${DASHBOARD_PATH} variable ${String(variable.name)}`, expr: labelValues ? labelValues.expr : query });
+    out.push({
+      where: `${DASHBOARD_PATH} variable ${String(variable.name)}`,
+      expr: labelValues ? labelValues.expr : query,
+    });
   }
   return out;
 }

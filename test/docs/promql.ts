@@ -3,8 +3,38 @@
 // aggregation operators, not label names inside `{…}` or in the label list of
 // by/without/on/ignoring/group_left/group_right, and not Grafana variables.
 
-const AGGREGATIONS = new Set(['sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio']);
-const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'atan2', 'offset', 'inf', 'nan']);
+const AGGREGATIONS = new Set([
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+  'limitk',
+  'limit_ratio',
+]);
+const KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'atan2',
+  'offset',
+  'inf',
+  'nan',
+]);
 /** Keywords followed by a parenthesised list of label names. */
 const LABEL_LISTS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right']);
 
@@ -20,7 +50,7 @@ function skipString(expr: string, i: number): number {
 /** Index after the bracket closing the one at i, skipping strings. */
 function skipBracketed(expr: string, i: number, open: string, close: string): number {
   let depth = 0;
-  for (let j = i; j < expr.length; ) {
+  for (let j = i; j < expr.length;) {
     const c = expr[j]!;
     if (c === '"' || c === "'" || c === '`') {
       j = skipString(expr, j);

@@ -35,7 +35,10 @@ export function section(markdown: string, title: string): string {
   const start = all.find((h) => h.text === title);
   if (!start) throw new Error(`no heading ${JSON.stringify(title)}`);
   const end = all.find((h) => h.line > start.line && h.level <= start.level);
-  return markdown.split('\n').slice(start.line + 1, end?.line).join('\n');
+  return markdown
+    .split('\n')
+    .slice(start.line + 1, end?.line)
+    .join('\n');
 }
 
 /** Splits a table row on unescaped pipes; an escaped pipe stays in its cell. */
@@ -69,13 +72,15 @@ export function tables(markdown: string): Table[] {
   const out: Table[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i + 1 < lines.length; i++) {
-    if (!lines[i]!.trim().startsWith('|') || !/^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/.test(lines[i + 1]!)) continue;
+    if (!lines[i]!.trim().startsWith('|') || !/^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/.test(lines[i + 1]!))
+      continue;
     const header = cells(lines[i]!);
     const rows: string[][] = [];
     let j = i + 2;
     for (; j < lines.length && lines[j]!.trim().startsWith('|'); j++) {
       const row = cells(lines[j]!);
-      if (row.length !== header.length) throw new Error(`table row ${j + 1} has ${row.length} cells, its header ${header.length}: ${lines[j]}`);
+      if (row.length !== header.length)
+        throw new Error(`table row ${j + 1} has ${row.length} cells, its header ${header.length}: ${lines[j]}`);
       rows.push(row);
     }
     out.push({ header, rows });
@@ -89,7 +94,8 @@ export function sectionTable(markdown: string, title: string, header: string[]):
   const found = tables(section(markdown, title));
   if (found.length !== 1) throw new Error(`section ${title} has ${found.length} tables, expected 1`);
   const table = found[0]!;
-  if (table.header.join('|') !== header.join('|')) throw new Error(`section ${title}: table header is ${table.header.join(' | ')}, expected ${header.join(' | ')}`);
+  if (table.header.join('|') !== header.join('|'))
+    throw new Error(`section ${title}: table header is ${table.header.join(' | ')}, expected ${header.join(' | ')}`);
   return table;
 }
 

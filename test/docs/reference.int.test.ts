@@ -21,7 +21,11 @@ describe('README metrics table', { timeout: 120000 }, () => {
     assert.ok([...exposed.keys()].some(isRuntimeMetric), 'no process_/nodejs_ runtime metrics exposed');
 
     const documented = documentedMetrics(table, exposed);
-    assert.deepEqual(documented.unresolved, [], 'abbreviated names in the README that resolve to no single exposed metric');
+    assert.deepEqual(
+      documented.unresolved,
+      [],
+      'abbreviated names in the README that resolve to no single exposed metric',
+    );
 
     const undocumented = [...ours.keys()].filter((name) => !documented.names.has(name));
     assert.deepEqual(undocumented, [], 'exposed metrics missing from the README metrics table');
@@ -30,7 +34,10 @@ describe('README metrics table', { timeout: 120000 }, () => {
     assert.deepEqual(absent, [], 'metrics in the README table that the operator does not register');
 
     for (const prefix of documented.patterns) {
-      assert.ok([...exposed.keys()].some((name) => name.startsWith(prefix)), `the README documents ${prefix}* but no such metric is exposed`);
+      assert.ok(
+        [...exposed.keys()].some((name) => name.startsWith(prefix)),
+        `the README documents ${prefix}* but no such metric is exposed`,
+      );
     }
 
     // Each row's type column names exactly the types of its metrics.
@@ -39,7 +46,10 @@ describe('README metrics table', { timeout: 120000 }, () => {
       const names = [...documented.names].filter(([, r]) => r === row).map(([name]) => name);
       if (names.length === 0) continue;
       const types = new Set(names.map((name) => exposed.get(name)));
-      if ([...types].sort().join() !== [...row.types].sort().join()) wrongTypes.push(`${names.join(', ')}: README says ${[...row.types].join(', ')}, exposed as ${[...types].join(', ')}`);
+      if ([...types].sort().join() !== [...row.types].sort().join())
+        wrongTypes.push(
+          `${names.join(', ')}: README says ${[...row.types].join(', ')}, exposed as ${[...types].join(', ')}`,
+        );
     }
     assert.deepEqual(wrongTypes, []);
   });

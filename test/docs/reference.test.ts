@@ -19,7 +19,13 @@ describe('README flag table', { timeout: 120000 }, () => {
     assert.match(help.text, /^Usage of stateward:\n/);
     // A sanity floor, so a broken parser cannot make the checks below vacuous.
     assert.ok(help.flags.size >= 40, `only ${help.flags.size} flags parsed from -help`);
-    assert.deepEqual(help.flags.get('server.port'), { name: 'server.port', type: 'int', default: '8001', env: undefined, usage: 'Port for the HTTP server: /ready, /healthz, /metrics. (default 8001)' });
+    assert.deepEqual(help.flags.get('server.port'), {
+      name: 'server.port',
+      type: 'int',
+      default: '8001',
+      env: undefined,
+      usage: 'Port for the HTTP server: /ready, /healthz, /metrics. (default 8001)',
+    });
   });
 
   it('lists every flag -help prints', () => {
@@ -27,7 +33,7 @@ describe('README flag table', { timeout: 120000 }, () => {
     assert.deepEqual(missing, [], `flags missing from the README table: ${missing.map((f) => `-${f}`).join(', ')}`);
   });
 
-  it('lists no flag the code lacks (-help itself is the flag package\'s)', () => {
+  it("lists no flag the code lacks (-help itself is the flag package's)", () => {
     const unknown = [...documented.keys()].filter((f) => !help.flags.has(f));
     assert.deepEqual(unknown, ['help'], 'flags in the README table that stateward does not define');
   });
@@ -42,9 +48,13 @@ describe('README flag table', { timeout: 120000 }, () => {
         const readmeDefault = row.defaults.get(name);
         if (row.special) {
           // Words stand for a default computed at run time; a literal default must be shown as such.
-          if (flag.default !== undefined) wrong.push(`-${name}: the README describes its default in words, -help prints ${JSON.stringify(flag.default)}`);
+          if (flag.default !== undefined)
+            wrong.push(
+              `-${name}: the README describes its default in words, -help prints ${JSON.stringify(flag.default)}`,
+            );
         } else if (row.empty) {
-          if (!(flag.type === '' && flag.default === undefined)) wrong.push(`-${name}: no default in the README, -help prints ${JSON.stringify(code)}`);
+          if (!(flag.type === '' && flag.default === undefined))
+            wrong.push(`-${name}: no default in the README, -help prints ${JSON.stringify(code)}`);
         } else if (readmeDefault !== code) {
           wrong.push(`-${name}: README ${JSON.stringify(readmeDefault)}, -help ${JSON.stringify(code)}`);
         }
@@ -53,7 +63,7 @@ describe('README flag table', { timeout: 120000 }, () => {
     assert.deepEqual(wrong, []);
   });
 
-  it('names each flag\'s environment variable, and no other', () => {
+  it("names each flag's environment variable, and no other", () => {
     const wrong: string[] = [];
     for (const row of rows) {
       for (const name of row.flags) {
@@ -61,18 +71,41 @@ describe('README flag table', { timeout: 120000 }, () => {
         if (!flag) continue;
         const named = row.env.get(name) ?? [];
         const expected = flag.env === undefined ? [] : [flag.env];
-        if (named.join() !== expected.join()) wrong.push(`-${name}: README names ${JSON.stringify(named)}, -help ${JSON.stringify(expected)}`);
+        if (named.join() !== expected.join())
+          wrong.push(`-${name}: README names ${JSON.stringify(named)}, -help ${JSON.stringify(expected)}`);
       }
     }
     assert.deepEqual(wrong, []);
   });
 
   it('parses rows with several flags, environment variables and defaults', () => {
-    const two = parseFlagRow(['`-restart-check-period` (env `RESTART_CHECK_PERIOD`), `-ignored-errors` (env `IGNORED_ERRORS`)', '`500`, `""`', 'x']);
-    assert.deepEqual([...two.defaults], [['restart-check-period', '500'], ['ignored-errors', '']]);
-    assert.deepEqual([...two.env], [['restart-check-period', ['RESTART_CHECK_PERIOD']], ['ignored-errors', ['IGNORED_ERRORS']]]);
+    const two = parseFlagRow([
+      '`-restart-check-period` (env `RESTART_CHECK_PERIOD`), `-ignored-errors` (env `IGNORED_ERRORS`)',
+      '`500`, `""`',
+      'x',
+    ]);
+    assert.deepEqual(
+      [...two.defaults],
+      [
+        ['restart-check-period', '500'],
+        ['ignored-errors', ''],
+      ],
+    );
+    assert.deepEqual(
+      [...two.env],
+      [
+        ['restart-check-period', ['RESTART_CHECK_PERIOD']],
+        ['ignored-errors', ['IGNORED_ERRORS']],
+      ],
+    );
     const shared = parseFlagRow(['`-server-tls.cert-file`, `-server-tls.key-file`', '`""`', 'x']);
-    assert.deepEqual([...shared.defaults], [['server-tls.cert-file', ''], ['server-tls.key-file', '']]);
+    assert.deepEqual(
+      [...shared.defaults],
+      [
+        ['server-tls.cert-file', ''],
+        ['server-tls.key-file', ''],
+      ],
+    );
     const special = parseFlagRow(['`-kubernetes.namespace`', '(required; env `POD_NAMESPACE`)', 'x']);
     assert.equal(special.special, true);
     assert.deepEqual(special.env.get('kubernetes.namespace'), ['POD_NAMESPACE']);
@@ -80,24 +113,29 @@ describe('README flag table', { timeout: 120000 }, () => {
   });
 
   it('parses Go help text: quoted defaults, env suffixes, defaults mentioned inside the usage', () => {
-    const flags = parseHelp([
-      'Usage of x:',
-      '  -a string',
-      '    \tA thing. (default "x y") (env A_ENV)',
-      '  -b',
-      '    \tA switch.',
-      '  -c string',
-      '    \tName (default x.<namespace>.svc); more words.',
-      '  -d duration',
-      '    \tTwo',
-      '    \tlines. (default 1m0s)',
-    ].join('\n'));
-    assert.deepEqual([...flags.values()].map((f) => [f.name, f.type, f.default, f.env]), [
-      ['a', 'string', 'x y', 'A_ENV'],
-      ['b', '', undefined, undefined],
-      ['c', 'string', undefined, undefined],
-      ['d', 'duration', '1m0s', undefined],
-    ]);
+    const flags = parseHelp(
+      [
+        'Usage of x:',
+        '  -a string',
+        '    \tA thing. (default "x y") (env A_ENV)',
+        '  -b',
+        '    \tA switch.',
+        '  -c string',
+        '    \tName (default x.<namespace>.svc); more words.',
+        '  -d duration',
+        '    \tTwo',
+        '    \tlines. (default 1m0s)',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      [...flags.values()].map((f) => [f.name, f.type, f.default, f.env]),
+      [
+        ['a', 'string', 'x y', 'A_ENV'],
+        ['b', '', undefined, undefined],
+        ['c', 'string', undefined, undefined],
+        ['d', 'duration', '1m0s', undefined],
+      ],
+    );
   });
 });
 
@@ -110,14 +148,25 @@ describe('README labels and annotations table', { timeout: 120000 }, () => {
   it('finds the keys the code uses', () => {
     // A floor and a few known ones, so a broken scan cannot pass vacuously.
     assert.ok(used.size >= 30, `only ${used.size} keys found`);
-    for (const key of ['rollout-group', 'rollout-max-unavailable', 'grafana.com/no-downscale', 'com.xing.deployment-restart', 'reloader.stakater.com/auto', 'stateward.dev/config-restart-ondelete', 'cao.couchbase.com/reschedule']) {
+    for (const key of [
+      'rollout-group',
+      'rollout-max-unavailable',
+      'grafana.com/no-downscale',
+      'com.xing.deployment-restart',
+      'reloader.stakater.com/auto',
+      'stateward.dev/config-restart-ondelete',
+      'cao.couchbase.com/reschedule',
+    ]) {
       assert.ok(used.has(key), `${key} not found in src/`);
     }
-    for (const key of NOT_KEYS.keys()) assert.ok(used.has(key), `${key} is listed as not a key but no longer occurs; drop it from NOT_KEYS`);
+    for (const key of NOT_KEYS.keys())
+      assert.ok(used.has(key), `${key} is listed as not a key but no longer occurs; drop it from NOT_KEYS`);
   });
 
   it('documents every key the code uses', () => {
-    const missing = [...used].filter(([key]) => !NOT_KEYS.has(key) && !documented.has(key)).map(([key, where]) => `${key} (${[...where].join(', ')})`);
+    const missing = [...used]
+      .filter(([key]) => !NOT_KEYS.has(key) && !documented.has(key))
+      .map(([key, where]) => `${key} (${[...where].join(', ')})`);
     assert.deepEqual(missing, [], 'keys missing from the README labels table');
   });
 
@@ -125,18 +174,32 @@ describe('README labels and annotations table', { timeout: 120000 }, () => {
     // Any shape counts here: `controller-revision-hash` is Kubernetes' own label, read by the code.
     const inCode = (key: string) => literals.has(key) || [...literals.keys()].some((l) => l.startsWith(`${key}=`));
     const stale = [...documented].filter((key) => !inCode(key));
-    assert.deepEqual(stale, [], 'keys in the README labels table that no string literal of src/ nor deploy/webhooks/ holds');
+    assert.deepEqual(
+      stale,
+      [],
+      'keys in the README labels table that no string literal of src/ nor deploy/webhooks/ holds',
+    );
   });
 
   it('reads keys only from real string literals, and abbreviations in cells', () => {
-    const literals = stringLiterals([
-      '// grafana.com/in-a-comment',
-      "const a = 'grafana.com/no-downscale';",
-      'const b = `stateward.dev/x=${1}`;',
-      "const c = 'cao.couchbase.com/reschedule=true';",
-      "const d = 'the label grafana.com/in-a-message';",
-    ].join('\n'));
-    assert.deepEqual(literals.map(keyOf).filter(Boolean), ['grafana.com/no-downscale', 'stateward.dev/x', 'cao.couchbase.com/reschedule']);
-    assert.deepEqual(keysOfCell(['grafana.com/a-from-resource-name', '-kind', '-api-version']), ['grafana.com/a-from-resource-name', 'grafana.com/a-from-resource-kind', 'grafana.com/a-from-resource-api-version']);
+    const literals = stringLiterals(
+      [
+        '// grafana.com/in-a-comment',
+        "const a = 'grafana.com/no-downscale';",
+        'const b = `stateward.dev/x=${1}`;',
+        "const c = 'cao.couchbase.com/reschedule=true';",
+        "const d = 'the label grafana.com/in-a-message';",
+      ].join('\n'),
+    );
+    assert.deepEqual(literals.map(keyOf).filter(Boolean), [
+      'grafana.com/no-downscale',
+      'stateward.dev/x',
+      'cao.couchbase.com/reschedule',
+    ]);
+    assert.deepEqual(keysOfCell(['grafana.com/a-from-resource-name', '-kind', '-api-version']), [
+      'grafana.com/a-from-resource-name',
+      'grafana.com/a-from-resource-kind',
+      'grafana.com/a-from-resource-api-version',
+    ]);
   });
 });

@@ -62,11 +62,23 @@ const ROLLOUT_OPERATOR_METRICS: Record<string, Metric> = {
   rollout_operator_request_message_bytes: { type: 'histogram', labels: ['method', 'route'] },
   rollout_operator_response_message_bytes: { type: 'histogram', labels: ['method', 'route'] },
   rollout_operator_inflight_requests: { type: 'gauge', labels: ['method', 'route'] },
-  rollout_operator_client_invalid_cluster_validation_label_requests_total: { type: 'counter', labels: ['method', 'protocol', 'request_cluster'] },
-  rollout_operator_server_invalid_cluster_validation_label_requests_total: { type: 'counter', labels: ['protocol', 'method', 'cluster_validation_label', 'request_cluster_validation_label'] },
-  rollout_operator_kubernetes_api_client_request_duration_seconds: { type: 'histogram', labels: ['path', 'method', 'status_code'] },
+  rollout_operator_client_invalid_cluster_validation_label_requests_total: {
+    type: 'counter',
+    labels: ['method', 'protocol', 'request_cluster'],
+  },
+  rollout_operator_server_invalid_cluster_validation_label_requests_total: {
+    type: 'counter',
+    labels: ['protocol', 'method', 'cluster_validation_label', 'request_cluster_validation_label'],
+  },
+  rollout_operator_kubernetes_api_client_request_duration_seconds: {
+    type: 'histogram',
+    labels: ['path', 'method', 'status_code'],
+  },
   rollout_operator_kubernetes_api_client_rate_limited_requests_total: { type: 'counter', labels: ['api_group'] },
-  rollout_operator_pod_http_client_request_duration_seconds: { type: 'histogram', labels: ['path', 'method', 'status_code'] },
+  rollout_operator_pod_http_client_request_duration_seconds: {
+    type: 'histogram',
+    labels: ['path', 'method', 'status_code'],
+  },
   rollout_operator_zpdb_configurations_observed_total: { type: 'counter', labels: ['result'] },
   rollout_operator_zpdb_eviction_requests_total: { type: 'counter', labels: ['reason', 'status'] },
   rollout_operator_zpdb_inflight_eviction_requests: { type: 'gauge', labels: [] },
@@ -110,12 +122,15 @@ describe("rollout-operator v0.38.1's flags and metrics in Stateward", { timeout:
         continue;
       }
       // A default described in words (the namespace-derived DNS name) is the zero value's stand-in.
-      const ours = flag.default !== undefined && /<namespace>/.test(flag.default) ? '' : (flag.default ?? zeroDefault(flag) ?? '');
+      const ours =
+        flag.default !== undefined && /<namespace>/.test(flag.default) ? '' : (flag.default ?? zeroDefault(flag) ?? '');
       const expected = DIFFERENT_DEFAULTS[name] ?? theirs;
-      if (ours !== expected) wrong.push(`-${name}: default ${JSON.stringify(ours)}, expected ${JSON.stringify(expected)}`);
+      if (ours !== expected)
+        wrong.push(`-${name}: default ${JSON.stringify(ours)}, expected ${JSON.stringify(expected)}`);
     }
     assert.deepEqual(wrong, []);
-    for (const name of Object.keys(DIFFERENT_DEFAULTS)) assert.match(section(guide, 'What differs on purpose'), new RegExp(`\`-${name.replace('.', '\\.')}\` default`));
+    for (const name of Object.keys(DIFFERENT_DEFAULTS))
+      assert.match(section(guide, 'What differs on purpose'), new RegExp(`\`-${name.replace('.', '\\.')}\` default`));
   });
 
   it("documents every rollout-operator metric in the README's metrics table, with its type and labels, or names it missing in the guide", () => {
@@ -125,7 +140,8 @@ describe("rollout-operator v0.38.1's flags and metrics in Stateward", { timeout:
     for (const [name, metric] of Object.entries(ROLLOUT_OPERATOR_METRICS)) {
       const row = table.rows.find((r) => codeSpans(r[0] ?? '').includes(name));
       if (!row) {
-        if (!missing.includes(name)) wrong.push(`${name}: neither in the README metrics table nor in the guide's "What is missing"`);
+        if (!missing.includes(name))
+          wrong.push(`${name}: neither in the README metrics table nor in the guide's "What is missing"`);
         continue;
       }
       const types = (row[1] ?? '').split(',').map((t) => t.trim().replace(/s$/, ''));
@@ -140,15 +156,20 @@ describe("rollout-operator v0.38.1's flags and metrics in Stateward", { timeout:
   it("documents every tracing variable rollout-operator reads in the README, and the guide says what happened to Jaeger's", () => {
     const table = sectionTable(readme, 'Environment variables', ['variable', 'default', 'meaning']);
     const documented = new Set(table.rows.flatMap((r) => codeSpans(r[0] ?? '')));
-    assert.deepEqual(ROLLOUT_OPERATOR_TRACING_ENV.filter((name) => !documented.has(name)), []);
+    assert.deepEqual(
+      ROLLOUT_OPERATOR_TRACING_ENV.filter((name) => !documented.has(name)),
+      [],
+    );
     assert.match(section(guide, 'What differs on purpose'), /`JAEGER_\*` is not supported/);
     assert.match(section(guide, 'What stays the same'), /\*\*Tracing\*\*/);
   });
 
-  it("lists every rollout-operator metric in the guide's \"What stays the same\" or \"What is missing\"", () => {
+  it('lists every rollout-operator metric in the guide\'s "What stays the same" or "What is missing"', () => {
     const same = codeSpans(section(guide, 'What stays the same'));
     const missing = codeSpans(section(guide, 'What is missing'));
-    const unlisted = Object.keys(ROLLOUT_OPERATOR_METRICS).filter((name) => !same.includes(name) && !missing.includes(name));
+    const unlisted = Object.keys(ROLLOUT_OPERATOR_METRICS).filter(
+      (name) => !same.includes(name) && !missing.includes(name),
+    );
     assert.deepEqual(unlisted, []);
   });
 });

@@ -52,7 +52,9 @@ export async function startEverything(cluster: TestCluster, t: TestContext): Pro
   t.after(() => op.stop());
   await op.waitReady();
   // Leader-only capabilities (rollouts, restarts, their work queues) register their metrics once leading.
-  await waitFor('the operator to lead', async () => (await op.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 30_000 });
+  await waitFor('the operator to lead', async () => (await op.metric('stateward_leader_is_leader')) === 1, {
+    timeoutMs: 30_000,
+  });
   return op;
 }
 
@@ -61,13 +63,21 @@ export async function startEverything(cluster: TestCluster, t: TestContext): Pro
  * does not within the deadline, what there is then (the caller's assertions
  * name what is missing). Leader-only parts register a moment after the lead.
  */
-export async function familiesWhen(op: OperatorProcess, complete: (families: Map<string, MetricType>) => boolean, timeoutMs = 20_000): Promise<Map<string, MetricType>> {
+export async function familiesWhen(
+  op: OperatorProcess,
+  complete: (families: Map<string, MetricType>) => boolean,
+  timeoutMs = 20_000,
+): Promise<Map<string, MetricType>> {
   const read = async () => metricFamilies((await op.get('/metrics'))?.body ?? '');
   try {
-    return await waitFor('every expected metric registered', async () => {
-      const families = await read();
-      return complete(families) ? families : undefined;
-    }, { timeoutMs });
+    return await waitFor(
+      'every expected metric registered',
+      async () => {
+        const families = await read();
+        return complete(families) ? families : undefined;
+      },
+      { timeoutMs },
+    );
   } catch (error) {
     if (!(error instanceof DeadlineError)) throw error;
     return read();
@@ -88,7 +98,13 @@ export interface MetricRow {
 /** Reads one README metrics row: names in code spans, `…_x` abbreviations, `x_*` patterns; types singular. */
 export function parseMetricRow(row: string[]): MetricRow {
   const [nameCell = '', typeCell = ''] = row;
-  const out: MetricRow = { names: [], abbreviations: [], patterns: [], types: new Set(), line: `| ${row.join(' | ')} |` };
+  const out: MetricRow = {
+    names: [],
+    abbreviations: [],
+    patterns: [],
+    types: new Set(),
+    line: `| ${row.join(' | ')} |`,
+  };
   for (const span of codeSpans(nameCell)) {
     if (span.endsWith('*')) out.patterns.push(span.slice(0, -1));
     else if (span.startsWith('…') || span.startsWith('...')) {
@@ -97,7 +113,11 @@ export function parseMetricRow(row: string[]): MetricRow {
       out.abbreviations.push({ base, suffix: span.replace(/^(…|\.\.\.)/, '') });
     } else out.names.push(span);
   }
-  for (const word of typeCell.split(',').map((w) => w.trim()).filter(Boolean)) out.types.add(word.replace(/s$/, ''));
+  for (const word of typeCell
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean))
+    out.types.add(word.replace(/s$/, ''));
   return out;
 }
 
@@ -131,7 +151,10 @@ export function documentedMetrics(table: Table, exposed: ReadonlyMap<string, unk
     for (const { base, suffix } of row.abbreviations) {
       const found = expansions(base, suffix).filter((n) => exposed.has(n));
       if (found.length === 1) names.set(found[0]!, row);
-      else unresolved.push(`…${suffix} (after ${base}) matches ${found.length === 0 ? 'no exposed metric' : found.join(', ')}`);
+      else
+        unresolved.push(
+          `…${suffix} (after ${base}) matches ${found.length === 0 ? 'no exposed metric' : found.join(', ')}`,
+        );
     }
   }
   return { names, unresolved, patterns: rows.flatMap((r) => r.patterns), rows };

@@ -3,23 +3,49 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
-import { diagnose, shellQuote, type Deployment, type DoctorInput, type Finding, type WebhookConfigurationObject } from '../../src/doctor/checks.ts';
+import {
+  diagnose,
+  shellQuote,
+  type Deployment,
+  type DoctorInput,
+  type Finding,
+  type WebhookConfigurationObject,
+} from '../../src/doctor/checks.ts';
 
 const NS = 'mimir';
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const ZONES = ['a', 'b', 'c'];
 
-function zone(z: string, o: { labels?: Record<string, string>; annotations?: Record<string, string>; strategy?: string; replicas?: number; templateLabels?: Record<string, string>; templateAnnotations?: Record<string, string> } = {}): StatefulSet {
+function zone(
+  z: string,
+  o: {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    strategy?: string;
+    replicas?: number;
+    templateLabels?: Record<string, string>;
+    templateAnnotations?: Record<string, string>;
+  } = {},
+): StatefulSet {
   const name = `ingester-zone-${z}`;
   return {
-    metadata: { name, namespace: NS, uid: `uid-${name}`, labels: o.labels ?? { 'rollout-group': 'ingester' }, annotations: o.annotations ?? {} },
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `uid-${name}`,
+      labels: o.labels ?? { 'rollout-group': 'ingester' },
+      annotations: o.annotations ?? {},
+    },
     spec: {
       replicas: o.replicas ?? 2,
       serviceName: 'ingester',
       selector: { matchLabels: { name } },
       updateStrategy: { type: o.strategy ?? 'OnDelete' },
       template: {
-        metadata: { labels: o.templateLabels ?? { name, 'rollout-group': 'ingester' }, annotations: o.templateAnnotations ?? {} },
+        metadata: {
+          labels: o.templateLabels ?? { name, 'rollout-group': 'ingester' },
+          annotations: o.templateAnnotations ?? {},
+        },
         spec: { containers: [{ name: 'ingester', image: 'grafana/mimir:2' }] },
       },
     },
@@ -34,26 +60,41 @@ function podsOf(sts: StatefulSet, revision = sts.status?.updateRevision): Pod[] 
       name: `${name}-${i}`,
       namespace: sts.metadata!.namespace!,
       labels: { ...sts.spec!.template.metadata!.labels, 'controller-revision-hash': revision ?? '' },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid: sts.metadata!.uid!, controller: true }],
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid: sts.metadata!.uid!, controller: true },
+      ],
     },
   }));
 }
 
 function zpdb(name: string, spec: Record<string, unknown>, namespace = NS): KubeObject {
-  return { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace }, spec } as KubeObject;
+  return {
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name, namespace },
+    spec,
+  } as KubeObject;
 }
 
-function operatorDeployment(args = ['-kubernetes.namespace=$(POD_NAMESPACE)', '-server-tls.enabled=true', '-config-restarts.enabled']): Deployment {
+function operatorDeployment(
+  args = ['-kubernetes.namespace=$(POD_NAMESPACE)', '-server-tls.enabled=true', '-config-restarts.enabled'],
+): Deployment {
   return {
     metadata: { name: 'rollout-operator', namespace: NS, labels: { name: 'rollout-operator' } },
     spec: {
       selector: { matchLabels: { name: 'rollout-operator' } },
-      template: { metadata: { labels: { name: 'rollout-operator' } }, spec: { containers: [{ name: 'rollout-operator', image: 'ghcr.io/stateward/stateward:0.1.0', args }] } },
+      template: {
+        metadata: { labels: { name: 'rollout-operator' } },
+        spec: { containers: [{ name: 'rollout-operator', image: 'ghcr.io/stateward/stateward:0.1.0', args }] },
+      },
     },
   };
 }
 
-function distributor(annotations: Record<string, string> = { 'com.xing.deployment-restart': 'enabled' }, optional = false): Deployment {
+function distributor(
+  annotations: Record<string, string> = { 'com.xing.deployment-restart': 'enabled' },
+  optional = false,
+): Deployment {
   return {
     metadata: { name: 'distributor', namespace: NS, annotations },
     spec: {
@@ -61,7 +102,14 @@ function distributor(annotations: Record<string, string> = { 'com.xing.deploymen
       template: {
         metadata: { labels: { name: 'distributor' } },
         spec: {
-          containers: [{ name: 'distributor', image: 'grafana/mimir:2', env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'token', key: 'token' } } }], volumeMounts: [{ name: 'runtime', mountPath: '/etc/runtime' }] }],
+          containers: [
+            {
+              name: 'distributor',
+              image: 'grafana/mimir:2',
+              env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'token', key: 'token' } } }],
+              volumeMounts: [{ name: 'runtime', mountPath: '/etc/runtime' }],
+            },
+          ],
           volumes: [{ name: 'runtime', configMap: { name: 'runtime-config', optional } }],
         },
       },
@@ -70,11 +118,17 @@ function distributor(annotations: Record<string, string> = { 'com.xing.deploymen
 }
 
 /** The shipped rollout-operator-shaped webhook configurations, for namespace NS, with the CA injected. */
-function shippedWebhooks(dir = 'deploy/webhooks'): { validating: WebhookConfigurationObject[]; mutating: WebhookConfigurationObject[] } {
+function shippedWebhooks(dir = 'deploy/webhooks'): {
+  validating: WebhookConfigurationObject[];
+  mutating: WebhookConfigurationObject[];
+} {
   const validating: WebhookConfigurationObject[] = [];
   const mutating: WebhookConfigurationObject[] = [];
   for (const file of ['no-downscale', 'pod-eviction', 'prepare-downscale']) {
-    const text = readFileSync(new URL(`../../${dir}/${file}.yaml`, import.meta.url), 'utf8').replaceAll('NAMESPACE', NS);
+    const text = readFileSync(new URL(`../../${dir}/${file}.yaml`, import.meta.url), 'utf8').replaceAll(
+      'NAMESPACE',
+      NS,
+    );
     for (const doc of parseAllDocuments(text)) {
       const config = doc.toJS() as WebhookConfigurationObject | null;
       if (!config) continue;
@@ -105,7 +159,10 @@ function clean(): DoctorInput {
 }
 
 function withZone(input: DoctorInput, z: string, sts: StatefulSet): DoctorInput {
-  return { ...input, statefulSets: input.statefulSets.map((s) => (s.metadata?.name === `ingester-zone-${z}` ? sts : s)) };
+  return {
+    ...input,
+    statefulSets: input.statefulSets.map((s) => (s.metadata?.name === `ingester-zone-${z}` ? sts : s)),
+  };
 }
 
 function only(findings: Finding[], code: string): Finding {
@@ -126,14 +183,36 @@ describe('stateward doctor checks', () => {
   it('finds nothing wrong with the kustomize webhook configurations (service stateward) either', () => {
     const webhooks = shippedWebhooks('deploy/kustomize/components/webhooks');
     const operator = operatorDeployment();
-    const stateward: Deployment = { ...operator, metadata: { name: 'stateward', namespace: 'stateward', labels: { 'app.kubernetes.io/name': 'stateward' } }, spec: { ...operator.spec!, template: { ...operator.spec!.template, metadata: { labels: { 'app.kubernetes.io/name': 'stateward' } } } } };
-    const input = { ...clean(), namespaces: undefined, deployments: [stateward], validatingWebhookConfigurations: webhooks.validating, mutatingWebhookConfigurations: webhooks.mutating };
+    const stateward: Deployment = {
+      ...operator,
+      metadata: { name: 'stateward', namespace: 'stateward', labels: { 'app.kubernetes.io/name': 'stateward' } },
+      spec: {
+        ...operator.spec!,
+        template: { ...operator.spec!.template, metadata: { labels: { 'app.kubernetes.io/name': 'stateward' } } },
+      },
+    };
+    const input = {
+      ...clean(),
+      namespaces: undefined,
+      deployments: [stateward],
+      validatingWebhookConfigurations: webhooks.validating,
+      mutatingWebhookConfigurations: webhooks.mutating,
+    };
     assert.deepEqual(diagnose(input), []);
   });
 
   describe('labels versus annotations', () => {
     it('reports a label key set as an annotation (#306), with the command that moves it', () => {
-      const input = withZone(clean(), 'a', zone('a', { annotations: { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': '12h' } }));
+      const input = withZone(
+        clean(),
+        'a',
+        zone('a', {
+          annotations: {
+            'grafana.com/prepare-downscale': 'true',
+            'grafana.com/min-time-between-zones-downscale': '12h',
+          },
+        }),
+      );
       const findings = diagnose(input).filter((f) => f.code === 'key-should-be-label');
       assert.equal(findings.length, 2);
       for (const f of findings) {
@@ -142,11 +221,18 @@ describe('stateward doctor checks', () => {
       }
       const prepare = findings.find((f) => f.problem.includes('grafana.com/prepare-downscale'))!;
       assert.match(prepare.problem, /set as an annotation, but it is read only as a label/);
-      assert.match(prepare.fix, /kubectl -n mimir label statefulset\/ingester-zone-a grafana\.com\/prepare-downscale=true && kubectl -n mimir annotate statefulset\/ingester-zone-a grafana\.com\/prepare-downscale-/);
+      assert.match(
+        prepare.fix,
+        /kubectl -n mimir label statefulset\/ingester-zone-a grafana\.com\/prepare-downscale=true && kubectl -n mimir annotate statefulset\/ingester-zone-a grafana\.com\/prepare-downscale-/,
+      );
     });
 
     it('says which value is read when a key is both a label and an annotation (a warning)', () => {
-      const input = withZone(clean(), 'a', zone('a', { labels: { 'rollout-group': 'ingester' }, annotations: { 'rollout-group': 'other' } }));
+      const input = withZone(
+        clean(),
+        'a',
+        zone('a', { labels: { 'rollout-group': 'ingester' }, annotations: { 'rollout-group': 'other' } }),
+      );
       const f = only(diagnose(input), 'key-should-be-label');
       assert.equal(f.severity, 'warning');
       assert.match(f.problem, /only the label \("ingester"\) is read/);
@@ -154,23 +240,58 @@ describe('stateward doctor checks', () => {
     });
 
     it('reports a bad value while moving a min-time annotation', () => {
-      const input = withZone(clean(), 'a', zone('a', { annotations: { 'grafana.com/min-time-between-zones-downscale': '1d' } }));
-      assert.match(only(diagnose(input), 'key-should-be-label').fix, /correct the value first: "1d" is not a Go duration/);
+      const input = withZone(
+        clean(),
+        'a',
+        zone('a', { annotations: { 'grafana.com/min-time-between-zones-downscale': '1d' } }),
+      );
+      assert.match(
+        only(diagnose(input), 'key-should-be-label').fix,
+        /correct the value first: "1d" is not a Go duration/,
+      );
     });
 
     it('reports an annotation key set as a label, on StatefulSets and Deployments', () => {
-      const input = withZone(clean(), 'b', zone('b', { labels: { 'rollout-group': 'ingester', 'rollout-max-unavailable': '2' } }));
-      input.deployments = [operatorDeployment(), { ...distributor({}), metadata: { name: 'distributor', namespace: NS, labels: { 'com.xing.deployment-restart': 'enabled' } } }];
+      const input = withZone(
+        clean(),
+        'b',
+        zone('b', { labels: { 'rollout-group': 'ingester', 'rollout-max-unavailable': '2' } }),
+      );
+      input.deployments = [
+        operatorDeployment(),
+        {
+          ...distributor({}),
+          metadata: { name: 'distributor', namespace: NS, labels: { 'com.xing.deployment-restart': 'enabled' } },
+        },
+      ];
       const findings = diagnose(input).filter((f) => f.code === 'key-should-be-annotation');
-      assert.deepEqual(findings.map((f) => f.object).sort(), ['Deployment mimir/distributor', 'StatefulSet mimir/ingester-zone-b']);
+      assert.deepEqual(findings.map((f) => f.object).sort(), [
+        'Deployment mimir/distributor',
+        'StatefulSet mimir/ingester-zone-b',
+      ]);
       const sts = findings.find((f) => f.object.startsWith('StatefulSet'))!;
       assert.equal(sts.severity, 'error');
-      assert.match(sts.fix, /kubectl -n mimir annotate statefulset\/ingester-zone-b rollout-max-unavailable=2 && kubectl -n mimir label statefulset\/ingester-zone-b rollout-max-unavailable-/);
+      assert.match(
+        sts.fix,
+        /kubectl -n mimir annotate statefulset\/ingester-zone-b rollout-max-unavailable=2 && kubectl -n mimir label statefulset\/ingester-zone-b rollout-max-unavailable-/,
+      );
     });
 
     it('reports keys on the pod template that are read only from the workload', () => {
       const input = clean();
-      input.deployments = [operatorDeployment(), { ...distributor({}), spec: { ...distributor().spec!, template: { ...distributor().spec!.template, metadata: { labels: { name: 'distributor' }, annotations: { 'com.xing.deployment-restart': 'enabled' } } } } }];
+      input.deployments = [
+        operatorDeployment(),
+        {
+          ...distributor({}),
+          spec: {
+            ...distributor().spec!,
+            template: {
+              ...distributor().spec!.template,
+              metadata: { labels: { name: 'distributor' }, annotations: { 'com.xing.deployment-restart': 'enabled' } },
+            },
+          },
+        },
+      ];
       const f = only(diagnose(input), 'key-on-pod-template');
       assert.equal(f.severity, 'error');
       assert.equal(f.object, 'Deployment mimir/distributor');
@@ -184,12 +305,19 @@ describe('stateward doctor checks', () => {
     assert.equal(f.severity, 'error');
     assert.equal(f.object, 'StatefulSet mimir/ingester-zone-b');
     assert.match(f.problem, /RollingUpdate.*rollout group "ingester".*blocked/);
-    assert.match(f.fix, /kubectl -n mimir patch statefulset\/ingester-zone-b --type=merge -p '\{"spec":\{"updateStrategy":\{"type":"OnDelete","rollingUpdate":null\}\}\}'/);
+    assert.match(
+      f.fix,
+      /kubectl -n mimir patch statefulset\/ingester-zone-b --type=merge -p '\{"spec":\{"updateStrategy":\{"type":"OnDelete","rollingUpdate":null\}\}\}'/,
+    );
   });
 
   describe('leaders', () => {
     it('reports a leader that does not exist', () => {
-      const input = withZone(clean(), 'b', zone('b', { annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-x' } }));
+      const input = withZone(
+        clean(),
+        'b',
+        zone('b', { annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-x' } }),
+      );
       const f = only(diagnose(input), 'leader-not-found');
       assert.equal(f.severity, 'error');
       assert.equal(f.object, 'StatefulSet mimir/ingester-zone-b');
@@ -197,9 +325,13 @@ describe('stateward doctor checks', () => {
       assert.match(f.fix, /ingester-zone-a, ingester-zone-c/);
     });
 
-    it('reports a leader outside the follower\'s group, with the label that fixes it', () => {
+    it("reports a leader outside the follower's group, with the label that fixes it", () => {
       const input = clean();
-      input.statefulSets = [zone('a', { labels: { 'rollout-group': 'other' } }), zone('b', { annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-a' } }), zone('c')];
+      input.statefulSets = [
+        zone('a', { labels: { 'rollout-group': 'other' } }),
+        zone('b', { annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-a' } }),
+        zone('c'),
+      ];
       const f = only(diagnose(input), 'leader-not-found');
       assert.match(f.problem, /exists but is in rollout group "other"/);
       assert.match(f.fix, /kubectl -n mimir label statefulset\/ingester-zone-a --overwrite rollout-group=ingester/);
@@ -221,23 +353,129 @@ describe('stateward doctor checks', () => {
   });
 
   describe('values that do not parse', () => {
-    const cases: { name: string; labels?: Record<string, string>; annotations: Record<string, string>; code: string; severity: Finding['severity']; problem: RegExp; fix: RegExp }[] = [
-      { name: 'a min-time label that is no Go duration', labels: { 'rollout-group': 'ingester', 'grafana.com/min-time-between-zones-downscale': '12x' }, annotations: {}, code: 'invalid-min-time', severity: 'error', problem: /not a Go duration/, fix: /label statefulset\/ingester-zone-a --overwrite grafana\.com\/min-time-between-zones-downscale=12h/ },
-      { name: 'a "True" that counts as false', labels: { 'rollout-group': 'ingester', 'grafana.com/no-downscale': 'True' }, annotations: {}, code: 'not-exactly-true', severity: 'error', problem: /treated as false/, fix: /label statefulset\/ingester-zone-a --overwrite grafana\.com\/no-downscale=true/ },
-      { name: 'an unparsable last-downscale', annotations: { 'grafana.com/last-downscale': 'yesterday' }, code: 'invalid-last-downscale', severity: 'error', problem: /does not parse/, fix: /annotate statefulset\/ingester-zone-a grafana\.com\/last-downscale-/ },
-      { name: 'a mirror without its kind', annotations: { 'grafana.com/rollout-mirror-replicas-from-resource-name': 'ingester' }, code: 'incomplete-mirror', severity: 'error', problem: /no grafana\.com\/rollout-mirror-replicas-from-resource-kind/, fix: /rollout-mirror-replicas-from-resource-kind=ReplicaTemplate/ },
-      { name: 'a write-back that is no boolean', annotations: { 'grafana.com/rollout-mirror-replicas-from-resource-name': 'ingester', 'grafana.com/rollout-mirror-replicas-from-resource-kind': 'ReplicaTemplate', 'grafana.com/rollout-mirror-replicas-from-resource-api-version': 'rollout-operator.grafana.com/v1', 'grafana.com/rollout-mirror-replicas-from-resource-write-back': 'nope' }, code: 'invalid-mirror-write-back', severity: 'warning', problem: /not a boolean/, fix: /write-back=false/ },
-      { name: 'a negative force-replicas', annotations: { 'grafana.com/rollout-force-replicas': '-1' }, code: 'force-replicas-ignored', severity: 'warning', problem: /must not be negative/, fix: /annotate statefulset\/ingester-zone-a grafana\.com\/rollout-force-replicas-/ },
-      { name: 'force-replicas on a StatefulSet that neither follows nor mirrors', annotations: { 'grafana.com/rollout-force-replicas': '3' }, code: 'force-replicas-ignored', severity: 'warning', problem: /has no effect/, fix: /follower/ },
-      { name: 'a delayed downscale that is no Prometheus duration', annotations: { 'grafana.com/rollout-delayed-downscale': '4 hours', 'grafana.com/rollout-prepare-delayed-downscale-url': 'http://pod:8080/prepare' }, code: 'invalid-delayed-downscale', severity: 'error', problem: /failed to parse grafana\.com\/rollout-delayed-downscale/, fix: /Prometheus duration/ },
-      { name: 'a delayed downscale without its URL', annotations: { 'grafana.com/rollout-delayed-downscale': '4h' }, code: 'invalid-delayed-downscale', severity: 'error', problem: /without grafana\.com\/rollout-prepare-delayed-downscale-url/, fix: /set both/ },
-      { name: 'a rollout-max-unavailable of 0', annotations: { 'rollout-max-unavailable': '0' }, code: 'invalid-max-unavailable', severity: 'warning', problem: /must be greater than 0; using 1/, fix: /annotate statefulset\/ingester-zone-a --overwrite rollout-max-unavailable=2/ },
-      { name: 'a rollout-max-unavailable of 150%', annotations: { 'rollout-max-unavailable': '150%' }, code: 'invalid-max-unavailable', severity: 'warning', problem: /1% to 100%/, fix: /25%/ },
-      { name: 'a last-downscale in the future', annotations: { 'grafana.com/last-downscale': '2026-11-23T12:00:00Z' }, code: 'last-downscale-in-future', severity: 'warning', problem: /in the future/, fix: /check the clocks/ },
+    const cases: {
+      name: string;
+      labels?: Record<string, string>;
+      annotations: Record<string, string>;
+      code: string;
+      severity: Finding['severity'];
+      problem: RegExp;
+      fix: RegExp;
+    }[] = [
+      {
+        name: 'a min-time label that is no Go duration',
+        labels: { 'rollout-group': 'ingester', 'grafana.com/min-time-between-zones-downscale': '12x' },
+        annotations: {},
+        code: 'invalid-min-time',
+        severity: 'error',
+        problem: /not a Go duration/,
+        fix: /label statefulset\/ingester-zone-a --overwrite grafana\.com\/min-time-between-zones-downscale=12h/,
+      },
+      {
+        name: 'a "True" that counts as false',
+        labels: { 'rollout-group': 'ingester', 'grafana.com/no-downscale': 'True' },
+        annotations: {},
+        code: 'not-exactly-true',
+        severity: 'error',
+        problem: /treated as false/,
+        fix: /label statefulset\/ingester-zone-a --overwrite grafana\.com\/no-downscale=true/,
+      },
+      {
+        name: 'an unparsable last-downscale',
+        annotations: { 'grafana.com/last-downscale': 'yesterday' },
+        code: 'invalid-last-downscale',
+        severity: 'error',
+        problem: /does not parse/,
+        fix: /annotate statefulset\/ingester-zone-a grafana\.com\/last-downscale-/,
+      },
+      {
+        name: 'a mirror without its kind',
+        annotations: { 'grafana.com/rollout-mirror-replicas-from-resource-name': 'ingester' },
+        code: 'incomplete-mirror',
+        severity: 'error',
+        problem: /no grafana\.com\/rollout-mirror-replicas-from-resource-kind/,
+        fix: /rollout-mirror-replicas-from-resource-kind=ReplicaTemplate/,
+      },
+      {
+        name: 'a write-back that is no boolean',
+        annotations: {
+          'grafana.com/rollout-mirror-replicas-from-resource-name': 'ingester',
+          'grafana.com/rollout-mirror-replicas-from-resource-kind': 'ReplicaTemplate',
+          'grafana.com/rollout-mirror-replicas-from-resource-api-version': 'rollout-operator.grafana.com/v1',
+          'grafana.com/rollout-mirror-replicas-from-resource-write-back': 'nope',
+        },
+        code: 'invalid-mirror-write-back',
+        severity: 'warning',
+        problem: /not a boolean/,
+        fix: /write-back=false/,
+      },
+      {
+        name: 'a negative force-replicas',
+        annotations: { 'grafana.com/rollout-force-replicas': '-1' },
+        code: 'force-replicas-ignored',
+        severity: 'warning',
+        problem: /must not be negative/,
+        fix: /annotate statefulset\/ingester-zone-a grafana\.com\/rollout-force-replicas-/,
+      },
+      {
+        name: 'force-replicas on a StatefulSet that neither follows nor mirrors',
+        annotations: { 'grafana.com/rollout-force-replicas': '3' },
+        code: 'force-replicas-ignored',
+        severity: 'warning',
+        problem: /has no effect/,
+        fix: /follower/,
+      },
+      {
+        name: 'a delayed downscale that is no Prometheus duration',
+        annotations: {
+          'grafana.com/rollout-delayed-downscale': '4 hours',
+          'grafana.com/rollout-prepare-delayed-downscale-url': 'http://pod:8080/prepare',
+        },
+        code: 'invalid-delayed-downscale',
+        severity: 'error',
+        problem: /failed to parse grafana\.com\/rollout-delayed-downscale/,
+        fix: /Prometheus duration/,
+      },
+      {
+        name: 'a delayed downscale without its URL',
+        annotations: { 'grafana.com/rollout-delayed-downscale': '4h' },
+        code: 'invalid-delayed-downscale',
+        severity: 'error',
+        problem: /without grafana\.com\/rollout-prepare-delayed-downscale-url/,
+        fix: /set both/,
+      },
+      {
+        name: 'a rollout-max-unavailable of 0',
+        annotations: { 'rollout-max-unavailable': '0' },
+        code: 'invalid-max-unavailable',
+        severity: 'warning',
+        problem: /must be greater than 0; using 1/,
+        fix: /annotate statefulset\/ingester-zone-a --overwrite rollout-max-unavailable=2/,
+      },
+      {
+        name: 'a rollout-max-unavailable of 150%',
+        annotations: { 'rollout-max-unavailable': '150%' },
+        code: 'invalid-max-unavailable',
+        severity: 'warning',
+        problem: /1% to 100%/,
+        fix: /25%/,
+      },
+      {
+        name: 'a last-downscale in the future',
+        annotations: { 'grafana.com/last-downscale': '2026-11-23T12:00:00Z' },
+        code: 'last-downscale-in-future',
+        severity: 'warning',
+        problem: /in the future/,
+        fix: /check the clocks/,
+      },
     ];
     for (const c of cases) {
       it(`reports ${c.name}`, () => {
-        const input = withZone(clean(), 'a', zone('a', { ...(c.labels ? { labels: c.labels } : {}), annotations: c.annotations }));
+        const input = withZone(
+          clean(),
+          'a',
+          zone('a', { ...(c.labels ? { labels: c.labels } : {}), annotations: c.annotations }),
+        );
         const findings = diagnose(input);
         const f = only(findings, c.code);
         assert.equal(f.severity, c.severity);
@@ -249,18 +487,34 @@ describe('stateward doctor checks', () => {
     }
 
     it('reports a prepare-downscale label without the pod endpoint', () => {
-      const input = withZone(clean(), 'a', zone('a', { labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true' }, annotations: { 'grafana.com/prepare-downscale-http-port': '80' } }));
+      const input = withZone(
+        clean(),
+        'a',
+        zone('a', {
+          labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true' },
+          annotations: { 'grafana.com/prepare-downscale-http-port': '80' },
+        }),
+      );
       const f = only(diagnose(input), 'prepare-downscale-incomplete');
       assert.equal(f.severity, 'error');
-      assert.match(f.problem, /no annotation grafana\.com\/prepare-downscale-http-path: the prepare-downscale webhook denies every downscale/);
-      assert.match(f.fix, /annotate statefulset\/ingester-zone-a grafana\.com\/prepare-downscale-http-path=ingester\/prepare-shutdown$/);
+      assert.match(
+        f.problem,
+        /no annotation grafana\.com\/prepare-downscale-http-path: the prepare-downscale webhook denies every downscale/,
+      );
+      assert.match(
+        f.fix,
+        /annotate statefulset\/ingester-zone-a grafana\.com\/prepare-downscale-http-path=ingester\/prepare-shutdown$/,
+      );
     });
   });
 
   describe('webhook configurations', () => {
-    const noDownscale = (input: DoctorInput) => input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `no-downscale-${NS}`)!;
-    const podEviction = (input: DoctorInput) => input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `pod-eviction-${NS}`)!;
-    const zpdbValidation = (input: DoctorInput) => input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `zpdb-validation-${NS}`)!;
+    const noDownscale = (input: DoctorInput) =>
+      input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `no-downscale-${NS}`)!;
+    const podEviction = (input: DoctorInput) =>
+      input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `pod-eviction-${NS}`)!;
+    const zpdbValidation = (input: DoctorInput) =>
+      input.validatingWebhookConfigurations.find((c) => c.metadata?.name === `zpdb-validation-${NS}`)!;
 
     it('reports missing CA-injection labels and the empty caBundle that follows', () => {
       const input = clean();
@@ -272,7 +526,10 @@ describe('stateward doctor checks', () => {
       assert.equal(labels.severity, 'error');
       assert.equal(labels.object, `ValidatingWebhookConfiguration no-downscale-${NS}`);
       assert.match(labels.problem, /lacks the label grafana\.com\/inject-rollout-operator-ca=true/);
-      assert.equal(labels.fix, `kubectl label validatingwebhookconfiguration/no-downscale-${NS} grafana.com/inject-rollout-operator-ca=true --overwrite`);
+      assert.equal(
+        labels.fix,
+        `kubectl label validatingwebhookconfiguration/no-downscale-${NS} grafana.com/inject-rollout-operator-ca=true --overwrite`,
+      );
       const bundle = only(findings, 'webhook-ca-bundle-empty');
       assert.equal(bundle.severity, 'error');
       assert.match(bundle.problem, /no-downscale-mimir\.grafana\.com has no clientConfig\.caBundle/);
@@ -291,7 +548,10 @@ describe('stateward doctor checks', () => {
       podEviction(input).metadata!.labels!['grafana.com/namespace'] = 'elsewhere';
       const f = only(diagnose(input), 'webhook-namespace-mismatch');
       assert.equal(f.severity, 'error');
-      assert.match(f.fix, /kubectl label validatingwebhookconfiguration\/pod-eviction-mimir grafana\.com\/namespace=mimir --overwrite/);
+      assert.match(
+        f.fix,
+        /kubectl label validatingwebhookconfiguration\/pod-eviction-mimir grafana\.com\/namespace=mimir --overwrite/,
+      );
     });
 
     it('reports failurePolicy Ignore on pod-eviction (error) and zpdb-validation (warning), with why', () => {
@@ -299,9 +559,18 @@ describe('stateward doctor checks', () => {
       podEviction(input).webhooks![0]!.failurePolicy = 'Ignore';
       zpdbValidation(input).webhooks![0]!.failurePolicy = 'Ignore';
       const findings = diagnose(input).filter((f) => f.code === 'webhook-failure-policy-ignore');
-      assert.deepEqual(findings.map((f) => f.severity), ['error', 'warning']);
-      assert.match(findings[0]!.problem, /pod-eviction-mimir\.grafana\.com \(pod-eviction\) has failurePolicy Ignore: .*two zones down/);
-      assert.match(findings[0]!.fix, /--type=json -p '\[\{"op":"replace","path":"\/webhooks\/0\/failurePolicy","value":"Fail"\}\]'/);
+      assert.deepEqual(
+        findings.map((f) => f.severity),
+        ['error', 'warning'],
+      );
+      assert.match(
+        findings[0]!.problem,
+        /pod-eviction-mimir\.grafana\.com \(pod-eviction\) has failurePolicy Ignore: .*two zones down/,
+      );
+      assert.match(
+        findings[0]!.fix,
+        /--type=json -p '\[\{"op":"replace","path":"\/webhooks\/0\/failurePolicy","value":"Fail"\}\]'/,
+      );
       assert.match(findings[1]!.problem, /zpdb-validation.*silently ignored/);
     });
 
@@ -314,18 +583,24 @@ describe('stateward doctor checks', () => {
       assert.match(f.problem, /without their leaving pods being prepared/);
     });
 
-    it('reports a no-downscale webhook whose objectSelector does not exclude the operator\'s Deployment', () => {
+    it("reports a no-downscale webhook whose objectSelector does not exclude the operator's Deployment", () => {
       const input = clean();
       delete noDownscale(input).webhooks![0]!.objectSelector;
       const f = only(diagnose(input), 'no-downscale-selects-operator');
       assert.equal(f.severity, 'error');
-      assert.match(f.problem, /has no objectSelector, so it covers the operator's own Deployment mimir\/rollout-operator/);
+      assert.match(
+        f.problem,
+        /has no objectSelector, so it covers the operator's own Deployment mimir\/rollout-operator/,
+      );
       assert.match(f.fix, /"op":"add","path":"\/webhooks\/0\/objectSelector".*NotIn/);
       // The API server stores an absent objectSelector as {}.
       noDownscale(input).webhooks![0]!.objectSelector = {};
       assert.match(only(diagnose(input), 'no-downscale-selects-operator').problem, /has no objectSelector/);
       // Without the Deployment in view, judged by the labels the operator ships with.
-      assert.equal(only(diagnose({ ...input, deployments: [distributor()] }), 'no-downscale-selects-operator').severity, 'error');
+      assert.equal(
+        only(diagnose({ ...input, deployments: [distributor()] }), 'no-downscale-selects-operator').severity,
+        'error',
+      );
       // With failurePolicy Ignore nothing is held up.
       noDownscale(input).webhooks![0]!.failurePolicy = 'Ignore';
       assert.deepEqual(codes(diagnose(input)), []);
@@ -342,7 +617,13 @@ describe('stateward doctor checks', () => {
   describe('zone-aware pod disruption budgets', () => {
     it('reports a budget the operator cannot parse', () => {
       const input = clean();
-      input.zpdbs = [zpdb('ingester', { maxUnavailable: 1, maxUnavailablePercentage: 10, selector: { matchLabels: { 'rollout-group': 'ingester' } } })];
+      input.zpdbs = [
+        zpdb('ingester', {
+          maxUnavailable: 1,
+          maxUnavailablePercentage: 10,
+          selector: { matchLabels: { 'rollout-group': 'ingester' } },
+        }),
+      ];
       const f = only(diagnose(input), 'zpdb-invalid');
       assert.equal(f.severity, 'error');
       assert.equal(f.object, 'ZoneAwarePodDisruptionBudget mimir/ingester');
@@ -392,9 +673,15 @@ describe('stateward doctor checks', () => {
       const f = only(diagnose(input), 'config-missing');
       assert.equal(f.severity, 'error');
       assert.equal(f.object, 'Deployment mimir/distributor');
-      assert.match(f.problem, /opted in to config restarts \(xing\) and its pods need ConfigMap runtime-config, which does not exist/);
+      assert.match(
+        f.problem,
+        /opted in to config restarts \(xing\) and its pods need ConfigMap runtime-config, which does not exist/,
+      );
       assert.match(f.fix, /create ConfigMap mimir\/runtime-config/);
-      assert.deepEqual(codes(diagnose({ ...input, deployments: [operatorDeployment(), distributor(undefined, true)] })), []);
+      assert.deepEqual(
+        codes(diagnose({ ...input, deployments: [operatorDeployment(), distributor(undefined, true)] })),
+        [],
+      );
     });
 
     it('does not call a Secret missing when Secrets could not be listed', () => {
@@ -414,7 +701,10 @@ describe('stateward doctor checks', () => {
 
     it('reports a reload-list name that does not exist as a warning', () => {
       const input = clean();
-      input.deployments = [operatorDeployment(), distributor({ 'configmap.reloader.stakater.com/reload': 'runtime-config,limits' })];
+      input.deployments = [
+        operatorDeployment(),
+        distributor({ 'configmap.reloader.stakater.com/reload': 'runtime-config,limits' }),
+      ];
       const f = only(diagnose(input), 'config-missing');
       assert.equal(f.severity, 'warning');
       assert.match(f.problem, /reload list names ConfigMap limits/);
@@ -423,14 +713,20 @@ describe('stateward doctor checks', () => {
 
   it('reports an OnDelete StatefulSet that nothing rolls, with its outdated pods', () => {
     const input = clean();
-    const standalone: StatefulSet = { ...zone('x', { labels: {}, templateLabels: { name: 'ingester-zone-x' } }), status: { replicas: 2, currentRevision: 'r1', updateRevision: 'r2' } };
+    const standalone: StatefulSet = {
+      ...zone('x', { labels: {}, templateLabels: { name: 'ingester-zone-x' } }),
+      status: { replicas: 2, currentRevision: 'r1', updateRevision: 'r2' },
+    };
     input.statefulSets.push(standalone);
     input.pods.push(...podsOf(standalone, 'r1'));
     const f = only(diagnose(input), 'ondelete-unmanaged');
     assert.equal(f.severity, 'warning');
     assert.equal(f.object, 'StatefulSet mimir/ingester-zone-x');
     assert.match(f.problem, /OnDelete with 2 pods but in no rollout group.*2 pods already run an old revision/);
-    assert.match(f.fix, /label statefulset\/ingester-zone-x rollout-group=ingester-zone-x.*stateward\.dev\/config-restart-ondelete=evict/);
+    assert.match(
+      f.fix,
+      /label statefulset\/ingester-zone-x rollout-group=ingester-zone-x.*stateward\.dev\/config-restart-ondelete=evict/,
+    );
     standalone.metadata!.annotations = { 'stateward.dev/config-restart-ondelete': 'evict' };
     assert.deepEqual(codes(diagnose(input)), []);
   });
@@ -441,20 +737,38 @@ describe('stateward doctor checks', () => {
     assert.equal(findings.length, 2);
     assert.ok(findings.every((f) => f.object === 'Deployment mimir/rollout-operator' && f.severity === 'warning'));
     assert.ok(findings.some((f) => /without -server-tls\.enabled/.test(f.problem)));
-    assert.ok(findings.some((f) => /1 workload \(Deployment mimir\/distributor\) opted in to config-change restarts/.test(f.problem) && /-config-restarts\.enabled/.test(f.fix)));
+    assert.ok(
+      findings.some(
+        (f) =>
+          /1 workload \(Deployment mimir\/distributor\) opted in to config-change restarts/.test(f.problem) &&
+          /-config-restarts\.enabled/.test(f.fix),
+      ),
+    );
   });
 
   it('says which checks were skipped for resources it may not list', () => {
-    const input = { ...clean(), validatingWebhookConfigurations: [], mutatingWebhookConfigurations: [], unreadable: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'] };
+    const input = {
+      ...clean(),
+      validatingWebhookConfigurations: [],
+      mutatingWebhookConfigurations: [],
+      unreadable: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
+    };
     const findings = diagnose(input);
     assert.deepEqual(codes(findings), ['checks-skipped', 'checks-skipped']);
     assert.ok(findings.every((f) => f.severity === 'warning'));
-    assert.match(findings[1]!.problem, /cannot list validatingwebhookconfigurations \(forbidden\): webhook checks .* were skipped/);
+    assert.match(
+      findings[1]!.problem,
+      /cannot list validatingwebhookconfigurations \(forbidden\): webhook checks .* were skipped/,
+    );
     assert.match(findings[1]!.fix, /kubectl auth can-i list validatingwebhookconfigurations/);
   });
 
   it('sorts errors first and quotes shell words that need it', () => {
-    const input = withZone(clean(), 'a', zone('a', { strategy: 'RollingUpdate', annotations: { 'rollout-max-unavailable': 'x' } }));
+    const input = withZone(
+      clean(),
+      'a',
+      zone('a', { strategy: 'RollingUpdate', annotations: { 'rollout-max-unavailable': 'x' } }),
+    );
     assert.deepEqual(codes(diagnose(input)), ['group-not-ondelete', 'invalid-max-unavailable']);
     assert.equal(shellQuote('a b'), "'a b'");
     assert.equal(shellQuote("it's"), `'it'\\''s'`);

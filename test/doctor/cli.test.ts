@@ -7,7 +7,10 @@ import { stringify } from 'yaml';
 import { renderText, runDoctor } from '../../src/doctor/cli.ts';
 import { freePorts } from '../cluster/ports.ts';
 
-async function doctor(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+async function doctor(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const code = await runDoctor(argv, { out: (s) => (out += s), err: (s) => (err += s), env });
@@ -17,14 +20,17 @@ async function doctor(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ co
 async function kubeconfig(server: string, context = 'local'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'doctor-'));
   const path = join(dir, 'kubeconfig');
-  await writeFile(path, stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'local', cluster: { server, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'me', user: { token: 'x' } }],
-    contexts: [{ name: context, context: { cluster: 'local', user: 'me', namespace: 'mimir' } }],
-    'current-context': context,
-  }));
+  await writeFile(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'local', cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'me', user: { token: 'x' } }],
+      contexts: [{ name: context, context: { cluster: 'local', user: 'me', namespace: 'mimir' } }],
+      'current-context': context,
+    }),
+  );
   return path;
 }
 
@@ -51,7 +57,8 @@ describe('stateward doctor command line', () => {
     assert.equal(result.code, 0);
     assert.match(result.err, /^stateward doctor \[flags\]: reads the cluster/);
     assert.match(result.err, /Usage of stateward doctor:/);
-    for (const flag of ['-n string', '-A', '-o string', '-kubeconfig string', '-context string']) assert.ok(result.err.includes(flag), flag);
+    for (const flag of ['-n string', '-A', '-o string', '-kubeconfig string', '-context string'])
+      assert.ok(result.err.includes(flag), flag);
   });
 
   it('fails with one clear line, exit 1, when the kubeconfig is missing or wrong', async () => {
@@ -61,7 +68,10 @@ describe('stateward doctor command line', () => {
 
     const none = await doctor([], { HOME: '/nonexistent' });
     assert.equal(none.code, 1);
-    assert.match(none.err, /^stateward doctor: no kubeconfig found: pass --kubeconfig=<file>, set KUBECONFIG, or create ~\/\.kube\/config\n$/);
+    assert.match(
+      none.err,
+      /^stateward doctor: no kubeconfig found: pass --kubeconfig=<file>, set KUBECONFIG, or create ~\/\.kube\/config\n$/,
+    );
 
     const path = await kubeconfig('https://127.0.0.1:1');
     const context = await doctor(['--kubeconfig', path, '--context', 'prod']);
@@ -73,25 +83,49 @@ describe('stateward doctor command line', () => {
     // A port nothing listens on (freePorts closes what it opened).
     const [port] = await freePorts(1);
     const path = await kubeconfig(`https://127.0.0.1:${port!}`);
-    for (const argv of [['--kubeconfig', path], ['-A', '--context', 'local']]) {
+    for (const argv of [
+      ['--kubeconfig', path],
+      ['-A', '--context', 'local'],
+    ]) {
       const result = await doctor(argv, { KUBECONFIG: path });
       assert.equal(result.code, 1);
-      assert.equal(result.err, `stateward doctor: cannot reach the Kubernetes API at https://127.0.0.1:${port!}: NetworkError: ECONNREFUSED\n`);
+      assert.equal(
+        result.err,
+        `stateward doctor: cannot reach the Kubernetes API at https://127.0.0.1:${port!}: NetworkError: ECONNREFUSED\n`,
+      );
       assert.doesNotMatch(result.err, /\bat .*\.ts:\d+/, 'no stack trace');
       assert.equal(result.out, '');
     }
   });
 
   it('renders one block per finding and a summary line', () => {
-    const text = renderText([
-      { severity: 'error', code: 'group-not-ondelete', object: 'StatefulSet mimir/ingester-zone-b', problem: 'it is RollingUpdate', fix: 'make it OnDelete' },
-      { severity: 'warning', code: 'invalid-max-unavailable', object: 'StatefulSet mimir/ingester-zone-c', problem: 'bad value', fix: 'use 2' },
-    ], 'namespace mimir');
-    assert.equal(text, [
-      'ERROR  StatefulSet mimir/ingester-zone-b: it is RollingUpdate\n  fix: make it OnDelete\n',
-      'WARNING  StatefulSet mimir/ingester-zone-c: bad value\n  fix: use 2\n',
-      '1 error, 1 warning in namespace mimir.\n',
-    ].join('\n'));
+    const text = renderText(
+      [
+        {
+          severity: 'error',
+          code: 'group-not-ondelete',
+          object: 'StatefulSet mimir/ingester-zone-b',
+          problem: 'it is RollingUpdate',
+          fix: 'make it OnDelete',
+        },
+        {
+          severity: 'warning',
+          code: 'invalid-max-unavailable',
+          object: 'StatefulSet mimir/ingester-zone-c',
+          problem: 'bad value',
+          fix: 'use 2',
+        },
+      ],
+      'namespace mimir',
+    );
+    assert.equal(
+      text,
+      [
+        'ERROR  StatefulSet mimir/ingester-zone-b: it is RollingUpdate\n  fix: make it OnDelete\n',
+        'WARNING  StatefulSet mimir/ingester-zone-c: bad value\n  fix: use 2\n',
+        '1 error, 1 warning in namespace mimir.\n',
+      ].join('\n'),
+    );
     assert.equal(renderText([], 'all namespaces'), 'No problems found in all namespaces.\n');
   });
 });

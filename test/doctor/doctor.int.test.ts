@@ -6,7 +6,13 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type KubeObject, type Pod, type ResourceType, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import {
+  resources,
+  type KubeObject,
+  type Pod,
+  type ResourceType,
+  type StatefulSet,
+} from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import type { Finding, WebhookConfigurationObject } from '../../src/doctor/checks.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';
@@ -18,13 +24,32 @@ import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
 
-const roles: ResourceType = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', kind: 'Role', namespaced: true };
-const roleBindings: ResourceType = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', kind: 'RoleBinding', namespaced: true };
+const roles: ResourceType = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource: 'roles',
+  kind: 'Role',
+  namespaced: true,
+};
+const roleBindings: ResourceType = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource: 'rolebindings',
+  kind: 'RoleBinding',
+  namespaced: true,
+};
 
-async function doctor(args: string[], kubeconfig = cluster.kubeconfigPath): Promise<{ code: number; out: string; err: string }> {
+async function doctor(
+  args: string[],
+  kubeconfig = cluster.kubeconfigPath,
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runDoctor([...args, '--kubeconfig', kubeconfig], { out: (s) => (out += s), err: (s) => (err += s), env: {} });
+  const code = await runDoctor([...args, '--kubeconfig', kubeconfig], {
+    out: (s) => (out += s),
+    err: (s) => (err += s),
+    env: {},
+  });
   return { code, out, err };
 }
 
@@ -35,8 +60,23 @@ async function doctorJson(namespace: string): Promise<{ code: number; findings: 
 }
 
 /** A StatefulSet like a zone of the test group, renamed, with extra metadata. */
-function statefulSet(namespace: string, name: string, o: { group?: string | null; labels?: Record<string, string>; annotations?: Record<string, string>; strategy?: 'OnDelete' | 'RollingUpdate'; replicas?: number; volumes?: object[] } = {}): StatefulSet {
-  const sts = zoneStatefulSet(namespace, 'a', { replicas: o.replicas ?? 0, strategy: o.strategy ?? 'OnDelete', ...(o.group ? { group: o.group } : {}) });
+function statefulSet(
+  namespace: string,
+  name: string,
+  o: {
+    group?: string | null;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    strategy?: 'OnDelete' | 'RollingUpdate';
+    replicas?: number;
+    volumes?: object[];
+  } = {},
+): StatefulSet {
+  const sts = zoneStatefulSet(namespace, 'a', {
+    replicas: o.replicas ?? 0,
+    strategy: o.strategy ?? 'OnDelete',
+    ...(o.group ? { group: o.group } : {}),
+  });
   const groupLabel: Record<string, string> = o.group === null ? {} : { 'rollout-group': o.group ?? 'ingester' };
   sts.metadata = { ...sts.metadata, name, labels: { ...groupLabel, ...o.labels }, annotations: { ...o.annotations } };
   sts.spec!.serviceName = name;
@@ -49,14 +89,26 @@ function statefulSet(namespace: string, name: string, o: { group?: string | null
 async function applyCrd(kube: KubeClient, namespace: string): Promise<void> {
   const applied = await kubectl(cluster, 'apply', '-f', crd);
   assert.ok(applied.ok, applied.out);
-  await waitFor('the ZPDB CRD to be served', async () => (await kube.list(zpdbResource, { namespace })).items, { timeoutMs: 30_000 });
+  await waitFor('the ZPDB CRD to be served', async () => (await kube.list(zpdbResource, { namespace })).items, {
+    timeoutMs: 30_000,
+  });
 }
 
 function zpdb(namespace: string, name: string, spec: Record<string, unknown>): KubeObject {
-  return { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace }, spec } as KubeObject;
+  return {
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name, namespace },
+    spec,
+  } as KubeObject;
 }
 
-async function webhookConfiguration(t: TestContext, kube: KubeClient, type: ResourceType, config: WebhookConfigurationObject): Promise<void> {
+async function webhookConfiguration(
+  t: TestContext,
+  kube: KubeClient,
+  type: ResourceType,
+  config: WebhookConfigurationObject,
+): Promise<void> {
   await kube.create(type, config);
   t.after(() => kube.delete(type, { name: config.metadata!.name! }).catch(() => undefined));
 }
@@ -69,53 +121,203 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
 
     const sets = [
       // #306: a label set as an annotation; and a min-time label that is no Go duration.
-      statefulSet(ns, 'ingester-zone-a', { labels: { 'grafana.com/min-time-between-zones-downscale': '12x' }, annotations: { 'grafana.com/prepare-downscale': 'true' } }),
+      statefulSet(ns, 'ingester-zone-a', {
+        labels: { 'grafana.com/min-time-between-zones-downscale': '12x' },
+        annotations: { 'grafana.com/prepare-downscale': 'true' },
+      }),
       // Not OnDelete: the whole group is blocked.
       statefulSet(ns, 'ingester-zone-b', { strategy: 'RollingUpdate' }),
       // A leader that does not exist; a max-unavailable that does not parse.
-      statefulSet(ns, 'ingester-zone-c', { annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-x', 'rollout-max-unavailable': 'lots' } }),
+      statefulSet(ns, 'ingester-zone-c', {
+        annotations: { 'grafana.com/rollout-downscale-leader': 'ingester-zone-x', 'rollout-max-unavailable': 'lots' },
+      }),
       // A leader cycle.
-      statefulSet(ns, 'cycle-a', { group: 'cycle', annotations: { 'grafana.com/rollout-downscale-leader': 'cycle-b' } }),
-      statefulSet(ns, 'cycle-b', { group: 'cycle', annotations: { 'grafana.com/rollout-downscale-leader': 'cycle-a' } }),
+      statefulSet(ns, 'cycle-a', {
+        group: 'cycle',
+        annotations: { 'grafana.com/rollout-downscale-leader': 'cycle-b' },
+      }),
+      statefulSet(ns, 'cycle-b', {
+        group: 'cycle',
+        annotations: { 'grafana.com/rollout-downscale-leader': 'cycle-a' },
+      }),
       // Opted in to config restarts, referencing a ConfigMap that does not exist.
-      statefulSet(ns, 'configured', { group: null, strategy: 'RollingUpdate', annotations: { 'com.xing.deployment-restart': 'enabled' }, volumes: [{ name: 'config', configMap: { name: 'runtime-config' } }] }),
+      statefulSet(ns, 'configured', {
+        group: null,
+        strategy: 'RollingUpdate',
+        annotations: { 'com.xing.deployment-restart': 'enabled' },
+        volumes: [{ name: 'config', configMap: { name: 'runtime-config' } }],
+      }),
       // OnDelete, in no group, not opted in to evictions, with a pod.
       statefulSet(ns, 'standalone', { group: null, replicas: 1 }),
     ];
     for (const sts of sets) await kube.create(resources.statefulSets, sts);
-    await waitFor('a ZPDB to be created', () => kube.create(zpdbResource, zpdb(ns, 'typo', { selector: { matchLabels: { 'rollout-group': 'ingestr' } } })).catch(() => undefined), { timeoutMs: 30_000 });
-    await kube.create(zpdbResource, zpdb(ns, 'broken', { maxUnavailable: 1, maxUnavailablePercentage: 20, selector: { matchLabels: { 'rollout-group': 'ingester' } } }));
+    await waitFor(
+      'a ZPDB to be created',
+      () =>
+        kube
+          .create(zpdbResource, zpdb(ns, 'typo', { selector: { matchLabels: { 'rollout-group': 'ingestr' } } }))
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
+    await kube.create(
+      zpdbResource,
+      zpdb(ns, 'broken', {
+        maxUnavailable: 1,
+        maxUnavailablePercentage: 20,
+        selector: { matchLabels: { 'rollout-group': 'ingester' } },
+      }),
+    );
 
     // Webhook configurations of an operator in this namespace. The no-downscale
     // one covers only Deployments and ReplicaSets, of which this namespace has none.
     const service = { name: 'rollout-operator', namespace: ns, port: 443 };
-    const scope = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } }, admissionReviewVersions: ['v1'], sideEffects: 'None', timeoutSeconds: 1 };
+    const scope = {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+      admissionReviewVersions: ['v1'],
+      sideEffects: 'None',
+      timeoutSeconds: 1,
+    };
     await webhookConfiguration(t, kube, resources.validatingWebhookConfigurations, {
       metadata: { name: `doctor-no-downscale-${ns}`, labels: { 'grafana.com/namespace': ns } },
-      webhooks: [{ name: `no-downscale-${ns}.grafana.com`, clientConfig: { service: { ...service, path: '/admission/no-downscale' } }, failurePolicy: 'Fail', rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments', 'replicasets'] }], ...scope }],
+      webhooks: [
+        {
+          name: `no-downscale-${ns}.grafana.com`,
+          clientConfig: { service: { ...service, path: '/admission/no-downscale' } },
+          failurePolicy: 'Fail',
+          rules: [
+            {
+              apiGroups: ['apps'],
+              apiVersions: ['v1'],
+              operations: ['UPDATE'],
+              resources: ['deployments', 'replicasets'],
+            },
+          ],
+          ...scope,
+        },
+      ],
     });
     await webhookConfiguration(t, kube, resources.validatingWebhookConfigurations, {
-      metadata: { name: `doctor-pod-eviction-${ns}`, labels: { 'grafana.com/namespace': ns, 'grafana.com/inject-rollout-operator-ca': 'true' } },
-      webhooks: [{ name: `pod-eviction-${ns}.grafana.com`, clientConfig: { service: { ...service, path: '/admission/pod-eviction' } }, failurePolicy: 'Ignore', rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'] }], ...scope }],
+      metadata: {
+        name: `doctor-pod-eviction-${ns}`,
+        labels: { 'grafana.com/namespace': ns, 'grafana.com/inject-rollout-operator-ca': 'true' },
+      },
+      webhooks: [
+        {
+          name: `pod-eviction-${ns}.grafana.com`,
+          clientConfig: { service: { ...service, path: '/admission/pod-eviction' } },
+          failurePolicy: 'Ignore',
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'] }],
+          ...scope,
+        },
+      ],
     });
 
-    await waitFor('the standalone StatefulSet\'s pod', async () => (await kube.list<Pod>(resources.pods, { namespace: ns, labelSelector: 'app=standalone' })).items.length > 0, { timeoutMs: 60_000 });
+    await waitFor(
+      "the standalone StatefulSet's pod",
+      async () =>
+        (await kube.list<Pod>(resources.pods, { namespace: ns, labelSelector: 'app=standalone' })).items.length > 0,
+      { timeoutMs: 60_000 },
+    );
 
     const expected: { code: string; severity: Finding['severity']; object: string; problem: RegExp; fix: RegExp }[] = [
-      { code: 'key-should-be-label', severity: 'error', object: `StatefulSet ${ns}/ingester-zone-a`, problem: /grafana\.com\/prepare-downscale="true" is set as an annotation/, fix: new RegExp(`kubectl -n ${ns} label statefulset/ingester-zone-a grafana\\.com/prepare-downscale=true`) },
-      { code: 'invalid-min-time', severity: 'error', object: `StatefulSet ${ns}/ingester-zone-a`, problem: /"12x" is not a Go duration/, fix: /min-time-between-zones-downscale=12h/ },
-      { code: 'group-not-ondelete', severity: 'error', object: `StatefulSet ${ns}/ingester-zone-b`, problem: /RollingUpdate.*blocked/, fix: /"type":"OnDelete"/ },
-      { code: 'leader-not-found', severity: 'error', object: `StatefulSet ${ns}/ingester-zone-c`, problem: /"ingester-zone-x", but there is no such StatefulSet/, fix: /rollout-downscale-leader=<leader>/ },
-      { code: 'invalid-max-unavailable', severity: 'warning', object: `StatefulSet ${ns}/ingester-zone-c`, problem: /rollout-max-unavailable="lots" is not a number or a percentage/, fix: /rollout-max-unavailable=2/ },
-      { code: 'leader-cycle', severity: 'error', object: `StatefulSet ${ns}/cycle-a`, problem: /cycle: cycle-a -> cycle-b -> cycle-a/, fix: /annotate statefulset\/<leader> grafana\.com\/rollout-downscale-leader-/ },
-      { code: 'config-missing', severity: 'error', object: `StatefulSet ${ns}/configured`, problem: /pods need ConfigMap runtime-config, which does not exist/, fix: new RegExp(`create ConfigMap ${ns}/runtime-config`) },
-      { code: 'ondelete-unmanaged', severity: 'warning', object: `StatefulSet ${ns}/standalone`, problem: /OnDelete with 1 pod but in no rollout group/, fix: /stateward\.dev\/config-restart-ondelete=evict/ },
-      { code: 'zpdb-no-statefulsets', severity: 'warning', object: `ZoneAwarePodDisruptionBudget ${ns}/typo`, problem: /rollout-group=ingestr matches no StatefulSet/, fix: /spec\.selector\.matchLabels/ },
-      { code: 'zpdb-invalid', severity: 'error', object: `ZoneAwarePodDisruptionBudget ${ns}/broken`, problem: /only one of maxUnavailable or maxUnavailablePercentage may be set/, fix: new RegExp(`kubectl -n ${ns} edit zpdb/broken`) },
-      { code: 'webhook-ca-labels-missing', severity: 'error', object: `ValidatingWebhookConfiguration doctor-no-downscale-${ns}`, problem: /lacks the label grafana\.com\/inject-rollout-operator-ca=true/, fix: /grafana\.com\/inject-rollout-operator-ca=true --overwrite/ },
-      { code: 'webhook-ca-bundle-empty', severity: 'error', object: `ValidatingWebhookConfiguration doctor-pod-eviction-${ns}`, problem: /has no clientConfig\.caBundle/, fix: /-server-tls\.enabled/ },
-      { code: 'no-downscale-selects-operator', severity: 'error', object: `ValidatingWebhookConfiguration doctor-no-downscale-${ns}`, problem: /has no objectSelector, so it covers the operator's own Deployment/, fix: /"operator":"NotIn"/ },
-      { code: 'webhook-failure-policy-ignore', severity: 'error', object: `ValidatingWebhookConfiguration doctor-pod-eviction-${ns}`, problem: /failurePolicy Ignore: .*two zones down/, fix: /"value":"Fail"/ },
+      {
+        code: 'key-should-be-label',
+        severity: 'error',
+        object: `StatefulSet ${ns}/ingester-zone-a`,
+        problem: /grafana\.com\/prepare-downscale="true" is set as an annotation/,
+        fix: new RegExp(`kubectl -n ${ns} label statefulset/ingester-zone-a grafana\\.com/prepare-downscale=true`),
+      },
+      {
+        code: 'invalid-min-time',
+        severity: 'error',
+        object: `StatefulSet ${ns}/ingester-zone-a`,
+        problem: /"12x" is not a Go duration/,
+        fix: /min-time-between-zones-downscale=12h/,
+      },
+      {
+        code: 'group-not-ondelete',
+        severity: 'error',
+        object: `StatefulSet ${ns}/ingester-zone-b`,
+        problem: /RollingUpdate.*blocked/,
+        fix: /"type":"OnDelete"/,
+      },
+      {
+        code: 'leader-not-found',
+        severity: 'error',
+        object: `StatefulSet ${ns}/ingester-zone-c`,
+        problem: /"ingester-zone-x", but there is no such StatefulSet/,
+        fix: /rollout-downscale-leader=<leader>/,
+      },
+      {
+        code: 'invalid-max-unavailable',
+        severity: 'warning',
+        object: `StatefulSet ${ns}/ingester-zone-c`,
+        problem: /rollout-max-unavailable="lots" is not a number or a percentage/,
+        fix: /rollout-max-unavailable=2/,
+      },
+      {
+        code: 'leader-cycle',
+        severity: 'error',
+        object: `StatefulSet ${ns}/cycle-a`,
+        problem: /cycle: cycle-a -> cycle-b -> cycle-a/,
+        fix: /annotate statefulset\/<leader> grafana\.com\/rollout-downscale-leader-/,
+      },
+      {
+        code: 'config-missing',
+        severity: 'error',
+        object: `StatefulSet ${ns}/configured`,
+        problem: /pods need ConfigMap runtime-config, which does not exist/,
+        fix: new RegExp(`create ConfigMap ${ns}/runtime-config`),
+      },
+      {
+        code: 'ondelete-unmanaged',
+        severity: 'warning',
+        object: `StatefulSet ${ns}/standalone`,
+        problem: /OnDelete with 1 pod but in no rollout group/,
+        fix: /stateward\.dev\/config-restart-ondelete=evict/,
+      },
+      {
+        code: 'zpdb-no-statefulsets',
+        severity: 'warning',
+        object: `ZoneAwarePodDisruptionBudget ${ns}/typo`,
+        problem: /rollout-group=ingestr matches no StatefulSet/,
+        fix: /spec\.selector\.matchLabels/,
+      },
+      {
+        code: 'zpdb-invalid',
+        severity: 'error',
+        object: `ZoneAwarePodDisruptionBudget ${ns}/broken`,
+        problem: /only one of maxUnavailable or maxUnavailablePercentage may be set/,
+        fix: new RegExp(`kubectl -n ${ns} edit zpdb/broken`),
+      },
+      {
+        code: 'webhook-ca-labels-missing',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-no-downscale-${ns}`,
+        problem: /lacks the label grafana\.com\/inject-rollout-operator-ca=true/,
+        fix: /grafana\.com\/inject-rollout-operator-ca=true --overwrite/,
+      },
+      {
+        code: 'webhook-ca-bundle-empty',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-pod-eviction-${ns}`,
+        problem: /has no clientConfig\.caBundle/,
+        fix: /-server-tls\.enabled/,
+      },
+      {
+        code: 'no-downscale-selects-operator',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-no-downscale-${ns}`,
+        problem: /has no objectSelector, so it covers the operator's own Deployment/,
+        fix: /"operator":"NotIn"/,
+      },
+      {
+        code: 'webhook-failure-policy-ignore',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-pod-eviction-${ns}`,
+        problem: /failurePolicy Ignore: .*two zones down/,
+        fix: /"value":"Fail"/,
+      },
     ];
 
     const { code, findings } = await doctorJson(ns);
@@ -133,9 +335,20 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
     const text = await doctor(['-n', ns]);
     assert.equal(text.code, 1);
     assert.equal(text.err, '');
-    assert.match(text.out, new RegExp(`^ERROR  StatefulSet ${ns}/ingester-zone-b: its update strategy is RollingUpdate.*\\n  fix: kubectl -n ${ns} patch statefulset/ingester-zone-b `, 'm'));
+    assert.match(
+      text.out,
+      new RegExp(
+        `^ERROR  StatefulSet ${ns}/ingester-zone-b: its update strategy is RollingUpdate.*\\n  fix: kubectl -n ${ns} patch statefulset/ingester-zone-b `,
+        'm',
+      ),
+    );
     assert.match(text.out, new RegExp(`^WARNING  StatefulSet ${ns}/standalone: `, 'm'));
-    assert.match(text.out, new RegExp(`\\n${findings.filter((f) => f.severity === 'error').length} errors, ${findings.filter((f) => f.severity === 'warning').length} warnings in namespace ${ns} \\(checked 7 StatefulSets, 2 ZoneAwarePodDisruptionBudgets, `));
+    assert.match(
+      text.out,
+      new RegExp(
+        `\\n${findings.filter((f) => f.severity === 'error').length} errors, ${findings.filter((f) => f.severity === 'warning').length} warnings in namespace ${ns} \\(checked 7 StatefulSets, 2 ZoneAwarePodDisruptionBudgets, `,
+      ),
+    );
   });
 
   it('passes a healthy namespace (exit 0)', async (t) => {
@@ -143,16 +356,41 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
     const kube = testClient(cluster);
     await applyCrd(kube, ns);
     for (const z of ['a', 'b', 'c']) await kube.create(resources.statefulSets, zoneStatefulSet(ns, z, { replicas: 1 }));
-    await kube.create(resources.configMaps, { metadata: { name: 'runtime-config', namespace: ns }, data: { 'limits.yaml': '{}' } });
-    await kube.create(resources.statefulSets, statefulSet(ns, 'configured', { group: null, strategy: 'RollingUpdate', annotations: { 'com.xing.deployment-restart': 'enabled' }, volumes: [{ name: 'config', configMap: { name: 'runtime-config' } }] }));
-    await waitFor('the ZPDB to be created', () => kube.create(zpdbResource, zpdb(ns, 'ingester', { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } })).catch(() => undefined), { timeoutMs: 30_000 });
+    await kube.create(resources.configMaps, {
+      metadata: { name: 'runtime-config', namespace: ns },
+      data: { 'limits.yaml': '{}' },
+    });
+    await kube.create(
+      resources.statefulSets,
+      statefulSet(ns, 'configured', {
+        group: null,
+        strategy: 'RollingUpdate',
+        annotations: { 'com.xing.deployment-restart': 'enabled' },
+        volumes: [{ name: 'config', configMap: { name: 'runtime-config' } }],
+      }),
+    );
+    await waitFor(
+      'the ZPDB to be created',
+      () =>
+        kube
+          .create(
+            zpdbResource,
+            zpdb(ns, 'ingester', { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } }),
+          )
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
 
     const { code, out, err } = await doctor(['-n', ns]);
     assert.equal(err, '');
     assert.doesNotMatch(out, /^ERROR/m);
     assert.equal(code, 0, out);
     const { findings } = await doctorJson(ns);
-    assert.deepEqual(findings.filter((f) => f.object.includes(`${ns}/`)), [], 'nothing about this namespace\'s objects');
+    assert.deepEqual(
+      findings.filter((f) => f.object.includes(`${ns}/`)),
+      [],
+      "nothing about this namespace's objects",
+    );
   });
 
   it('with credentials that may not read webhook configurations, says those checks were skipped and still exits 0', async (t) => {
@@ -176,13 +414,25 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
     } as KubeObject);
     const kubeconfig = await cluster.serviceAccountKubeconfig(ns, 'doctor');
 
-    const result = await waitFor('the Role to take effect', async () => {
-      const r = await doctor(['-n', ns], kubeconfig);
-      // Until the Role applies, namespaced lists are forbidden too (and reported as skipped).
-      return r.err === '' && !/resource (statefulsets|pods|deployments|daemonsets|configmaps|secrets|zoneawarepoddisruptionbudgets):/.test(r.out) ? r : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 250 });
+    const result = await waitFor(
+      'the Role to take effect',
+      async () => {
+        const r = await doctor(['-n', ns], kubeconfig);
+        // Until the Role applies, namespaced lists are forbidden too (and reported as skipped).
+        return r.err === '' &&
+          !/resource (statefulsets|pods|deployments|daemonsets|configmaps|secrets|zoneawarepoddisruptionbudgets):/.test(
+            r.out,
+          )
+          ? r
+          : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 250 },
+    );
     assert.equal(result.code, 0, result.out);
-    assert.match(result.out, /^WARNING {2}resource validatingwebhookconfigurations: cannot list validatingwebhookconfigurations \(forbidden\): webhook checks .* were skipped\n {2}fix: /m);
+    assert.match(
+      result.out,
+      /^WARNING {2}resource validatingwebhookconfigurations: cannot list validatingwebhookconfigurations \(forbidden\): webhook checks .* were skipped\n {2}fix: /m,
+    );
     assert.match(result.out, /^WARNING {2}resource mutatingwebhookconfigurations: /m);
     assert.match(result.out, new RegExp(`0 errors, 2 warnings in namespace ${ns} \\(checked 2 StatefulSets`));
   });

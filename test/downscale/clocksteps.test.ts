@@ -4,7 +4,11 @@ import { FakeClock } from '../../src/runtime/clock.ts';
 import { TimestampSightings } from '../../src/runtime/sightings.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
 import { observeLastDownscales } from '../../src/downscale/clocksteps.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type LastDownscale } from '../../src/downscale/mintime.ts';
+import {
+  checkMinTimeBetweenZoneDownscales,
+  lastDownscalesFromAnnotations,
+  type LastDownscale,
+} from '../../src/downscale/mintime.ts';
 import { recordDownscale, parseZoneTracker, initialZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
 import { lastDownscalesFromZones } from '../../src/downscale/prepare/plan.ts';
 
@@ -20,13 +24,31 @@ function sightingsOf(clock: FakeClock): TimestampSightings {
   return tracker;
 }
 
-const read = (clock: FakeClock, lastDownscales: ReadonlyMap<string, LastDownscale>, over: Partial<Parameters<typeof observeLastDownscales>[1]> = {}) =>
-  observeLastDownscales(sightingsOf(clock), { namespace: 'ns', statefulSets: ['a', 'b'], lastDownscales, source: 'annotation', seen: 'read', ...over });
+const read = (
+  clock: FakeClock,
+  lastDownscales: ReadonlyMap<string, LastDownscale>,
+  over: Partial<Parameters<typeof observeLastDownscales>[1]> = {},
+) =>
+  observeLastDownscales(sightingsOf(clock), {
+    namespace: 'ns',
+    statefulSets: ['a', 'b'],
+    lastDownscales,
+    source: 'annotation',
+    seen: 'read',
+    ...over,
+  });
 
 describe('min-time counted from the stamp unless this replica has evidence against it', () => {
   const group: StatefulSet[] = [
     { metadata: { name: 'a', namespace: 'ns' } },
-    { metadata: { name: 'b', namespace: 'ns', labels: { 'grafana.com/min-time-between-zones-downscale': '10m' }, annotations: { 'grafana.com/last-downscale': '2024-01-02T12:00:00Z' } } },
+    {
+      metadata: {
+        name: 'b',
+        namespace: 'ns',
+        labels: { 'grafana.com/min-time-between-zones-downscale': '10m' },
+        annotations: { 'grafana.com/last-downscale': '2024-01-02T12:00:00Z' },
+      },
+    },
   ];
   const lastDownscales = lastDownscalesFromAnnotations(group);
 
@@ -35,27 +57,53 @@ describe('min-time counted from the stamp unless this replica has evidence again
     read(clock, lastDownscales);
     clock.step(11 * MIN);
     const now = clock.now();
-    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now }), { elapsed: true }, 'by the wall clock alone, 11 minutes passed');
+    assert.deepEqual(
+      checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now }),
+      { elapsed: true },
+      'by the wall clock alone, 11 minutes passed',
+    );
     const countedFrom = read(clock, lastDownscales);
     assert.deepEqual(countedFrom, new Map([['b', { at: T0, from: T0 + 11 * MIN, evidence: 'stepped' }]]));
     const held = checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now, countedFrom });
     assert.ok('elapsed' in held && !held.elapsed);
     assert.equal(held.lastDownscale, T0);
-    assert.equal(held.reason, 'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC: this replica\'s clock stepped)');
+    assert.equal(
+      held.reason,
+      "statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC: this replica's clock stepped)",
+    );
   });
 
   it('ignores what was counted for another value of the annotation, and keeps sources and namespaces apart', () => {
     const clock = new FakeClock(T0 + 11 * MIN);
     const now = clock.now();
-    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now, countedFrom: new Map([['b', { at: T0 - 60 * MIN, from: now }]]) }), { elapsed: true });
+    assert.deepEqual(
+      checkMinTimeBetweenZoneDownscales({
+        self: 'a',
+        group,
+        lastDownscales,
+        now,
+        countedFrom: new Map([['b', { at: T0 - 60 * MIN, from: now }]]),
+      }),
+      { elapsed: true },
+    );
     read(clock, new Map([['b', T0]]), { source: 'zone-tracker' });
-    assert.deepEqual(read(clock, new Map([['b', T0 + MIN]]), { namespace: 'other', seen: 'event' }), new Map([['b', { at: T0 + MIN, from: now, evidence: 'before-look' }]]), 'a watch delivering a 10-minute-old stamp: the writer is behind');
-    assert.deepEqual(read(clock, lastDownscales), new Map([['b', { at: T0, from: T0 }]]), 'first seen in a read: its stamp');
+    assert.deepEqual(
+      read(clock, new Map([['b', T0 + MIN]]), { namespace: 'other', seen: 'event' }),
+      new Map([['b', { at: T0 + MIN, from: now, evidence: 'before-look' }]]),
+      'a watch delivering a 10-minute-old stamp: the writer is behind',
+    );
+    assert.deepEqual(
+      read(clock, lastDownscales),
+      new Map([['b', { at: T0, from: T0 }]]),
+      'first seen in a read: its stamp',
+    );
   });
 
-  it('rollout-operator\'s zone-tracker scenario: zone-b 23 s after zone-a under a 20 s min-time is allowed, in one replica', async () => {
+  it("rollout-operator's zone-tracker scenario: zone-b 23 s after zone-a under a 20 s min-time is allowed, in one replica", async () => {
     const clock = new FakeClock(T0);
-    const zoneGroup: StatefulSet[] = ['a', 'b'].map((name) => ({ metadata: { name, namespace: 'ns', labels: { 'grafana.com/min-time-between-zones-downscale': '20s' } } }));
+    const zoneGroup: StatefulSet[] = ['a', 'b'].map((name) => ({
+      metadata: { name, namespace: 'ns', labels: { 'grafana.com/min-time-between-zones-downscale': '20s' } },
+    }));
     const fromTracker = (data: Record<string, string>) => {
       const zones = parseZoneTracker(data);
       assert.ok(!('error' in zones));
@@ -66,18 +114,46 @@ describe('min-time counted from the stamp unless this replica has evidence again
     await clock.advance(MIN);
     const first = fromTracker(data);
     const forA = read(clock, first, { source: 'zone-tracker' });
-    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'a', group: zoneGroup, lastDownscales: first, now: clock.now(), countedFrom: forA }), { elapsed: true });
+    assert.deepEqual(
+      checkMinTimeBetweenZoneDownscales({
+        self: 'a',
+        group: zoneGroup,
+        lastDownscales: first,
+        now: clock.now(),
+        countedFrom: forA,
+      }),
+      { elapsed: true },
+    );
     data = recordDownscale(data, 'a', clock.now());
     await clock.advance(23 * SEC);
     const second = fromTracker(data);
     const forB = read(clock, second, { source: 'zone-tracker' });
-    assert.deepEqual(checkMinTimeBetweenZoneDownscales({ self: 'b', group: zoneGroup, lastDownscales: second, now: clock.now(), countedFrom: forB }), { elapsed: true }, 'counted from the stamp, not from this read');
+    assert.deepEqual(
+      checkMinTimeBetweenZoneDownscales({
+        self: 'b',
+        group: zoneGroup,
+        lastDownscales: second,
+        now: clock.now(),
+        countedFrom: forB,
+      }),
+      { elapsed: true },
+      'counted from the stamp, not from this read',
+    );
   });
 
   it('the note appears only with evidence', () => {
     const clock = new FakeClock(T0 + 5 * MIN);
-    const held = checkMinTimeBetweenZoneDownscales({ self: 'a', group, lastDownscales, now: clock.now(), countedFrom: read(clock, lastDownscales) });
+    const held = checkMinTimeBetweenZoneDownscales({
+      self: 'a',
+      group,
+      lastDownscales,
+      now: clock.now(),
+      countedFrom: read(clock, lastDownscales),
+    });
     assert.ok('elapsed' in held && !held.elapsed);
-    assert.equal(held.reason, 'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales');
+    assert.equal(
+      held.reason,
+      'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales',
+    );
   });
 });

@@ -20,8 +20,27 @@ import {
   validateScalingMetadata,
   writeBack,
 } from '../../src/downscale/coordination/plan.ts';
-import { adversarialNames, capturingRegexSource, materialize, metadataValue, mutated, params, weirdValue, within, PARSE_BUDGET_MS } from './support.ts';
-import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY } from '../../src/vocabulary/keys.ts';
+import {
+  adversarialNames,
+  capturingRegexSource,
+  materialize,
+  metadataValue,
+  mutated,
+  params,
+  weirdValue,
+  within,
+  PARSE_BUDGET_MS,
+} from './support.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+} from '../../src/vocabulary/keys.ts';
 
 /** Per call; the eviction webhook calls podPartition once per pod of the group. */
 const BUDGET_MS = PARSE_BUDGET_MS;
@@ -31,13 +50,23 @@ const BUDGET_MS = PARSE_BUDGET_MS;
 const validZpdb = fc.record({
   apiVersion: fc.constant('rollout-operator.grafana.com/v1'),
   kind: fc.constant('ZoneAwarePodDisruptionBudget'),
-  metadata: fc.record({ name: fc.constantFrom('ingester', 'store-gateway'), namespace: fc.constant('ns'), generation: fc.nat(5) }),
+  metadata: fc.record({
+    name: fc.constantFrom('ingester', 'store-gateway'),
+    namespace: fc.constant('ns'),
+    generation: fc.nat(5),
+  }),
   spec: fc.record(
     {
       maxUnavailable: fc.nat(3),
       maxUnavailablePercentage: fc.integer({ min: 0, max: 100 }),
-      selector: fc.record({ matchLabels: fc.dictionary(fc.constantFrom('app', 'name', 'zone'), fc.constantFrom('ingester', 'a', '')) }),
-      podNamePartitionRegex: fc.constantFrom('[a-z\\-]+-zone-[a-z]-([0-9]+)', 'ingester-zone-[a-z]-(\\d+)', '(?P<partition>[a-z]+)-\\d+'),
+      selector: fc.record({
+        matchLabels: fc.dictionary(fc.constantFrom('app', 'name', 'zone'), fc.constantFrom('ingester', 'a', '')),
+      }),
+      podNamePartitionRegex: fc.constantFrom(
+        '[a-z\\-]+-zone-[a-z]-([0-9]+)',
+        'ingester-zone-[a-z]-(\\d+)',
+        '(?P<partition>[a-z]+)-\\d+',
+      ),
       podNameRegexGroup: fc.constant(1),
       crossZoneEvictionDelay: fc.constantFrom('20m', '0s', ''),
     },
@@ -62,7 +91,11 @@ function checkConfig(config: ZpdbConfig): void {
   else assert.ok(config.partition.group >= 1);
 }
 
-const podNames = adversarialNames(['ingester-zone-a-0', 'ingester-zone-b-12', 'store-gateway-zone-c-3', ''], ['a', 'b', '-', 'zone', 'ab', 'a-', '0'], ['', '!', '-0', 'b', 'zz']);
+const podNames = adversarialNames(
+  ['ingester-zone-a-0', 'ingester-zone-b-12', 'store-gateway-zone-c-3', ''],
+  ['a', 'b', '-', 'zone', 'ab', 'a-', '0'],
+  ['', '!', '-0', 'b', 'zz'],
+);
 
 describe('fuzz: ZoneAwarePodDisruptionBudget specs', { timeout: 120_000 }, () => {
   it('parseZpdb answers any object, in time, with a usable config or an error', () => {
@@ -79,10 +112,21 @@ describe('fuzz: ZoneAwarePodDisruptionBudget specs', { timeout: 120_000 }, () =>
   it('a partition regex it accepts finds the partition of any pod name in time', () => {
     fc.assert(
       fc.property(capturingRegexSource, podNames, (regex, names) => {
-        const parsed = parseZpdb({ kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'b', namespace: 'ns' }, spec: { selector: { matchLabels: {} }, maxUnavailable: 1, podNamePartitionRegex: regex, podNameRegexGroup: 1 } });
+        const parsed = parseZpdb({
+          kind: 'ZoneAwarePodDisruptionBudget',
+          metadata: { name: 'b', namespace: 'ns' },
+          spec: {
+            selector: { matchLabels: {} },
+            maxUnavailable: 1,
+            podNamePartitionRegex: regex,
+            podNameRegexGroup: 1,
+          },
+        });
         if ('error' in parsed) return;
         for (const name of names) {
-          const partition = within(BUDGET_MS, `podPartition(/${regex}/, ${JSON.stringify(name)})`, () => podPartition(parsed.config, name));
+          const partition = within(BUDGET_MS, `podPartition(/${regex}/, ${JSON.stringify(name)})`, () =>
+            podPartition(parsed.config, name),
+          );
           assert.ok(partition === undefined || typeof partition === 'string' || typeof partition.error === 'string');
         }
       }),
@@ -120,58 +164,111 @@ const usualAnnotation: Record<string, string> = {
 const mirroringSts = (name: string): fc.Arbitrary<StatefulSet> =>
   fc
     .record({
-      annotations: fc.record(Object.fromEntries(scalingAnnotationKeys.map((k) => [k, fc.oneof({ weight: 3, arbitrary: fc.constant(usualAnnotation[k]!) }, { weight: 2, arbitrary: metadataValue })])), { requiredKeys: [] }),
+      annotations: fc.record(
+        Object.fromEntries(
+          scalingAnnotationKeys.map((k) => [
+            k,
+            fc.oneof(
+              { weight: 3, arbitrary: fc.constant(usualAnnotation[k]!) },
+              { weight: 2, arbitrary: metadataValue },
+            ),
+          ]),
+        ),
+        { requiredKeys: [] },
+      ),
       replicas: fc.oneof(fc.integer({ min: 0, max: 12 }), fc.constantFrom(undefined, 1_000)),
       ready: fc.nat(12),
     })
     .map(({ annotations, replicas, ready }) => ({
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
-      metadata: { name, namespace: 'ns', annotations: annotations as Record<string, string>, labels: { 'rollout-group': 'ingester' } },
+      metadata: {
+        name,
+        namespace: 'ns',
+        annotations: annotations as Record<string, string>,
+        labels: { 'rollout-group': 'ingester' },
+      },
       spec: { ...(replicas === undefined ? {} : { replicas }), serviceName: 'ingester', selector: {}, template: {} },
       status: { replicas: replicas ?? 1, readyReplicas: ready },
     }));
 
 /** What GET …/replicatemplates/<name>/scale can answer, and worse. */
 const replicaTemplateScale: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ apiVersion: fc.constant('autoscaling/v1'), kind: fc.constant('Scale'), spec: fc.record({ replicas: fc.integer({ min: 0, max: 12 }) }), status: fc.record({ replicas: fc.nat(12), selector: fc.constant('app=ingester') }) }) },
-  { weight: 3, arbitrary: mutated(fc.record({ spec: fc.record({ replicas: fc.nat(12) }), status: fc.record({ replicas: fc.nat(12) }) })) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      apiVersion: fc.constant('autoscaling/v1'),
+      kind: fc.constant('Scale'),
+      spec: fc.record({ replicas: fc.integer({ min: 0, max: 12 }) }),
+      status: fc.record({ replicas: fc.nat(12), selector: fc.constant('app=ingester') }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: mutated(
+      fc.record({ spec: fc.record({ replicas: fc.nat(12) }), status: fc.record({ replicas: fc.nat(12) }) }),
+    ),
+  },
   { weight: 1, arbitrary: weirdValue },
 );
 
 describe('fuzz: ReplicaTemplate-shaped scales through the mirror path', { timeout: 120_000 }, () => {
   it('reads any annotations and any scale without throwing, in time, with a consistent target', () => {
     fc.assert(
-      fc.property(fc.tuple(mirroringSts('ingester-zone-a'), mirroringSts('ingester-zone-b')), replicaTemplateScale, fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }), ([a, b], scale, now) => {
-        within(BUDGET_MS, 'validateScalingMetadata', () => validateScalingMetadata(a));
-        const plan = within(BUDGET_MS, 'planGroupReplicas', () => planGroupReplicas({ group: [a, b], now }));
-        for (const change of plan.changes) assert.ok(Number.isSafeInteger(change.to) && change.to >= 0, `a change to ${change.to}`);
-        const reference = within(BUDGET_MS, 'mirrorReference', () => mirrorReference(a));
-        if (reference === undefined) return;
-        if ('error' in reference) {
-          assert.ok(reference.error !== '');
-          return;
-        }
-        assert.ok(reference.name !== '' && reference.kind !== '');
-        writeBack(a.metadata?.annotations?.[MIRROR_WRITE_BACK_ANNOTATION_KEY]);
-        // As the executor reads the reference's scale.
-        const spec = (scale as { spec?: { replicas?: number } } | null | undefined)?.spec;
-        const referenceReplicas = spec?.replicas ?? 0;
-        const target = within(BUDGET_MS, 'mirrorTarget', () => mirrorTarget({ sts: a, referenceReplicas }));
-        const force = forceReplicasOverride(a);
-        if (force !== undefined && 'replicas' in force) assert.equal(target.target, force.replicas);
-        else assert.equal(target.target, referenceReplicas);
-        assert.equal(target.action, target.target === target.current ? 'in-sync' : target.target > target.current ? 'scale-up' : 'scale-down');
-        const delay = within(BUDGET_MS, 'delayedDownscaleConfig', () => delayedDownscaleConfig(a));
-        if (delay === undefined || 'error' in delay || target.action !== 'scale-down') return;
-        if (!Number.isSafeInteger(target.target) || target.target < 0) return;
-        // Which pods are asked, and how far the downscale may go once they answer.
-        const calls = within(BUDGET_MS, 'delayedDownscaleCalls', () => delayedDownscaleCalls({ current: target.current, desired: target.target }));
-        assert.deepEqual([...calls.cancel, ...calls.prepare], Array.from({ length: target.current }, (_, i) => i));
-        const timestamps = new Map(calls.prepare.map((ordinal) => [ordinal, Math.floor(now / 1000) - 3600 * (ordinal % 7)]));
-        const decision = within(BUDGET_MS, 'delayedDownscaleDecision', () => delayedDownscaleDecision({ current: target.current, desired: target.target, timestamps, delayMs: delay.delayMs, now }));
-        if ('allowed' in decision) assert.ok(decision.allowed >= target.target && decision.allowed < target.current);
-      }),
+      fc.property(
+        fc.tuple(mirroringSts('ingester-zone-a'), mirroringSts('ingester-zone-b')),
+        replicaTemplateScale,
+        fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
+        ([a, b], scale, now) => {
+          within(BUDGET_MS, 'validateScalingMetadata', () => validateScalingMetadata(a));
+          const plan = within(BUDGET_MS, 'planGroupReplicas', () => planGroupReplicas({ group: [a, b], now }));
+          for (const change of plan.changes)
+            assert.ok(Number.isSafeInteger(change.to) && change.to >= 0, `a change to ${change.to}`);
+          const reference = within(BUDGET_MS, 'mirrorReference', () => mirrorReference(a));
+          if (reference === undefined) return;
+          if ('error' in reference) {
+            assert.ok(reference.error !== '');
+            return;
+          }
+          assert.ok(reference.name !== '' && reference.kind !== '');
+          writeBack(a.metadata?.annotations?.[MIRROR_WRITE_BACK_ANNOTATION_KEY]);
+          // As the executor reads the reference's scale.
+          const spec = (scale as { spec?: { replicas?: number } } | null | undefined)?.spec;
+          const referenceReplicas = spec?.replicas ?? 0;
+          const target = within(BUDGET_MS, 'mirrorTarget', () => mirrorTarget({ sts: a, referenceReplicas }));
+          const force = forceReplicasOverride(a);
+          if (force !== undefined && 'replicas' in force) assert.equal(target.target, force.replicas);
+          else assert.equal(target.target, referenceReplicas);
+          assert.equal(
+            target.action,
+            target.target === target.current ? 'in-sync' : target.target > target.current ? 'scale-up' : 'scale-down',
+          );
+          const delay = within(BUDGET_MS, 'delayedDownscaleConfig', () => delayedDownscaleConfig(a));
+          if (delay === undefined || 'error' in delay || target.action !== 'scale-down') return;
+          if (!Number.isSafeInteger(target.target) || target.target < 0) return;
+          // Which pods are asked, and how far the downscale may go once they answer.
+          const calls = within(BUDGET_MS, 'delayedDownscaleCalls', () =>
+            delayedDownscaleCalls({ current: target.current, desired: target.target }),
+          );
+          assert.deepEqual(
+            [...calls.cancel, ...calls.prepare],
+            Array.from({ length: target.current }, (_, i) => i),
+          );
+          const timestamps = new Map(
+            calls.prepare.map((ordinal) => [ordinal, Math.floor(now / 1000) - 3600 * (ordinal % 7)]),
+          );
+          const decision = within(BUDGET_MS, 'delayedDownscaleDecision', () =>
+            delayedDownscaleDecision({
+              current: target.current,
+              desired: target.target,
+              timestamps,
+              delayMs: delay.delayMs,
+              now,
+            }),
+          );
+          if ('allowed' in decision) assert.ok(decision.allowed >= target.target && decision.allowed < target.current);
+        },
+      ),
       params(1000, 13),
     );
   });
@@ -181,12 +278,17 @@ describe('fuzz: ReplicaTemplate-shaped scales through the mirror path', { timeou
 // Each failure the properties above found, as its shrunk counterexample.
 
 describe('fuzz regressions: custom resources', { timeout: 120_000 }, () => {
-  const zpdb = (podNamePartitionRegex: string) => ({ kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'b', namespace: 'ns' }, spec: { selector: { matchLabels: {} }, maxUnavailable: 1, podNamePartitionRegex, podNameRegexGroup: 1 } });
+  const zpdb = (podNamePartitionRegex: string) => ({
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name: 'b', namespace: 'ns' },
+    spec: { selector: { matchLabels: {} }, maxUnavailable: 1, podNamePartitionRegex, podNameRegexGroup: 1 },
+  });
 
   it('a partition regex that backtracks catastrophically in JavaScript is accepted and runs in linear time (was: accepted, 23 "a"s + "zz" took > 50 ms per pod name, doubling with each "a"; then refused, which rollout-operator does not)', () => {
     const parsed = parseZpdb(zpdb('(?:(?:a*)*a*)a(a)a*'));
     assert.ok('config' in parsed, JSON.stringify(parsed));
-    for (const n of [23, 100, 251]) within(BUDGET_MS, `podPartition(${n} "a"s + "zz")`, () => podPartition(parsed.config, `${'a'.repeat(n)}zz`));
+    for (const n of [23, 100, 251])
+      within(BUDGET_MS, `podPartition(${n} "a"s + "zz")`, () => podPartition(parsed.config, `${'a'.repeat(n)}zz`));
   });
 
   it('a 1,000,000-character partition regex is refused, not thrown (was: "Regular expression too large" thrown by parseZpdb)', () => {

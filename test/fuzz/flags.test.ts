@@ -29,11 +29,22 @@ interface Run {
 }
 
 /** Runs `main` (or a client command) with the io it needs, failing at the deadline and stopping whatever started. */
-async function run(argv: readonly string[], env: NodeJS.ProcessEnv, command: (argv: readonly string[], io: Parameters<typeof main>[1]) => Promise<number> = main): Promise<Run> {
+async function run(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  command: (argv: readonly string[], io: Parameters<typeof main>[1]) => Promise<number> = main,
+): Promise<Run> {
   let out = '';
   let err = '';
   const stops: (() => void)[] = [];
-  const io = { out: (t: string) => (out += t), err: (t: string) => (err += t), env, signals: { on: (_signal: 'SIGTERM' | 'SIGINT', handler: () => void) => void stops.push(handler) }, isTTY: false, columns: 80 };
+  const io = {
+    out: (t: string) => (out += t),
+    err: (t: string) => (err += t),
+    env,
+    signals: { on: (_signal: 'SIGTERM' | 'SIGINT', handler: () => void) => void stops.push(handler) },
+    isTTY: false,
+    columns: 80,
+  };
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'deadline'>((resolve) => {
     timer = setTimeout(() => resolve('deadline'), DEADLINE_MS);
@@ -65,30 +76,71 @@ function valueFor(type: string): fc.Arbitrary<string> {
     string: ['ns', 'json', 'logfmt', 'debug', 'info', 'a,b', '/nonexistent/kubeconfig', 'https://127.0.0.1:1', ''],
     value: ['a,b', '', ',', 'ns1,,ns2', '24h', '-1h', 'x'],
   };
-  return fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...(good[type] ?? good.string!)) }, { weight: 1, arbitrary: fc.oneof(...common) });
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.constantFrom(...(good[type] ?? good.string!)) },
+    { weight: 1, arbitrary: fc.oneof(...common) },
+  );
 }
 
 /** A word of argv: a flag in one of Go's spellings, a stray word, or a separator. */
 function argvWord(flags: { name: string; type: string }[]): fc.Arbitrary<string[]> {
   const flag = fc.constantFrom(...flags);
   return fc.oneof(
-    { weight: 6, arbitrary: fc.tuple(flag, fc.constantFrom('-', '--'), valueFor('string')).chain(([f, dashes]) => valueFor(f.type).map((v) => [`${dashes}${f.name}=${v}`])) },
-    { weight: 2, arbitrary: fc.tuple(flag, fc.constantFrom('-', '--')).chain(([f, dashes]) => valueFor(f.type).map((v) => (f.type === 'bool' ? [`${dashes}${f.name}`] : [`${dashes}${f.name}`, v]))) },
-    { weight: 1, arbitrary: fc.constantFrom<string[]>(['--'], ['-'], ['='], ['-='], ['---x'], ['-h'], ['--help'], ['-version'], ['status'], ['doctor'], ['word'], ['-no-such-flag'], ['-kubernetes.namespace']) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .tuple(flag, fc.constantFrom('-', '--'), valueFor('string'))
+        .chain(([f, dashes]) => valueFor(f.type).map((v) => [`${dashes}${f.name}=${v}`])),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(flag, fc.constantFrom('-', '--'))
+        .chain(([f, dashes]) =>
+          valueFor(f.type).map((v) => (f.type === 'bool' ? [`${dashes}${f.name}`] : [`${dashes}${f.name}`, v])),
+        ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<string[]>(
+        ['--'],
+        ['-'],
+        ['='],
+        ['-='],
+        ['---x'],
+        ['-h'],
+        ['--help'],
+        ['-version'],
+        ['status'],
+        ['doctor'],
+        ['word'],
+        ['-no-such-flag'],
+        ['-kubernetes.namespace'],
+      ),
+    },
     { weight: 1, arbitrary: nastyString.map((s) => [s]) },
   );
 }
 
 /** The variables flags fall back on, and ones that would point at a cluster (never set here). */
 const envArb = fc.record(
-  { POD_NAMESPACE: mostly('mimir', '', 'bad/ns', '\u00e9'), POD_NAME: nastyString, IGNORED_ERRORS: nastyString, RESTART_CHECK_PERIOD: fc.constantFrom('5', '-1', 'x', ''), RESTART_GRACE_PERIOD: fc.constantFrom('10', 'NaN', '') },
+  {
+    POD_NAMESPACE: mostly('mimir', '', 'bad/ns', '\u00e9'),
+    POD_NAME: nastyString,
+    IGNORED_ERRORS: nastyString,
+    RESTART_CHECK_PERIOD: fc.constantFrom('5', '-1', 'x', ''),
+    RESTART_GRACE_PERIOD: fc.constantFrom('10', 'NaN', ''),
+  },
   { requiredKeys: [] },
 );
 
 /** The first line of a usage error: a specific problem, naming a flag (or the word "flag"). */
 function checkUsageError(result: Run, flags: { name: string }[]): void {
   const first = result.err.split('\n')[0] ?? '';
-  assert.ok(first.trim() !== '' && !first.startsWith('Usage'), `exit 2 without a message: ${JSON.stringify(result.err.slice(0, 300))}`);
+  assert.ok(
+    first.trim() !== '' && !first.startsWith('Usage'),
+    `exit 2 without a message: ${JSON.stringify(result.err.slice(0, 300))}`,
+  );
   const names = flags.some((f) => first.includes(`-${f.name}`)) || /flag|-reschedule\.\*|argument/.test(first);
   assert.ok(names, `exit 2 with a message naming no flag: ${JSON.stringify(first)}`);
 }
@@ -104,7 +156,10 @@ describe('fuzz: the operator command line', { timeout: 120_000 }, () => {
     flags = await registeredFlags();
     assert.ok(flags.length > 40, `read ${flags.length} flags from -help`);
     dir = await mkdtemp(join(tmpdir(), 'stateward-fuzz-flags-'));
-    await writeFile(join(dir, 'not-a-kubeconfig'), 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: none\n');
+    await writeFile(
+      join(dir, 'not-a-kubeconfig'),
+      'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: none\n',
+    );
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
@@ -114,14 +169,24 @@ describe('fuzz: the operator command line', { timeout: 120_000 }, () => {
     await fc.assert(
       fc.asyncProperty(argvArb, envArb, fc.boolean(), async (argv, env, pointAtFile) => {
         // Half the time, a kubeconfig that exists but names no cluster: the furthest the operator can get.
-        const args = pointAtFile ? [...argv.filter((a) => !a.includes('kubernetes.config-file') && !a.includes('kubernetes.api-url')), `-kubernetes.config-file=${join(dir, 'not-a-kubeconfig')}`, '-kubernetes.api-url=https://127.0.0.1:1'] : argv;
+        const args = pointAtFile
+          ? [
+              ...argv.filter((a) => !a.includes('kubernetes.config-file') && !a.includes('kubernetes.api-url')),
+              `-kubernetes.config-file=${join(dir, 'not-a-kubeconfig')}`,
+              '-kubernetes.api-url=https://127.0.0.1:1',
+            ]
+          : argv;
         // HOME without a kubeconfig: `status` and `doctor` as the first word must find none either.
         const result = await run(args, { ...env, HOME: '/nonexistent-home' });
         assert.ok([0, 1, 2].includes(result.code), `exit ${result.code}`);
         checkNoStack(result);
         if (result.code === 2) checkUsageError(result, flags);
         if (result.code === 1) assert.ok(result.err.trim() !== '', 'exit 1 says why');
-        if (result.code === 0) assert.ok(/Usage of|stateward \d/.test(result.err + result.out), 'exit 0 only for -help, -version or a client command');
+        if (result.code === 0)
+          assert.ok(
+            /Usage of|stateward \d/.test(result.err + result.out),
+            'exit 0 only for -help, -version or a client command',
+          );
         outcomes[result.code] = (outcomes[result.code] ?? 0) + 1;
       }),
       params(1000, 31),
@@ -133,10 +198,32 @@ describe('fuzz: the operator command line', { timeout: 120_000 }, () => {
 
 describe('fuzz: the status and doctor command lines', { timeout: 120_000 }, () => {
   it('resolve to 0, 1 or 2 for any argv, without a kubeconfig; 2 names the problem; no stack trace', async () => {
-    const statusFlags = ['n', 'namespace', 'A', 'all-namespaces', 'o', 'output', 'watch', 'interval', 'kubeconfig', 'context'].map((name) => ({ name, type: ['A', 'all-namespaces', 'watch'].includes(name) ? 'bool' : name === 'interval' ? 'duration' : 'string' }));
-    const doctorFlags = [...statusFlags.filter((f) => f.name !== 'watch' && f.name !== 'interval'), { name: 'operator-namespace', type: 'string' }, { name: 'request-timeout', type: 'duration' }];
-    const argvArb = (fs: typeof statusFlags) => fc.array(argvWord(fs), { maxLength: 6 }).map((w) => w.flat().filter((a) => !/^--?kubeconfig(=|$)/.test(a)));
-    for (const [name, command, fs] of [['status', runStatus, statusFlags], ['doctor', runDoctor, doctorFlags]] as const) {
+    const statusFlags = [
+      'n',
+      'namespace',
+      'A',
+      'all-namespaces',
+      'o',
+      'output',
+      'watch',
+      'interval',
+      'kubeconfig',
+      'context',
+    ].map((name) => ({
+      name,
+      type: ['A', 'all-namespaces', 'watch'].includes(name) ? 'bool' : name === 'interval' ? 'duration' : 'string',
+    }));
+    const doctorFlags = [
+      ...statusFlags.filter((f) => f.name !== 'watch' && f.name !== 'interval'),
+      { name: 'operator-namespace', type: 'string' },
+      { name: 'request-timeout', type: 'duration' },
+    ];
+    const argvArb = (fs: typeof statusFlags) =>
+      fc.array(argvWord(fs), { maxLength: 6 }).map((w) => w.flat().filter((a) => !/^--?kubeconfig(=|$)/.test(a)));
+    for (const [name, command, fs] of [
+      ['status', runStatus, statusFlags],
+      ['doctor', runDoctor, doctorFlags],
+    ] as const) {
       await fc.assert(
         fc.asyncProperty(argvArb([...fs]), async (argv) => {
           // HOME without a kubeconfig and no KUBECONFIG: nothing to connect to.
@@ -144,7 +231,12 @@ describe('fuzz: the status and doctor command lines', { timeout: 120_000 }, () =
           assert.ok([0, 1, 2].includes(result.code), `${name}: exit ${result.code}`);
           checkNoStack(result);
           if (result.code === 2) checkUsageError(result, fs);
-          if (result.code === 1) assert.match(result.err, /no kubeconfig found|kubeconfig|context/, `${name}: exit 1 says why: ${result.err.slice(0, 300)}`);
+          if (result.code === 1)
+            assert.match(
+              result.err,
+              /no kubeconfig found|kubeconfig|context/,
+              `${name}: exit 1 says why: ${result.err.slice(0, 300)}`,
+            );
         }),
         params(400, name === 'status' ? 32 : 33),
       );

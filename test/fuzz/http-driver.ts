@@ -24,7 +24,15 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
-import { batchAt, escapeBytes, noDownscaleReview, requestBytes, routesFor, type FuzzCase, type ServerKind } from './http-requests.ts';
+import {
+  batchAt,
+  escapeBytes,
+  noDownscaleReview,
+  requestBytes,
+  routesFor,
+  type FuzzCase,
+  type ServerKind,
+} from './http-requests.ts';
 
 export const HOST = '127.0.0.1';
 const bin = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
@@ -95,20 +103,24 @@ export class FuzzOperator {
   private async spawn(): Promise<void> {
     const o = this.options;
     this.exit = undefined;
-    const child = spawn(process.execPath, [
-      bin,
-      `-kubernetes.namespace=${o.namespace}`,
-      `-kubernetes.config-file=${o.kubeconfigPath}`,
-      `-kubernetes.api-url=${o.apiServer}`,
-      `-server.port=${this.plainPort}`,
-      `-log.level=${o.logLevel ?? 'info'}`,
-      '-web.enabled',
-      '-server-tls.enabled',
-      `-server-tls.port=${this.tlsPort}`,
-      '-server-tls.self-signed-cert.dns-name=localhost',
-      '-reschedule.enabled',
-      ...(o.flags ?? []),
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        `-kubernetes.namespace=${o.namespace}`,
+        `-kubernetes.config-file=${o.kubeconfigPath}`,
+        `-kubernetes.api-url=${o.apiServer}`,
+        `-server.port=${this.plainPort}`,
+        `-log.level=${o.logLevel ?? 'info'}`,
+        '-web.enabled',
+        '-server-tls.enabled',
+        `-server-tls.port=${this.tlsPort}`,
+        '-server-tls.self-signed-cert.dns-name=localhost',
+        '-reschedule.enabled',
+        ...(o.flags ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     this.child = child;
     const take = (chunk: Buffer) => {
       this.logBytes += chunk.length;
@@ -116,14 +128,19 @@ export class FuzzOperator {
     };
     child.stdout.on('data', take);
     child.stderr.on('data', take);
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
-      this.exit = { at: performance.now(), code, signal };
-      resolve();
-    }));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exit = { at: performance.now(), code, signal };
+        resolve();
+      }),
+    );
     await waitFor('the operator to answer on both servers', async () => (await checkHealth(this)) === undefined, {
       timeoutMs: 60_000,
       intervalMs: 250,
-      fail: () => (this.exit ? `the operator exited (${describeExit(this.exit)}) while starting:\n${this.tail.slice(-3_000)}` : undefined),
+      fail: () =>
+        this.exit
+          ? `the operator exited (${describeExit(this.exit)}) while starting:\n${this.tail.slice(-3_000)}`
+          : undefined,
     });
   }
 
@@ -148,7 +165,11 @@ export function describeExit(exit: OperatorExit): string {
 
 // -------------------------------------------------------- health checks
 
-function withTimeout<T>(ms: number, what: string, run: (done: (value: T) => void, fail: (error: string) => void) => () => void): Promise<T | string> {
+function withTimeout<T>(
+  ms: number,
+  what: string,
+  run: (done: (value: T) => void, fail: (error: string) => void) => () => void,
+): Promise<T | string> {
   return new Promise((resolve) => {
     let settled = false;
     let cleanup: () => void = () => undefined;
@@ -160,7 +181,10 @@ function withTimeout<T>(ms: number, what: string, run: (done: (value: T) => void
       cleanup();
       resolve(value);
     }
-    cleanup = run((v) => finish(v), (e) => finish(`${what}: ${e}`));
+    cleanup = run(
+      (v) => finish(v),
+      (e) => finish(`${what}: ${e}`),
+    );
   });
 }
 
@@ -185,29 +209,58 @@ export async function checkHealthz(port: number, timeoutMs = 5_000): Promise<str
  * connection: undefined when the answer is 200, JSON, with the same uid and
  * the expected decision; else what went wrong.
  */
-export async function checkReview(port: number, namespace: string, timeoutMs = 5_000, o: { body?: Buffer; uid?: string; downscale?: boolean } = {}): Promise<string | undefined> {
+export async function checkReview(
+  port: number,
+  namespace: string,
+  timeoutMs = 5_000,
+  o: { body?: Buffer; uid?: string; downscale?: boolean } = {},
+): Promise<string | undefined> {
   const uid = o.uid ?? randomUUID();
   const downscale = o.downscale ?? false;
   const body = o.body ?? Buffer.from(JSON.stringify(noDownscaleReview({ uid, namespace, downscale })));
-  const result = await withTimeout<{ status: number; type: string; text: string }>(timeoutMs, 'POST /admission/no-downscale', (done, fail) => {
-    const req = httpsRequest({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false, agent: false, path: '/admission/no-downscale', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', (e) => fail(e.message));
-    });
-    req.on('error', (e) => fail(e.message));
-    req.end(body);
-    return () => req.destroy();
-  });
+  const result = await withTimeout<{ status: number; type: string; text: string }>(
+    timeoutMs,
+    'POST /admission/no-downscale',
+    (done, fail) => {
+      const req = httpsRequest(
+        {
+          host: HOST,
+          port,
+          servername: 'localhost',
+          rejectUnauthorized: false,
+          agent: false,
+          path: '/admission/no-downscale',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': body.length },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            done({
+              status: res.statusCode ?? 0,
+              type: String(res.headers['content-type']),
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          res.on('error', (e) => fail(e.message));
+        },
+      );
+      req.on('error', (e) => fail(e.message));
+      req.end(body);
+      return () => req.destroy();
+    },
+  );
   if (typeof result === 'string') return result;
   const what = 'POST /admission/no-downscale';
   if (result.status !== 200) return `${what}: HTTP ${result.status} ${result.text.slice(0, 200)}`;
   if (!result.type.startsWith('application/json')) return `${what}: content-type ${result.type}`;
   try {
     const review = JSON.parse(result.text) as { response?: { uid?: unknown; allowed?: unknown } };
-    if (review.response?.uid !== uid) return `${what}: response.uid ${JSON.stringify(review.response?.uid)}, sent ${uid}`;
-    if (review.response.allowed !== !downscale) return `${what}: allowed ${String(review.response.allowed)} for ${downscale ? 'a downscale' : 'an upscale'}`;
+    if (review.response?.uid !== uid)
+      return `${what}: response.uid ${JSON.stringify(review.response?.uid)}, sent ${uid}`;
+    if (review.response.allowed !== !downscale)
+      return `${what}: allowed ${String(review.response.allowed)} for ${downscale ? 'a downscale' : 'an upscale'}`;
   } catch (error) {
     return `${what}: undecodable answer (${error instanceof Error ? error.message : String(error)})`;
   }
@@ -217,7 +270,12 @@ export async function checkReview(port: number, namespace: string, timeoutMs = 5
 /** Undefined when the operator is running and answers a good request on each server. */
 export async function checkHealth(operator: FuzzOperator, timeoutMs = 5_000): Promise<string | undefined> {
   if (operator.exit) return `the operator exited (${describeExit(operator.exit)})`;
-  const problems = (await Promise.all([checkHealthz(operator.plainPort, timeoutMs), checkReview(operator.tlsPort, operator.namespace, timeoutMs)])).filter((p) => p !== undefined);
+  const problems = (
+    await Promise.all([
+      checkHealthz(operator.plainPort, timeoutMs),
+      checkReview(operator.tlsPort, operator.namespace, timeoutMs),
+    ])
+  ).filter((p) => p !== undefined);
   if (operator.exit) return `the operator exited (${describeExit(operator.exit)})`;
   return problems.length > 0 ? problems.join('; ') : undefined;
 }
@@ -245,7 +303,11 @@ const KEEP_IN = 64 * 1024;
 const STATUS_LINE = /(?:^|\n)HTTP\/\d\.\d (\d{3})/g;
 
 /** Sends one case on its own connection and waits until the server closes it, or timeoutMs. Never rejects. */
-export function sendCase(ports: { plainPort: number; tlsPort: number }, c: FuzzCase, timeoutMs: number): Promise<Outcome> {
+export function sendCase(
+  ports: { plainPort: number; tlsPort: number },
+  c: FuzzCase,
+  timeoutMs: number,
+): Promise<Outcome> {
   const startedAt = performance.now();
   const port = c.server === 'plain' ? ports.plainPort : ports.tlsPort;
   const handshake = c.server === 'tls' && !c.request.noHandshake;
@@ -257,7 +319,14 @@ export function sendCase(ports: { plainPort: number; tlsPort: number }, c: FuzzC
     let settled = false;
     const variant = c.request.tls ?? {};
     const socket = handshake
-      ? tlsConnect({ host: HOST, port, servername: 'localhost', rejectUnauthorized: false, ...(variant.maxVersion ? { maxVersion: variant.maxVersion } : {}), ...(variant.alpn ? { ALPNProtocols: variant.alpn } : {}) })
+      ? tlsConnect({
+          host: HOST,
+          port,
+          servername: 'localhost',
+          rejectUnauthorized: false,
+          ...(variant.maxVersion ? { maxVersion: variant.maxVersion } : {}),
+          ...(variant.alpn ? { ALPNProtocols: variant.alpn } : {}),
+        })
       : netConnect({ host: HOST, port });
     const finish = (ending: Ending, error?: Error) => {
       if (settled) return;
@@ -266,7 +335,17 @@ export function sendCase(ports: { plainPort: number; tlsPort: number }, c: FuzzC
       socket.destroy();
       const head = Buffer.concat(kept).toString('latin1');
       const statuses = [...head.matchAll(STATUS_LINE)].map((m) => Number(m[1]));
-      resolve({ server: c.server, kind: c.request.kind, statuses, ending, ...(error ? { error: (error as NodeJS.ErrnoException).code ?? error.message } : {}), bytesOut, bytesIn, startedAt, endedAt: performance.now() });
+      resolve({
+        server: c.server,
+        kind: c.request.kind,
+        statuses,
+        ending,
+        ...(error ? { error: (error as NodeJS.ErrnoException).code ?? error.message } : {}),
+        bytesOut,
+        bytesIn,
+        startedAt,
+        endedAt: performance.now(),
+      });
     };
     const timer = setTimeout(() => finish('timeout'), timeoutMs);
     socket.on('data', (chunk: Buffer) => {
@@ -276,7 +355,9 @@ export function sendCase(ports: { plainPort: number; tlsPort: number }, c: FuzzC
         keptBytes += chunk.length;
       }
     });
-    socket.on('error', (error: NodeJS.ErrnoException) => finish(error.code === 'ECONNRESET' ? 'reset' : 'error', error));
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      finish(error.code === 'ECONNRESET' ? 'reset' : 'error', error),
+    );
     socket.on('close', () => finish('closed'));
     socket.once(handshake ? 'secureConnect' : 'connect', () => {
       void (async () => {
@@ -301,7 +382,11 @@ export function sendCase(ports: { plainPort: number; tlsPort: number }, c: FuzzC
 }
 
 /** Sends every case, `concurrency` connections at a time; outcomes in the cases' order. */
-export async function sendCases(ports: { plainPort: number; tlsPort: number }, cases: FuzzCase[], o: { concurrency: number; timeoutMs: number; onOutcome?: (outcome: Outcome, c: FuzzCase) => void }): Promise<Outcome[]> {
+export async function sendCases(
+  ports: { plainPort: number; tlsPort: number },
+  cases: FuzzCase[],
+  o: { concurrency: number; timeoutMs: number; onOutcome?: (outcome: Outcome, c: FuzzCase) => void },
+): Promise<Outcome[]> {
   const outcomes: Outcome[] = new Array<Outcome>(cases.length);
   let next = 0;
   const worker = async () => {
@@ -331,7 +416,8 @@ export class FuzzStats {
 
   add(outcome: Outcome, c?: FuzzCase): void {
     this.connections++;
-    if (c && outcome.statuses.includes(500) && this.serverErrors.length < 5) this.serverErrors.push(describeCase(this.connections - 1, c, 800));
+    if (c && outcome.statuses.includes(500) && this.serverErrors.length < 5)
+      this.serverErrors.push(describeCase(this.connections - 1, c, 800));
     this.responses += outcome.statuses.length;
     this.bytesOut += outcome.bytesOut;
     this.bytesIn += outcome.bytesIn;
@@ -342,13 +428,22 @@ export class FuzzStats {
   }
 
   summary(): string {
-    const list = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+    const list = (m: Map<string, number>) =>
+      [...m]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
     return [
       `connections ${this.connections} (${list(this.byServer)}), ${(this.bytesOut / 2 ** 20).toFixed(1)} MiB sent, ${(this.bytesIn / 2 ** 20).toFixed(1)} MiB received`,
       `responses ${this.responses}, by server:status: ${list(this.byStatus)}`,
       `connection endings: ${list(this.byEnding)}`,
       `health checks passed ${this.healthChecks}`,
-      ...(this.serverErrors.length > 0 ? [`answered 500 (first ${this.serverErrors.length}; case numbers count connections of the run):`, ...this.serverErrors.map((e) => `  ${e}`)] : []),
+      ...(this.serverErrors.length > 0
+        ? [
+            `answered 500 (first ${this.serverErrors.length}; case numbers count connections of the run):`,
+            ...this.serverErrors.map((e) => `  ${e}`),
+          ]
+        : []),
     ].join('\n');
   }
 }
@@ -393,7 +488,11 @@ export interface BatchResult {
 /** Sends batch `batch` of the run, checks health, and on a problem isolates the culprit (the operator is left restarted or dead). */
 export async function fuzzBatch(operator: FuzzOperator, batch: number, o: BatchOptions): Promise<BatchResult> {
   const cases = batchAt(o.seed, batch, o.size, routesFor(operator.namespace));
-  const outcomes = await sendCases(operator, cases, { concurrency: o.concurrency, timeoutMs: o.timeoutMs, ...(o.stats ? { onOutcome: (x: Outcome, c: FuzzCase) => o.stats!.add(x, c) } : {}) });
+  const outcomes = await sendCases(operator, cases, {
+    concurrency: o.concurrency,
+    timeoutMs: o.timeoutMs,
+    ...(o.stats ? { onOutcome: (x: Outcome, c: FuzzCase) => o.stats!.add(x, c) } : {}),
+  });
   const problem = await checkHealth(operator);
   if (problem === undefined) {
     if (o.stats) o.stats.healthChecks++;
@@ -403,16 +502,34 @@ export async function fuzzBatch(operator: FuzzOperator, batch: number, o: BatchO
 }
 
 /** Replays the likely cases one at a time on a restarted operator until one reproduces the problem. */
-export async function isolate(operator: FuzzOperator, cases: FuzzCase[], outcomes: Outcome[], problem: string, batch: number, o: BatchOptions): Promise<Finding> {
+export async function isolate(
+  operator: FuzzOperator,
+  cases: FuzzCase[],
+  outcomes: Outcome[],
+  problem: string,
+  batch: number,
+  o: BatchOptions,
+): Promise<Finding> {
   const logTail = operator.logTail.slice(-4_000);
   const exitAt = operator.exit?.at;
   let order = cases.map((_, i) => i);
   if (exitAt !== undefined) {
     // The connection that did it was open when the process died.
     const distance = (i: number) => Math.abs(outcomes[i]!.endedAt - exitAt);
-    order = order.filter((i) => outcomes[i]!.startedAt <= exitAt + 50 && outcomes[i]!.endedAt >= exitAt - 250).sort((a, b) => distance(a) - distance(b));
+    order = order
+      .filter((i) => outcomes[i]!.startedAt <= exitAt + 50 && outcomes[i]!.endedAt >= exitAt - 250)
+      .sort((a, b) => distance(a) - distance(b));
   }
-  const finding: Finding = { seed: o.seed, namespace: operator.namespace, batch, size: o.size, problem, logTail, candidates: order.map((index) => ({ index, case: cases[index]! })), replayed: 0 };
+  const finding: Finding = {
+    seed: o.seed,
+    namespace: operator.namespace,
+    batch,
+    size: o.size,
+    problem,
+    logTail,
+    candidates: order.map((index) => ({ index, case: cases[index]! })),
+    replayed: 0,
+  };
   const deadline = performance.now() + o.isolateBudgetMs;
   try {
     await operator.restart();
@@ -439,18 +556,37 @@ export async function isolate(operator: FuzzOperator, cases: FuzzCase[], outcome
 /** One case, for a report: where it went, how it was sent, its bytes as a JS expression. */
 export function describeCase(index: number, c: FuzzCase, maxChars = 3_000): string {
   const bytes = requestBytes(c.request);
-  const how = [`${c.request.pieces.length} write${c.request.pieces.length > 1 ? `s ${c.request.pauseMs} ms apart` : ''}`, c.request.end ? 'then half-closed' : 'left open', ...(c.request.noHandshake ? ['over plain TCP, no TLS handshake'] : []), ...(c.request.tls?.maxVersion ? [`TLS 1.2, ${c.request.tls.renegotiate ?? 0} renegotiation(s) first`] : []), ...(c.request.tls?.alpn ? [`ALPN offer ${JSON.stringify(c.request.tls.alpn)}`] : [])].join(', ');
+  const how = [
+    `${c.request.pieces.length} write${c.request.pieces.length > 1 ? `s ${c.request.pauseMs} ms apart` : ''}`,
+    c.request.end ? 'then half-closed' : 'left open',
+    ...(c.request.noHandshake ? ['over plain TCP, no TLS handshake'] : []),
+    ...(c.request.tls?.maxVersion ? [`TLS 1.2, ${c.request.tls.renegotiate ?? 0} renegotiation(s) first`] : []),
+    ...(c.request.tls?.alpn ? [`ALPN offer ${JSON.stringify(c.request.tls.alpn)}`] : []),
+  ].join(', ');
   return `case #${index} to the ${c.server === 'plain' ? 'plain HTTP' : 'HTTPS webhook'} server (${c.request.kind}; ${bytes.length} bytes in ${how}):\n    Buffer.from(${escapeBytes(bytes, maxChars)}, 'latin1')`;
 }
 
 export function describeFinding(f: Finding): string {
-  const lines = [`fuzz failure: ${f.problem}`, `  run seed ${f.seed}, batch ${f.batch} of ${f.size} cases (regenerate: batchAt(${f.seed}, ${f.batch}, ${f.size}, routesFor('${f.namespace}')))`];
+  const lines = [
+    `fuzz failure: ${f.problem}`,
+    `  run seed ${f.seed}, batch ${f.batch} of ${f.size} cases (regenerate: batchAt(${f.seed}, ${f.batch}, ${f.size}, routesFor('${f.namespace}')))`,
+  ];
   if (f.culprit) {
-    lines.push(`  reproduced alone on a fresh operator (${f.culprit.problem}) by ${describeCase(f.culprit.index, f.culprit.case)}`);
+    lines.push(
+      `  reproduced alone on a fresh operator (${f.culprit.problem}) by ${describeCase(f.culprit.index, f.culprit.case)}`,
+    );
   } else {
-    lines.push(`  no single case reproduced it (${f.replayed} replayed alone); ${f.candidates.length} candidate(s)${f.candidates.length > 12 ? ', the first 12' : ''}:`);
+    lines.push(
+      `  no single case reproduced it (${f.replayed} replayed alone); ${f.candidates.length} candidate(s)${f.candidates.length > 12 ? ', the first 12' : ''}:`,
+    );
     for (const c of f.candidates.slice(0, 12)) lines.push(`  ${describeCase(c.index, c.case, 600)}`);
   }
-  lines.push('  operator log, last lines:', ...f.logTail.split('\n').slice(-30).map((l) => `    ${l.slice(0, 400)}`));
+  lines.push(
+    '  operator log, last lines:',
+    ...f.logTail
+      .split('\n')
+      .slice(-30)
+      .map((l) => `    ${l.slice(0, 400)}`),
+  );
   return lines.join('\n');
 }

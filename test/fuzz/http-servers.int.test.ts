@@ -16,7 +16,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { testCluster } from '../cluster/testing.ts';
-import { checkHealth, describeExit, describeFinding, fuzzBatch, FuzzOperator, FuzzStats, sendCase } from './http-driver.ts';
+import {
+  checkHealth,
+  describeExit,
+  describeFinding,
+  fuzzBatch,
+  FuzzOperator,
+  FuzzStats,
+  sendCase,
+} from './http-driver.ts';
 import { escapeBytes, ISSUE_16_REGRESSIONS } from './http-requests.ts';
 import { FUZZ_SEED } from './support.ts';
 
@@ -31,8 +39,15 @@ describe('raw-socket fuzzing of the plain HTTP and HTTPS webhook servers', { tim
   const cleanups: (() => Promise<unknown>)[] = [];
 
   before(async () => {
-    const namespace = await cluster.namespace({ name: 'http-fuzz', after: (fn: () => Promise<unknown>) => void cleanups.push(fn) });
-    operator = await FuzzOperator.start({ kubeconfigPath: cluster.kubeconfigPath, apiServer: cluster.state.server, namespace });
+    const namespace = await cluster.namespace({
+      name: 'http-fuzz',
+      after: (fn: () => Promise<unknown>) => void cleanups.push(fn),
+    });
+    operator = await FuzzOperator.start({
+      kubeconfigPath: cluster.kubeconfigPath,
+      apiServer: cluster.state.server,
+      namespace,
+    });
   });
   after(async () => {
     await operator?.stop();
@@ -50,14 +65,25 @@ describe('raw-socket fuzzing of the plain HTTP and HTTPS webhook servers', { tim
     it(`issue 16: ${regression.name} gets a 4xx answer and the process lives on`, async () => {
       const op = await healthy();
       const bytes = Buffer.from(regression.bytes, 'latin1');
-      const outcome = await sendCase(op, { server: regression.server, request: { kind: 'regression', pieces: [bytes], pauseMs: 0, end: true } }, 3_000);
+      const outcome = await sendCase(
+        op,
+        { server: regression.server, request: { kind: 'regression', pieces: [bytes], pauseMs: 0, end: true } },
+        3_000,
+      );
       await delay(100); // a crash is seen as an exit, not as a refused connection
       const request = `Buffer.from(${escapeBytes(bytes)}, 'latin1') to the ${regression.server === 'plain' ? 'plain HTTP' : 'HTTPS webhook'} server`;
       const problem = await checkHealth(op);
       assert.equal(problem, undefined, `${problem} after ${request}\noperator log:\n${op.logTail.slice(-2_500)}`);
-      assert.equal(outcome.statuses.length, 1, `one response expected to ${request}; got ${outcome.statuses.join(', ') || 'none'} (connection ${outcome.ending}${outcome.error ? ` ${outcome.error}` : ''})`);
+      assert.equal(
+        outcome.statuses.length,
+        1,
+        `one response expected to ${request}; got ${outcome.statuses.join(', ') || 'none'} (connection ${outcome.ending}${outcome.error ? ` ${outcome.error}` : ''})`,
+      );
       const status = outcome.statuses[0]!;
-      assert.ok(status >= 400 && status < 500, `a 4xx expected to ${request} (the target cannot be parsed), got ${status}`);
+      assert.ok(
+        status >= 400 && status < 500,
+        `a 4xx expected to ${request} (the target cannot be parsed), got ${status}`,
+      );
     });
   }
 
@@ -69,12 +95,21 @@ describe('raw-socket fuzzing of the plain HTTP and HTTPS webhook servers', { tim
       const result = await fuzzBatchOrFail(op, batch, stats);
       if (result) assert.fail(result);
     }
-    t.diagnostic(`seed ${SEED}: ${stats.summary().replaceAll('\n', '; ')}; operator log ${op.logBytes - logBytesBefore} bytes`);
+    t.diagnostic(
+      `seed ${SEED}: ${stats.summary().replaceAll('\n', '; ')}; operator log ${op.logBytes - logBytesBefore} bytes`,
+    );
   });
 });
 
 async function fuzzBatchOrFail(op: FuzzOperator, batch: number, stats: FuzzStats): Promise<string | undefined> {
-  const result = await fuzzBatch(op, batch, { seed: SEED, size: BATCH_SIZE, concurrency: 24, timeoutMs: 400, isolateBudgetMs: 15_000, stats });
+  const result = await fuzzBatch(op, batch, {
+    seed: SEED,
+    size: BATCH_SIZE,
+    concurrency: 24,
+    timeoutMs: 400,
+    isolateBudgetMs: 15_000,
+    stats,
+  });
   if (!result.finding) return undefined;
   const exit = op.exit ? ` (the replay ended with ${describeExit(op.exit)})` : '';
   return `${describeFinding(result.finding)}${exit}\n  again: FUZZ_SEED=${FUZZ_SEED} npm test -- test/fuzz/http-servers.int.test.ts`;

@@ -30,8 +30,15 @@ const validKubeconfig = fc.record({
   apiVersion: fc.constant('v1'),
   kind: fc.constant('Config'),
   clusters: fc.constant([{ name: 'c', cluster: { server: SERVER, 'insecure-skip-tls-verify': true } }]),
-  users: fc.constantFrom([{ name: 'u', user: { token: 'abc' } }], [{ name: 'u', user: { username: 'a', password: 'b' } }], [{ name: 'u', user: { 'client-certificate': 'cert.pem', 'client-key': 'key.pem' } }]),
-  contexts: fc.constant([{ name: 'ctx', context: { cluster: 'c', user: 'u', namespace: 'ns' } }, { name: 'other', context: { cluster: 'missing', user: 'u' } }]),
+  users: fc.constantFrom(
+    [{ name: 'u', user: { token: 'abc' } }],
+    [{ name: 'u', user: { username: 'a', password: 'b' } }],
+    [{ name: 'u', user: { 'client-certificate': 'cert.pem', 'client-key': 'key.pem' } }],
+  ),
+  contexts: fc.constant([
+    { name: 'ctx', context: { cluster: 'c', user: 'u', namespace: 'ns' } },
+    { name: 'other', context: { cluster: 'missing', user: 'u' } },
+  ]),
   'current-context': fc.constantFrom('ctx', 'other', 'none', ''),
 });
 
@@ -69,7 +76,13 @@ const kubeconfigText: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue().map((v) => textOf(v, false)) },
   { weight: 1, arbitrary: yamlOddity },
   { weight: 1, arbitrary: nastyString },
-  { weight: 1, arbitrary: fc.tuple(mutated(validKubeconfig), fc.nat()).map(([doc, at]) => { const text = textOf(doc, false); return text.slice(0, at % (text.length + 1)); }) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(mutated(validKubeconfig), fc.nat()).map(([doc, at]) => {
+      const text = textOf(doc, false);
+      return text.slice(0, at % (text.length + 1));
+    }),
+  },
 );
 
 /** Whether the commands may run with this configuration: it names only our dead server and runs no command. */
@@ -99,38 +112,55 @@ describe('fuzz: kubeconfig files', { timeout: 120_000 }, () => {
 
   it('the operator loads any file into a KubeConfig or a KubeConfigError', async () => {
     await fc.assert(
-      fc.asyncProperty(kubeconfigText, fc.constantFrom(SERVER, 'not a url', 'ftp://127.0.0.1:1', 'http://127.0.0.1:1/', ''), async (text, apiUrl) => {
-        const path = await file(text);
-        let kc: KubeConfig;
-        try {
-          kc = loadKubeConfig({ configFile: path, apiUrl, env: {} });
-        } catch (error) {
-          assert.ok(error instanceof KubeConfigError, `not a KubeConfigError: ${String(error)}`);
-          assert.ok(error.message.startsWith('-kubernetes.'), error.message);
-          return;
-        }
-        assert.ok(kc.getCurrentCluster(), 'a loaded configuration has a current cluster');
-      }),
+      fc.asyncProperty(
+        kubeconfigText,
+        fc.constantFrom(SERVER, 'not a url', 'ftp://127.0.0.1:1', 'http://127.0.0.1:1/', ''),
+        async (text, apiUrl) => {
+          const path = await file(text);
+          let kc: KubeConfig;
+          try {
+            kc = loadKubeConfig({ configFile: path, apiUrl, env: {} });
+          } catch (error) {
+            assert.ok(error instanceof KubeConfigError, `not a KubeConfigError: ${String(error)}`);
+            assert.ok(error.message.startsWith('-kubernetes.'), error.message);
+            return;
+          }
+          assert.ok(kc.getCurrentCluster(), 'a loaded configuration has a current cluster');
+        },
+      ),
       params(450, 41),
     );
   });
 
   it('the client commands load any file (and KUBECONFIG list) into a KubeConfig or a CliError', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(kubeconfigText, { minLength: 1, maxLength: 3 }), fc.boolean(), fc.constantFrom('', 'ctx', 'other', 'nope', '\u00e9'), async (texts, viaEnv, context) => {
-        const paths = await Promise.all(texts.map(file));
-        const options = viaEnv ? { kubeconfig: '', context, env: { KUBECONFIG: [...paths, join(dir, 'missing')].join(':') } } : { kubeconfig: paths[0]!, context, env: {} };
-        let loaded: ReturnType<typeof loadCliKubeConfig>;
-        try {
-          loaded = loadCliKubeConfig(options);
-        } catch (error) {
-          assert.ok(error instanceof CliError, `not a CliError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-          assert.ok(!error.message.includes('\n'), `more than one line: ${error.message}`);
-          return;
-        }
-        assert.ok(loaded.kubeConfig.getCurrentCluster(), 'a loaded configuration has a current cluster');
-        assert.ok(typeof loaded.namespace === 'string' && loaded.namespace !== '', `namespace ${JSON.stringify(loaded.namespace)}`);
-      }),
+      fc.asyncProperty(
+        fc.array(kubeconfigText, { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        fc.constantFrom('', 'ctx', 'other', 'nope', '\u00e9'),
+        async (texts, viaEnv, context) => {
+          const paths = await Promise.all(texts.map(file));
+          const options = viaEnv
+            ? { kubeconfig: '', context, env: { KUBECONFIG: [...paths, join(dir, 'missing')].join(':') } }
+            : { kubeconfig: paths[0]!, context, env: {} };
+          let loaded: ReturnType<typeof loadCliKubeConfig>;
+          try {
+            loaded = loadCliKubeConfig(options);
+          } catch (error) {
+            assert.ok(
+              error instanceof CliError,
+              `not a CliError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+            );
+            assert.ok(!error.message.includes('\n'), `more than one line: ${error.message}`);
+            return;
+          }
+          assert.ok(loaded.kubeConfig.getCurrentCluster(), 'a loaded configuration has a current cluster');
+          assert.ok(
+            typeof loaded.namespace === 'string' && loaded.namespace !== '',
+            `namespace ${JSON.stringify(loaded.namespace)}`,
+          );
+        },
+      ),
       params(450, 42),
     );
   });
@@ -153,7 +183,11 @@ describe('fuzz: kubeconfig files', { timeout: 120_000 }, () => {
         assert.equal(code, 1, `${which} exit ${code}: ${err.slice(0, 300)}`);
         checkOneLine(which, err);
         // The reason names where it came from: the file, the kubeconfig or the API it could not reach.
-        assert.match(err, new RegExp(`${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|kubeconfig|context|127\\.0\\.0\\.1:1`), `${which}: a reason that names nothing: ${err.slice(0, 300)}`);
+        assert.match(
+          err,
+          new RegExp(`${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|kubeconfig|context|127\\.0\\.0\\.1:1`),
+          `${which}: a reason that names nothing: ${err.slice(0, 300)}`,
+        );
       }),
       params(225, 43),
     );
@@ -176,13 +210,25 @@ describe('fuzz regressions: kubeconfig files', { timeout: 120_000 }, () => {
       path,
       'apiVersion: v1\nkind: Config\nclusters:\n  - name: c\n    cluster:\n      server: https://127.0.0.1:1\n      insecure-skip-tls-verify: true\nusers:\n  - name: u\n    user:\n      client-certificate:\n        - cert.pem\n      client-key: key.pem\ncontexts:\n  - name: ctx\n    context:\n      cluster: c\n      user: u\n      namespace: ns\n  - name: other\n    context:\n      cluster: missing\n      user: u\ncurrent-context: ctx\n',
     );
-    assert.throws(() => loadCliKubeConfig({ kubeconfig: path, context: '', env: {} }), (error: unknown) => {
-      assert.ok(error instanceof CliError, String(error));
-      assert.match(error.message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a valid kubeconfig: `));
-      return true;
-    });
+    assert.throws(
+      () => loadCliKubeConfig({ kubeconfig: path, context: '', env: {} }),
+      (error: unknown) => {
+        assert.ok(error instanceof CliError, String(error));
+        assert.match(
+          error.message,
+          new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a valid kubeconfig: `),
+        );
+        return true;
+      },
+    );
     let err = '';
-    const code = await runStatus(['--kubeconfig', path], { out: () => undefined, err: (t) => void (err += t), env: {}, isTTY: false, columns: 80 });
+    const code = await runStatus(['--kubeconfig', path], {
+      out: () => undefined,
+      err: (t) => void (err += t),
+      env: {},
+      isTTY: false,
+      columns: 80,
+    });
     assert.equal(code, 1);
     assert.match(err, /^error: .* is not a valid kubeconfig: /);
   });
@@ -194,11 +240,14 @@ describe('fuzz regressions: kubeconfig files', { timeout: 120_000 }, () => {
         path,
         `apiVersion: v1\nkind: Config\nclusters:\n  - name: c\n    cluster:\n      server: https://127.0.0.1:1\n      insecure-skip-tls-verify: true\nusers:\n  - name: u\n    user:\n      client-certificate: cert.pem\n      client-key: key.pem\ncontexts:\n  - name: ctx\n    context:\n      cluster: c\n      user: u\n      namespace:${namespace}\n  - name: other\n    context:\n      cluster: missing\n      user: u\ncurrent-context: ctx\n`,
       );
-      assert.throws(() => loadCliKubeConfig({ kubeconfig: path, context: '', env: {} }), (error: unknown) => {
-        assert.ok(error instanceof CliError, String(error));
-        assert.match(error.message, /context "ctx".*namespace/);
-        return true;
-      });
+      assert.throws(
+        () => loadCliKubeConfig({ kubeconfig: path, context: '', env: {} }),
+        (error: unknown) => {
+          assert.ok(error instanceof CliError, String(error));
+          assert.match(error.message, /context "ctx".*namespace/);
+          return true;
+        },
+      );
     });
   }
 });

@@ -87,16 +87,149 @@ export async function settlesWithin<T>(ms: number, label: string, promise: Promi
 
 /** Strings that are known to hurt parsers: regex-y, numeric-looking, control characters, unicode. */
 const NASTY = [
-  '', ' ', '\t', '\n', '\r\n', '\u0000', '\uFEFF', '\u200B', '\uD800', '\uDFFF', 'é', 'ß', 'İ', 'ﬁ', '😀', '👩‍👩‍👧', 'Ω', '\u202E',
-  'true', 'True', 'TRUE', 'false', 'yes', 'null', 'undefined', 'NaN', 'Infinity', '-Infinity', '0', '-0', '+0', '00', '0x10', '1e3', '1e309', '-1', '2147483647', '2147483648', '-2147483649', '9007199254740993', '1.5', '.5', '5.', '1_000',
-  '%', '50%', '100%', '101%', '0%', '-5%', '%%', '1%%', ' 1% ',
-  '1s', '1h30m', '1.5h', '-1s', '1d', '1w', '1y', '1y1y', '0s', '1µs', '1us', '1ns', '9223372036854775807ns', '9223372036854775808ns', '300000000h',
-  '2024-01-02T03:04:05Z', '2024-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999+23:59', '2024-01-02T03:04:05',
-  '(', ')', '[', ']', '{', '}', '\\', '/', '//', '|', '^', '$', '.*', '.+', '(a+)+', '(a|a)*', '(?:', '(?=x)', '(?<n>x)', '(?P<n>x)', '\\1', '[[:alpha:]]', '\\Q', '\\p{L}', '(?i)', '(?U)', 'a{1,}', 'a{0,16}', 'a{,5}', '[]', '[^]', '[]a]',
-  'key=value', 'a=b,c', 'a in (b)', 'a notin ()', '!a', 'a!=b', 'a==b', 'a<1', 'a>1', ',', '=', '==', '!=', 'a,', ',a', 'in', 'notin', '( ,',
-  'http://', 'http://x', 'http://[::1]:80/p', 'http://h:port/', 'x://@', 'scheme://user@host:1/path?q#f', 'grafana.com/no-downscale', 'rollout-group',
-  '{"a":"b"}', '{"a":1}', '[]', '{}', 'null', '{"__proto__":{"x":"y"}}', '{"constructor":"x"}', '{', '{"a":',
-  'configmap/ns/name', 'secret//x', 'configmap/a/b/c',
+  '',
+  ' ',
+  '\t',
+  '\n',
+  '\r\n',
+  '\u0000',
+  '\uFEFF',
+  '\u200B',
+  '\uD800',
+  '\uDFFF',
+  'é',
+  'ß',
+  'İ',
+  'ﬁ',
+  '😀',
+  '👩‍👩‍👧',
+  'Ω',
+  '\u202E',
+  'true',
+  'True',
+  'TRUE',
+  'false',
+  'yes',
+  'null',
+  'undefined',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '0',
+  '-0',
+  '+0',
+  '00',
+  '0x10',
+  '1e3',
+  '1e309',
+  '-1',
+  '2147483647',
+  '2147483648',
+  '-2147483649',
+  '9007199254740993',
+  '1.5',
+  '.5',
+  '5.',
+  '1_000',
+  '%',
+  '50%',
+  '100%',
+  '101%',
+  '0%',
+  '-5%',
+  '%%',
+  '1%%',
+  ' 1% ',
+  '1s',
+  '1h30m',
+  '1.5h',
+  '-1s',
+  '1d',
+  '1w',
+  '1y',
+  '1y1y',
+  '0s',
+  '1µs',
+  '1us',
+  '1ns',
+  '9223372036854775807ns',
+  '9223372036854775808ns',
+  '300000000h',
+  '2024-01-02T03:04:05Z',
+  '2024-02-30T00:00:00Z',
+  '0000-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999999999+23:59',
+  '2024-01-02T03:04:05',
+  '(',
+  ')',
+  '[',
+  ']',
+  '{',
+  '}',
+  '\\',
+  '/',
+  '//',
+  '|',
+  '^',
+  '$',
+  '.*',
+  '.+',
+  '(a+)+',
+  '(a|a)*',
+  '(?:',
+  '(?=x)',
+  '(?<n>x)',
+  '(?P<n>x)',
+  '\\1',
+  '[[:alpha:]]',
+  '\\Q',
+  '\\p{L}',
+  '(?i)',
+  '(?U)',
+  'a{1,}',
+  'a{0,16}',
+  'a{,5}',
+  '[]',
+  '[^]',
+  '[]a]',
+  'key=value',
+  'a=b,c',
+  'a in (b)',
+  'a notin ()',
+  '!a',
+  'a!=b',
+  'a==b',
+  'a<1',
+  'a>1',
+  ',',
+  '=',
+  '==',
+  '!=',
+  'a,',
+  ',a',
+  'in',
+  'notin',
+  '( ,',
+  'http://',
+  'http://x',
+  'http://[::1]:80/p',
+  'http://h:port/',
+  'x://@',
+  'scheme://user@host:1/path?q#f',
+  'grafana.com/no-downscale',
+  'rollout-group',
+  '{"a":"b"}',
+  '{"a":1}',
+  '[]',
+  '{}',
+  'null',
+  '{"__proto__":{"x":"y"}}',
+  '{"constructor":"x"}',
+  '{',
+  '{"a":',
+  'configmap/ns/name',
+  'secret//x',
+  'configmap/a/b/c',
 ];
 
 /** A string from the nasty list, fast-check's strings (ASCII, full unicode, graphemes), or a mix of both. */
@@ -105,16 +238,26 @@ export const nastyString: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
-  { weight: 2, arbitrary: fc.array(fc.constantFrom(...NASTY), { minLength: 1, maxLength: 6 }).map((parts) => parts.join('')) },
+  {
+    weight: 2,
+    arbitrary: fc.array(fc.constantFrom(...NASTY), { minLength: 1, maxLength: 6 }).map((parts) => parts.join('')),
+  },
 );
 
 /** Long inputs: up to 100 KB, from repetition of a nasty unit (where linear parsers go quadratic and regexes backtrack). */
 export const hugeString: fc.Arbitrary<string> = fc
-  .tuple(nastyString.filter((s) => s.length > 0), fc.integer({ min: 1_000, max: 100_000 }), nastyString)
+  .tuple(
+    nastyString.filter((s) => s.length > 0),
+    fc.integer({ min: 1_000, max: 100_000 }),
+    nastyString,
+  )
   .map(([unit, length, tail]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length) + tail);
 
 /** Inputs for annotation/label parsers: mostly nasty strings, sometimes huge ones. */
-export const metadataValue: fc.Arbitrary<string> = fc.oneof({ weight: 6, arbitrary: nastyString }, { weight: 1, arbitrary: hugeString });
+export const metadataValue: fc.Arbitrary<string> = fc.oneof(
+  { weight: 6, arbitrary: nastyString },
+  { weight: 1, arbitrary: hugeString },
+);
 
 // ------------------------------------------------------------------ JSON
 
@@ -156,11 +299,42 @@ export function materialize(doc: unknown): unknown {
 /** Values that are the wrong type almost everywhere: edge numbers, huge and unicode strings, deep nesting. */
 export const weirdValue: fc.Arbitrary<unknown> = fc.oneof(
   // Cloned: mutate() edits inserted values in place, and constants are shared between runs.
-  { weight: 4, arbitrary: fc.constantFrom<unknown>(null, true, false, 0, -0, -1, 1, 1.5, -2.5, 2 ** 31, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) - 1, 2 ** 53 + 2, Number.MAX_VALUE, 1e308, [], {}, [null], { '': '' }).map((v) => structuredClone(v)) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom<unknown>(
+        null,
+        true,
+        false,
+        0,
+        -0,
+        -1,
+        1,
+        1.5,
+        -2.5,
+        2 ** 31,
+        2 ** 31 - 1,
+        -(2 ** 31),
+        -(2 ** 31) - 1,
+        2 ** 53 + 2,
+        Number.MAX_VALUE,
+        1e308,
+        [],
+        {},
+        [null],
+        { '': '' },
+      )
+      .map((v) => structuredClone(v)),
+  },
   { weight: 3, arbitrary: nastyString },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 1, arbitrary: fc.constantFrom(1_000, 100_000, 1_000_000).map((n) => 'x'.repeat(n)) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom<'array' | 'object'>('array', 'object'), fc.constantFrom(100, 10_000, 100_000)).map(([kind, depth]) => deepMarker(kind, depth)) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom<'array' | 'object'>('array', 'object'), fc.constantFrom(100, 10_000, 100_000))
+      .map(([kind, depth]) => deepMarker(kind, depth)),
+  },
   { weight: 1, arbitrary: fc.constantFrom(100, 3_000).map((n) => deepArray(n)) },
 );
 
@@ -175,7 +349,8 @@ function pathsOf(doc: unknown, limit = 2_000): Path[] {
     out.push(path);
     if (path.length >= 64) continue;
     if (Array.isArray(value)) value.forEach((v, i) => stack.push({ value: v, path: [...path, i] }));
-    else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...path, k] });
+    else if (typeof value === 'object' && value !== null)
+      for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...path, k] });
   }
   return out;
 }
@@ -189,7 +364,15 @@ export type Mutation =
 export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ op: fc.constant('delete' as const), at: fc.nat() }),
   fc.record({ op: fc.constant('replace' as const), at: fc.nat(), value: weirdValue }),
-  fc.record({ op: fc.constant('add' as const), at: fc.nat(), key: fc.oneof(nastyString, fc.constantFrom('uid', 'kind', 'apiVersion', 'spec', 'replicas', 'labels', 'metadata', 'dryRun', '__proto__')), value: weirdValue }),
+  fc.record({
+    op: fc.constant('add' as const),
+    at: fc.nat(),
+    key: fc.oneof(
+      nastyString,
+      fc.constantFrom('uid', 'kind', 'apiVersion', 'spec', 'replicas', 'labels', 'metadata', 'dryRun', '__proto__'),
+    ),
+    value: weirdValue,
+  }),
   fc.record({ op: fc.constant('wrap' as const), at: fc.nat() }),
 );
 
@@ -202,10 +385,12 @@ export function mutate(doc: unknown, mutations: readonly Mutation[]): unknown {
     if (path.length === 0) {
       if (m.op === 'replace') root = m.value;
       else if (m.op === 'wrap') root = [root];
-      else if (m.op === 'add' && typeof root === 'object' && root !== null && !Array.isArray(root)) Object.defineProperty(root, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
+      else if (m.op === 'add' && typeof root === 'object' && root !== null && !Array.isArray(root))
+        Object.defineProperty(root, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
       continue;
     }
-    const parent = path.slice(0, -1).reduce<unknown>((v, k) => (v as Record<string | number, unknown>)[k], root) as Record<string | number, unknown> | unknown[];
+    const parent = path.slice(0, -1).reduce<unknown>((v, k) => (v as Record<string | number, unknown>)[k], root) as
+      Record<string | number, unknown> | unknown[];
     const key = path[path.length - 1]!;
     if (m.op === 'delete') {
       if (Array.isArray(parent)) parent.splice(Number(key), 1);
@@ -228,8 +413,17 @@ export function mutate(doc: unknown, mutations: readonly Mutation[]): unknown {
 
 /** A valid document, as is (a third of the time) or mutated 1–4 times (mostly once). */
 export function mutated(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
-  const count = fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 4 }) });
-  return fc.tuple(valid, count.chain((n) => fc.array(mutationArb, { minLength: n, maxLength: n }))).map(([doc, ms]) => mutate(doc, ms));
+  const count = fc.oneof(
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 3, arbitrary: fc.constant(1) },
+    { weight: 1, arbitrary: fc.integer({ min: 2, max: 4 }) },
+  );
+  return fc
+    .tuple(
+      valid,
+      count.chain((n) => fc.array(mutationArb, { minLength: n, maxLength: n })),
+    )
+    .map(([doc, ms]) => mutate(doc, ms));
 }
 
 /** `usual` most of the time, one of `others` now and then. */
@@ -247,8 +441,32 @@ export type TextMutation =
 export const textMutationArb: fc.Arbitrary<TextMutation> = fc.oneof(
   { weight: 12, arbitrary: fc.constant({ op: 'none' as const }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('truncate' as const), at: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('byte' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('insert' as const), at: fc.nat(), text: fc.constantFrom('NaN', 'Infinity', '-', '1e400', ',', '}', '"', '\\u', '\u0000', '\uD800', '\uFEFF', '/*x*/', '"x":1,') }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('byte' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('insert' as const),
+      at: fc.nat(),
+      text: fc.constantFrom(
+        'NaN',
+        'Infinity',
+        '-',
+        '1e400',
+        ',',
+        '}',
+        '"',
+        '\\u',
+        '\u0000',
+        '\uD800',
+        '\uFEFF',
+        '/*x*/',
+        '"x":1,',
+      ),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'bom' as const }) },
 );
 
@@ -289,14 +507,20 @@ export function jsonBytes(doc: unknown, m: TextMutation): Buffer {
 // Regexes built from what people write (classes, groups, alternations, every
 // quantifier), nested, so that the catastrophic shapes appear too.
 const regexAtom = fc.constantFrom('a', 'b', '-', 'zone', '[a-z]', '[a-z0-9-]', '.', '\\d', '\\w', '\\-', '[^-]');
-const regexQuantifier = fc.oneof({ weight: 3, arbitrary: fc.constant('') }, { weight: 2, arbitrary: fc.constantFrom('*', '+', '?', '{0,16}', '{1,3}', '{2,}', '*?', '+?') });
+const regexQuantifier = fc.oneof(
+  { weight: 3, arbitrary: fc.constant('') },
+  { weight: 2, arbitrary: fc.constantFrom('*', '+', '?', '{0,16}', '{1,3}', '{2,}', '*?', '+?') },
+);
 const { regex: regexBody } = fc.letrec<{ regex: string; node: string }>((tie) => ({
   regex: fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((nodes) => nodes.join('')),
   node: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
     { weight: 4, arbitrary: fc.tuple(regexAtom, regexQuantifier).map(([a, q]) => a + q) },
     { weight: 1, arbitrary: fc.tuple(tie('regex'), regexQuantifier).map(([r, q]) => `(?:${r})${q}`) },
-    { weight: 1, arbitrary: fc.tuple(tie('regex'), tie('regex'), regexQuantifier).map(([a, b, q]) => `(?:${a}|${b})${q}`) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(tie('regex'), tie('regex'), regexQuantifier).map(([a, b, q]) => `(?:${a}|${b})${q}`),
+    },
   ),
 }));
 
@@ -335,10 +559,17 @@ NAME_LENGTHS.push(253);
  * name instead of running for hours on a long one (shrinking tries many
  * such regexes).
  */
-export function adversarialNames(realistic: readonly string[], units: readonly string[], tails: readonly string[]): fc.Arbitrary<string[]> {
+export function adversarialNames(
+  realistic: readonly string[],
+  units: readonly string[],
+  tails: readonly string[],
+): fc.Arbitrary<string[]> {
   return fc
     .tuple(fc.constantFrom(...units), fc.constantFrom(...tails))
-    .map(([unit, tail]) => [...realistic, ...NAME_LENGTHS.map((n) => unit.repeat(Math.ceil(n / unit.length)).slice(0, Math.max(1, n - tail.length)) + tail)]);
+    .map(([unit, tail]) => [
+      ...realistic,
+      ...NAME_LENGTHS.map((n) => unit.repeat(Math.ceil(n / unit.length)).slice(0, Math.max(1, n - tail.length)) + tail),
+    ]);
 }
 
 // ------------------------------------------------------------ the API
@@ -348,27 +579,45 @@ export type Failure = 'transport' | 'server-error';
 /** What a failed call rejects with: no answer at all (code 0), or a 500. */
 export function apiError(failure: Failure, method: string): KubeApiError {
   return failure === 'transport'
-    ? new KubeApiError({ code: 0, reason: 'NetworkError', message: 'connect ECONNREFUSED 127.0.0.1:1', method, path: '/fuzz' })
-    : new KubeApiError({ code: 500, reason: 'InternalError', message: 'etcdserver: request timed out', method, path: '/fuzz' });
+    ? new KubeApiError({
+        code: 0,
+        reason: 'NetworkError',
+        message: 'connect ECONNREFUSED 127.0.0.1:1',
+        method,
+        path: '/fuzz',
+      })
+    : new KubeApiError({
+        code: 500,
+        reason: 'InternalError',
+        message: 'etcdserver: request timed out',
+        method,
+        path: '/fuzz',
+      });
 }
 
 /** A KubeClient whose every method rejects: the handlers' input handling is under test, not the API. */
 export function failingClient(failure: Failure): { client: KubeClient; calls: string[] } {
   const calls: string[] = [];
-  const client = new Proxy({}, {
-    get: (_target, property) => {
-      if (typeof property !== 'string' || property === 'then') return undefined;
-      return (..._args: unknown[]) => {
-        calls.push(property);
-        return Promise.reject(apiError(failure, property.toUpperCase()));
-      };
+  const client = new Proxy(
+    {},
+    {
+      get: (_target, property) => {
+        if (typeof property !== 'string' || property === 'then') return undefined;
+        return (..._args: unknown[]) => {
+          calls.push(property);
+          return Promise.reject(apiError(failure, property.toUpperCase()));
+        };
+      },
     },
-  }) as unknown as KubeClient;
+  ) as unknown as KubeClient;
   return { client, calls };
 }
 
 /** An informer stand-in over a fixed set of objects, synced or not, with the real store and indexers. */
-export function fakeInformer<T extends KubeObject>(objects: readonly T[], options: { synced?: boolean; indexers?: Record<string, IndexFunc<T>> } = {}): Informer<T> {
+export function fakeInformer<T extends KubeObject>(
+  objects: readonly T[],
+  options: { synced?: boolean; indexers?: Record<string, IndexFunc<T>> } = {},
+): Informer<T> {
   const store = new IndexedStore<T>(options.indexers ?? {});
   for (const o of objects) store.set(objectKey(o), o);
   const synced = options.synced ?? true;

@@ -18,7 +18,8 @@ const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 function reordered(map: Record<string, string>, order: number[]): Record<string, string> {
   const keys = Object.keys(map);
   const out: Record<string, string> = {};
-  const put = (k: string) => Object.defineProperty(out, k, { value: map[k], enumerable: true, writable: true, configurable: true });
+  const put = (k: string) =>
+    Object.defineProperty(out, k, { value: map[k], enumerable: true, writable: true, configurable: true });
   for (const i of order) {
     const k = keys[i];
     if (k !== undefined && !Object.hasOwn(out, k)) put(k);
@@ -29,7 +30,11 @@ function reordered(map: Record<string, string>, order: number[]): Record<string,
 
 const keyArb = fc.stringMatching(/^[-._a-zA-Z0-9]{1,12}$/);
 const dataArb = fc.dictionary(keyArb, fc.string({ maxLength: 20 }), { maxKeys: 6 });
-const binaryArb = fc.dictionary(keyArb, fc.uint8Array({ maxLength: 20 }).map((u) => Buffer.from(u).toString('base64')), { maxKeys: 6 });
+const binaryArb = fc.dictionary(
+  keyArb,
+  fc.uint8Array({ maxLength: 20 }).map((u) => Buffer.from(u).toString('base64')),
+  { maxKeys: 6 },
+);
 const payloadArb: fc.Arbitrary<ConfigPayload> = fc.record({ data: dataArb, binaryData: binaryArb });
 
 describe('configChecksum: format and basics', { timeout: 10000 }, () => {
@@ -59,20 +64,39 @@ describe('configChecksum: format and basics', { timeout: 10000 }, () => {
     const expected = createHmac('sha256', KEY)
       .update('stateward/config-checksum/v1\0')
       .update(Buffer.of(1))
-      .update(Buffer.of(0x44)).update(u64(1))
-      .update(u64(1)).update('k').update(Buffer.of(0)).update(u64(3)).update('val')
-      .update(Buffer.of(0x42)).update(u64(1))
-      .update(u64(1)).update('z').update(Buffer.of(0)).update(u64(2)).update(Buffer.of(0xff, 0x00))
+      .update(Buffer.of(0x44))
+      .update(u64(1))
+      .update(u64(1))
+      .update('k')
+      .update(Buffer.of(0))
+      .update(u64(3))
+      .update('val')
+      .update(Buffer.of(0x42))
+      .update(u64(1))
+      .update(u64(1))
+      .update('z')
+      .update(Buffer.of(0))
+      .update(u64(2))
+      .update(Buffer.of(0xff, 0x00))
       .digest('hex');
-    assert.equal(configChecksum(KEY, { data: { k: 'val' }, binaryData: { z: Buffer.of(0xff, 0).toString('base64') } }), `v1:${expected}`);
+    assert.equal(
+      configChecksum(KEY, { data: { k: 'val' }, binaryData: { z: Buffer.of(0xff, 0).toString('base64') } }),
+      `v1:${expected}`,
+    );
   });
 
   it('a string key is its UTF-8 bytes', () => {
-    assert.equal(configChecksum('clé', { data: { a: 'b' } }), configChecksum(Buffer.from('clé', 'utf8'), { data: { a: 'b' } }));
+    assert.equal(
+      configChecksum('clé', { data: { a: 'b' } }),
+      configChecksum(Buffer.from('clé', 'utf8'), { data: { a: 'b' } }),
+    );
   });
 
   it('refuses an empty key and an unknown kind without echoing input', () => {
-    assert.throws(() => configChecksum('', { data: { a: 'hunter2' } }), (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'));
+    assert.throws(
+      () => configChecksum('', { data: { a: 'hunter2' } }),
+      (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'),
+    );
     assert.throws(() => configChecksum(Buffer.alloc(0), {}), RangeError);
     assert.throws(() => configChecksum(KEY, {}, 'pod' as 'secret'), TypeError);
     assert.throws(
@@ -102,17 +126,26 @@ describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
 
   it('moving a key between data and binaryData changes the hash', () => {
     assert.notEqual(configChecksum(KEY, { data: { a: 'x' } }), configChecksum(KEY, { binaryData: { a: b64('x') } }));
-    assert.notEqual(configChecksum(KEY, { data: { a: 'x', b: 'y' } }), configChecksum(KEY, { data: { a: 'x' }, binaryData: { b: b64('y') } }));
+    assert.notEqual(
+      configChecksum(KEY, { data: { a: 'x', b: 'y' } }),
+      configChecksum(KEY, { data: { a: 'x' }, binaryData: { b: b64('y') } }),
+    );
   });
 
   it('a ConfigMap and a Secret with the same bytes differ (kind is framed)', () => {
-    assert.notEqual(configChecksum(KEY, { binaryData: { a: b64('x') } }, 'configmap'), secretChecksum(KEY, { binaryData: { a: b64('x') } }));
+    assert.notEqual(
+      configChecksum(KEY, { binaryData: { a: b64('x') } }, 'configmap'),
+      secretChecksum(KEY, { binaryData: { a: b64('x') } }),
+    );
     assert.notEqual(configChecksum(KEY, { data: { a: b64('x') } }), secretChecksum(KEY, { data: { a: b64('x') } }));
   });
 
   it('Secret data is hashed as decoded bytes; non-canonical base64 is kept apart', () => {
     // Canonical encodings of different bytes differ; the same bytes agree.
-    assert.equal(secretChecksum(KEY, { data: { a: b64('pw') } }), secretChecksum(KEY, { data: { a: Buffer.from('pw').toString('base64') } }));
+    assert.equal(
+      secretChecksum(KEY, { data: { a: b64('pw') } }),
+      secretChecksum(KEY, { data: { a: Buffer.from('pw').toString('base64') } }),
+    );
     assert.notEqual(secretChecksum(KEY, { data: { a: b64('pw') } }), secretChecksum(KEY, { data: { a: b64('pW') } }));
     // Node would decode all of these to the same bytes as "cHc=".
     const canonical = secretChecksum(KEY, { data: { a: 'cHc=' } });
@@ -132,10 +165,11 @@ describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
   });
 
   it('property: different payloads give different checksums', () => {
-    const canon = (p: ConfigPayload) => JSON.stringify([
-      Object.entries(p.data ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
-      Object.entries(p.binaryData ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
-    ]);
+    const canon = (p: ConfigPayload) =>
+      JSON.stringify([
+        Object.entries(p.data ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
+        Object.entries(p.binaryData ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
+      ]);
     fc.assert(
       fc.property(payloadArb, payloadArb, (p, q) => {
         fc.pre(canon(p) !== canon(q));
@@ -146,29 +180,45 @@ describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
 
   it('property: changing one value, or renaming one key, changes the checksum', () => {
     fc.assert(
-      fc.property(dataArb.filter((d) => Object.keys(d).length > 0), fc.string({ maxLength: 5 }), (d, extra) => {
-        const [k] = Object.keys(d);
-        if (k === undefined) return;
-        const before = configChecksum(KEY, { data: d });
-        const changed = { ...d, [k]: `${d[k]}${extra}x` };
-        assert.notEqual(configChecksum(KEY, { data: changed }), before);
-        const { [k]: v, ...rest } = d;
-        const renamed = { ...rest, [`${k}_`]: v ?? '' };
-        fc.pre(!Object.hasOwn(d, `${k}_`));
-        assert.notEqual(configChecksum(KEY, { data: renamed }), before);
-      }),
+      fc.property(
+        dataArb.filter((d) => Object.keys(d).length > 0),
+        fc.string({ maxLength: 5 }),
+        (d, extra) => {
+          const [k] = Object.keys(d);
+          if (k === undefined) return;
+          const before = configChecksum(KEY, { data: d });
+          const changed = { ...d, [k]: `${d[k]}${extra}x` };
+          assert.notEqual(configChecksum(KEY, { data: changed }), before);
+          const { [k]: v, ...rest } = d;
+          const renamed = { ...rest, [`${k}_`]: v ?? '' };
+          fc.pre(!Object.hasOwn(d, `${k}_`));
+          assert.notEqual(configChecksum(KEY, { data: renamed }), before);
+        },
+      ),
     );
   });
 
   it('property: different HMAC keys give different checksums', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.uint8Array({ minLength: 1, maxLength: 64 }), payloadArb, (k1, k2, p) => {
-        fc.pre(!Buffer.from(k1).equals(Buffer.from(k2)));
-        // HMAC pads short keys with zeros, so keys differing only by trailing
-        // zero bytes are the same key; that is HMAC, not our framing.
-        fc.pre(Buffer.from(k1).toString('hex').replace(/(00)+$/, '') !== Buffer.from(k2).toString('hex').replace(/(00)+$/, ''));
-        assert.notEqual(configChecksum(Buffer.from(k1), p), configChecksum(Buffer.from(k2), p));
-      }),
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 64 }),
+        fc.uint8Array({ minLength: 1, maxLength: 64 }),
+        payloadArb,
+        (k1, k2, p) => {
+          fc.pre(!Buffer.from(k1).equals(Buffer.from(k2)));
+          // HMAC pads short keys with zeros, so keys differing only by trailing
+          // zero bytes are the same key; that is HMAC, not our framing.
+          fc.pre(
+            Buffer.from(k1)
+              .toString('hex')
+              .replace(/(00)+$/, '') !==
+              Buffer.from(k2)
+                .toString('hex')
+                .replace(/(00)+$/, ''),
+          );
+          assert.notEqual(configChecksum(Buffer.from(k1), p), configChecksum(Buffer.from(k2), p));
+        },
+      ),
     );
   });
 });
@@ -185,29 +235,59 @@ describe('xing compatibility', { timeout: 10000 }, () => {
     assert.equal(xingLegacyChecksum({}), sha16('null'));
     assert.equal(xingLegacyChecksum({ data: {} }), sha16('{}'));
     assert.equal(xingLegacyChecksum({ data: { b: '1', a: '2' } }), sha16('{"a":"2","b":"1"}'));
-    assert.equal(xingLegacyChecksum({ data: { a: '<&>\u2028"\\\n\t\b' } }), sha16('{"a":"\\u003c\\u0026\\u003e\\u2028\\"\\\\\\n\\t\\u0008"}'));
-    assert.equal(xingLegacyChecksum({ data: { a: 'x' }, binaryData: { b: b64('y') } }), xingLegacyChecksum({ data: { a: 'x' } }));
+    assert.equal(
+      xingLegacyChecksum({ data: { a: '<&>\u2028"\\\n\t\b' } }),
+      sha16('{"a":"\\u003c\\u0026\\u003e\\u2028\\"\\\\\\n\\t\\u0008"}'),
+    );
+    assert.equal(
+      xingLegacyChecksum({ data: { a: 'x' }, binaryData: { b: b64('y') } }),
+      xingLegacyChecksum({ data: { a: 'x' } }),
+    );
   });
 
   it('property: xingLegacyChecksum is Go’s JSON for any text, escaped or not (a model built on JSON.stringify)', () => {
     const sha16 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16);
     // JSON.stringify escapes what Go escapes except <, >, &, U+2028/9 and lone surrogates;
     // it writes \b and \f where Go < 1.22 wrote \u0008 and \u000c.
-    const goString = (s: string) => JSON.stringify(s)
-      .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
-      // One escape at a time, so an escaped backslash followed by "b" is not read as \b.
-      .replace(/\\(u[0-9a-f]{4}|.)/g, (escape: string, what: string) => (what === 'b' ? '\\u0008' : what === 'f' ? '\\u000c' : /^ud[89a-f]/.test(what) ? '\\ufffd' : escape));
-    const goMap = (m: Record<string, string>) => `{${Object.keys(m).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map((k) => `${goString(k)}:${goString(m[k]!)}`).join(',')}}`;
-    const text = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: fc.constantFrom('a', '<', '&', '\\', '"', '\u2028', '\b', '\f', '\ud800', '\udc00', '😀', '\u0000'), maxLength: 20 }));
-    fc.assert(fc.property(fc.dictionary(keyArb, text, { maxKeys: 5 }), (data) => {
-      assert.equal(xingLegacyChecksum({ data }), sha16(goMap(data)));
-    }), { numRuns: 500 });
+    const goString = (s: string) =>
+      JSON.stringify(s)
+        .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+        // One escape at a time, so an escaped backslash followed by "b" is not read as \b.
+        .replace(/\\(u[0-9a-f]{4}|.)/g, (escape: string, what: string) =>
+          what === 'b' ? '\\u0008' : what === 'f' ? '\\u000c' : /^ud[89a-f]/.test(what) ? '\\ufffd' : escape,
+        );
+    const goMap = (m: Record<string, string>) =>
+      `{${Object.keys(m)
+        .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+        .map((k) => `${goString(k)}:${goString(m[k]!)}`)
+        .join(',')}}`;
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({
+        unit: fc.constantFrom('a', '<', '&', '\\', '"', '\u2028', '\b', '\f', '\ud800', '\udc00', '😀', '\u0000'),
+        maxLength: 20,
+      }),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(keyArb, text, { maxKeys: 5 }), (data) => {
+        assert.equal(xingLegacyChecksum({ data }), sha16(goMap(data)));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('checksumScheme tells v1, xing and anything else apart', () => {
     assert.equal(checksumScheme('e43abcf337524483'), 'xing-legacy');
     assert.equal(checksumScheme(configChecksum(KEY, {})), 'v1');
-    for (const other of ['', 'v1:', 'v2:' + '0'.repeat(64), 'E43ABCF337524483', 'e43abcf33752448', 'v1:' + 'g'.repeat(64)]) {
+    for (const other of [
+      '',
+      'v1:',
+      'v2:' + '0'.repeat(64),
+      'E43ABCF337524483',
+      'e43abcf33752448',
+      'v1:' + 'g'.repeat(64),
+    ]) {
       assert.equal(checksumScheme(other), 'unknown', other);
     }
   });

@@ -15,7 +15,18 @@ import {
   type WatchOptions,
   type WorkloadLike,
 } from '../../src/restarts/references.ts';
-import { RELOADER_AUTO_ANNOTATION as AUTO, RELOADER_CONFIGMAP_AUTO_ANNOTATION as CM_AUTO, RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION as CM_EXCLUDE, RELOADER_CONFIGMAP_RELOAD_ANNOTATION as CM_RELOAD, RELOADER_IGNORE_ANNOTATION as IGNORE, RELOADER_MATCH_ANNOTATION as MATCH, RELOADER_SEARCH_ANNOTATION as SEARCH, RELOADER_SECRET_EXCLUDE_ANNOTATION as SECRET_EXCLUDE, RELOADER_SECRET_RELOAD_ANNOTATION as SECRET_RELOAD, XING_ENABLED_ANNOTATION as XING } from '../../src/vocabulary/keys.ts';
+import {
+  RELOADER_AUTO_ANNOTATION as AUTO,
+  RELOADER_CONFIGMAP_AUTO_ANNOTATION as CM_AUTO,
+  RELOADER_CONFIGMAP_EXCLUDE_ANNOTATION as CM_EXCLUDE,
+  RELOADER_CONFIGMAP_RELOAD_ANNOTATION as CM_RELOAD,
+  RELOADER_IGNORE_ANNOTATION as IGNORE,
+  RELOADER_MATCH_ANNOTATION as MATCH,
+  RELOADER_SEARCH_ANNOTATION as SEARCH,
+  RELOADER_SECRET_EXCLUDE_ANNOTATION as SECRET_EXCLUDE,
+  RELOADER_SECRET_RELOAD_ANNOTATION as SECRET_RELOAD,
+  XING_ENABLED_ANNOTATION as XING,
+} from '../../src/vocabulary/keys.ts';
 
 const NS = 'prod';
 
@@ -34,7 +45,10 @@ function fullTemplate(): PodTemplateSpec {
             { name: 'FIELD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
           ],
           envFrom: [{ configMapRef: { name: 'envfrom-cm' } }, { secretRef: { name: 'envfrom-secret' }, prefix: 'S_' }],
-          volumeMounts: [{ name: 'cm-vol', mountPath: '/cm' }, { name: 'proj', mountPath: '/proj' }],
+          volumeMounts: [
+            { name: 'cm-vol', mountPath: '/cm' },
+            { name: 'proj', mountPath: '/proj' },
+          ],
         },
       ],
       initContainers: [
@@ -54,7 +68,15 @@ function fullTemplate(): PodTemplateSpec {
           name: 'proj',
           projected: {
             sources: [
-              { configMap: { name: 'proj-cm', items: [{ key: 'b', path: 'b' }, { key: 'a', path: 'a' }] } },
+              {
+                configMap: {
+                  name: 'proj-cm',
+                  items: [
+                    { key: 'b', path: 'b' },
+                    { key: 'a', path: 'a' },
+                  ],
+                },
+              },
               { secret: { name: 'proj-secret' } },
               { serviceAccountToken: { path: 'token' } },
             ],
@@ -79,7 +101,11 @@ const ALL_KEYS = [
   'secret/prod/vol-secret',
 ];
 
-function workload(annotations: Record<string, string>, template: PodTemplateSpec = fullTemplate(), name = 'web'): WorkloadLike {
+function workload(
+  annotations: Record<string, string>,
+  template: PodTemplateSpec = fullTemplate(),
+  name = 'web',
+): WorkloadLike {
   return { metadata: { name, namespace: NS, annotations }, spec: { template } };
 }
 
@@ -88,23 +114,46 @@ describe('configKey / parseConfigKey', { timeout: 10000 }, () => {
     assert.equal(configKey('configmap', 'ns', 'a.b'), 'configmap/ns/a.b');
     assert.equal(configKey('secret', 'ns', 'x'), 'secret/ns/x');
     assert.deepEqual(parseConfigKey('secret/ns/x'), { kind: 'secret', namespace: 'ns', name: 'x' });
-    for (const bad of ['', 'pod/ns/x', 'secret/ns', 'secret/ns/x/y', 'secret//x']) assert.equal(parseConfigKey(bad), undefined, bad);
+    for (const bad of ['', 'pod/ns/x', 'secret/ns', 'secret/ns/x/y', 'secret//x'])
+      assert.equal(parseConfigKey(bad), undefined, bad);
   });
 });
 
 describe('configReferences', { timeout: 10000 }, () => {
   it('finds every reference path, across containers, initContainers and ephemeralContainers', () => {
     const refs = configReferences(fullTemplate(), NS);
-    assert.deepEqual(refs.map((r) => r.key), ALL_KEYS);
+    assert.deepEqual(
+      refs.map((r) => r.key),
+      ALL_KEYS,
+    );
     const by = new Map(refs.map((r) => [r.name, r]));
-    assert.deepEqual(by.get('env-cm')?.uses, [{ via: 'env', container: { type: 'container', name: 'app' }, env: 'CM_KEY', key: 'k1', optional: false }]);
-    assert.deepEqual(by.get('init-secret')?.uses, [{ via: 'envFrom', container: { type: 'initContainer', name: 'init' }, optional: false }]);
-    assert.deepEqual(by.get('debug-cm')?.uses, [{ via: 'envFrom', container: { type: 'ephemeralContainer', name: 'debug' }, optional: false }]);
+    assert.deepEqual(by.get('env-cm')?.uses, [
+      { via: 'env', container: { type: 'container', name: 'app' }, env: 'CM_KEY', key: 'k1', optional: false },
+    ]);
+    assert.deepEqual(by.get('init-secret')?.uses, [
+      { via: 'envFrom', container: { type: 'initContainer', name: 'init' }, optional: false },
+    ]);
+    assert.deepEqual(by.get('debug-cm')?.uses, [
+      { via: 'envFrom', container: { type: 'ephemeralContainer', name: 'debug' }, optional: false },
+    ]);
     assert.deepEqual(by.get('vol-secret')?.uses, [
-      { via: 'volume', volume: 'secret-vol', items: ['tls.crt'], mountedBy: [{ type: 'initContainer', name: 'init' }], optional: false },
+      {
+        via: 'volume',
+        volume: 'secret-vol',
+        items: ['tls.crt'],
+        mountedBy: [{ type: 'initContainer', name: 'init' }],
+        optional: false,
+      },
     ]);
     assert.deepEqual(by.get('proj-secret')?.uses, [
-      { via: 'projected', volume: 'proj', source: 1, items: undefined, mountedBy: [{ type: 'container', name: 'app' }], optional: false },
+      {
+        via: 'projected',
+        volume: 'proj',
+        source: 1,
+        items: undefined,
+        mountedBy: [{ type: 'container', name: 'app' }],
+        optional: false,
+      },
     ]);
     for (const r of refs) {
       assert.equal(r.namespace, NS);
@@ -125,7 +174,11 @@ describe('configReferences', { timeout: 10000 }, () => {
     const t: PodTemplateSpec = {
       spec: {
         containers: [
-          { name: 'a', envFrom: [{ configMapRef: { name: 'shared' } }, { configMapRef: { name: 'shared' } }], env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'shared', key: 'x' } } }] },
+          {
+            name: 'a',
+            envFrom: [{ configMapRef: { name: 'shared' } }, { configMapRef: { name: 'shared' } }],
+            env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'shared', key: 'x' } } }],
+          },
           { name: 'b', envFrom: [{ configMapRef: { name: 'shared' } }] },
         ],
         volumes: [{ name: 'v', configMap: { name: 'shared' } }],
@@ -138,40 +191,67 @@ describe('configReferences', { timeout: 10000 }, () => {
   });
 
   it('a ConfigMap and a Secret with the same name are different references', () => {
-    const t: PodTemplateSpec = { spec: { containers: [{ name: 'a', envFrom: [{ configMapRef: { name: 'same' } }, { secretRef: { name: 'same' } }] }] } };
-    assert.deepEqual(configReferences(t, NS).map((r) => r.key), ['configmap/prod/same', 'secret/prod/same']);
+    const t: PodTemplateSpec = {
+      spec: {
+        containers: [{ name: 'a', envFrom: [{ configMapRef: { name: 'same' } }, { secretRef: { name: 'same' } }] }],
+      },
+    };
+    assert.deepEqual(
+      configReferences(t, NS).map((r) => r.key),
+      ['configmap/prod/same', 'secret/prod/same'],
+    );
   });
 
   it('optional only when every use is optional', () => {
     const t = (secondOptional: boolean | undefined): PodTemplateSpec => ({
       spec: {
         containers: [{ name: 'a', envFrom: [{ secretRef: { name: 's', optional: true } }] }],
-        volumes: [{ name: 'v', secret: { secretName: 's', ...(secondOptional === undefined ? {} : { optional: secondOptional }) } }],
+        volumes: [
+          {
+            name: 'v',
+            secret: { secretName: 's', ...(secondOptional === undefined ? {} : { optional: secondOptional }) },
+          },
+        ],
       },
     });
     assert.equal(configReferences(t(true), NS)[0]?.optional, true);
     assert.equal(configReferences(t(false), NS)[0]?.optional, false);
     assert.equal(configReferences(t(undefined), NS)[0]?.optional, false);
-    const projected: PodTemplateSpec = { spec: { containers: [], volumes: [{ name: 'p', projected: { sources: [{ configMap: { name: 'c', optional: true } }] } }] } };
+    const projected: PodTemplateSpec = {
+      spec: {
+        containers: [],
+        volumes: [{ name: 'p', projected: { sources: [{ configMap: { name: 'c', optional: true } }] } }],
+      },
+    };
     assert.equal(configReferences(projected, NS)[0]?.optional, true);
   });
 
   it('counts unmounted volumes, and says so', () => {
-    const t: PodTemplateSpec = { spec: { containers: [{ name: 'a' }], volumes: [{ name: 'unused', configMap: { name: 'c' } }] } };
+    const t: PodTemplateSpec = {
+      spec: { containers: [{ name: 'a' }], volumes: [{ name: 'unused', configMap: { name: 'c' } }] },
+    };
     const [ref] = configReferences(t, NS);
     assert.equal(ref?.key, 'configmap/prod/c');
     assert.ok(ref && ref.uses[0] && describeUse(ref.uses[0]).includes('not mounted'));
   });
 
   it('skips nameless references and never throws on odd shapes', () => {
-    const t = { spec: { containers: [{ name: 'a', envFrom: [{ configMapRef: {} }, { secretRef: { name: '' } }] }], volumes: [{ name: 'v', secret: {} }] } } as PodTemplateSpec;
+    const t = {
+      spec: {
+        containers: [{ name: 'a', envFrom: [{ configMapRef: {} }, { secretRef: { name: '' } }] }],
+        volumes: [{ name: 'v', secret: {} }],
+      },
+    } as PodTemplateSpec;
     assert.deepEqual(configReferences(t, NS), []);
     assert.deepEqual(configReferences(undefined, NS), []);
     fc.assert(
       fc.property(fc.anything(), (junk) => {
         configReferences(junk as PodTemplateSpec, NS);
         configReferences({ spec: junk } as PodTemplateSpec, NS);
-        configReferences({ spec: { containers: [junk], volumes: [junk], initContainers: junk } } as PodTemplateSpec, NS);
+        configReferences(
+          { spec: { containers: [junk], volumes: [junk], initContainers: junk } } as PodTemplateSpec,
+          NS,
+        );
       }),
     );
   });
@@ -207,10 +287,22 @@ describe('configReferences', { timeout: 10000 }, () => {
     plan.forEach((p, i) => {
       const c = p.container === 'containers' ? containers[0] : initContainers[0];
       const sel = { name: p.name, optional: p.optional };
-      if (p.path === 'env') c?.env.push({ name: `E${i}`, valueFrom: { [p.kind === 'configmap' ? 'configMapKeyRef' : 'secretKeyRef']: { ...sel, key: 'k' } } });
+      if (p.path === 'env')
+        c?.env.push({
+          name: `E${i}`,
+          valueFrom: { [p.kind === 'configmap' ? 'configMapKeyRef' : 'secretKeyRef']: { ...sel, key: 'k' } },
+        });
       if (p.path === 'envFrom') c?.envFrom.push({ [p.kind === 'configmap' ? 'configMapRef' : 'secretRef']: sel });
-      if (p.path === 'volume') volumes.push({ name: `v${i}`, ...(p.kind === 'configmap' ? { configMap: sel } : { secret: { secretName: p.name, optional: p.optional } }) });
-      if (p.path === 'projected') volumes.push({ name: `v${i}`, projected: { sources: [{ [p.kind === 'configmap' ? 'configMap' : 'secret']: sel }] } });
+      if (p.path === 'volume')
+        volumes.push({
+          name: `v${i}`,
+          ...(p.kind === 'configmap' ? { configMap: sel } : { secret: { secretName: p.name, optional: p.optional } }),
+        });
+      if (p.path === 'projected')
+        volumes.push({
+          name: `v${i}`,
+          projected: { sources: [{ [p.kind === 'configmap' ? 'configMap' : 'secret']: sel }] },
+        });
     });
     return { spec: { containers, initContainers, volumes } } as PodTemplateSpec;
   }
@@ -224,11 +316,21 @@ describe('configReferences', { timeout: 10000 }, () => {
           const key = configKey(p.kind, NS, p.name);
           expected.set(key, (expected.get(key) ?? true) && p.optional);
         }
-        assert.deepEqual(refs.map((r) => r.key), [...expected.keys()].sort());
+        assert.deepEqual(
+          refs.map((r) => r.key),
+          [...expected.keys()].sort(),
+        );
         for (const r of refs) assert.equal(r.optional, expected.get(r.key), r.key);
         // Identical envFrom entries are one use; env vars and volumes are distinct by name.
-        const distinct = new Set(plan.map((p, i) => (p.path === 'envFrom' ? JSON.stringify([p.container, p.kind, p.name, p.optional]) : String(i))));
-        assert.equal(refs.reduce((n, r) => n + r.uses.length, 0), distinct.size);
+        const distinct = new Set(
+          plan.map((p, i) =>
+            p.path === 'envFrom' ? JSON.stringify([p.container, p.kind, p.name, p.optional]) : String(i),
+          ),
+        );
+        assert.equal(
+          refs.reduce((n, r) => n + r.uses.length, 0),
+          distinct.size,
+        );
       }),
     );
   });
@@ -251,7 +353,15 @@ describe('configReferences', { timeout: 10000 }, () => {
         const shuffled: PodTemplateSpec = {
           spec: {
             ...spec,
-            containers: shuffle(spec.containers?.map((c) => ({ ...c, env: shuffle(c.env, seed), envFrom: shuffle(c.envFrom, seed + 1) })), seed) ?? [],
+            containers:
+              shuffle(
+                spec.containers?.map((c) => ({
+                  ...c,
+                  env: shuffle(c.env, seed),
+                  envFrom: shuffle(c.envFrom, seed + 1),
+                })),
+                seed,
+              ) ?? [],
             volumes: shuffle(spec.volumes, seed + 2),
           },
         };
@@ -292,8 +402,14 @@ describe('watchedConfigs: xing', { timeout: 10000 }, () => {
 
 describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
   it('auto watches every reference; ParseBool spellings; invalid values warn', () => {
-    for (const v of ['true', 'True', 'TRUE', 't', '1']) assert.deepEqual(watchedConfigs(workload({ [AUTO]: v })).keys, ALL_KEYS, v);
-    for (const v of ['false', '0', 'F']) assert.deepEqual(watchedConfigs(workload({ [AUTO]: v })), { keys: [], configs: [], excluded: [], patterns: [], optIns: [], warnings: [] }, v);
+    for (const v of ['true', 'True', 'TRUE', 't', '1'])
+      assert.deepEqual(watchedConfigs(workload({ [AUTO]: v })).keys, ALL_KEYS, v);
+    for (const v of ['false', '0', 'F'])
+      assert.deepEqual(
+        watchedConfigs(workload({ [AUTO]: v })),
+        { keys: [], configs: [], excluded: [], patterns: [], optIns: [], warnings: [] },
+        v,
+      );
     const bad = watchedConfigs(workload({ [AUTO]: 'yes' }));
     assert.deepEqual(bad.keys, []);
     assert.equal(bad.warnings.length, 1);
@@ -302,7 +418,10 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
 
   it('typed auto covers one kind', () => {
     const w = watchedConfigs(workload({ [CM_AUTO]: 'true' }));
-    assert.deepEqual(w.keys, ALL_KEYS.filter((k) => k.startsWith('configmap/')));
+    assert.deepEqual(
+      w.keys,
+      ALL_KEYS.filter((k) => k.startsWith('configmap/')),
+    );
     assert.deepEqual(w.optIns, ['reloader-typed-auto']);
   });
 
@@ -310,7 +429,10 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     assert.deepEqual(watchedConfigs(workload({}), { autoReloadAll: true }).keys, ALL_KEYS);
     assert.deepEqual(watchedConfigs(workload({}), { autoReloadAll: true }).optIns, ['reloader-auto-all']);
     assert.deepEqual(watchedConfigs(workload({ [AUTO]: 'false' }), { autoReloadAll: true }).keys, []);
-    assert.deepEqual(watchedConfigs(workload({ [CM_AUTO]: 'false' }), { autoReloadAll: true }).keys, ALL_KEYS.filter((k) => k.startsWith('secret/')));
+    assert.deepEqual(
+      watchedConfigs(workload({ [CM_AUTO]: 'false' }), { autoReloadAll: true }).keys,
+      ALL_KEYS.filter((k) => k.startsWith('secret/')),
+    );
   });
 
   it('reload lists name configs, referenced or not, and do not restrict auto', () => {
@@ -329,10 +451,16 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
   });
 
   it('reload-list entries are whole-name regexes, expanded over existing configs', () => {
-    const options: WatchOptions = { configNames: (kind) => (kind === 'configmap' ? ['team-a-config', 'team-b-config', 'other', 'team-a-config-old'] : ['team-a-config']) };
+    const options: WatchOptions = {
+      configNames: (kind) =>
+        kind === 'configmap' ? ['team-a-config', 'team-b-config', 'other', 'team-a-config-old'] : ['team-a-config'],
+    };
     const w = watchedConfigs(workload({ [CM_RELOAD]: 'team-.*-config,env-c.|x' }, fullTemplate()), options);
     assert.deepEqual(w.keys, ['configmap/prod/env-cm', 'configmap/prod/team-a-config', 'configmap/prod/team-b-config']);
-    assert.deepEqual(w.patterns.map((p) => p.source), ['env-c.|x', 'team-.*-config']);
+    assert.deepEqual(
+      w.patterns.map((p) => p.source),
+      ['env-c.|x', 'team-.*-config'],
+    );
     assert.ok(patternMatches(w, 'configmap', NS, 'team-z-config'));
     assert.ok(!patternMatches(w, 'configmap', NS, 'team-z-config-old'));
     assert.ok(!patternMatches(w, 'secret', NS, 'team-z-config'));
@@ -351,7 +479,11 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     for (const [bad, why] of refused) {
       const w = watchedConfigs(workload({ [CM_RELOAD]: `${bad},vol-cm` }), { configNames: () => ['a'.repeat(40)] });
       assert.deepEqual(w.keys, ['configmap/prod/vol-cm'], bad);
-      assert.deepEqual(w.warnings, [`web: ${CM_RELOAD}: entry ${JSON.stringify(bad)} is not a valid Go regular expression (${why}); ignored`], bad);
+      assert.deepEqual(
+        w.warnings,
+        [`web: ${CM_RELOAD}: entry ${JSON.stringify(bad)} is not a valid Go regular expression (${why}); ignored`],
+        bad,
+      );
     }
     const long = watchedConfigs(workload({ [CM_RELOAD]: `${'x'.repeat(1100)},vol-cm` }));
     assert.deepEqual(long.keys, ['configmap/prod/vol-cm']);
@@ -380,9 +512,15 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
 
   it('ignore on the config excludes it from every opt-in, xing included', () => {
     const ignored = new Set(['vol-cm', 'env-secret', 'not-used']);
-    const options: WatchOptions = { configMeta: (_k, ns, name) => (ns === NS && ignored.has(name) ? { annotations: { [IGNORE]: 'true' } } : { annotations: { [IGNORE]: 'yes' } }) };
+    const options: WatchOptions = {
+      configMeta: (_k, ns, name) =>
+        ns === NS && ignored.has(name) ? { annotations: { [IGNORE]: 'true' } } : { annotations: { [IGNORE]: 'yes' } },
+    };
     const w = watchedConfigs(workload({ [XING]: 'enabled', [CM_RELOAD]: 'not-used' }), options);
-    assert.deepEqual(w.keys, ALL_KEYS.filter((k) => !/\/(vol-cm|env-secret)$/.test(k)));
+    assert.deepEqual(
+      w.keys,
+      ALL_KEYS.filter((k) => !/\/(vol-cm|env-secret)$/.test(k)),
+    );
     assert.deepEqual(w.excluded, [
       { key: 'configmap/prod/not-used', reason: 'ignore-annotation' },
       { key: 'configmap/prod/vol-cm', reason: 'ignore-annotation' },
@@ -394,17 +532,40 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
   });
 
   it('exclude lists (exact names, metadata only) win over auto, reload lists and xing', () => {
-    const w = watchedConfigs(workload({ [AUTO]: 'true', [CM_RELOAD]: 'extra', [CM_EXCLUDE]: 'extra, vol-cm', [SECRET_EXCLUDE]: 'env-sec.*' }));
-    assert.deepEqual(w.keys, ALL_KEYS.filter((k) => k !== 'configmap/prod/vol-cm'));
-    assert.deepEqual(w.excluded.map((e) => [e.key, e.reason]), [['configmap/prod/extra', 'exclude-list'], ['configmap/prod/vol-cm', 'exclude-list']]);
-    assert.deepEqual(watchedConfigs(workload({ [XING]: 'enabled', [SECRET_EXCLUDE]: 'env-secret' })).keys, ALL_KEYS.filter((k) => k !== 'secret/prod/env-secret'));
+    const w = watchedConfigs(
+      workload({ [AUTO]: 'true', [CM_RELOAD]: 'extra', [CM_EXCLUDE]: 'extra, vol-cm', [SECRET_EXCLUDE]: 'env-sec.*' }),
+    );
+    assert.deepEqual(
+      w.keys,
+      ALL_KEYS.filter((k) => k !== 'configmap/prod/vol-cm'),
+    );
+    assert.deepEqual(
+      w.excluded.map((e) => [e.key, e.reason]),
+      [
+        ['configmap/prod/extra', 'exclude-list'],
+        ['configmap/prod/vol-cm', 'exclude-list'],
+      ],
+    );
+    assert.deepEqual(
+      watchedConfigs(workload({ [XING]: 'enabled', [SECRET_EXCLUDE]: 'env-secret' })).keys,
+      ALL_KEYS.filter((k) => k !== 'secret/prod/env-secret'),
+    );
   });
 
   it('search watches referenced configs carrying match: "true"', () => {
     const matching: Record<string, string> = { [MATCH]: 'true' };
-    const options: WatchOptions = { configMeta: (_k, _ns, name) => ({ annotations: name.startsWith('env') || name === 'unreferenced' ? matching : {} }) };
+    const options: WatchOptions = {
+      configMeta: (_k, _ns, name) => ({
+        annotations: name.startsWith('env') || name === 'unreferenced' ? matching : {},
+      }),
+    };
     const w = watchedConfigs(workload({ [SEARCH]: 'true', [CM_RELOAD]: '' }), options);
-    assert.deepEqual(w.keys, ['configmap/prod/env-cm', 'configmap/prod/envfrom-cm', 'secret/prod/env-secret', 'secret/prod/envfrom-secret']);
+    assert.deepEqual(w.keys, [
+      'configmap/prod/env-cm',
+      'configmap/prod/envfrom-cm',
+      'secret/prod/env-secret',
+      'secret/prod/envfrom-secret',
+    ]);
     assert.deepEqual(w.optIns, ['reloader-search']);
     assert.deepEqual(watchedConfigs(workload({ [SEARCH]: 'true' })).keys, []);
     assert.equal(watchedConfigs(workload({ [SEARCH]: 'on' })).warnings.length, 1);
@@ -415,7 +576,10 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     t.metadata = { annotations: { [AUTO]: 'true' } };
     assert.deepEqual(watchedConfigs(workload({}, t)).keys, ALL_KEYS);
     // A ConfigMap reload key on the metadata, even empty, stops the fallback for ConfigMaps only.
-    assert.deepEqual(watchedConfigs(workload({ [CM_RELOAD]: '' }, t)).keys, ALL_KEYS.filter((k) => k.startsWith('secret/')));
+    assert.deepEqual(
+      watchedConfigs(workload({ [CM_RELOAD]: '' }, t)).keys,
+      ALL_KEYS.filter((k) => k.startsWith('secret/')),
+    );
     // The exclude list is never read from the template.
     t.metadata = { annotations: { [AUTO]: 'true', [CM_EXCLUDE]: 'vol-cm' } };
     assert.deepEqual(watchedConfigs(workload({}, t)).keys, ALL_KEYS);
@@ -429,7 +593,9 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
   });
 
   it('warns about CSI opt-ins and a missing namespace', () => {
-    const w = watchedConfigs({ metadata: { name: 'x', annotations: { 'secretproviderclass.reloader.stakater.com/reload': 'v' } } });
+    const w = watchedConfigs({
+      metadata: { name: 'x', annotations: { 'secretproviderclass.reloader.stakater.com/reload': 'v' } },
+    });
     assert.equal(w.warnings.length, 2);
     assert.ok(w.warnings.every((m) => m.startsWith('x: ')));
   });
@@ -437,20 +603,40 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
   it('property: never throws, and the output is sorted and deduplicated', () => {
     const annotationArb = fc.dictionary(
       fc.constantFrom(XING, AUTO, CM_AUTO, CM_RELOAD, SECRET_RELOAD, CM_EXCLUDE, SECRET_EXCLUDE, SEARCH, 'other'),
-      fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('enabled', 'true', 'false', 'vol-cm,env-.*', '(a+)+', '[')),
+      fc.oneof(
+        fc.string({ maxLength: 30 }),
+        fc.constantFrom('enabled', 'true', 'false', 'vol-cm,env-.*', '(a+)+', '['),
+      ),
     );
     fc.assert(
       fc.property(annotationArb, annotationArb, fc.boolean(), fc.anything(), (meta, tmpl, all, junk) => {
         const t = fullTemplate();
         t.metadata = { annotations: tmpl };
-        const options: WatchOptions = { autoReloadAll: all, configNames: () => ['vol-cm', 'env-x'], configMeta: () => ({ annotations: { [MATCH]: 'true' } }) };
+        const options: WatchOptions = {
+          autoReloadAll: all,
+          configNames: () => ['vol-cm', 'env-x'],
+          configMeta: () => ({ annotations: { [MATCH]: 'true' } }),
+        };
         const w = watchedConfigs(workload(meta, t), options);
         assert.deepEqual(w.keys, [...new Set(w.keys)].sort());
-        assert.deepEqual(w.configs.map((c) => c.key), w.keys);
+        assert.deepEqual(
+          w.configs.map((c) => c.key),
+          w.keys,
+        );
         assert.deepEqual(watchedConfigs(workload(meta, t), options), w);
         watchedConfigs(junk as WorkloadLike, options);
-        watchedConfigs({ metadata: { annotations: junk } } as WorkloadLike, { configNames: () => junk as string[], configMeta: () => junk as undefined });
-        watchedConfigs(workload(meta, t), { configNames: () => { throw new Error('x'); }, configMeta: () => { throw new Error('y'); } });
+        watchedConfigs({ metadata: { annotations: junk } } as WorkloadLike, {
+          configNames: () => junk as string[],
+          configMeta: () => junk as undefined,
+        });
+        watchedConfigs(workload(meta, t), {
+          configNames: () => {
+            throw new Error('x');
+          },
+          configMeta: () => {
+            throw new Error('y');
+          },
+        });
       }),
     );
   });
@@ -461,14 +647,15 @@ describe('mayOptIn', { timeout: 10000 }, () => {
     const keys = [XING, AUTO, CM_AUTO, CM_RELOAD, SECRET_RELOAD, SEARCH, 'unrelated.example.com/x', 'app'];
     const values = ['enabled', 'true', 'false', 'env-cm', 'disabled', ''];
     const annotations = fc.dictionary(fc.constantFrom(...keys), fc.constantFrom(...values), { maxKeys: 3 });
-    fc.assert(fc.property(annotations, annotations, (onWorkload, onTemplate) => {
-      const template = fullTemplate();
-      template.metadata = { annotations: onTemplate };
-      const w = workload(onWorkload, template);
-      if (!mayOptIn(w)) assert.deepEqual(watchedConfigs(w).optIns, []);
-    }));
+    fc.assert(
+      fc.property(annotations, annotations, (onWorkload, onTemplate) => {
+        const template = fullTemplate();
+        template.metadata = { annotations: onTemplate };
+        const w = workload(onWorkload, template);
+        if (!mayOptIn(w)) assert.deepEqual(watchedConfigs(w).optIns, []);
+      }),
+    );
     assert.equal(mayOptIn(workload({})), false);
     assert.equal(mayOptIn(workload({ [XING]: 'enabled' })), true);
   });
 });
-

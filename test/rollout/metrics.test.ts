@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { RolloutMetrics } from '../../src/rollout/metrics.ts';
 
 describe('rollout metrics', () => {
-  it('exports rollout-operator\'s group metrics under its names and deletes a removed group\'s series', async () => {
+  it("exports rollout-operator's group metrics under its names and deletes a removed group's series", async () => {
     const registry = new Registry();
     const metrics = new RolloutMetrics(registry);
     metrics.begin('ingester')('success');
@@ -14,9 +14,16 @@ describe('rollout metrics', () => {
     let text = await registry.metrics();
     assert.match(text, /^rollout_operator_group_reconciles_total\{rollout_group="ingester"\} 2$/m);
     assert.match(text, /^rollout_operator_group_reconciles_failed_total\{rollout_group="ingester"\} 1$/m);
-    assert.match(text, /^rollout_operator_group_reconciles_failed_total\{rollout_group="store-gateway"\} 0$/m, 'failed series touched at first reconcile');
+    assert.match(
+      text,
+      /^rollout_operator_group_reconciles_failed_total\{rollout_group="store-gateway"\} 0$/m,
+      'failed series touched at first reconcile',
+    );
     assert.match(text, /^rollout_operator_group_reconcile_duration_seconds_count\{rollout_group="ingester"\} 2$/m);
-    assert.match(text, /^rollout_operator_last_successful_group_reconcile_timestamp_seconds\{rollout_group="ingester"\} \d+/m);
+    assert.match(
+      text,
+      /^rollout_operator_last_successful_group_reconcile_timestamp_seconds\{rollout_group="ingester"\} \d+/m,
+    );
     assert.match(text, /^# TYPE rollout_operator_group_reconcile_duration_seconds histogram$/m);
     metrics.forget('ingester');
     text = await registry.metrics();

@@ -16,7 +16,15 @@ import { resources, type ConfigMap } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRolledOut, ZONES } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  InvariantMonitor,
+  testClient,
+  waitGroupSettled,
+  waitRolledOut,
+  ZONES,
+} from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const GROUP = 'rollout_group="ingester"';
@@ -31,17 +39,28 @@ function series(metrics: string, name: string, labels: string): number | undefin
 function conflicts(metrics: string): Record<string, number> {
   const found: Record<string, number> = {};
   for (const line of metrics.split('\n')) {
-    if (!line.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count{') || !line.includes('status_code="409"')) continue;
+    if (
+      !line.startsWith('rollout_operator_kubernetes_api_client_request_duration_seconds_count{') ||
+      !line.includes('status_code="409"')
+    )
+      continue;
     const count = Number(line.split(' ').at(-1));
     if (count > 0) found[line.slice(line.indexOf('{'), line.lastIndexOf('}') + 1)] = count;
   }
   return found;
 }
 
-async function groupStatus(kube: ReturnType<typeof testClient>, namespace: string): Promise<{ phase: string; waitingFor?: { code: string; statefulSet?: string } } | undefined> {
-  const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' }).catch(() => undefined);
+async function groupStatus(
+  kube: ReturnType<typeof testClient>,
+  namespace: string,
+): Promise<{ phase: string; waitingFor?: { code: string; statefulSet?: string } } | undefined> {
+  const cm = await kube
+    .get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' })
+    .catch(() => undefined);
   const raw = cm?.data?.['ingester'];
-  return raw === undefined ? undefined : (JSON.parse(raw) as { phase: string; waitingFor?: { code: string; statefulSet?: string } });
+  return raw === undefined
+    ? undefined
+    : (JSON.parse(raw) as { phase: string; waitingFor?: { code: string; statefulSet?: string } });
 }
 
 /**
@@ -58,7 +77,11 @@ async function rollAndCheck(t: TestContext, operator: OperatorProcess, namespace
   t.after(() => monitor.stop());
   for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
   await waitRolledOut(kube, namespace, 120_000);
-  await waitFor('the group status to say complete', async () => (await groupStatus(kube, namespace))?.phase === 'complete', { timeoutMs: 15_000 });
+  await waitFor(
+    'the group status to say complete',
+    async () => (await groupStatus(kube, namespace))?.phase === 'complete',
+    { timeoutMs: 15_000 },
+  );
   // Two more resyncs (-reconcile.interval=1s), so that anything still failing would show.
   await new Promise((resolve) => setTimeout(resolve, 2_500));
 
@@ -67,7 +90,9 @@ async function rollAndCheck(t: TestContext, operator: OperatorProcess, namespace
   const failed = series(metrics, 'rollout_operator_group_reconciles_failed_total', GROUP) ?? 0;
   const lines = operator.logs.split('\n');
   const failures = lines.filter((l) => l.includes('reconcile failed'));
-  const firstStatus = lines.filter((l) => /currentRevision is empty|updateRevision is empty|has not written the status of/.test(l));
+  const firstStatus = lines.filter((l) =>
+    /currentRevision is empty|updateRevision is empty|has not written the status of/.test(l),
+  );
   const diagnostics = `${failed} of ${total} reconciles failed; 409s: ${JSON.stringify(conflicts(metrics))}; ${firstStatus.length} lines about a missing status; failures:\n${failures.slice(0, 10).join('\n')}`;
   t.diagnostic(diagnostics);
 
@@ -76,8 +101,16 @@ async function rollAndCheck(t: TestContext, operator: OperatorProcess, namespace
   assert.deepEqual(failures, [], diagnostics);
   assert.deepEqual(conflicts(metrics), {}, diagnostics);
   for (const zone of ZONES) {
-    const about = firstStatus.filter((l) => l.includes(`ingester-zone-${zone} `) || l.includes(`ingester-zone-${zone}:`) || l.includes(`statefulSet=ingester-zone-${zone}`));
-    assert.ok(about.length <= 1, `at most one line about the first status of ingester-zone-${zone}:\n${about.join('\n')}`);
+    const about = firstStatus.filter(
+      (l) =>
+        l.includes(`ingester-zone-${zone} `) ||
+        l.includes(`ingester-zone-${zone}:`) ||
+        l.includes(`statefulSet=ingester-zone-${zone}`),
+    );
+    assert.ok(
+      about.length <= 1,
+      `at most one line about the first status of ingester-zone-${zone}:\n${about.join('\n')}`,
+    );
   }
   assert.deepEqual(monitor.violations, []);
   assert.equal(monitor.maxDisruptedAtOnce, 1, 'the zones were rolled one at a time');
@@ -110,17 +143,28 @@ describe('a new rollout group', () => {
       if (paused) await cluster.resumeComponent('controller-manager');
     });
     await createGroup(kube, namespace, { all: { replicas: 1 } }, ['a']);
-    const waiting = await waitFor('the group to wait for the status of ingester-zone-a', async () => {
-      const status = await groupStatus(kube, namespace);
-      return status?.waitingFor?.code === 'statefulset-status-pending' ? status : undefined;
-    }, { timeoutMs: 15_000 });
+    const waiting = await waitFor(
+      'the group to wait for the status of ingester-zone-a',
+      async () => {
+        const status = await groupStatus(kube, namespace);
+        return status?.waitingFor?.code === 'statefulset-status-pending' ? status : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     assert.equal(waiting.phase, 'waiting');
     assert.equal(waiting.waitingFor?.statefulSet, 'ingester-zone-a');
     // Several resyncs and requeues while it waits.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const early = (await operator.get('/metrics'))!.body;
-    assert.equal(series(early, 'rollout_operator_group_reconciles_failed_total', GROUP), 0, 'waiting for a first status is not a failed reconcile');
-    assert.ok((series(early, 'rollout_operator_group_reconciles_total', GROUP) ?? 0) >= 3, 'the group was reconciled while it waited');
+    assert.equal(
+      series(early, 'rollout_operator_group_reconciles_failed_total', GROUP),
+      0,
+      'waiting for a first status is not a failed reconcile',
+    );
+    assert.ok(
+      (series(early, 'rollout_operator_group_reconciles_total', GROUP) ?? 0) >= 3,
+      'the group was reconciled while it waited',
+    );
     await createGroup(kube, namespace, { all: { replicas: 1 } }, ['b', 'c']);
     await cluster.resumeComponent('controller-manager');
     paused = false;
@@ -144,7 +188,15 @@ describe('advancing currentRevision on StatefulSets that keep changing', () => {
     let patches = 0;
     const churn = (async () => {
       while (churning) {
-        await Promise.all(ZONES.map((z) => kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${z}` }, 'merge', { metadata: { annotations: { 'stateward.dev/test-churn': String(patches) } } }).catch(() => undefined)));
+        await Promise.all(
+          ZONES.map((z) =>
+            kube
+              .patch(resources.statefulSets, { namespace, name: `ingester-zone-${z}` }, 'merge', {
+                metadata: { annotations: { 'stateward.dev/test-churn': String(patches) } },
+              })
+              .catch(() => undefined),
+          ),
+        );
         patches++;
         // A round every 100 ms: far more often than the StatefulSet controller
         // writes, yet a rate the apiserver keeps up with on a loaded two-core
@@ -164,11 +216,18 @@ describe('advancing currentRevision on StatefulSets that keep changing', () => {
     await churn;
     const metrics = (await operator.get('/metrics'))!.body;
     const failed = series(metrics, 'rollout_operator_group_reconciles_failed_total', GROUP);
-    const statusConflicts = Object.entries(conflicts(metrics)).filter(([k]) => k.includes('statefulsets object status subresource')).reduce((n, [, v]) => n + v, 0);
-    t.diagnostic(`${patches} rounds of patches; ${statusConflicts} 409s on statefulsets/status; ${failed} of ${series(metrics, 'rollout_operator_group_reconciles_total', GROUP)} reconciles failed`);
+    const statusConflicts = Object.entries(conflicts(metrics))
+      .filter(([k]) => k.includes('statefulsets object status subresource'))
+      .reduce((n, [, v]) => n + v, 0);
+    t.diagnostic(
+      `${patches} rounds of patches; ${statusConflicts} 409s on statefulsets/status; ${failed} of ${series(metrics, 'rollout_operator_group_reconciles_total', GROUP)} reconciles failed`,
+    );
     // Before the fix each 409 was a failed reconcile (3–10 in this scenario).
     assert.equal(failed, 0);
-    assert.deepEqual(operator.logs.split('\n').filter((l) => l.includes('reconcile failed')), []);
+    assert.deepEqual(
+      operator.logs.split('\n').filter((l) => l.includes('reconcile failed')),
+      [],
+    );
     // One retry per attempt, attempts only while a zone waits for its advance:
     // a handful (0–7 measured), where a write fighting every change would meet
     // one per patch (hundreds).

@@ -37,15 +37,22 @@ function sts(zone: string, replicas: number, pods: PodSpec[], extra: Partial<Sta
   };
 }
 
-const group = (...statefulSets: StatefulSetView[]): GroupSnapshot => ({ namespace: 'ns', group: 'ingester', statefulSets });
+const group = (...statefulSets: StatefulSetView[]): GroupSnapshot => ({
+  namespace: 'ns',
+  group: 'ingester',
+  statefulSets,
+});
 const ready = (n: number, rev: 'old' | 'new' = 'old'): PodSpec[] => Array.from({ length: n }, () => ({ rev }));
 const deleted = (g: GroupSnapshot) => planGroup(g).deletions.map((d) => d.pod);
 
 describe('rollout planner: rollout-operator controller cases', () => {
-  it('should return error if some StatefulSet don\'t have OnDelete update strategy', () => {
+  it("should return error if some StatefulSet don't have OnDelete update strategy", () => {
     const plan = planGroup(group(sts('a', 2, ready(2)), sts('b', 2, ready(2), { updateStrategy: 'RollingUpdate' })));
     assert.equal(plan.blocked?.statefulSet, 'ingester-zone-b');
-    assert.equal(plan.blocked?.message, 'StatefulSet ingester-zone-b has RollingUpdate update strategy while OnDelete is expected, skipping reconcile');
+    assert.equal(
+      plan.blocked?.message,
+      'StatefulSet ingester-zone-b has RollingUpdate update strategy while OnDelete is expected, skipping reconcile',
+    );
     assert.deepEqual(plan.deletions, []);
   });
 
@@ -58,17 +65,27 @@ describe('rollout planner: rollout-operator controller cases', () => {
   });
 
   it('should do nothing if multiple StatefulSets have not-Ready pods but NOT reported by the StatefulSet status yet', () => {
-    const g = group(sts('a', 2, [{}, { ready: false }], { readyReplicas: 2 }), sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }), sts('c', 2, ready(2)));
+    const g = group(
+      sts('a', 2, [{}, { ready: false }], { readyReplicas: 2 }),
+      sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }),
+      sts('c', 2, ready(2)),
+    );
     assert.deepEqual(deleted(g), []);
   });
 
   it('should do nothing if multiple StatefulSets have not-Ready pods but ONLY reported by 1 StatefulSet status', () => {
-    const g = group(sts('a', 2, [{}, { ready: false }]), sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }), sts('c', 2, ready(2)));
+    const g = group(
+      sts('a', 2, [{}, { ready: false }]),
+      sts('b', 2, [{ ready: false }, {}], { readyReplicas: 2 }),
+      sts('c', 2, ready(2)),
+    );
     assert.deepEqual(deleted(g), []);
   });
 
   it('should do nothing if all pods are updated', () => {
-    const plan = planGroup(group(...['a', 'b', 'c'].map((z) => sts(z, 2, ready(2, 'new'), { currentRevision: 'rev-2' }))));
+    const plan = planGroup(
+      group(...['a', 'b', 'c'].map((z) => sts(z, 2, ready(2, 'new'), { currentRevision: 'rev-2' }))),
+    );
     assert.deepEqual(plan.deletions, []);
     assert.deepEqual(plan.revisionUpdates, []);
     assert.ok(plan.complete);
@@ -80,18 +97,36 @@ describe('rollout planner: rollout-operator controller cases', () => {
   });
 
   it('should default max unavailable to 1 if set to an invalid value', () => {
-    const plan = planGroup(group(sts('a', 3, ready(3), { maxUnavailableAnnotation: 'invalid' }), sts('b', 3, ready(3))));
-    assert.deepEqual(plan.deletions.map((d) => d.pod), ['ingester-zone-a-0']);
-    assert.equal(plan.warnings[0]?.message, 'annotation rollout-max-unavailable="invalid" is not a number or a percentage; using 1');
+    const plan = planGroup(
+      group(sts('a', 3, ready(3), { maxUnavailableAnnotation: 'invalid' }), sts('b', 3, ready(3))),
+    );
+    assert.deepEqual(
+      plan.deletions.map((d) => d.pod),
+      ['ingester-zone-a-0'],
+    );
+    assert.equal(
+      plan.warnings[0]?.message,
+      'annotation rollout-max-unavailable="invalid" is not a number or a percentage; using 1',
+    );
   });
 
   it('should give priority to StatefulSet with not-Ready pods and take not-Ready pods in account when honoring max unavailable', () => {
-    const g = group(sts('a', 3, ready(3)), sts('b', 3, [{ rev: 'new', ready: false }, {}, {}], { maxUnavailableAnnotation: '2' }));
+    const g = group(
+      sts('a', 3, ready(3)),
+      sts('b', 3, [{ rev: 'new', ready: false }, {}, {}], { maxUnavailableAnnotation: '2' }),
+    );
     assert.deepEqual(deleted(g), ['ingester-zone-b-1'], 'zone-b first, one more pod within its budget of 2');
   });
 
   it('should do nothing if the number of not-Ready pods >= max unavailable', () => {
-    const plan = planGroup(group(sts('a', 3, ready(3)), sts('b', 3, [{ rev: 'new', ready: false }, { rev: 'new', ready: false }, {}], { maxUnavailableAnnotation: '2' })));
+    const plan = planGroup(
+      group(
+        sts('a', 3, ready(3)),
+        sts('b', 3, [{ rev: 'new', ready: false }, { rev: 'new', ready: false }, {}], {
+          maxUnavailableAnnotation: '2',
+        }),
+      ),
+    );
     assert.deepEqual(plan.deletions, []);
     assert.equal(plan.waiting?.message, 'waiting: 2 pods not Ready in ingester-zone-b (max unavailable 2)');
   });
@@ -103,7 +138,9 @@ describe('rollout planner: rollout-operator controller cases', () => {
   });
 
   it('should update StatefulSet once all pods have been updated and are Ready', () => {
-    const plan = planGroup(group(sts('a', 2, ready(2, 'new')), sts('b', 2, ready(2, 'new'), { currentRevision: 'rev-2' })));
+    const plan = planGroup(
+      group(sts('a', 2, ready(2, 'new')), sts('b', 2, ready(2, 'new'), { currentRevision: 'rev-2' })),
+    );
     assert.deepEqual(plan.revisionUpdates, [{ statefulSet: 'ingester-zone-a', revision: 'rev-2' }]);
   });
 
@@ -118,17 +155,23 @@ describe('rollout planner: rollout-operator controller cases', () => {
     assert.deepEqual(plan.revisionUpdates, []);
   });
 
-  it('should not proceed with the next StatefulSet if there\'s another one with not-Ready pods reported by the StatefulSet', () => {
-    const g = group(sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2', readyReplicas: 1 }), sts('b', 2, ready(2)));
+  it("should not proceed with the next StatefulSet if there's another one with not-Ready pods reported by the StatefulSet", () => {
+    const g = group(
+      sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2', readyReplicas: 1 }),
+      sts('b', 2, ready(2)),
+    );
     assert.deepEqual(deleted(g), []);
   });
 
-  it('should not proceed with the next StatefulSet if there\'s another one with not-Ready pods NOT reported by the StatefulSet', () => {
-    const g = group(sts('a', 2, [{ rev: 'new' }, { rev: 'new', ready: false }], { currentRevision: 'rev-2', readyReplicas: 2 }), sts('b', 2, ready(2)));
+  it("should not proceed with the next StatefulSet if there's another one with not-Ready pods NOT reported by the StatefulSet", () => {
+    const g = group(
+      sts('a', 2, [{ rev: 'new' }, { rev: 'new', ready: false }], { currentRevision: 'rev-2', readyReplicas: 2 }),
+      sts('b', 2, ready(2)),
+    );
     assert.deepEqual(deleted(g), []);
   });
 
-  it('should not proceed with the next StatefulSet if there\'s another one with missing pods', () => {
+  it("should not proceed with the next StatefulSet if there's another one with missing pods", () => {
     const g = group(sts('a', 3, ready(2, 'new'), { currentRevision: 'rev-2' }), sts('b', 2, ready(2)));
     assert.deepEqual(deleted(g), []);
   });
@@ -140,7 +183,9 @@ describe('rollout planner: rollout-operator controller cases', () => {
   });
 
   it('should skip paused StatefulSet and roll out the next one in the group', () => {
-    assert.deepEqual(deleted(group(sts('a', 2, ready(2), { paused: true }), sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
+    assert.deepEqual(deleted(group(sts('a', 2, ready(2), { paused: true }), sts('b', 2, ready(2)))), [
+      'ingester-zone-b-0',
+    ]);
   });
 
   it('should roll out normally if rollout-paused annotation is not set to true', () => {
@@ -151,12 +196,18 @@ describe('rollout planner: rollout-operator controller cases', () => {
 describe('rollout planner: better than rollout-operator', () => {
   it('replaces crash-looping old-revision pods at once, without spending the budget on healthy pods', () => {
     // Zone a was given a broken template (rev-1) that crash-loops; the fixed template is rev-2.
-    const g = group(sts('a', 3, [{ ready: false, stuck: 'CrashLoopBackOff' }, { ready: false, stuck: 'CrashLoopBackOff' }, {}]), sts('b', 3, ready(3, 'new'), { currentRevision: 'rev-2' }));
+    const g = group(
+      sts('a', 3, [{ ready: false, stuck: 'CrashLoopBackOff' }, { ready: false, stuck: 'CrashLoopBackOff' }, {}]),
+      sts('b', 3, ready(3, 'new'), { currentRevision: 'rev-2' }),
+    );
     const plan = planGroup(g);
-    assert.deepEqual(plan.deletions.map((d) => [d.pod, d.reason, d.detail]), [
-      ['ingester-zone-a-0', 'replace-unavailable', 'CrashLoopBackOff'],
-      ['ingester-zone-a-1', 'replace-unavailable', 'CrashLoopBackOff'],
-    ]);
+    assert.deepEqual(
+      plan.deletions.map((d) => [d.pod, d.reason, d.detail]),
+      [
+        ['ingester-zone-a-0', 'replace-unavailable', 'CrashLoopBackOff'],
+        ['ingester-zone-a-1', 'replace-unavailable', 'CrashLoopBackOff'],
+      ],
+    );
   });
 
   it('holds the group when the one disrupted StatefulSet is paused, instead of rolling another zone', () => {
@@ -172,32 +223,45 @@ describe('rollout planner: better than rollout-operator', () => {
 
   it('waits, without an error, for a StatefulSet whose status the StatefulSet controller has not written yet (rollout-operator: "currentRevision is empty", a failed reconcile)', () => {
     // A new group as kubectl apply creates it: zone a exists alone, no pods, no status.
-    const alone = planGroup(group(sts('a', 1, [], { statusReplicas: 0, readyReplicas: 0, currentRevision: '', updateRevision: '' })));
+    const alone = planGroup(
+      group(sts('a', 1, [], { statusReplicas: 0, readyReplicas: 0, currentRevision: '', updateRevision: '' })),
+    );
     assert.deepEqual(alone.errors, [], 'a wait, not a failure');
     assert.deepEqual(alone.deletions, []);
     assert.deepEqual(alone.revisionUpdates, []);
     assert.equal(alone.waiting?.code, STATUS_PENDING_WAIT);
     assert.equal(alone.waiting?.statefulSet, 'ingester-zone-a');
-    assert.equal(alone.waiting?.message, 'waiting: the StatefulSet controller has not written the status of ingester-zone-a yet (no currentRevision)');
+    assert.equal(
+      alone.waiting?.message,
+      'waiting: the StatefulSet controller has not written the status of ingester-zone-a yet (no currentRevision)',
+    );
     assert.equal(alone.complete, false);
     assert.equal(alone.sets[0]?.state, 'waiting');
     assert.equal(groupStatus(alone, 0).phase, 'waiting');
     // Only updateRevision missing.
-    assert.match(planGroup(group(sts('a', 2, ready(2), { updateRevision: '' }))).waiting?.message ?? '', /no updateRevision/);
+    assert.match(
+      planGroup(group(sts('a', 2, ready(2), { updateRevision: '' }))).waiting?.message ?? '',
+      /no updateRevision/,
+    );
   });
 
   it('does not roll past a StatefulSet without status: the next zone waits too', () => {
     // Zone a up to date, zone b's status not written (its pods Ready), zone c needs an update: c is not rolled yet.
-    const plan = planGroup(group(
-      sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2' }),
-      sts('b', 2, ready(2), { currentRevision: '', updateRevision: '' }),
-      sts('c', 2, ready(2)),
-    ));
+    const plan = planGroup(
+      group(
+        sts('a', 2, ready(2, 'new'), { currentRevision: 'rev-2' }),
+        sts('b', 2, ready(2), { currentRevision: '', updateRevision: '' }),
+        sts('c', 2, ready(2)),
+      ),
+    );
     assert.deepEqual(plan.deletions, []);
     assert.deepEqual(plan.errors, []);
     assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
     assert.equal(plan.waiting?.statefulSet, 'ingester-zone-b');
-    assert.deepEqual(plan.sets.map((s) => s.state), ['up-to-date', 'waiting', 'pending']);
+    assert.deepEqual(
+      plan.sets.map((s) => s.state),
+      ['up-to-date', 'waiting', 'pending'],
+    );
   });
 
   it('waits while the status is of an older generation than the spec (a template just changed): its updateRevision is stale', () => {
@@ -208,7 +272,10 @@ describe('rollout planner: better than rollout-operator', () => {
     assert.deepEqual(plan.deletions, []);
     assert.deepEqual(plan.errors, []);
     assert.equal(plan.waiting?.code, STATUS_PENDING_WAIT);
-    assert.equal(plan.waiting?.message, 'waiting: the status of ingester-zone-a is of generation 2, its spec of generation 3; the StatefulSet controller has not caught up yet');
+    assert.equal(
+      plan.waiting?.message,
+      'waiting: the status of ingester-zone-a is of generation 2, its spec of generation 3; the StatefulSet controller has not caught up yet',
+    );
     assert.equal(plan.complete, false);
     // Caught up: zone a is done, zone b rolls.
     assert.deepEqual(deleted(group({ ...stale, observedGeneration: 3 }, sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
@@ -223,15 +290,23 @@ describe('rollout planner: better than rollout-operator', () => {
   });
 
   it('passes over a paused StatefulSet without status, as over any paused one', () => {
-    assert.deepEqual(deleted(group(sts('a', 2, ready(2), { paused: true, currentRevision: '', updateRevision: '' }), sts('b', 2, ready(2)))), ['ingester-zone-b-0']);
+    assert.deepEqual(
+      deleted(
+        group(sts('a', 2, ready(2), { paused: true, currentRevision: '', updateRevision: '' }), sts('b', 2, ready(2))),
+      ),
+      ['ingester-zone-b-0'],
+    );
   });
 
   it('summarises each StatefulSet for the group status', () => {
     const plan = planGroup(group(sts('a', 3, [{ rev: 'new' }, {}, {}]), sts('b', 3, ready(3))));
     assert.equal(plan.rolling, 'ingester-zone-a');
-    assert.deepEqual(plan.sets.map((s) => [s.name, s.state, s.updated, s.ready, s.replicas]), [
-      ['ingester-zone-a', 'rolling', 1, 3, 3],
-      ['ingester-zone-b', 'pending', 0, 3, 3],
-    ]);
+    assert.deepEqual(
+      plan.sets.map((s) => [s.name, s.state, s.updated, s.ready, s.replicas]),
+      [
+        ['ingester-zone-a', 'rolling', 1, 3, 3],
+        ['ingester-zone-b', 'pending', 0, 3, 3],
+      ],
+    );
   });
 });

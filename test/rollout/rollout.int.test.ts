@@ -8,17 +8,35 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { Prng } from '../chaos/prng.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
-import { changeTemplate, createGroup, InvariantMonitor, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES, type Transition } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  InvariantMonitor,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  waitRolledOut,
+  ZONES,
+  type Transition,
+} from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const FAST = ['-reconcile.interval=1s'];
 
-async function setup(t: TestContext, options: Parameters<typeof createGroup>[2] = {}, budgets: Record<string, number> = {}) {
+async function setup(
+  t: TestContext,
+  options: Parameters<typeof createGroup>[2] = {},
+  budgets: Record<string, number> = {},
+) {
   const namespace = await cluster.namespace(t);
   const kube = testClient(cluster);
   await createGroup(kube, namespace, options);
   await waitGroupSettled(kube, namespace);
-  const monitor = new InvariantMonitor(kube, namespace, Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, budgets[z] ?? 1])));
+  const monitor = new InvariantMonitor(
+    kube,
+    namespace,
+    Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, budgets[z] ?? 1])),
+  );
   await monitor.start();
   t.after(() => monitor.stop());
   return { namespace, kube, monitor };
@@ -53,16 +71,27 @@ describe('rollouts', () => {
     assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
     for (const set of sets) assert.equal(set.status?.currentRevision, set.status?.updateRevision);
     const status = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
-    const group = JSON.parse(status.data!['ingester']!) as { phase: string; statefulSets: { updated: number; replicas: number }[] };
-    await waitFor('status to say complete', async () => {
-      const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
-      return (JSON.parse(cm.data!['ingester']!) as { phase: string }).phase === 'complete';
-    }, { timeoutMs: 10_000 });
+    const group = JSON.parse(status.data!['ingester']!) as {
+      phase: string;
+      statefulSets: { updated: number; replicas: number }[];
+    };
+    await waitFor(
+      'status to say complete',
+      async () => {
+        const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
+        return (JSON.parse(cm.data!['ingester']!) as { phase: string }).phase === 'complete';
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.equal(group.statefulSets.length, 3);
   });
 
   it('takes up to rollout-max-unavailable pods of a zone at once: "2" and "50%"', async (t) => {
-    const { namespace, kube, monitor } = await setup(t, { a: { replicas: 4, maxUnavailable: '2' }, b: { replicas: 4, maxUnavailable: '50%' }, c: { replicas: 2 } }, { a: 2, b: 2, c: 1 });
+    const { namespace, kube, monitor } = await setup(
+      t,
+      { a: { replicas: 4, maxUnavailable: '2' }, b: { replicas: 4, maxUnavailable: '50%' }, c: { replicas: 2 } },
+      { a: 2, b: 2, c: 1 },
+    );
     await startOperator(t, namespace);
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
     await waitRolledOut(kube, namespace);
@@ -86,15 +115,29 @@ describe('rollouts', () => {
   it('rolls first the zone that already has a not-Ready pod', async (t) => {
     const { namespace, kube } = await setup(t);
     // Zone c's pod 1 goes not-Ready (a kwok knob) before the rollout starts.
-    await kube.patch(resources.pods, { namespace, name: 'ingester-zone-c-1' }, 'merge', { metadata: { labels: { 'stateward.dev/simulate': 'not-ready' } } });
-    await waitFor('zone c disrupted', async () => (await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-c' })).status?.readyReplicas === 2, { timeoutMs: 15_000 });
+    await kube.patch(resources.pods, { namespace, name: 'ingester-zone-c-1' }, 'merge', {
+      metadata: { labels: { 'stateward.dev/simulate': 'not-ready' } },
+    });
+    await waitFor(
+      'zone c disrupted',
+      async () =>
+        (await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-c' })).status
+          ?.readyReplicas === 2,
+      { timeoutMs: 15_000 },
+    );
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
     const monitor = new InvariantMonitor(kube, namespace, {});
     await monitor.start();
     t.after(() => monitor.stop());
     const operator = await startOperator(t, namespace);
     await waitRolledOut(kube, namespace, 60_000).catch((error: unknown) => {
-      console.log(operator.logs.split('\n').filter((l) => !l.includes('level=debug msg=synced')).slice(-40).join('\n'));
+      console.log(
+        operator.logs
+          .split('\n')
+          .filter((l) => !l.includes('level=debug msg=synced'))
+          .slice(-40)
+          .join('\n'),
+      );
       throw error;
     });
     // The first pod the rollout touched is zone c's (its not-Ready pod, replaced at once);
@@ -111,8 +154,13 @@ describe('rollouts', () => {
     await waitRolledOut(kube, namespace, 120_000, ['b', 'c']);
     const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
     assert.notEqual(a.status?.currentRevision, a.status?.updateRevision, 'paused zone untouched');
-    assert.ok(!monitor.transitions.some((tr) => tr.pod.startsWith('ingester-zone-a-')), 'no pod of the paused zone changed');
-    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', { metadata: { annotations: { 'grafana.com/rollout-paused': null } } });
+    assert.ok(
+      !monitor.transitions.some((tr) => tr.pod.startsWith('ingester-zone-a-')),
+      'no pod of the paused zone changed',
+    );
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-a' }, 'merge', {
+      metadata: { annotations: { 'grafana.com/rollout-paused': null } },
+    });
     await waitRolledOut(kube, namespace);
     assert.deepEqual(monitor.violations, []);
   });
@@ -121,10 +169,14 @@ describe('rollouts', () => {
     const { namespace, kube, monitor } = await setup(t, { c: { strategy: 'RollingUpdate' } });
     const operator = await startOperator(t, namespace);
     await changeTemplate(kube, namespace, 'a', '2');
-    const event = await waitFor('a RolloutBlocked Event on ingester-zone-c', async () => {
-      const events = (await kube.list<Event>(resources.events, { namespace })).items;
-      return events.find((e) => e.reason === 'RolloutBlocked' && e.regarding?.name === 'ingester-zone-c');
-    }, { timeoutMs: 15_000 });
+    const event = await waitFor(
+      'a RolloutBlocked Event on ingester-zone-c',
+      async () => {
+        const events = (await kube.list<Event>(resources.events, { namespace })).items;
+        return events.find((e) => e.reason === 'RolloutBlocked' && e.regarding?.name === 'ingester-zone-c');
+      },
+      { timeoutMs: 15_000 },
+    );
     assert.match(event.note ?? '', /ingester-zone-c has RollingUpdate update strategy while OnDelete is expected/);
     assert.equal(event.type, 'Warning');
     const metrics = (await operator.get('/metrics'))!.body;
@@ -137,10 +189,16 @@ describe('rollouts', () => {
     const { namespace, kube } = await setup(t, { all: { replicas: 2 } });
     await startOperator(t, namespace);
     await changeTemplate(kube, namespace, 'a', 'broken', { 'stateward.dev/simulate': 'crash-loop' });
-    await waitFor('zone a stuck with a crash-looping pod', async () => {
-      const pod = await kube.get<Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' }).catch(() => undefined);
-      return pod?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'zone a stuck with a crash-looping pod',
+      async () => {
+        const pod = await kube
+          .get<Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' })
+          .catch(() => undefined);
+        return pod?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
+      },
+      { timeoutMs: 30_000 },
+    );
     const monitor = new InvariantMonitor(kube, namespace, {});
     await monitor.start();
     t.after(() => monitor.stop());
@@ -170,29 +228,52 @@ describe('rollouts', () => {
     for (const point of [...points].sort((a, b) => a - b)) {
       // Wait for that much rollout progress, then kill without warning.
       const target = base + point;
-      await waitFor(`rollout progress to transition ${point} (KILL_SEED=${seed})`, () => monitor.transitions.length >= target, { timeoutMs: 60_000, intervalMs: 20 });
+      await waitFor(
+        `rollout progress to transition ${point} (KILL_SEED=${seed})`,
+        () => monitor.transitions.length >= target,
+        { timeoutMs: 60_000, intervalMs: 20 },
+      );
       operator.signal('SIGKILL');
       await operator.exited;
       kills.push(monitor.transitions.length);
       operator = await startOperator(t, namespace);
     }
     await waitRolledOut(kube, namespace);
-    t.diagnostic(`killed after transitions ${kills.map((k) => k - base).join(', ')} of ${monitor.transitions.length - base}`);
+    t.diagnostic(
+      `killed after transitions ${kills.map((k) => k - base).join(', ')} of ${monitor.transitions.length - base}`,
+    );
     assert.equal(kills.length, 4);
     assert.deepEqual(monitor.violations, [], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c'], `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`);
+    assert.deepEqual(
+      zoneOrder(monitor.transitions),
+      ['a', 'b', 'c'],
+      `KILL_SEED=${seed}, killed after transitions ${kills.join(', ')}`,
+    );
   });
 
   it('hands a rollout in flight to the standby when the leader dies', async (t) => {
     const { namespace, kube, monitor } = await setup(t);
-    const replicas = [await startOperator(t, namespace, FAST_ELECTION), await startOperator(t, namespace, FAST_ELECTION)];
-    const leader = await waitFor('a leader', async () => {
-      for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
-      return undefined;
-    }, { timeoutMs: 15_000 });
+    const replicas = [
+      await startOperator(t, namespace, FAST_ELECTION),
+      await startOperator(t, namespace, FAST_ELECTION),
+    ];
+    const leader = await waitFor(
+      'a leader',
+      async () => {
+        for (const r of replicas) if ((await r.metric('stateward_leader_is_leader')) === 1) return r;
+        return undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     const standby = replicas.find((r) => r !== leader)!;
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
-    await waitFor('zone a half rolled', () => monitor.transitions.filter((tr) => tr.pod.startsWith('ingester-zone-a-') && tr.to.endsWith('/terminating')).length >= 2, { timeoutMs: 60_000, intervalMs: 50 });
+    await waitFor(
+      'zone a half rolled',
+      () =>
+        monitor.transitions.filter((tr) => tr.pod.startsWith('ingester-zone-a-') && tr.to.endsWith('/terminating'))
+          .length >= 2,
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     leader.signal('SIGKILL');
     await waitRolledOut(kube, namespace);
     assert.equal(await standby.metric('stateward_leader_is_leader'), 1);

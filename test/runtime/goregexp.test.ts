@@ -20,7 +20,9 @@ interface GoResult {
   find?: (string | null)[][];
 }
 
-const goResults = JSON.parse(readFileSync(join(import.meta.dirname, 'goregexp', 'go-results.json'), 'utf8')) as GoResult[];
+const goResults = JSON.parse(
+  readFileSync(join(import.meta.dirname, 'goregexp', 'go-results.json'), 'utf8'),
+) as GoResult[];
 
 function compiled(pattern: string): GoRegexp {
   const r = compileGoRegexp(pattern);
@@ -59,7 +61,11 @@ describe('Go regular expressions: what Go answers', { timeout: 30_000 }, () => {
     const re = compiled('([a-z]+-)*zone-([a-z])-(\\d+)');
     assert.equal(re.numSubexp, 3);
     assert.deepEqual(re.submatchWhole('ingester-zone-a-0'), ['ingester-zone-a-0', 'ingester-', 'a', '0']);
-    assert.deepEqual(re.submatchWhole('mimir-ingester-zone-b-12'), ['mimir-ingester-zone-b-12', 'ingester-', 'b', '12'], 'a repeated group holds its last iteration, as in Go');
+    assert.deepEqual(
+      re.submatchWhole('mimir-ingester-zone-b-12'),
+      ['mimir-ingester-zone-b-12', 'ingester-', 'b', '12'],
+      'a repeated group holds its last iteration, as in Go',
+    );
     assert.deepEqual(re.submatchWhole('zone-c-3'), ['zone-c-3', undefined, 'c', '3']);
     assert.equal(re.submatchWhole('ingester-zone-a-0x'), undefined);
     assert.equal(re.submatchWhole('ingester-zone-ab-0'), undefined);
@@ -91,7 +97,7 @@ describe('Go regular expressions: what Go answers', { timeout: 30_000 }, () => {
     assert.equal(compiled('p0-(\\d+)').submatchWhole('p0-7')?.[1], '7', 'compiled again once evicted');
   });
 
-  it("refuses a program past Go's size limit as Go does (\"expression too large\")", () => {
+  it('refuses a program past Go\'s size limit as Go does ("expression too large")', () => {
     const r = compileGoRegexp('a{1000}'.repeat(3400));
     assert.ok('error' in r);
     assert.match(r.error, /^error parsing regexp: expression too large: `a\{1000\}a\{1000\}/);
@@ -102,17 +108,30 @@ describe('Go regular expressions: what Go answers', { timeout: 30_000 }, () => {
 // ------------------------------------------------------------ properties
 
 /** Patterns of a small grammar (as goregexp/generate.ts draws them for Go): literals, classes, groups, alternation, greedy and lazy quantifiers, nested. */
-const pattern: fc.Arbitrary<string> = fc.letrec<{ expr: string; seq: string; atom: string }>((tie) => ({
-  expr: fc.oneof({ depthSize: 'xsmall', withCrossShrink: true }, tie('seq'), fc.tuple(tie('seq'), tie('seq')).map(([a, b]) => `${a}|${b}`)),
-  seq: fc.array(fc.tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '*?', '+?', '??', '{0,2}', '{1,3}', '{2}')).map(([a, q]) => a + q), { minLength: 1, maxLength: 3 }).map((parts) => parts.join('')),
-  atom: fc.oneof(
-    { depthSize: 'xsmall', withCrossShrink: true },
-    fc.constantFrom('a', 'b', '-', '.', '[ab]', '[^a]', '\\d'),
-    tie('expr').map((e) => `(${e})`),
-    tie('expr').map((e) => `(?:${e})`),
-  ),
-  // Short: the backtracking engine compared with takes seconds on some longer ones.
-})).expr.filter((p) => p.length <= 60);
+const pattern: fc.Arbitrary<string> = fc
+  .letrec<{ expr: string; seq: string; atom: string }>((tie) => ({
+    expr: fc.oneof(
+      { depthSize: 'xsmall', withCrossShrink: true },
+      tie('seq'),
+      fc.tuple(tie('seq'), tie('seq')).map(([a, b]) => `${a}|${b}`),
+    ),
+    seq: fc
+      .array(
+        fc
+          .tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '*?', '+?', '??', '{0,2}', '{1,3}', '{2}'))
+          .map(([a, q]) => a + q),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((parts) => parts.join('')),
+    atom: fc.oneof(
+      { depthSize: 'xsmall', withCrossShrink: true },
+      fc.constantFrom('a', 'b', '-', '.', '[ab]', '[^a]', '\\d'),
+      tie('expr').map((e) => `(${e})`),
+      tie('expr').map((e) => `(?:${e})`),
+    ),
+    // Short: the backtracking engine compared with takes seconds on some longer ones.
+  }))
+  .expr.filter((p) => p.length <= 60);
 
 const input = fc.array(fc.constantFrom('a', 'b', '-', '1'), { maxLength: 8 }).map((cs) => cs.join(''));
 
@@ -138,7 +157,12 @@ describe('Go regular expressions: properties', { timeout: 60_000 }, () => {
   it('property: nested quantifiers run in linear time (the inputs make a backtracking engine take exponential time)', () => {
     // (x+)+y-style: a repeated group whose body can match the same text in many ways.
     const nested = fc
-      .tuple(fc.constantFrom('a', 'a?', 'a*', 'a+', 'a|aa', 'a|a', '(?:a*)*'), fc.constantFrom('*', '+', '{1,100}'), fc.constantFrom('b', '$', 'c|d', '(b)'), fc.boolean())
+      .tuple(
+        fc.constantFrom('a', 'a?', 'a*', 'a+', 'a|aa', 'a|a', '(?:a*)*'),
+        fc.constantFrom('*', '+', '{1,100}'),
+        fc.constantFrom('b', '$', 'c|d', '(b)'),
+        fc.boolean(),
+      )
       .map(([body, outer, tail, capture]) => `${capture ? '(' : '(?:'}${body})${outer}${tail}`);
     fc.assert(
       fc.property(nested, (p) => {

@@ -11,7 +11,12 @@ import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 
 const cluster = testCluster();
-const election = ['-leader-election.enabled', '-leader-election.lease-duration=4s', '-leader-election.renew-deadline=3s', '-leader-election.retry-period=500ms'];
+const election = [
+  '-leader-election.enabled',
+  '-leader-election.lease-duration=4s',
+  '-leader-election.renew-deadline=3s',
+  '-leader-election.retry-period=500ms',
+];
 
 async function leaderOf(processes: OperatorProcess[]): Promise<OperatorProcess[]> {
   const values = await Promise.all(processes.map((p) => p.metric('stateward_leader_is_leader')));
@@ -34,7 +39,13 @@ describe('operator runtime', () => {
     }
     await operator.waitReady();
     const metrics = (await operator.get('/metrics'))!.body;
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'rollout_operator_kubernetes_api_client_request_duration_seconds_bucket']) {
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+      'rollout_operator_kubernetes_api_client_request_duration_seconds_bucket',
+    ]) {
       assert.match(metrics, new RegExp(`^${name}`, 'm'), `${name} exported`);
     }
     operator.signal('SIGTERM');
@@ -48,10 +59,14 @@ describe('operator runtime', () => {
     const replicas = await Promise.all([0, 1].map(() => OperatorProcess.start(cluster, namespace, election)));
     t.after(() => Promise.all(replicas.map((r) => r.stop())));
     await Promise.all(replicas.map((r) => r.waitReady()));
-    const [leader] = await waitFor('a leader', async () => {
-      const leaders = await leaderOf(replicas);
-      return leaders.length === 1 ? leaders : undefined;
-    }, { timeoutMs: 15_000 });
+    const [leader] = await waitFor(
+      'a leader',
+      async () => {
+        const leaders = await leaderOf(replicas);
+        return leaders.length === 1 ? leaders : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     // Stays exactly one over several renewals: watched on the Lease itself
     // (each renewal is a new resourceVersion, same holder), with the leaders
     // counted at every one of them.
@@ -60,22 +75,29 @@ describe('operator runtime', () => {
     const renewals = new Set<string>();
     let holder: string | undefined;
     const counts: number[] = [];
-    await waitFor('four renewals of the leader Lease', async () => {
-      const lease = await kube.get<Lease>(resources.leases, { namespace, name: 'stateward-leader' });
-      holder ??= lease.spec?.holderIdentity;
-      assert.equal(lease.spec?.holderIdentity, holder, 'one holder throughout');
-      if (!renewals.has(lease.metadata?.resourceVersion ?? '')) {
-        renewals.add(lease.metadata?.resourceVersion ?? '');
-        counts.push((await leaderOf(replicas)).length);
-      }
-      return renewals.size >= 5 ? true : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 100 });
+    await waitFor(
+      'four renewals of the leader Lease',
+      async () => {
+        const lease = await kube.get<Lease>(resources.leases, { namespace, name: 'stateward-leader' });
+        holder ??= lease.spec?.holderIdentity;
+        assert.equal(lease.spec?.holderIdentity, holder, 'one holder throughout');
+        if (!renewals.has(lease.metadata?.resourceVersion ?? '')) {
+          renewals.add(lease.metadata?.resourceVersion ?? '');
+          counts.push((await leaderOf(replicas)).length);
+        }
+        return renewals.size >= 5 ? true : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
     assert.deepEqual(counts, [1, 1, 1, 1, 1], 'exactly one replica leads at each renewal');
     const standby = replicas.find((r) => r !== leader)!;
     assert.equal(await standby.metric('stateward_leader_is_leader'), 0);
     const killedAt = Date.now();
     leader!.signal('SIGKILL');
-    await waitFor('the standby to take over', async () => (await standby.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 15_000, intervalMs: 100 });
+    await waitFor('the standby to take over', async () => (await standby.metric('stateward_leader_is_leader')) === 1, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
     const handover = Date.now() - killedAt;
     // The standby sees the lease expire 4 s after it last saw it change: at
     // most the lease duration plus two retry periods (with jitter), plus
@@ -88,12 +110,21 @@ describe('operator runtime', () => {
     const operator = await OperatorProcess.start(cluster, namespace, election);
     t.after(() => operator.stop());
     await operator.waitReady();
-    await waitFor('leadership', async () => (await operator.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 10_000 });
+    await waitFor('leadership', async () => (await operator.metric('stateward_leader_is_leader')) === 1, {
+      timeoutMs: 10_000,
+    });
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 5000 });
     const lease = await kube.get<Lease>(resources.leases, { namespace, name: 'stateward-leader' });
-    await kube.update<Lease>(resources.leases, { ...lease, spec: { ...lease.spec, holderIdentity: 'thief', renewTime: microTime(Date.now()), leaseDurationSeconds: 30 } });
+    await kube.update<Lease>(resources.leases, {
+      ...lease,
+      spec: { ...lease.spec, holderIdentity: 'thief', renewTime: microTime(Date.now()), leaseDurationSeconds: 30 },
+    });
     const stolenAt = Date.now();
-    await waitFor('the operator to stop leading', async () => (await operator.metric('stateward_leader_is_leader')) === 0, { timeoutMs: 5000, intervalMs: 50 });
+    await waitFor(
+      'the operator to stop leading',
+      async () => (await operator.metric('stateward_leader_is_leader')) === 0,
+      { timeoutMs: 5000, intervalMs: 50 },
+    );
     assert.ok(Date.now() - stolenAt < 3000, 'within the renew deadline');
     assert.match(operator.logs, /stopped leading: lease now held by thief/);
   });

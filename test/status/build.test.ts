@@ -58,26 +58,46 @@ function selectedByBudget(input: StatusInput): StatusInput {
 describe('status report', () => {
   const report = buildStatus(fullInput());
 
-  it('reports a three-zone group mid-rollout with the planner\'s decision: roll order, the set rolling, why it waits', () => {
+  it("reports a three-zone group mid-rollout with the planner's decision: roll order, the set rolling, why it waits", () => {
     const g = group(report, NS, 'ingester');
     // The one disrupted zone goes first, then by name.
-    assert.deepEqual(g.statefulSets.map((s) => s.name), ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c']);
+    assert.deepEqual(
+      g.statefulSets.map((s) => s.name),
+      ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c'],
+    );
     assert.equal(g.rolling, 'ingester-zone-b');
     assert.equal(g.phase, 'waiting');
-    assert.deepEqual(g.waitReason, { code: 'max-unavailable-reached', statefulSet: 'ingester-zone-b', message: 'waiting: 1 pod not Ready in ingester-zone-b (max unavailable 1)' });
+    assert.deepEqual(g.waitReason, {
+      code: 'max-unavailable-reached',
+      statefulSet: 'ingester-zone-b',
+      message: 'waiting: 1 pod not Ready in ingester-zone-b (max unavailable 1)',
+    });
     assert.match(g.action, /^rolling ingester-zone-b: waiting for pods to become Ready$/);
-    assert.deepEqual(g.statefulSets.map((s) => s.state), ['waiting', 'up-to-date', 'pending']);
+    assert.deepEqual(
+      g.statefulSets.map((s) => s.state),
+      ['waiting', 'up-to-date', 'pending'],
+    );
     assert.deepEqual(g.warnings, []);
   });
 
   it('gives each StatefulSet its counts, zone and pod grid (updated = on status.updateRevision)', () => {
     const b = row(report, NS, 'ingester', 'ingester-zone-b');
     assert.deepEqual([b.replicas, b.pods, b.updated, b.ready, b.maxUnavailable, b.zone], [3, 3, 1, 2, 1, 'zone-b']);
-    assert.deepEqual(b.podGrid.map((p) => [p.ordinal, p.updated, p.ready, p.terminating]), [[0, false, true, false], [1, false, true, false], [2, true, false, false]]);
+    assert.deepEqual(
+      b.podGrid.map((p) => [p.ordinal, p.updated, p.ready, p.terminating]),
+      [
+        [0, false, true, false],
+        [1, false, true, false],
+        [2, true, false, false],
+      ],
+    );
     assert.equal(b.podGrid.filter((p) => p.updated).length, b.updated);
     assert.equal(b.podGrid.filter((p) => p.ready).length, b.ready);
     const c = row(report, NS, 'ingester', 'ingester-zone-c');
-    assert.deepEqual([c.replicas, c.updated, c.ready, c.zone, c.currentRevision, c.updateRevision], [4, 0, 4, 'zone-c', 'r1', 'r2']);
+    assert.deepEqual(
+      [c.replicas, c.updated, c.ready, c.zone, c.currentRevision, c.updateRevision],
+      [4, 0, 4, 'zone-c', 'r1', 'r2'],
+    );
     assert.equal(row(report, NS, 'ingester', 'ingester-zone-a').zone, 'zone-a');
   });
 
@@ -86,12 +106,18 @@ describe('status report', () => {
     assert.ok(c);
     assert.equal(c.leader, 'ingester-zone-a');
     assert.equal(c.desiredReplicas, 3);
-    assert.match(c.holdReason ?? '', /not following leader ingester-zone-a down to 3 yet: statefulset ingester-zone-a was downscaled at 2026-01-10 11:50:00/);
+    assert.match(
+      c.holdReason ?? '',
+      /not following leader ingester-zone-a down to 3 yet: statefulset ingester-zone-a was downscaled at 2026-01-10 11:50:00/,
+    );
     // Downscaled 10 minutes ago, labelled 30m.
     assert.equal(c.minTimeRemainingMs, 20 * MIN);
     assert.deepEqual(c.errors, []);
     const a = row(report, NS, 'ingester', 'ingester-zone-a').scaling;
-    assert.deepEqual([a?.lastDownscale, a?.minTimeBetweenZonesDownscale, a?.minTimeRemainingMs], ['2026-01-10T11:50:00Z', '30m', undefined]);
+    assert.deepEqual(
+      [a?.lastDownscale, a?.minTimeBetweenZonesDownscale, a?.minTimeRemainingMs],
+      ['2026-01-10T11:50:00Z', '30m', undefined],
+    );
     const b = row(report, NS, 'ingester', 'ingester-zone-b').scaling;
     assert.equal(b?.desiredReplicas, undefined, 'same replicas as its leader: nothing to hold');
   });
@@ -110,7 +136,10 @@ describe('status report', () => {
     assert.equal(g.phase, 'blocked');
     assert.match(g.blocked ?? '', /store-zone-b has RollingUpdate update strategy/);
     assert.ok(g.statefulSets.every((s) => s.state === 'blocked'));
-    assert.equal(row(report, OTHER, 'store', 'store-zone-b').podGrid.find((p) => p.ordinal === 2)?.stuckReason, 'CrashLoopBackOff');
+    assert.equal(
+      row(report, OTHER, 'store', 'store-zone-b').podGrid.find((p) => p.ordinal === 2)?.stuckReason,
+      'CrashLoopBackOff',
+    );
   });
 
   it('reports budgets with the StatefulSets they select and the pending evictions of their ledger', () => {
@@ -124,7 +153,11 @@ describe('status report', () => {
       pendingEvictions: [{ pod: 'ingester-zone-c-3', allowedAt: new Date(NOW - 30_000).toISOString() }],
     });
     const other = report.namespaces[1]!.budgets;
-    assert.deepEqual(other.map((b) => b.name), ['broken', 'store'], 'sorted by name');
+    assert.deepEqual(
+      other.map((b) => b.name),
+      ['broken', 'store'],
+      'sorted by name',
+    );
     assert.match(other[0]!.error ?? '', /only one of maxUnavailable or maxUnavailablePercentage/);
     assert.equal(other[1]!.maxUnavailable, '50%');
     assert.match(other[1]!.warnings?.[0] ?? '', /not JSON/);
@@ -132,7 +165,11 @@ describe('status report', () => {
 
   it('reports opted-in workloads with their configs, the missing ones, the last restart and outdated pods', () => {
     const restarts = report.namespaces[0]!.restarts;
-    assert.deepEqual(restarts.map((r) => `${r.kind}/${r.name}`), ['Deployment/querier', 'StatefulSet/store-gateway'], 'opted-in only, sorted by name');
+    assert.deepEqual(
+      restarts.map((r) => `${r.kind}/${r.name}`),
+      ['Deployment/querier', 'StatefulSet/store-gateway'],
+      'opted-in only, sorted by name',
+    );
     const [querier, gateway] = restarts;
     assert.deepEqual(querier, {
       kind: 'Deployment',
@@ -157,15 +194,28 @@ describe('status report', () => {
   });
 
   it('keeps namespaces in input order and ignores objects of other namespaces', () => {
-    assert.deepEqual(report.namespaces.map((n) => n.namespace), [NS, OTHER]);
+    assert.deepEqual(
+      report.namespaces.map((n) => n.namespace),
+      [NS, OTHER],
+    );
     const reversed = buildStatus({ ...fullInput(), namespaces: [OTHER, 'empty'] });
-    assert.deepEqual(reversed.namespaces.map((n) => n.namespace), [OTHER, 'empty']);
+    assert.deepEqual(
+      reversed.namespaces.map((n) => n.namespace),
+      [OTHER, 'empty'],
+    );
     assert.deepEqual(reversed.namespaces[1], { namespace: 'empty', groups: [], budgets: [], restarts: [] });
-    assert.deepEqual(reversed.namespaces[0]!.groups.map((g) => g.name), ['store']);
+    assert.deepEqual(
+      reversed.namespaces[0]!.groups.map((g) => g.name),
+      ['store'],
+    );
   });
 
   it('shows what the operator last published beside the computed phase', () => {
-    assert.deepEqual(group(report, NS, 'ingester').operator, { phase: 'waiting', since: '2026-01-10T11:58:00.000Z', waitCode: 'pods-terminating' });
+    assert.deepEqual(group(report, NS, 'ingester').operator, {
+      phase: 'waiting',
+      since: '2026-01-10T11:58:00.000Z',
+      waitCode: 'pods-terminating',
+    });
     assert.equal(group(report, OTHER, 'store').operator, undefined);
   });
 
@@ -176,13 +226,32 @@ describe('status report', () => {
     assert.equal(g.action, 'rolling ingester-zone-a: deleting ingester-zone-a-0');
     assert.equal(g.waitReason, undefined);
 
-    const budget = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace: NS, uid: 'z' }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } };
-    const ledger = { metadata: { name: ledgerName('ingester'), namespace: NS, annotations: { [LEDGER_ANNOTATION]: JSON.stringify({ 'ingester-zone-b-1-uid': { pod: 'ingester-zone-b-1', at: NOW - 5_000 } }) } } };
-    const held = buildStatus(selectedByBudget(freshRollout({ zpdbs: [budget], leases: [ledger] }))).namespaces[0]!.groups[0]!;
+    const budget = {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace: NS, uid: 'z' },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    };
+    const ledger = {
+      metadata: {
+        name: ledgerName('ingester'),
+        namespace: NS,
+        annotations: {
+          [LEDGER_ANNOTATION]: JSON.stringify({
+            'ingester-zone-b-1-uid': { pod: 'ingester-zone-b-1', at: NOW - 5_000 },
+          }),
+        },
+      },
+    };
+    const held = buildStatus(selectedByBudget(freshRollout({ zpdbs: [budget], leases: [ledger] }))).namespaces[0]!
+      .groups[0]!;
     assert.equal(held.phase, 'waiting');
     assert.equal(held.waitReason?.code, ZPDB_WAIT_CODE);
     assert.equal(held.waitReason?.statefulSet, 'ingester-zone-a');
-    assert.equal(held.waitReason?.message, 'waiting: deleting pod ingester-zone-a-0 would break its ZoneAwarePodDisruptionBudget: 1 pod not ready in ingester-zone-b');
+    assert.equal(
+      held.waitReason?.message,
+      'waiting: deleting pod ingester-zone-a-0 would break its ZoneAwarePodDisruptionBudget: 1 pod not ready in ingester-zone-b',
+    );
     assert.equal(held.statefulSets.find((s) => s.name === 'ingester-zone-a')?.state, 'waiting');
 
     // Without the pending eviction the budget allows it.
@@ -200,8 +269,15 @@ describe('status report', () => {
     input.pods.push(pod(NS, 'ingester-zone-a', 3, 'r1'));
     c!.metadata!.annotations!['grafana.com/rollout-downscale-leader'] = 'ingester-zone-a';
     const g = buildStatus(input).namespaces[0]!.groups[0]!;
-    assert.equal(g.action, 'resizing first (ingester-zone-c 3 → 4), then rolling ingester-zone-a: deleting ingester-zone-a-0');
-    assert.deepEqual(g.statefulSets.find((s) => s.name === 'ingester-zone-c')?.scaling, { leader: 'ingester-zone-a', desiredReplicas: 4, errors: [] });
+    assert.equal(
+      g.action,
+      'resizing first (ingester-zone-c 3 → 4), then rolling ingester-zone-a: deleting ingester-zone-a-0',
+    );
+    assert.deepEqual(g.statefulSets.find((s) => s.name === 'ingester-zone-c')?.scaling, {
+      leader: 'ingester-zone-a',
+      desiredReplicas: 4,
+      errors: [],
+    });
   });
 
   it('calls a fully rolled-out group complete and idle', () => {
@@ -211,7 +287,10 @@ describe('status report', () => {
     const g = buildStatus(input).namespaces[0]!.groups[0]!;
     assert.equal(g.phase, 'complete');
     assert.equal(g.action, 'idle');
-    assert.deepEqual(g.statefulSets.map((s) => s.state), ['up-to-date', 'up-to-date', 'up-to-date']);
+    assert.deepEqual(
+      g.statefulSets.map((s) => s.state),
+      ['up-to-date', 'up-to-date', 'up-to-date'],
+    );
   });
 
   it('warns that nothing is known about pods when they could not be listed', () => {

@@ -20,7 +20,11 @@ interface Seen {
 function capture(env: NodeJS.ProcessEnv = {}) {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { out: (s: string) => out.push(s), err: (s: string) => err.push(s), env, isTTY: false, columns: 100 }, out: () => out.join(''), err: () => err.join('') };
+  return {
+    io: { out: (s: string) => out.push(s), err: (s: string) => err.push(s), env, isTTY: false, columns: 100 },
+    out: () => out.join(''),
+    err: () => err.join(''),
+  };
 }
 
 /** Answers lists from the fixture; `forbidden` resources get a 403, ZPDBs a 404 when `noCrd`. */
@@ -34,8 +38,15 @@ class FakeApi {
   async start(): Promise<void> {
     const input = fullInput();
     const byResource: Record<string, unknown[]> = {
-      statefulsets: input.statefulSets, pods: input.pods, zoneawarepoddisruptionbudgets: input.zpdbs, leases: input.leases,
-      deployments: input.deployments, daemonsets: [], configmaps: input.configMaps, secrets: input.secrets, nodes: input.nodes ?? [],
+      statefulsets: input.statefulSets,
+      pods: input.pods,
+      zoneawarepoddisruptionbudgets: input.zpdbs,
+      leases: input.leases,
+      deployments: input.deployments,
+      daemonsets: [],
+      configmaps: input.configMaps,
+      secrets: input.secrets,
+      nodes: input.nodes ?? [],
     };
     this.server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
@@ -47,9 +58,26 @@ class FakeApi {
         res.writeHead(code, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
       };
-      if (this.forbidden.has(resource)) return send(403, { kind: 'Status', status: 'Failure', reason: 'Forbidden', code: 403, message: `${resource} is forbidden` });
-      if (resource === 'zoneawarepoddisruptionbudgets' && this.noCrd) return send(404, { kind: 'Status', reason: 'NotFound', code: 404, message: 'the server could not find the requested resource' });
-      const items = (byResource[resource] ?? []).filter((o) => !segments.includes('namespaces') || (o as { metadata?: { namespace?: string } }).metadata?.namespace === namespace);
+      if (this.forbidden.has(resource))
+        return send(403, {
+          kind: 'Status',
+          status: 'Failure',
+          reason: 'Forbidden',
+          code: 403,
+          message: `${resource} is forbidden`,
+        });
+      if (resource === 'zoneawarepoddisruptionbudgets' && this.noCrd)
+        return send(404, {
+          kind: 'Status',
+          reason: 'NotFound',
+          code: 404,
+          message: 'the server could not find the requested resource',
+        });
+      const items = (byResource[resource] ?? []).filter(
+        (o) =>
+          !segments.includes('namespaces') ||
+          (o as { metadata?: { namespace?: string } }).metadata?.namespace === namespace,
+      );
       const field = url.searchParams.get('fieldSelector');
       send(200, { kind: 'List', metadata: {}, items: field ? [] : items });
     });
@@ -63,16 +91,27 @@ class FakeApi {
   }
 }
 
-async function kubeconfig(dir: string, server: string, contexts: { name: string; namespace?: string }[], current: string): Promise<string> {
+async function kubeconfig(
+  dir: string,
+  server: string,
+  contexts: { name: string; namespace?: string }[],
+  current: string,
+): Promise<string> {
   const path = join(dir, `kubeconfig-${current}-${Math.random().toString(36).slice(2)}`);
-  await writeFile(path, stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'fake', cluster: { server, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'me', user: { token: 'x' } }],
-    contexts: contexts.map((c) => ({ name: c.name, context: { cluster: 'fake', user: 'me', ...(c.namespace ? { namespace: c.namespace } : {}) } })),
-    'current-context': current,
-  }));
+  await writeFile(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'fake', cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'me', user: { token: 'x' } }],
+      contexts: contexts.map((c) => ({
+        name: c.name,
+        context: { cluster: 'fake', user: 'me', ...(c.namespace ? { namespace: c.namespace } : {}) },
+      })),
+      'current-context': current,
+    }),
+  );
   return path;
 }
 
@@ -102,7 +141,19 @@ describe('stateward status command line', () => {
   it('prints the flags on -help and exits 0', async () => {
     const c = capture();
     assert.equal(await runStatus(['-help'], c.io), 0);
-    for (const flag of ['-n', '-namespace', '-A', '-all-namespaces', '-o', '-output', '-watch', '-interval', '-kubeconfig', '-context']) assert.match(c.err(), new RegExp(`^  ${flag}\\b`, 'm'));
+    for (const flag of [
+      '-n',
+      '-namespace',
+      '-A',
+      '-all-namespaces',
+      '-o',
+      '-output',
+      '-watch',
+      '-interval',
+      '-kubeconfig',
+      '-context',
+    ])
+      assert.match(c.err(), new RegExp(`^  ${flag}\\b`, 'm'));
   });
 
   it('exits 1 with one clear line on a kubeconfig problem', async () => {
@@ -132,10 +183,13 @@ describe('stateward status command line', () => {
     const unreachable = await kubeconfig(dir, `http://127.0.0.1:${port}`, [{ name: 'x' }], 'x');
     const c = capture();
     assert.equal(await runStatus(['--kubeconfig', unreachable], c.io), 1);
-    assert.equal(c.err(), `error: cannot reach the Kubernetes API at http://127.0.0.1:${port}: NetworkError: ECONNREFUSED\n`);
+    assert.equal(
+      c.err(),
+      `error: cannot reach the Kubernetes API at http://127.0.0.1:${port}: NetworkError: ECONNREFUSED\n`,
+    );
   });
 
-  it('reports the kubeconfig context\'s namespace, asking only for metadata of ConfigMaps and Secrets', async () => {
+  it("reports the kubeconfig context's namespace, asking only for metadata of ConfigMaps and Secrets", async () => {
     api.seen.length = 0;
     const c = capture({ KUBECONFIG: config });
     assert.equal(await runStatus([], c.io), 0, c.err());
@@ -143,32 +197,50 @@ describe('stateward status command line', () => {
     assert.match(c.out(), /GROUP ingester {2}waiting/);
     assert.equal(c.err(), '');
     const lists = api.seen.filter((s) => !s.query.has('fieldSelector'));
-    assert.ok(lists.every((s) => s.path.includes('/namespaces/mimir/') || s.path === '/api/v1/nodes'), lists.map((s) => s.path).join(' '));
+    assert.ok(
+      lists.every((s) => s.path.includes('/namespaces/mimir/') || s.path === '/api/v1/nodes'),
+      lists.map((s) => s.path).join(' '),
+    );
     for (const resource of ['configmaps', 'secrets']) {
       const request = lists.find((s) => s.path.endsWith(`/${resource}`));
       assert.ok(request, `lists ${resource}`);
       assert.match(request.accept, /as=PartialObjectMetadataList/);
     }
     assert.doesNotMatch(lists.find((s) => s.path.endsWith('/statefulsets'))!.accept, /PartialObjectMetadata/);
-    assert.equal(lists.find((s) => s.path.endsWith('/leases'))?.query.get('labelSelector'), 'stateward.dev/zpdb-ledger=true');
+    assert.equal(
+      lists.find((s) => s.path.endsWith('/leases'))?.query.get('labelSelector'),
+      'stateward.dev/zpdb-ledger=true',
+    );
   });
 
   it('uses "default" when the context names no namespace, and -n / --namespace when given (the last wins)', async () => {
     api.seen.length = 0;
     const c = capture();
     assert.equal(await runStatus(['--kubeconfig', config, '--context', 'bare', '-o', 'json'], c.io), 0);
-    assert.deepEqual((JSON.parse(c.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace), ['default']);
+    assert.deepEqual(
+      (JSON.parse(c.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace),
+      ['default'],
+    );
     const d = capture();
     assert.equal(await runStatus(['--kubeconfig', config, '-n', 'a', '--namespace', 'other', '-output=json'], d.io), 0);
-    assert.deepEqual((JSON.parse(d.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace), ['other']);
+    assert.deepEqual(
+      (JSON.parse(d.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace),
+      ['other'],
+    );
   });
 
   it('-A reports every namespace holding something, cluster-wide', async () => {
     api.seen.length = 0;
     const c = capture();
     assert.equal(await runStatus(['--kubeconfig', config, '-A', '-o', 'json'], c.io), 0);
-    assert.deepEqual((JSON.parse(c.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace), ['mimir', 'other']);
-    assert.ok(api.seen.every((s) => !s.path.includes('/namespaces/')), 'no namespaced paths');
+    assert.deepEqual(
+      (JSON.parse(c.out()) as { namespaces: { namespace: string }[] }).namespaces.map((n) => n.namespace),
+      ['mimir', 'other'],
+    );
+    assert.ok(
+      api.seen.every((s) => !s.path.includes('/namespaces/')),
+      'no namespaced paths',
+    );
   });
 
   it('names each forbidden list on stderr and still shows the rest; an absent ZPDB CRD means no budgets', async () => {
@@ -179,13 +251,22 @@ describe('stateward status command line', () => {
       assert.equal(await runStatus(['--kubeconfig', config], c.io), 0);
       const warnings = c.err().trim().split('\n');
       assert.equal(warnings.length, 3, c.err());
-      assert.ok(warnings.some((w) => /^warning: forbidden to list secrets in namespace mimir \(missing permission: list secrets\)/.test(w)));
+      assert.ok(
+        warnings.some((w) =>
+          /^warning: forbidden to list secrets in namespace mimir \(missing permission: list secrets\)/.test(w),
+        ),
+      );
       assert.ok(warnings.some((w) => /list leases\.coordination\.k8s\.io/.test(w)));
       assert.ok(warnings.some((w) => /list nodes\)/.test(w) && /cluster-wide/.test(w)));
       assert.match(c.out(), /GROUP ingester/);
       assert.doesNotMatch(c.out(), /BUDGETS/);
       // Secrets unreadable: the Secret is not called missing.
-      const querier = c.out().split('\n').find((l) => l.trim().startsWith('Deployment '))!.trim().split(/\s{2,}/);
+      const querier = c
+        .out()
+        .split('\n')
+        .find((l) => l.trim().startsWith('Deployment '))!
+        .trim()
+        .split(/\s{2,}/);
       assert.deepEqual([querier[1], querier[5]], ['querier', '-']);
     } finally {
       api.forbidden = new Set();
@@ -212,9 +293,14 @@ describe('stateward status command line', () => {
   it('--watch clears the screen before each frame on a terminal', async () => {
     const stop = new AbortController();
     const c = capture();
-    const run = runStatus(['--kubeconfig', config, '--watch', '--interval', '20ms'], { ...c.io, isTTY: true, signal: stop.signal });
+    const run = runStatus(['--kubeconfig', config, '--watch', '--interval', '20ms'], {
+      ...c.io,
+      isTTY: true,
+      signal: stop.signal,
+    });
     const deadline = Date.now() + 10_000;
-    while (c.out().split('\x1b[H\x1b[2J').length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (c.out().split('\x1b[H\x1b[2J').length < 3 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     stop.abort();
     assert.equal(await run, 0);
     assert.ok(c.out().startsWith('\x1b[H\x1b[2J'));

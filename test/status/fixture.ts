@@ -38,10 +38,16 @@ export function pod(namespace: string, set: string, ordinal: number, revision: s
     spec: { nodeName: o.node ?? '', containers: [{ name: 'main', image: 'x' }] },
     status: {
       phase: o.phase ?? 'Running',
-      containerStatuses: [{
-        name: 'main', image: 'x', imageID: '', restartCount: 0, ready,
-        state: o.stuck ? { waiting: { reason: o.stuck } } : { running: { startedAt: '2026-01-10T11:00:00Z' } },
-      }],
+      containerStatuses: [
+        {
+          name: 'main',
+          image: 'x',
+          imageID: '',
+          restartCount: 0,
+          ready,
+          state: o.stuck ? { waiting: { reason: o.stuck } } : { running: { startedAt: '2026-01-10T11:00:00Z' } },
+        },
+      ],
     },
   };
 }
@@ -75,17 +81,35 @@ export function statefulSet(namespace: string, name: string, o: SetOptions = {})
       updateStrategy: { type: o.strategy ?? 'OnDelete' },
       template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: 'x' }] } },
     },
-    status: { replicas, readyReplicas: o.ready ?? replicas, currentRevision: o.current ?? 'r1', updateRevision: o.update ?? 'r2', observedGeneration: 1 },
+    status: {
+      replicas,
+      readyReplicas: o.ready ?? replicas,
+      currentRevision: o.current ?? 'r1',
+      updateRevision: o.update ?? 'r2',
+      observedGeneration: 1,
+    },
   };
 }
 
-const node = (name: string, zone: string): Node => ({ metadata: { name, labels: { 'topology.kubernetes.io/zone': zone } } });
+const node = (name: string, zone: string): Node => ({
+  metadata: { name, labels: { 'topology.kubernetes.io/zone': zone } },
+});
 
 const zpdb = (namespace: string, name: string, spec: Record<string, unknown>): KubeObject =>
-  ({ apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace, uid: `${name}-uid`, generation: 1 }, spec }) as KubeObject;
+  ({
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name, namespace, uid: `${name}-uid`, generation: 1 },
+    spec,
+  }) as KubeObject;
 
 const ledger = (namespace: string, budget: string, annotation: string): Lease => ({
-  metadata: { name: ledgerName(budget), namespace, labels: { [LEDGER_LABEL]: 'true' }, annotations: { [LEDGER_ANNOTATION]: annotation } },
+  metadata: {
+    name: ledgerName(budget),
+    namespace,
+    labels: { [LEDGER_LABEL]: 'true' },
+    annotations: { [LEDGER_ANNOTATION]: annotation },
+  },
   spec: {},
 });
 
@@ -107,15 +131,27 @@ export function fullInput(): StatusInput {
     // Outside any group, OnDelete, restarted on config changes (Reloader).
     {
       ...statefulSet(NS, 'store-gateway', { current: 'sg1', update: 'sg2' }),
-      metadata: { name: 'store-gateway', namespace: NS, uid: 'store-gateway-uid', generation: 2, annotations: { 'reloader.stakater.com/auto': 'true', 'secretproviderclass.reloader.stakater.com/auto': 'true' } },
+      metadata: {
+        name: 'store-gateway',
+        namespace: NS,
+        uid: 'store-gateway-uid',
+        generation: 2,
+        annotations: { 'reloader.stakater.com/auto': 'true', 'secretproviderclass.reloader.stakater.com/auto': 'true' },
+      },
       spec: {
         replicas: 2,
         serviceName: 'store-gateway',
         selector: { matchLabels: { app: 'store-gateway' } },
         updateStrategy: { type: 'OnDelete' },
         template: {
-          metadata: { labels: { app: 'store-gateway' }, annotations: { 'com.xing.deployment-restart.timestamp': '2026-01-10T11:30:00.000Z' } },
-          spec: { containers: [{ name: 'main', image: 'x' }], volumes: [{ name: 'config', configMap: { name: 'sg-config' } }] },
+          metadata: {
+            labels: { app: 'store-gateway' },
+            annotations: { 'com.xing.deployment-restart.timestamp': '2026-01-10T11:30:00.000Z' },
+          },
+          spec: {
+            containers: [{ name: 'main', image: 'x' }],
+            volumes: [{ name: 'config', configMap: { name: 'sg-config' } }],
+          },
         },
       },
       status: { replicas: 2, readyReplicas: 2, currentRevision: 'sg1', updateRevision: 'sg2', observedGeneration: 2 },
@@ -151,15 +187,35 @@ export function fullInput(): StatusInput {
   const querier: KubeObject = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: 'querier', namespace: NS, uid: 'querier-uid', annotations: { 'com.xing.deployment-restart': 'enabled' } },
+    metadata: {
+      name: 'querier',
+      namespace: NS,
+      uid: 'querier-uid',
+      annotations: { 'com.xing.deployment-restart': 'enabled' },
+    },
     spec: {
       template: {
         metadata: { annotations: { 'com.xing.deployment-restart.timestamp': '2026-01-09T08:00:00.000Z' } },
-        spec: { containers: [{ name: 'q', image: 'x', envFrom: [{ configMapRef: { name: 'querier-config' } }, { secretRef: { name: 'querier-secret' } }] }] },
+        spec: {
+          containers: [
+            {
+              name: 'q',
+              image: 'x',
+              envFrom: [{ configMapRef: { name: 'querier-config' } }, { secretRef: { name: 'querier-secret' } }],
+            },
+          ],
+        },
       },
     },
   } as KubeObject;
-  const plain: KubeObject = { metadata: { name: 'distributor', namespace: NS, uid: 'd-uid' }, spec: { template: { spec: { containers: [{ name: 'd', image: 'x', envFrom: [{ configMapRef: { name: 'querier-config' } }] }] } } } } as KubeObject;
+  const plain: KubeObject = {
+    metadata: { name: 'distributor', namespace: NS, uid: 'd-uid' },
+    spec: {
+      template: {
+        spec: { containers: [{ name: 'd', image: 'x', envFrom: [{ configMapRef: { name: 'querier-config' } }] }] },
+      },
+    },
+  } as KubeObject;
   return {
     now: NOW,
     namespaces: [NS, OTHER],
@@ -168,21 +224,52 @@ export function fullInput(): StatusInput {
     zpdbs: [
       zpdb(NS, 'ingester', { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } }),
       zpdb(OTHER, 'store', { maxUnavailablePercentage: 50, selector: { matchLabels: { 'rollout-group': 'store' } } }),
-      zpdb(OTHER, 'broken', { maxUnavailable: 1, maxUnavailablePercentage: 10, selector: { matchLabels: { 'rollout-group': 'store' } } }),
+      zpdb(OTHER, 'broken', {
+        maxUnavailable: 1,
+        maxUnavailablePercentage: 10,
+        selector: { matchLabels: { 'rollout-group': 'store' } },
+      }),
     ],
     leases: [
-      ledger(NS, 'ingester', JSON.stringify({ [`${c}-3-uid`]: { pod: `${c}-3`, at: NOW - 30_000 }, 'gone-uid': { pod: 'ingester-zone-c-9', at: NOW - 10_000 } })),
+      ledger(
+        NS,
+        'ingester',
+        JSON.stringify({
+          [`${c}-3-uid`]: { pod: `${c}-3`, at: NOW - 30_000 },
+          'gone-uid': { pod: 'ingester-zone-c-9', at: NOW - 10_000 },
+        }),
+      ),
       ledger(OTHER, 'store', 'not json'),
     ],
     deployments: [querier, plain],
     daemonSets: [],
-    configMaps: [{ metadata: { name: 'querier-config', namespace: NS } }, { metadata: { name: 'sg-config', namespace: NS } }],
+    configMaps: [
+      { metadata: { name: 'querier-config', namespace: NS } },
+      { metadata: { name: 'sg-config', namespace: NS } },
+    ],
     secrets: [],
     nodes: [node('node-a', 'zone-a'), node('node-b', 'zone-b'), node('node-c', 'zone-c')],
-    operatorStatus: [{
-      metadata: { name: STATUS_CONFIGMAP, namespace: NS },
-      data: { ingester: JSON.stringify({ group: 'ingester', namespace: NS, since: '2026-01-10T11:58:00.000Z', phase: 'waiting', rolling: b, waitingFor: { code: 'pods-terminating', statefulSet: b, message: 'waiting: 1 pod of ingester-zone-b terminating' }, errors: [], statefulSets: [] }) },
-    } as KubeObject],
+    operatorStatus: [
+      {
+        metadata: { name: STATUS_CONFIGMAP, namespace: NS },
+        data: {
+          ingester: JSON.stringify({
+            group: 'ingester',
+            namespace: NS,
+            since: '2026-01-10T11:58:00.000Z',
+            phase: 'waiting',
+            rolling: b,
+            waitingFor: {
+              code: 'pods-terminating',
+              statefulSet: b,
+              message: 'waiting: 1 pod of ingester-zone-b terminating',
+            },
+            errors: [],
+            statefulSets: [],
+          }),
+        },
+      } as KubeObject,
+    ],
     unreadable: ['daemonsets'],
   };
 }

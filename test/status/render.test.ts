@@ -23,10 +23,13 @@ function tableRows(text: string, header: string): string[][] {
 describe('status table', () => {
   const text = renderTable(report);
 
-  it('lists a group\'s StatefulSets in roll order with their updated/ready counts and state', () => {
+  it("lists a group's StatefulSets in roll order with their updated/ready counts and state", () => {
     const [header, ...rows] = tableRows(text, 'STATEFULSET');
     assert.deepEqual(header, ['STATEFULSET', 'ZONE', 'UPDATED', 'READY', 'MAX-UNAVAILABLE', 'STATE', 'SCALING']);
-    assert.deepEqual(rows.map((r) => r[0]), ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c']);
+    assert.deepEqual(
+      rows.map((r) => r[0]),
+      ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c'],
+    );
     assert.deepEqual(rows[0]!.slice(0, 6), ['ingester-zone-b', 'zone-b', '1/3', '2/3', '1', 'waiting']);
     assert.deepEqual(rows[1]!.slice(0, 6), ['ingester-zone-a', 'zone-a', '3/3', '3/3', '1', 'up-to-date']);
     assert.deepEqual(rows[2]!.slice(0, 6), ['ingester-zone-c', 'zone-c', '0/4', '4/4', '1', 'pending']);
@@ -49,18 +52,37 @@ describe('status table', () => {
     assert.ok(head);
     assert.match(head, /\bwaiting\b/);
     assert.match(head, /rolling ingester-zone-b: waiting for pods to become Ready/);
-    assert.ok(lines.some((l) => l.includes('waiting: 1 pod not Ready in ingester-zone-b (max unavailable 1)') && l.includes('[max-unavailable-reached]')));
+    assert.ok(
+      lines.some(
+        (l) =>
+          l.includes('waiting: 1 pod not Ready in ingester-zone-b (max unavailable 1)') &&
+          l.includes('[max-unavailable-reached]'),
+      ),
+    );
     assert.ok(lines.some((l) => l.includes('held: not following leader ingester-zone-a down to 3 yet')));
-    assert.ok(lines.some((l) => /operator last reported: waiting \[pods-terminating\] since 2026-01-10T11:58:00.000Z/.test(l)));
+    assert.ok(
+      lines.some((l) => /operator last reported: waiting \[pods-terminating\] since 2026-01-10T11:58:00.000Z/.test(l)),
+    );
   });
 
   it('shows budgets and restarts, with their facts', () => {
     const [bHeader, ...budgets] = tableRows(text, 'NAME  ');
     assert.equal(bHeader![0], 'NAME');
-    assert.deepEqual(budgets[0]!.slice(0, 4), ['ingester', '1', 'zone', 'ingester-zone-a,ingester-zone-b,ingester-zone-c']);
+    assert.deepEqual(budgets[0]!.slice(0, 4), [
+      'ingester',
+      '1',
+      'zone',
+      'ingester-zone-a,ingester-zone-b,ingester-zone-c',
+    ]);
     assert.match(budgets[0]![4]!, /ingester-zone-c-3/);
     const [, ...restarts] = tableRows(text, 'KIND');
-    assert.deepEqual(restarts.map((r) => r.slice(0, 3)), [['Deployment', 'querier', 'rolling'], ['StatefulSet', 'store-gateway', 'standalone-ondelete']]);
+    assert.deepEqual(
+      restarts.map((r) => r.slice(0, 3)),
+      [
+        ['Deployment', 'querier', 'rolling'],
+        ['StatefulSet', 'store-gateway', 'standalone-ondelete'],
+      ],
+    );
     assert.equal(restarts[0]![5], 'Secret/querier-secret');
     assert.equal(restarts[1]!.at(-1), '1');
     assert.match(text, /broken: invalid, evictions of its pods denied: invalid value/);
@@ -76,7 +98,10 @@ describe('status table', () => {
     assert.doesNotMatch(text, /\x1b\[/);
     // eslint-disable-next-line no-control-regex
     assert.match(renderTable(report, { color: true }), /\x1b\[33mwaiting\x1b\[0m/);
-    const empty = renderTable({ ...report, namespaces: [{ namespace: 'quiet', groups: [], budgets: [], restarts: [] }] });
+    const empty = renderTable({
+      ...report,
+      namespaces: [{ namespace: 'quiet', groups: [], budgets: [], restarts: [] }],
+    });
     assert.match(empty, /NAMESPACE quiet/);
     assert.match(empty, /no rollout groups, disruption budgets or config-restart workloads/);
   });
@@ -88,10 +113,19 @@ describe('status JSON', () => {
   });
 
   it('has a fixed key order, whatever order the report was built in, and a 2-space indent', () => {
-    const reordered = JSON.parse(JSON.stringify(report, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v))) as StatusReport;
+    const reordered = JSON.parse(
+      JSON.stringify(report, (_k, v: unknown) =>
+        v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v,
+      ),
+    ) as StatusReport;
     assert.equal(renderJson(reordered), renderJson(report));
     const lines = renderJson(report).split('\n');
-    assert.deepEqual(lines.slice(0, 4), ['{', '  "apiVersion": "stateward.dev/v1",', '  "kind": "Status",', '  "generatedAt": "2026-01-10T12:00:00.000Z",']);
+    assert.deepEqual(lines.slice(0, 4), [
+      '{',
+      '  "apiVersion": "stateward.dev/v1",',
+      '  "kind": "Status",',
+      '  "generatedAt": "2026-01-10T12:00:00.000Z",',
+    ]);
   });
 });
 
@@ -113,12 +147,16 @@ describe('status progress (--watch)', () => {
     assert.ok(head >= 0);
     assert.match(lines[head]!, /waiting {2}rolling ingester-zone-b: waiting for pods to become Ready/);
     const sets = lines.slice(head + 1, head + 4);
-    assert.deepEqual(sets.map((l) => l.trim().split(/\s+/)[0]), ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c']);
+    assert.deepEqual(
+      sets.map((l) => l.trim().split(/\s+/)[0]),
+      ['ingester-zone-b', 'ingester-zone-a', 'ingester-zone-c'],
+    );
     for (const line of sets) assert.ok([...line].length <= 100, `fits in 100 columns: ${line}`);
-    const bars = (line: string) => [...line.matchAll(/\[([█░]+)\]/g)].map((m) => {
-      const cells = [...m[1]!];
-      return cells.filter((c) => c === '█').length / cells.length;
-    });
+    const bars = (line: string) =>
+      [...line.matchAll(/\[([█░]+)\]/g)].map((m) => {
+        const cells = [...m[1]!];
+        return cells.filter((c) => c === '█').length / cells.length;
+      });
     const [bUpdated, bReady] = bars(sets[0]!);
     assert.ok(Math.abs(bUpdated! - 1 / 3) < 0.1, `zone b 1/3 updated, bar ${bUpdated}`);
     assert.ok(Math.abs(bReady! - 2 / 3) < 0.1, `zone b 2/3 ready, bar ${bReady}`);

@@ -24,7 +24,13 @@ const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-b
 async function status(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runStatus(argv, { out: (s) => out.push(s), err: (s) => err.push(s), env: {}, isTTY: false, columns: 120 });
+  const code = await runStatus(argv, {
+    out: (s) => out.push(s),
+    err: (s) => err.push(s),
+    env: {},
+    isTTY: false,
+    columns: 120,
+  });
   return { code, out: out.join(''), err: err.join('') };
 }
 
@@ -43,7 +49,9 @@ const ingester = (r: StatusReport) => {
 /** A new revision for every zone, whose pods take `delay` to become Ready. */
 async function newRevision(kube: KubeClient, namespace: string, delay: string): Promise<void> {
   for (const zone of ZONES) {
-    await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', { spec: { template: { metadata: { annotations: { version: '2', [READY_DELAY]: delay } } } } });
+    await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+      spec: { template: { metadata: { annotations: { version: '2', [READY_DELAY]: delay } } } },
+    });
   }
   await waitRevisionsPending(kube, namespace);
 }
@@ -63,14 +71,24 @@ describe('stateward status on a cluster', { timeout: 180_000 }, () => {
     const settled = ingester(await report(namespace));
     assert.equal(settled.phase, 'complete');
     assert.equal(settled.action, 'idle');
-    assert.deepEqual(settled.statefulSets.map((s) => [s.name, s.zone, s.updated, s.ready, s.replicas]), ZONES.map((z) => [`ingester-zone-${z}`, `zone-${z}`, 2, 2, 2]));
+    assert.deepEqual(
+      settled.statefulSets.map((s) => [s.name, s.zone, s.updated, s.ready, s.replicas]),
+      ZONES.map((z) => [`ingester-zone-${z}`, `zone-${z}`, 2, 2, 2]),
+    );
 
     await newRevision(kube, namespace, '10s');
     const rolling = ingester(await report(namespace));
     assert.equal(rolling.phase, 'rolling');
     assert.equal(rolling.rolling, 'ingester-zone-a');
     assert.equal(rolling.action, 'rolling ingester-zone-a: deleting ingester-zone-a-0');
-    assert.deepEqual(rolling.statefulSets.map((s) => [s.name, s.state, s.updated]), [['ingester-zone-a', 'rolling', 0], ['ingester-zone-b', 'pending', 0], ['ingester-zone-c', 'pending', 0]]);
+    assert.deepEqual(
+      rolling.statefulSets.map((s) => [s.name, s.state, s.updated]),
+      [
+        ['ingester-zone-a', 'rolling', 0],
+        ['ingester-zone-b', 'pending', 0],
+        ['ingester-zone-c', 'pending', 0],
+      ],
+    );
     const table = await status(['-n', namespace, '--kubeconfig', cluster.kubeconfigPath]);
     assert.equal(table.code, 0, table.err);
     assert.match(table.out, /GROUP ingester {2}rolling {2}rolling ingester-zone-a: deleting ingester-zone-a-0/);
@@ -78,79 +96,168 @@ describe('stateward status on a cluster', { timeout: 180_000 }, () => {
     // Do what the operator would: delete the first pod. Its replacement is on
     // the new revision and not Ready for 10s: the rollout must wait for it.
     await kube.delete(resources.pods, { namespace, name: 'ingester-zone-a-0' });
-    const waiting = await waitFor('the report to wait for the replaced pod', async () => {
-      const group = ingester(await report(namespace));
-      const a0 = group.statefulSets.find((s) => s.name === 'ingester-zone-a')?.podGrid.find((p) => p.ordinal === 0);
-      return group.waitReason?.code === 'max-unavailable-reached' && a0?.updated && !a0.ready ? group : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 200 });
+    const waiting = await waitFor(
+      'the report to wait for the replaced pod',
+      async () => {
+        const group = ingester(await report(namespace));
+        const a0 = group.statefulSets.find((s) => s.name === 'ingester-zone-a')?.podGrid.find((p) => p.ordinal === 0);
+        return group.waitReason?.code === 'max-unavailable-reached' && a0?.updated && !a0.ready ? group : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
     assert.equal(waiting.phase, 'waiting');
-    assert.deepEqual(waiting.waitReason, { code: 'max-unavailable-reached', statefulSet: 'ingester-zone-a', message: 'waiting: 1 pod not Ready in ingester-zone-a (max unavailable 1)' });
+    assert.deepEqual(waiting.waitReason, {
+      code: 'max-unavailable-reached',
+      statefulSet: 'ingester-zone-a',
+      message: 'waiting: 1 pod not Ready in ingester-zone-a (max unavailable 1)',
+    });
     assert.equal(waiting.statefulSets[0]?.name, 'ingester-zone-a', 'the disrupted zone first');
     assert.equal(waiting.statefulSets[0]?.updated, 1);
     assert.equal(waiting.statefulSets[0]?.ready, 1);
 
     // Settle by hand: replace every other old pod at once.
-    const old = (await kube.list<Pod>(resources.pods, { namespace })).items.filter((p) => p.metadata?.name !== 'ingester-zone-a-0');
+    const old = (await kube.list<Pod>(resources.pods, { namespace })).items.filter(
+      (p) => p.metadata?.name !== 'ingester-zone-a-0',
+    );
     for (const pod of old) await kube.delete(resources.pods, { namespace, name: pod.metadata!.name! });
-    const complete = await waitFor('the report to say complete', async () => {
-      const group = ingester(await report(namespace));
-      return group.phase === 'complete' ? group : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 500 });
+    const complete = await waitFor(
+      'the report to say complete',
+      async () => {
+        const group = ingester(await report(namespace));
+        return group.phase === 'complete' ? group : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
     assert.equal(complete.waitReason, undefined);
-    assert.deepEqual(complete.statefulSets.map((s) => [s.updated, s.ready]), [[2, 2], [2, 2], [2, 2]]);
+    assert.deepEqual(
+      complete.statefulSets.map((s) => [s.updated, s.ready]),
+      [
+        [2, 2],
+        [2, 2],
+        [2, 2],
+      ],
+    );
     assert.ok(complete.statefulSets.every((s) => s.podGrid.every((p) => p.updated && p.ready)));
   });
 
-  it('shows a budget\'s pending eviction, and the rollout held by it', async (t) => {
+  it("shows a budget's pending eviction, and the rollout held by it", async (t) => {
     const { namespace, kube } = await setup(t, 1);
     const applied = await kubectl(cluster, 'apply', '-f', crd);
     assert.ok(applied.ok, applied.out);
-    const zpdb = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'ingester', namespace }, spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } } } as KubeObject;
-    await waitFor('the ZPDB to be created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
+    const zpdb = {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    } as KubeObject;
+    await waitFor('the ZPDB to be created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
+      timeoutMs: 30_000,
+    });
     // An eviction of zone b's pod was just allowed: the ledger says so.
     const b0 = await kube.get<Pod>(resources.pods, { namespace, name: 'ingester-zone-b-0' });
     const entry = { [b0.metadata!.uid!]: { pod: 'ingester-zone-b-0', at: Date.now() } };
-    await kube.create<Lease>(resources.leases, { metadata: { name: ledgerName('ingester'), namespace, labels: { [LEDGER_LABEL]: 'true' }, annotations: { [LEDGER_ANNOTATION]: JSON.stringify(entry) } }, spec: {} });
+    await kube.create<Lease>(resources.leases, {
+      metadata: {
+        name: ledgerName('ingester'),
+        namespace,
+        labels: { [LEDGER_LABEL]: 'true' },
+        annotations: { [LEDGER_ANNOTATION]: JSON.stringify(entry) },
+      },
+      spec: {},
+    });
     await newRevision(kube, namespace, '1s');
 
     const r = await report(namespace);
     const [budget] = r.namespaces[0]!.budgets;
     assert.equal(budget?.name, 'ingester');
-    assert.deepEqual(budget?.matchedStatefulSets, ZONES.map((z) => `ingester-zone-${z}`));
-    assert.deepEqual(budget?.pendingEvictions.map((p) => p.pod), ['ingester-zone-b-0']);
+    assert.deepEqual(
+      budget?.matchedStatefulSets,
+      ZONES.map((z) => `ingester-zone-${z}`),
+    );
+    assert.deepEqual(
+      budget?.pendingEvictions.map((p) => p.pod),
+      ['ingester-zone-b-0'],
+    );
     const group = ingester(r);
     assert.equal(group.phase, 'waiting');
     assert.equal(group.waitReason?.code, 'zpdb-denied');
-    assert.equal(group.waitReason?.message, 'waiting: deleting pod ingester-zone-a-0 would break its ZoneAwarePodDisruptionBudget: 1 pod not ready in ingester-zone-b');
+    assert.equal(
+      group.waitReason?.message,
+      'waiting: deleting pod ingester-zone-a-0 would break its ZoneAwarePodDisruptionBudget: 1 pod not ready in ingester-zone-b',
+    );
   });
 
   it('with a Role that may list only StatefulSets and pods: names each missing permission on stderr and shows the rest', async (t) => {
     const { namespace } = await setup(t, 1);
     const kc = cluster.clientNodeConfig();
-    await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'reader' } } });
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'reader' } } });
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'lister' }, rules: [{ apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list'] }, { apiGroups: [''], resources: ['pods'], verbs: ['list'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: 'reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'lister' }, subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace }] } });
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'lister' },
+        rules: [
+          { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list'] },
+          { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'lister' },
+        subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace }],
+      },
+    });
     const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, 'reader');
 
     // RBAC takes effect once the authorizer's cache sees the binding.
-    const result = await waitFor('the Role to be enforced', async () => {
-      const r = await status(['--kubeconfig', kubeconfig]);
-      return r.code === 0 && !/statefulsets|list pods/.test(r.err) ? r : undefined;
-    }, { timeoutMs: 20_000 });
+    const result = await waitFor(
+      'the Role to be enforced',
+      async () => {
+        const r = await status(['--kubeconfig', kubeconfig]);
+        return r.code === 0 && !/statefulsets|list pods/.test(r.err) ? r : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     // The namespace comes from the ServiceAccount kubeconfig's context.
     assert.match(result.out, new RegExp(`^NAMESPACE ${namespace}$`, 'm'));
     assert.match(result.out, /GROUP ingester {2}complete {2}idle/);
     assert.match(result.out, /ingester-zone-c +- +1\/1 +1\/1/);
     const warnings = result.err.trim().split('\n');
-    assert.ok(warnings.every((w) => w.startsWith('warning: forbidden to list ')), result.err);
-    for (const missing of ['zoneawarepoddisruptionbudgets.rollout-operator.grafana.com', 'leases.coordination.k8s.io', 'deployments.apps', 'daemonsets.apps', 'configmaps', 'secrets', 'nodes']) {
-      assert.ok(warnings.some((w) => w.includes(`(missing permission: list ${missing})`)), `a warning names list ${missing}:\n${result.err}`);
+    assert.ok(
+      warnings.every((w) => w.startsWith('warning: forbidden to list ')),
+      result.err,
+    );
+    for (const missing of [
+      'zoneawarepoddisruptionbudgets.rollout-operator.grafana.com',
+      'leases.coordination.k8s.io',
+      'deployments.apps',
+      'daemonsets.apps',
+      'configmaps',
+      'secrets',
+      'nodes',
+    ]) {
+      assert.ok(
+        warnings.some((w) => w.includes(`(missing permission: list ${missing})`)),
+        `a warning names list ${missing}:\n${result.err}`,
+      );
     }
     assert.equal(warnings.length, 7);
 
     const json = await report(namespace, kubeconfig);
-    assert.deepEqual(json.unreadable, ['configmaps', 'daemonsets', 'deployments', 'leases', 'nodes', 'secrets', 'zoneawarepoddisruptionbudgets']);
+    assert.deepEqual(json.unreadable, [
+      'configmaps',
+      'daemonsets',
+      'deployments',
+      'leases',
+      'nodes',
+      'secrets',
+      'zoneawarepoddisruptionbudgets',
+    ]);
     assert.equal(ingester(json).statefulSets.length, 3);
   });
 });

@@ -40,6 +40,9 @@ export class BlackholeProxy {
   }
 
   async close(): Promise<void> {
-    await closeServer(this.server, [...this.pairs].flatMap((pair) => [pair.client, pair.upstream]));
+    await closeServer(
+      this.server,
+      [...this.pairs].flatMap((pair) => [pair.client, pair.upstream]),
+    );
   }
 }

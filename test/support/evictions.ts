@@ -6,10 +6,20 @@ import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';
 
 /** POSTs an Eviction; resolves to the HTTP code (201 when allowed) and the message. */
-export async function evict(kube: KubeClient, namespace: string, name: string, dryRun = false): Promise<{ code: number; message: string }> {
+export async function evict(
+  kube: KubeClient,
+  namespace: string,
+  name: string,
+  dryRun = false,
+): Promise<{ code: number; message: string }> {
   try {
     await kube.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
-      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace }, ...(dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}) },
+      body: {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name, namespace },
+        ...(dryRun ? { deleteOptions: { dryRun: ['All'] } } : {}),
+      },
     });
     return { code: 201, message: '' };
   } catch (error) {
@@ -23,7 +33,12 @@ export async function evict(kube: KubeClient, namespace: string, name: string, d
  * the kube-apiserver sends it (TLS not verified: the replica's own
  * certificate); `headers` adds, e.g., a traceparent.
  */
-export async function reviewEviction(port: number, namespace: string, pod: string, headers: Record<string, string> = {}): Promise<{ allowed: boolean; code?: number; message?: string }> {
+export async function reviewEviction(
+  port: number,
+  namespace: string,
+  pod: string,
+  headers: Record<string, string> = {},
+): Promise<{ allowed: boolean; code?: number; message?: string }> {
   const body = JSON.stringify({
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -41,12 +56,31 @@ export async function reviewEviction(port: number, namespace: string, pod: strin
     },
   });
   const text = await new Promise<string>((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path: '/admission/pod-eviction', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8').on('data', (c: string) => (data += c)).on('end', () => resolve(data));
-    });
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/admission/pod-eviction',
+        method: 'POST',
+        rejectUnauthorized: false,
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        let data = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (c: string) => (data += c))
+          .on('end', () => resolve(data));
+      },
+    );
     req.on('error', reject).end(body);
   });
-  const response = (JSON.parse(text) as { response: { allowed: boolean; status?: { code?: number; message?: string } } }).response;
-  return { allowed: response.allowed, ...(response.status?.code ? { code: response.status.code } : {}), ...(response.status?.message ? { message: response.status.message } : {}) };
+  const response = (
+    JSON.parse(text) as { response: { allowed: boolean; status?: { code?: number; message?: string } } }
+  ).response;
+  return {
+    allowed: response.allowed,
+    ...(response.status?.code ? { code: response.status.code } : {}),
+    ...(response.status?.message ? { message: response.status.message } : {}),
+  };
 }

@@ -5,6 +5,9 @@ export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.
 
 /** The environment for a fixed offset (`-10m`, `+90s`) or for the offset a file says, re-read every second. */
 export function faketimeEnv(offset: { fixed: string } | { file: string }): NodeJS.ProcessEnv {
-  const how = 'fixed' in offset ? { FAKETIME: offset.fixed } : { FAKETIME_TIMESTAMP_FILE: offset.file, FAKETIME_CACHE_DURATION: '1' };
+  const how =
+    'fixed' in offset
+      ? { FAKETIME: offset.fixed }
+      : { FAKETIME_TIMESTAMP_FILE: offset.file, FAKETIME_CACHE_DURATION: '1' };
   return { LD_PRELOAD: LIBFAKETIME, FAKETIME_DONT_FAKE_MONOTONIC: '1', ...how };
 }

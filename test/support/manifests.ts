@@ -20,7 +20,9 @@ export type Manifest = KubeObject & Record<string, unknown>;
 
 export async function kustomize(dir: string): Promise<Manifest[]> {
   const { stdout } = await exec('kubectl', ['kustomize', dir], { maxBuffer: 64 * 1024 * 1024 });
-  return parseAllDocuments(stdout).map((d) => d.toJS() as Manifest).filter((d) => d !== null);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Manifest)
+    .filter((d) => d !== null);
 }
 
 /** What a user's overlay may add: our components by name (deploy/kustomize/components/<name>), patches, a name suffix. */
@@ -32,7 +34,9 @@ export interface UserOverlay {
 
 /** The overlay rendered into `namespace`, through a user overlay on top of ours. */
 export async function renderOverlay(overlay: Overlay, namespace: string, extra: UserOverlay = {}): Promise<Manifest[]> {
-  const ours = parse(await readFile(join(KUSTOMIZE, 'overlays', overlay, 'kustomization.yaml'), 'utf8')) as { replacements?: unknown[] };
+  const ours = parse(await readFile(join(KUSTOMIZE, 'overlays', overlay, 'kustomization.yaml'), 'utf8')) as {
+    replacements?: unknown[];
+  };
   const dir = await mkdtemp(join(tmpdir(), 'stateward-kustomize-'));
   try {
     const user = {
@@ -41,7 +45,9 @@ export async function renderOverlay(overlay: Overlay, namespace: string, extra: 
       namespace,
       ...(extra.nameSuffix ? { nameSuffix: extra.nameSuffix } : {}),
       resources: [relative(dir, join(KUSTOMIZE, 'overlays', overlay))],
-      ...(extra.components ? { components: extra.components.map((c) => relative(dir, join(KUSTOMIZE, 'components', c))) } : {}),
+      ...(extra.components
+        ? { components: extra.components.map((c) => relative(dir, join(KUSTOMIZE, 'components', c))) }
+        : {}),
       ...(extra.patches ? { patches: extra.patches } : {}),
       ...(ours.replacements ? { replacements: ours.replacements } : {}),
     };
@@ -53,7 +59,11 @@ export async function renderOverlay(overlay: Overlay, namespace: string, extra: 
 }
 
 export async function kubectlApply(kubeconfig: string, docs: Manifest[]): Promise<string> {
-  const child = execFile('kubectl', ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', '-'], { maxBuffer: 16 * 1024 * 1024 });
+  const child = execFile(
+    'kubectl',
+    ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', '-'],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
   const done = new Promise<string>((resolve, reject) => {
     let out = '';
     let err = '';
@@ -65,10 +75,20 @@ export async function kubectlApply(kubeconfig: string, docs: Manifest[]): Promis
   return done;
 }
 
-export const CLUSTER_SCOPED = new Set(['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']);
+export const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'CustomResourceDefinition',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingWebhookConfiguration',
+  'MutatingWebhookConfiguration',
+]);
 
 /** Deletes what an apply created outside the test namespace (CRDs stay: other tests share them). */
 export async function deleteClusterScoped(kubeconfig: string, docs: Manifest[]): Promise<void> {
-  const names = docs.filter((d) => CLUSTER_SCOPED.has(d.kind ?? '') && d.kind !== 'Namespace' && d.kind !== 'CustomResourceDefinition').map((d) => `${d.kind}/${d.metadata?.name}`);
-  if (names.length > 0) await exec('kubectl', ['--kubeconfig', kubeconfig, 'delete', '--ignore-not-found', '--wait=false', ...names]);
+  const names = docs
+    .filter((d) => CLUSTER_SCOPED.has(d.kind ?? '') && d.kind !== 'Namespace' && d.kind !== 'CustomResourceDefinition')
+    .map((d) => `${d.kind}/${d.metadata?.name}`);
+  if (names.length > 0)
+    await exec('kubectl', ['--kubeconfig', kubeconfig, 'delete', '--ignore-not-found', '--wait=false', ...names]);
 }

@@ -12,7 +12,11 @@ describe('countInProcessMemory', () => {
     // about one copy in 500 straddle two reads.
     const marker = randomBytes(16);
     const absent = randomBytes(16);
-    const child = spawn(process.execPath, ['-e', `
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `
       process.stdin.once('data', (m) => {
         const held = Buffer.alloc(20 * 1024 * 1024 + 5);
         let n = 0;
@@ -21,7 +25,10 @@ describe('countInProcessMemory', () => {
         globalThis.held = held;
         process.stdout.write(String(n) + '\\n');
         setInterval(() => {}, 1000);
-      });`], { stdio: ['pipe', 'pipe', 'inherit'] });
+      });`,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     t.after(() => child.kill('SIGKILL'));
     child.stdin.write(marker);
     const [line] = (await once(child.stdout, 'data')) as [Buffer];

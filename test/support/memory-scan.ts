@@ -43,7 +43,8 @@ export async function countInProcessMemory(pid: number, needles: Buffer[], chunk
         const view = buffer.subarray(0, carried + got);
         needles.forEach((needle, i) => {
           // A match lying wholly in the carried bytes was counted with the previous read.
-          for (let k = view.indexOf(needle); k >= 0; k = view.indexOf(needle, k + 1)) if (k + needle.length > carried) counts[i]!++;
+          for (let k = view.indexOf(needle); k >= 0; k = view.indexOf(needle, k + 1))
+            if (k + needle.length > carried) counts[i]!++;
         });
         scanned += got;
         // The last bytes of this read start the next, so a needle spanning two reads is found.

@@ -7,7 +7,12 @@ import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
 
 /** Leader election fast enough for a test to see a failover within seconds. */
-export const FAST_ELECTION = ['-leader-election.enabled', '-leader-election.lease-duration=3s', '-leader-election.renew-deadline=2s', '-leader-election.retry-period=500ms'];
+export const FAST_ELECTION = [
+  '-leader-election.enabled',
+  '-leader-election.lease-duration=3s',
+  '-leader-election.renew-deadline=2s',
+  '-leader-election.retry-period=500ms',
+];
 
 const bin = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
 
@@ -25,17 +30,26 @@ export class OperatorProcess {
     this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   }
 
-  static async start(cluster: TestCluster, namespace: string, flags: string[] = [], options: { kubeconfig?: string; env?: NodeJS.ProcessEnv } = {}): Promise<OperatorProcess> {
+  static async start(
+    cluster: TestCluster,
+    namespace: string,
+    flags: string[] = [],
+    options: { kubeconfig?: string; env?: NodeJS.ProcessEnv } = {},
+  ): Promise<OperatorProcess> {
     const [port] = await freePorts(1);
-    const child = spawn(process.execPath, [
-      bin,
-      `-kubernetes.namespace=${namespace}`,
-      `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
-      `-kubernetes.api-url=${cluster.state.server}`,
-      `-server.port=${port}`,
-      '-log.level=debug',
-      ...flags,
-    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        `-kubernetes.namespace=${namespace}`,
+        `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
+        `-kubernetes.api-url=${cluster.state.server}`,
+        `-server.port=${port}`,
+        '-log.level=debug',
+        ...flags,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
+    );
     return new OperatorProcess(child, port!);
   }
 
@@ -66,7 +80,10 @@ export class OperatorProcess {
   async waitReady(timeoutMs = 30_000): Promise<void> {
     await waitFor('the operator to be ready', async () => (await this.get('/ready'))?.status === 200, {
       timeoutMs,
-      fail: () => (this.child.exitCode !== null ? `operator exited with ${this.child.exitCode}:\n${this.output.slice(-2000)}` : undefined),
+      fail: () =>
+        this.child.exitCode !== null
+          ? `operator exited with ${this.child.exitCode}:\n${this.output.slice(-2000)}`
+          : undefined,
     });
   }
 

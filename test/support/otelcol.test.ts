@@ -55,10 +55,26 @@ describe('parseDebugOutput', () => {
     const spans = parseDebugOutput(sample);
     assert.equal(spans.length, 3);
     const [reconcile, call, other] = spans;
-    assert.deepEqual({ ...reconcile!, resource: undefined }, { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', parentId: '', id: '00f067aa0ba902b7', name: 'rollout.reconcile_group', kind: 'Internal', statusCode: 'Unset', attributes: { 'rollout.group': 'ingester' }, resource: undefined });
+    assert.deepEqual(
+      { ...reconcile!, resource: undefined },
+      {
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        parentId: '',
+        id: '00f067aa0ba902b7',
+        name: 'rollout.reconcile_group',
+        kind: 'Internal',
+        statusCode: 'Unset',
+        attributes: { 'rollout.group': 'ingester' },
+        resource: undefined,
+      },
+    );
     assert.equal(call!.parentId, reconcile!.id);
     assert.equal(call!.statusCode, 'Error');
-    assert.deepEqual(call!.attributes, { 'url.full': 'https://127.0.0.1:6443/api/v1/namespaces/a/pods/b: c', 'http.response.status_code': '200' }, 'event lines are not attributes');
+    assert.deepEqual(
+      call!.attributes,
+      { 'url.full': 'https://127.0.0.1:6443/api/v1/namespaces/a/pods/b: c', 'http.response.status_code': '200' },
+      'event lines are not attributes',
+    );
     assert.equal(reconcile!.resource['service.name'], 'stateward-test');
     assert.equal(other!.resource['service.name'], 'other');
     assert.equal(other!.kind, 'Server');

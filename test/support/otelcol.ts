@@ -71,7 +71,10 @@ export class Collector {
     const collector = new Collector(child, dir, port!);
     await waitFor('the OpenTelemetry Collector to be ready', () => collector.log.includes('Everything is ready'), {
       timeoutMs: 30_000,
-      fail: () => (child.exitCode !== null ? `the collector exited with ${child.exitCode}:\n${collector.log.slice(-3000)}` : undefined),
+      fail: () =>
+        child.exitCode !== null
+          ? `the collector exited with ${child.exitCode}:\n${collector.log.slice(-3000)}`
+          : undefined,
     });
     return collector;
   }

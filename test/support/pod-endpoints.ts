@@ -97,7 +97,8 @@ async function listenWithRetries(server: Server, port: number, ip: string, pod: 
       });
       return;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 25) throw new Error(`pod ${pod}: cannot listen on ${ip}:${port} after ${attempt} attempts`, { cause: error });
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 25)
+        throw new Error(`pod ${pod}: cannot listen on ${ip}:${port} after ${attempt} attempts`, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

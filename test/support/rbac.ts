@@ -18,11 +18,23 @@ export function narrowingViolations(rules: readonly KubeRule[], webhookNames: re
     const text = JSON.stringify(rule);
     const core = rule.apiGroups.includes('');
     const writes = rule.verbs.filter((v) => WRITES.includes(v));
-    if (core && rule.resources.includes('configmaps') && writes.length > 0 && !rule.resourceNames?.length) out.push(`ConfigMap ${writes.join(',')} without resourceNames: ${text}`);
-    if (rule.apiGroups.includes('coordination.k8s.io') && rule.resources.includes('leases') && rule.verbs.some((v) => ['delete', 'deletecollection', '*'].includes(v))) out.push(`Lease delete: ${text}`);
-    if (rule.apiGroups.includes('admissionregistration.k8s.io') && rule.resources.some((r) => WEBHOOK_CONFIGURATIONS.includes(r)) && writes.length > 0) {
-      if (!rule.resourceNames?.length) out.push(`webhook configuration ${writes.join(',')} without resourceNames: ${text}`);
-      else if (rule.resourceNames.some((n) => !webhookNames.includes(n))) out.push(`webhook configuration ${writes.join(',')} on names not shipped: ${text}`);
+    if (core && rule.resources.includes('configmaps') && writes.length > 0 && !rule.resourceNames?.length)
+      out.push(`ConfigMap ${writes.join(',')} without resourceNames: ${text}`);
+    if (
+      rule.apiGroups.includes('coordination.k8s.io') &&
+      rule.resources.includes('leases') &&
+      rule.verbs.some((v) => ['delete', 'deletecollection', '*'].includes(v))
+    )
+      out.push(`Lease delete: ${text}`);
+    if (
+      rule.apiGroups.includes('admissionregistration.k8s.io') &&
+      rule.resources.some((r) => WEBHOOK_CONFIGURATIONS.includes(r)) &&
+      writes.length > 0
+    ) {
+      if (!rule.resourceNames?.length)
+        out.push(`webhook configuration ${writes.join(',')} without resourceNames: ${text}`);
+      else if (rule.resourceNames.some((n) => !webhookNames.includes(n)))
+        out.push(`webhook configuration ${writes.join(',')} on names not shipped: ${text}`);
     }
   }
   return out;
@@ -31,5 +43,8 @@ export function narrowingViolations(rules: readonly KubeRule[], webhookNames: re
 /** The effective value of a repeated flag: the last one given wins, as with Go's flag package. */
 export function lastFlag(args: readonly string[], name: string): string | undefined {
   const prefix = `-${name}=`;
-  return args.filter((a) => a.startsWith(prefix)).at(-1)?.slice(prefix.length);
+  return args
+    .filter((a) => a.startsWith(prefix))
+    .at(-1)
+    ?.slice(prefix.length);
 }

@@ -7,16 +7,37 @@ import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
 import { kubectl } from './kubectl.ts';
 
-export const REPLICA_TEMPLATE = { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'replicatemplates', kind: 'ReplicaTemplate', namespaced: true };
+export const REPLICA_TEMPLATE = {
+  group: 'rollout-operator.grafana.com',
+  version: 'v1',
+  resource: 'replicatemplates',
+  kind: 'ReplicaTemplate',
+  namespaced: true,
+};
 
 const crd = fileURLToPath(new URL('../../deploy/crds/replica-templates.yaml', import.meta.url));
 
 /** Installs the CRD (idempotent) and creates a ReplicaTemplate once the API serves it. */
-export async function createReplicaTemplate(cluster: TestCluster, kube: KubeClient, namespace: string, name: string, replicas: number): Promise<void> {
+export async function createReplicaTemplate(
+  cluster: TestCluster,
+  kube: KubeClient,
+  namespace: string,
+  name: string,
+  replicas: number,
+): Promise<void> {
   const applied = await kubectl(cluster, 'apply', '-f', crd);
   if (!applied.ok) throw new Error(`cannot install the ReplicaTemplate CRD: ${applied.out}`);
-  const template = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ReplicaTemplate', metadata: { name, namespace }, spec: { replicas } } as KubeObject;
-  await waitFor(`ReplicaTemplate ${name} to be created`, () => kube.create(REPLICA_TEMPLATE, template).catch(() => undefined), { timeoutMs: 30_000 });
+  const template = {
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ReplicaTemplate',
+    metadata: { name, namespace },
+    spec: { replicas },
+  } as KubeObject;
+  await waitFor(
+    `ReplicaTemplate ${name} to be created`,
+    () => kube.create(REPLICA_TEMPLATE, template).catch(() => undefined),
+    { timeoutMs: 30_000 },
+  );
 }
 
 /** The annotations that make a StatefulSet mirror ReplicaTemplate `name`. */

@@ -29,7 +29,10 @@ export function zoneStatefulSet(namespace: string, zone: string, o: ZoneSetOptio
       name,
       namespace,
       labels: { 'rollout-group': group },
-      annotations: { ...(o.maxUnavailable ? { 'rollout-max-unavailable': o.maxUnavailable } : {}), ...(o.paused ? { 'grafana.com/rollout-paused': 'true' } : {}) },
+      annotations: {
+        ...(o.maxUnavailable ? { 'rollout-max-unavailable': o.maxUnavailable } : {}),
+        ...(o.paused ? { 'grafana.com/rollout-paused': 'true' } : {}),
+      },
     },
     spec: {
       replicas: o.replicas ?? 3,
@@ -39,9 +42,24 @@ export function zoneStatefulSet(namespace: string, zone: string, o: ZoneSetOptio
       // No `name` label anywhere: Stateward finds pods by ownerReferences.
       selector: { matchLabels: { app: name } },
       template: {
-        metadata: { labels: { app: name, 'rollout-group': group, ...(o.podLabels ?? {}) }, annotations: { 'pod-ready.stage.kwok.x-k8s.io/delay': o.readyDelay ?? '1s', version: '1' } },
+        metadata: {
+          labels: { app: name, 'rollout-group': group, ...(o.podLabels ?? {}) },
+          annotations: { 'pod-ready.stage.kwok.x-k8s.io/delay': o.readyDelay ?? '1s', version: '1' },
+        },
         spec: {
-          affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: [`zone-${zone}`] }] }] } } },
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      { key: 'topology.kubernetes.io/zone', operator: 'In', values: [`zone-${zone}`] },
+                    ],
+                  },
+                ],
+              },
+            },
+          },
           containers: [{ name: 'ingester', image: 'example.invalid/ingester:1' }],
         },
       },
@@ -53,23 +71,56 @@ export function testClient(cluster: TestCluster): KubeClient {
   return new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
 }
 
-export async function createGroup(kube: KubeClient, namespace: string, options: Partial<Record<string, ZoneSetOptions>> & { all?: ZoneSetOptions } = {}, zones = ZONES): Promise<void> {
-  for (const zone of zones) await kube.create(resources.statefulSets, zoneStatefulSet(namespace, zone, { ...options.all, ...options[zone] }));
+export async function createGroup(
+  kube: KubeClient,
+  namespace: string,
+  options: Partial<Record<string, ZoneSetOptions>> & { all?: ZoneSetOptions } = {},
+  zones = ZONES,
+): Promise<void> {
+  for (const zone of zones)
+    await kube.create(resources.statefulSets, zoneStatefulSet(namespace, zone, { ...options.all, ...options[zone] }));
 }
 
 /** Ready and not terminating. */
-export const isReady = (p: Pod) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+export const isReady = (p: Pod) =>
+  !p.metadata?.deletionTimestamp &&
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
-export async function waitGroupSettled(kube: KubeClient, namespace: string, timeoutMs = 120_000, zones = ZONES): Promise<StatefulSet[]> {
-  return waitFor('every StatefulSet of the group Ready', async () => {
-    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
-    return sets.length === zones.length && sets.every((s) => s.status?.readyReplicas === s.spec?.replicas && s.status?.observedGeneration === s.metadata?.generation) ? sets : undefined;
-  }, { timeoutMs, intervalMs: 250 });
+export async function waitGroupSettled(
+  kube: KubeClient,
+  namespace: string,
+  timeoutMs = 120_000,
+  zones = ZONES,
+): Promise<StatefulSet[]> {
+  return waitFor(
+    'every StatefulSet of the group Ready',
+    async () => {
+      const sets = (
+        await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })
+      ).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
+      return sets.length === zones.length &&
+        sets.every(
+          (s) =>
+            s.status?.readyReplicas === s.spec?.replicas && s.status?.observedGeneration === s.metadata?.generation,
+        )
+        ? sets
+        : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
 }
 
 /** Changes the pod template (a new revision); extra labels can break or fix it. */
-export async function changeTemplate(kube: KubeClient, namespace: string, zone: string, version: string, podLabels: Record<string, string | null> = {}): Promise<void> {
-  await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', { spec: { template: { metadata: { annotations: { version }, labels: podLabels } } } });
+export async function changeTemplate(
+  kube: KubeClient,
+  namespace: string,
+  zone: string,
+  version: string,
+  podLabels: Record<string, string | null> = {},
+): Promise<void> {
+  await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+    spec: { template: { metadata: { annotations: { version }, labels: podLabels } } },
+  });
 }
 
 /**
@@ -79,20 +130,48 @@ export async function changeTemplate(kube: KubeClient, namespace: string, zone: 
  * operator looks; otherwise the first set to get its revision rolls first.
  */
 export async function waitRevisionsPending(kube: KubeClient, namespace: string, zones = ZONES): Promise<void> {
-  await waitFor('every zone to have a pending update revision', async () => {
-    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
-    return sets.length === zones.length && sets.every((s) => s.status?.observedGeneration === s.metadata?.generation && s.status?.updateRevision !== s.status?.currentRevision);
-  }, { timeoutMs: 30_000, intervalMs: 100 });
+  await waitFor(
+    'every zone to have a pending update revision',
+    async () => {
+      const sets = (
+        await kube.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: 'rollout-group' })
+      ).items.filter((s) => zones.some((z) => s.metadata?.name === `ingester-zone-${z}`));
+      return (
+        sets.length === zones.length &&
+        sets.every(
+          (s) =>
+            s.status?.observedGeneration === s.metadata?.generation &&
+            s.status?.updateRevision !== s.status?.currentRevision,
+        )
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
 }
 
 /** Waits until every StatefulSet runs its update revision everywhere and currentRevision caught up. */
-export async function waitRolledOut(kube: KubeClient, namespace: string, timeoutMs = 180_000, zones = ZONES): Promise<StatefulSet[]> {
-  return waitFor('the rollout to complete', async () => {
-    const sets = await waitGroupSettled(kube, namespace, timeoutMs, zones);
-    const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
-    const done = sets.every((s) => s.status?.currentRevision === s.status?.updateRevision && pods.filter((p) => p.metadata?.labels?.['app'] === s.metadata?.name).every((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision && isReady(p)));
-    return done ? sets : undefined;
-  }, { timeoutMs, intervalMs: 500 });
+export async function waitRolledOut(
+  kube: KubeClient,
+  namespace: string,
+  timeoutMs = 180_000,
+  zones = ZONES,
+): Promise<StatefulSet[]> {
+  return waitFor(
+    'the rollout to complete',
+    async () => {
+      const sets = await waitGroupSettled(kube, namespace, timeoutMs, zones);
+      const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
+      const done = sets.every(
+        (s) =>
+          s.status?.currentRevision === s.status?.updateRevision &&
+          pods
+            .filter((p) => p.metadata?.labels?.['app'] === s.metadata?.name)
+            .every((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision && isReady(p)),
+      );
+      return done ? sets : undefined;
+    },
+    { timeoutMs, intervalMs: 500 },
+  );
 }
 
 export interface Transition {
@@ -151,7 +230,9 @@ export class InvariantMonitor {
     if (this.violations.length === 0) return 'no violations';
     const first = Date.parse(this.violations[0]!.slice(0, 24));
     const since = Number.isFinite(first) ? first - 10_000 : 0;
-    const lines = this.transitions.filter((t) => t.at >= since).map((t) => `${new Date(t.at).toISOString()} ${t.pod} ${t.from} → ${t.to}`);
+    const lines = this.transitions
+      .filter((t) => t.at >= since)
+      .map((t) => `${new Date(t.at).toISOString()} ${t.pod} ${t.from} → ${t.to}`);
     const pods = this.pods.list().map((p) => {
       const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
       return `${p.metadata?.name} uid=${p.metadata?.uid?.slice(0, 8)} node=${p.spec?.nodeName ?? '-'} phase=${p.status?.phase ?? '-'} Ready=${ready?.status ?? '-'}(${ready?.reason ?? ''} ${ready?.lastTransitionTime ?? ''})`;
@@ -176,9 +257,15 @@ export class InvariantMonitor {
       const unavailable = pods.filter((p) => !isReady(p)).length + Math.max(0, (set.spec?.replicas ?? 1) - pods.length);
       if (unavailable > 0) disrupted.push(`${name}(${unavailable})`);
       const budget = this.budgets[name] ?? 1;
-      if (unavailable > budget) this.violations.push(`${new Date(now).toISOString()} ${name} has ${unavailable} unavailable pods, budget ${budget}`);
+      if (unavailable > budget)
+        this.violations.push(
+          `${new Date(now).toISOString()} ${name} has ${unavailable} unavailable pods, budget ${budget}`,
+        );
     }
     this.maxDisruptedAtOnce = Math.max(this.maxDisruptedAtOnce, disrupted.length);
-    if (disrupted.length > 1) this.violations.push(`${new Date(now).toISOString()} ${disrupted.length} StatefulSets disrupted at once: ${disrupted.join(', ')}`);
+    if (disrupted.length > 1)
+      this.violations.push(
+        `${new Date(now).toISOString()} ${disrupted.length} StatefulSets disrupted at once: ${disrupted.join(', ')}`,
+      );
   }
 }

@@ -6,10 +6,21 @@ import { resources } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
 import { waitFor } from '../cluster/probe.ts';
 
-export const CA_INJECTION_LABELS = (namespace: string) => ({ 'grafana.com/inject-rollout-operator-ca': 'true', 'grafana.com/namespace': namespace });
+export const CA_INJECTION_LABELS = (namespace: string) => ({
+  'grafana.com/inject-rollout-operator-ca': 'true',
+  'grafana.com/namespace': namespace,
+});
 
 /** One webhook entry for UPDATEs of StatefulSets (and their /scale) in `namespace`. */
-export function loopbackWebhook(o: { name: string; namespace: string; port: number; path: string; sideEffects: 'None' | 'NoneOnDryRun'; objectSelector?: object; rules?: object[] }): { name: string; clientConfig: { url: string } } & Record<string, unknown> {
+export function loopbackWebhook(o: {
+  name: string;
+  namespace: string;
+  port: number;
+  path: string;
+  sideEffects: 'None' | 'NoneOnDryRun';
+  objectSelector?: object;
+  rules?: object[];
+}): { name: string; clientConfig: { url: string } } & Record<string, unknown> {
   return {
     name: o.name,
     ...(o.objectSelector ? { objectSelector: o.objectSelector } : {}),
@@ -18,7 +29,15 @@ export function loopbackWebhook(o: { name: string; namespace: string; port: numb
     failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': o.namespace } },
-    rules: o.rules ?? [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['statefulsets', 'statefulsets/scale'], scope: 'Namespaced' }],
+    rules: o.rules ?? [
+      {
+        apiGroups: ['apps'],
+        apiVersions: ['v1'],
+        operations: ['UPDATE'],
+        resources: ['statefulsets', 'statefulsets/scale'],
+        scope: 'Namespaced',
+      },
+    ],
     sideEffects: o.sideEffects,
     timeoutSeconds: 10,
   };
@@ -32,7 +51,15 @@ export function evictionWebhook(namespace: string, port: number): ReturnType<typ
     port,
     path: '/admission/pod-eviction',
     sideEffects: 'NoneOnDryRun',
-    rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'], scope: 'Namespaced' }],
+    rules: [
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE'],
+        resources: ['pods/eviction'],
+        scope: 'Namespaced',
+      },
+    ],
   });
 }
 
@@ -47,10 +74,17 @@ export async function installLoopbackWebhook(
   o: { name: string; namespace: string; webhooks: ReturnType<typeof loopbackWebhook>[]; validating?: boolean },
 ): Promise<void> {
   const type = o.validating ? resources.validatingWebhookConfigurations : resources.mutatingWebhookConfigurations;
-  await kube.create<WebhookConfiguration>(type, { metadata: { name: o.name, labels: CA_INJECTION_LABELS(o.namespace) }, webhooks: o.webhooks });
+  await kube.create<WebhookConfiguration>(type, {
+    metadata: { name: o.name, labels: CA_INJECTION_LABELS(o.namespace) },
+    webhooks: o.webhooks,
+  });
   t.after(() => kube.delete(type, { name: o.name }).catch(() => undefined));
-  await waitFor('the CA injected', async () => {
-    const config = await kube.get<WebhookConfiguration>(type, { name: o.name });
-    return config.webhooks?.every((w) => w.clientConfig?.caBundle);
-  }, { timeoutMs: 20_000 });
+  await waitFor(
+    'the CA injected',
+    async () => {
+      const config = await kube.get<WebhookConfiguration>(type, { name: o.name });
+      return config.webhooks?.every((w) => w.clientConfig?.caBundle);
+    },
+    { timeoutMs: 20_000 },
+  );
 }

@@ -32,13 +32,20 @@ export function goEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
  * Runs go with its output in `logPath`; on failure throws with the output's
  * tail, naming `what` was being built.
  */
-export async function goToLog(what: string, args: string[], logPath: string, options: { env?: Record<string, string>; cwd?: string } = {}): Promise<void> {
+export async function goToLog(
+  what: string,
+  args: string[],
+  logPath: string,
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<void> {
   const logStream = createWriteStream(logPath);
   const code = await new Promise<number>((resolve, reject) => {
     const child = spawn('go', args, { env: goEnv(options.env), cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.pipe(logStream, { end: false });
     child.stderr.pipe(logStream, { end: false });
-    child.on('error', (error) => reject(new Error(`building ${what} failed: cannot run go: ${error.message} (is Go installed?)`)));
+    child.on('error', (error) =>
+      reject(new Error(`building ${what} failed: cannot run go: ${error.message} (is Go installed?)`)),
+    );
     child.on('close', (exitCode) => resolve(exitCode ?? 1));
   }).finally(() => new Promise<void>((resolve) => logStream.end(resolve)));
   if (code !== 0) {
@@ -57,6 +64,8 @@ export async function goOutput(args: string[]): Promise<string> {
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', (error) => reject(new Error(`cannot run go: ${error.message} (is Go installed?)`)));
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`go ${args.join(' ')} exited ${code}: ${stderr.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`go ${args.join(' ')} exited ${code}: ${stderr.trim()}`)),
+    );
   });
 }

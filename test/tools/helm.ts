@@ -48,7 +48,9 @@ export async function helmBinary(options: { log?: Log } = {}): Promise<string> {
 
   await mkdir(dir, { recursive: true });
   // Parallel test files (or clones) must not all build the same binary.
-  const release = await acquireLock(join(dir, '.build.lock'), { waitingMessage: () => log(`waiting for another helm build in ${dir}`) });
+  const release = await acquireLock(join(dir, '.build.lock'), {
+    waitingMessage: () => log(`waiting for another helm build in ${dir}`),
+  });
   try {
     // Whoever held the lock before us may have finished the build.
     if (!(await isFile(binary))) await build(pin, dir, binary, log);
@@ -70,15 +72,23 @@ async function build(pin: HelmPin, dir: string, binary: string, log: Log): Promi
     // `go install pkg@version` builds with Helm's own go.mod and go.sum, so
     // the dependency set is exactly the release's. GOFLAGS is cleared because
     // flags meant for this repository's modules (e.g. -mod) break it.
-    await goToLog('helm', ['install', '-trimpath', '-ldflags', helmLdflags(pin), `${pin.module}@${pin.version}`], logPath, {
-      env: { GOBIN: gobin, GOFLAGS: '', CGO_ENABLED: '0' },
-    });
+    await goToLog(
+      'helm',
+      ['install', '-trimpath', '-ldflags', helmLdflags(pin), `${pin.module}@${pin.version}`],
+      logPath,
+      {
+        env: { GOBIN: gobin, GOFLAGS: '', CGO_ENABLED: '0' },
+      },
+    );
     await rename(join(gobin, 'helm'), binary);
   } finally {
     await rm(gobin, { recursive: true, force: true });
   }
   const elapsedMs = Date.now() - started;
-  await writeFile(join(dir, 'build-info.json'), JSON.stringify({ ...pin, elapsedMs, builtAt: new Date().toISOString() }, null, 2));
+  await writeFile(
+    join(dir, 'build-info.json'),
+    JSON.stringify({ ...pin, elapsedMs, builtAt: new Date().toISOString() }, null, 2),
+  );
   log(`helm ${pin.version} ready in ${binary} (${(elapsedMs / 1000).toFixed(0)}s)`);
 }
 

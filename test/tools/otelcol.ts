@@ -39,7 +39,9 @@ export async function otelcolBinary(options: { log?: Log } = {}): Promise<string
 
   await mkdir(dir, { recursive: true });
   // Parallel test files (or clones) must not all build the same binary.
-  const release = await acquireLock(join(dir, '.build.lock'), { waitingMessage: () => log(`waiting for another collector build in ${dir}`) });
+  const release = await acquireLock(join(dir, '.build.lock'), {
+    waitingMessage: () => log(`waiting for another collector build in ${dir}`),
+  });
   try {
     if (!(await isFile(binary))) {
       const logPath = join(dir, 'build-otelcol.log');
@@ -48,13 +50,21 @@ export async function otelcolBinary(options: { log?: Log } = {}): Promise<string
       const partial = join(dir, '.otelcol.partial');
       await rm(partial, { force: true });
       // go.sum pins every dependency; -mod=readonly refuses to change it.
-      await goToLog('the OpenTelemetry Collector', ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${version}`, '-o', partial, '.'], logPath, {
-        cwd: moduleDir,
-        env: { GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' },
-      });
+      await goToLog(
+        'the OpenTelemetry Collector',
+        ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${version}`, '-o', partial, '.'],
+        logPath,
+        {
+          cwd: moduleDir,
+          env: { GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' },
+        },
+      );
       await rename(partial, binary);
       const elapsedMs = Date.now() - started;
-      await writeFile(join(dir, 'build-info.json'), JSON.stringify({ version, elapsedMs, builtAt: new Date().toISOString() }, null, 2));
+      await writeFile(
+        join(dir, 'build-info.json'),
+        JSON.stringify({ version, elapsedMs, builtAt: new Date().toISOString() }, null, 2),
+      );
       log(`OpenTelemetry Collector ${version} ready in ${binary} (${(elapsedMs / 1000).toFixed(0)}s)`);
     }
   } finally {

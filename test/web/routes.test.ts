@@ -10,12 +10,21 @@ import type { GroupStatusView, StatefulSetRow, StatusReport } from '../../src/st
 import { STATUS_API_VERSION } from '../../src/status/model.ts';
 import { cellsOf } from '../../src/web/assets/cells.js';
 import { escapeHtml } from '../../src/web/html.ts';
-import { CONTENT_SECURITY_POLICY, WebHandler, type ReportSource, type WebHandlerOptions } from '../../src/web/routes.ts';
+import {
+  CONTENT_SECURITY_POLICY,
+  WebHandler,
+  type ReportSource,
+  type WebHandlerOptions,
+} from '../../src/web/routes.ts';
 import { waitFor } from '../cluster/probe.ts';
 
 const EVIL = '<img src=x onerror="alert(1)">&\'';
 
-function row(name: string, pods: { updated: boolean; ready?: boolean; terminating?: boolean }[], replicas = pods.length): StatefulSetRow {
+function row(
+  name: string,
+  pods: { updated: boolean; ready?: boolean; terminating?: boolean }[],
+  replicas = pods.length,
+): StatefulSetRow {
   return {
     name,
     zone: `zone-${name.slice(-1)}`,
@@ -26,7 +35,13 @@ function row(name: string, pods: { updated: boolean; ready?: boolean; terminatin
     maxUnavailable: 1,
     paused: false,
     state: pods.every((p) => p.updated) ? 'up-to-date' : 'rolling',
-    podGrid: pods.map((p, ordinal) => ({ name: `${name}-${ordinal}`, ordinal, updated: p.updated, ready: p.ready ?? true, terminating: p.terminating ?? false })),
+    podGrid: pods.map((p, ordinal) => ({
+      name: `${name}-${ordinal}`,
+      ordinal,
+      updated: p.updated,
+      ready: p.ready ?? true,
+      terminating: p.terminating ?? false,
+    })),
   };
 }
 
@@ -60,7 +75,12 @@ class FakeSource implements ReportSource {
 
   report(namespace: string): StatusReport {
     this.builds++;
-    return { apiVersion: STATUS_API_VERSION, kind: 'Status', generatedAt: new Date().toISOString(), namespaces: [{ namespace, groups: this.groups, budgets: [], restarts: [] }] };
+    return {
+      apiVersion: STATUS_API_VERSION,
+      kind: 'Status',
+      generatedAt: new Date().toISOString(),
+      namespaces: [{ namespace, groups: this.groups, budgets: [], restarts: [] }],
+    };
   }
 
   subscribe(_namespace: string, listener: () => void): () => void {
@@ -120,7 +140,28 @@ function openStream(url: string) {
   };
 }
 
-const ROLLING = [group('ingester', [row('ingester-zone-a', [{ updated: true }, { updated: true }, { updated: true }]), row('ingester-zone-b', [{ updated: true }, { updated: false, ready: false, terminating: true }, { updated: false }])], { phase: 'rolling', action: 'rolling ingester-zone-b: deleting ingester-zone-b-1', waitReason: { code: 'pods-not-ready', statefulSet: 'ingester-zone-b', message: 'waiting for ingester-zone-b-1 to be Ready' } })];
+const ROLLING = [
+  group(
+    'ingester',
+    [
+      row('ingester-zone-a', [{ updated: true }, { updated: true }, { updated: true }]),
+      row('ingester-zone-b', [
+        { updated: true },
+        { updated: false, ready: false, terminating: true },
+        { updated: false },
+      ]),
+    ],
+    {
+      phase: 'rolling',
+      action: 'rolling ingester-zone-b: deleting ingester-zone-b-1',
+      waitReason: {
+        code: 'pods-not-ready',
+        statefulSet: 'ingester-zone-b',
+        message: 'waiting for ingester-zone-b-1 to be Ready',
+      },
+    },
+  ),
+];
 
 describe('web view routes', () => {
   it('answers anything but GET and HEAD with 405 and Allow: GET, HEAD', async (t) => {
@@ -154,9 +195,21 @@ describe('web view routes', () => {
 
   it('sends the CSP and no cookies on every answer', async (t) => {
     const { url } = await serve(t, new FakeSource(['team-a'], ROLLING));
-    for (const path of ['/status', '/status/team-a', '/status/api/team-a', '/status/assets/app.js', '/status/assets/app.css', '/status/assets/icon.svg', '/status/team-b']) {
+    for (const path of [
+      '/status',
+      '/status/team-a',
+      '/status/api/team-a',
+      '/status/assets/app.js',
+      '/status/assets/app.css',
+      '/status/assets/icon.svg',
+      '/status/team-b',
+    ]) {
       const response = await fetch(url(path));
-      assert.equal(response.headers.get('content-security-policy'), "default-src 'self'; script-src 'self'; style-src 'self'", path);
+      assert.equal(
+        response.headers.get('content-security-policy'),
+        "default-src 'self'; script-src 'self'; style-src 'self'",
+        path,
+      );
       assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
       assert.equal(response.headers.get('set-cookie'), null);
       await response.arrayBuffer();
@@ -168,13 +221,18 @@ describe('web view routes', () => {
   });
 
   it('escapes a malicious group name in the HTML and keeps it intact in the JSON', async (t) => {
-    const source = new FakeSource(['team-a'], [group(EVIL, [row(`${EVIL}-zone-a`, [{ updated: true }])], { action: EVIL, warnings: [EVIL] })]);
+    const source = new FakeSource(
+      ['team-a'],
+      [group(EVIL, [row(`${EVIL}-zone-a`, [{ updated: true }])], { action: EVIL, warnings: [EVIL] })],
+    );
     const { url } = await serve(t, source);
     const html = await (await fetch(url('/status/team-a'))).text();
     assert.doesNotMatch(html, /<img/);
     assert.doesNotMatch(html, /onerror="/);
     assert.ok(html.includes(`data-group="${escapeHtml(EVIL)}"`), 'the name as an escaped attribute');
-    assert.ok(html.includes(`<span class="group-name">&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;&#39;</span>`));
+    assert.ok(
+      html.includes(`<span class="group-name">&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;&#39;</span>`),
+    );
     const report = (await (await fetch(url('/status/api/team-a'))).json()) as StatusReport;
     assert.equal(report.namespaces[0]!.groups[0]!.name, EVIL);
   });
@@ -185,13 +243,27 @@ describe('web view routes', () => {
     assert.match(html, /<script type="module" src="\/status\/assets\/app.js"><\/script>/);
     assert.match(html, /<main id="report" data-namespace="team-a">/);
     assert.equal([...html.matchAll(/class="row" data-statefulset=/g)].length, 2);
-    assert.match(html, /data-pod="ingester-zone-a-0" data-ordinal="0" data-updated="true" data-ready="true" data-state="ready"/);
-    assert.match(html, /data-pod="ingester-zone-b-1" data-ordinal="1" data-updated="false" data-ready="false" data-state="terminating"/);
-    assert.match(html, /data-pod="ingester-zone-b-2" data-ordinal="2" data-updated="false" data-ready="true" data-state="ready"/);
+    assert.match(
+      html,
+      /data-pod="ingester-zone-a-0" data-ordinal="0" data-updated="true" data-ready="true" data-state="ready"/,
+    );
+    assert.match(
+      html,
+      /data-pod="ingester-zone-b-1" data-ordinal="1" data-updated="false" data-ready="false" data-state="terminating"/,
+    );
+    assert.match(
+      html,
+      /data-pod="ingester-zone-b-2" data-ordinal="2" data-updated="false" data-ready="true" data-state="ready"/,
+    );
     assert.match(html, /class="wait" data-code="pods-not-ready">waiting for ingester-zone-b-1 to be Ready</);
     assert.match(html, /class="legend"/);
     // Every page and asset stays on this server.
-    for (const text of [html, ...['app.js', 'cells.js', 'app.css'].map((f) => readFileSync(new URL(`../../src/web/assets/${f}`, import.meta.url), 'utf8'))]) {
+    for (const text of [
+      html,
+      ...['app.js', 'cells.js', 'app.css'].map((f) =>
+        readFileSync(new URL(`../../src/web/assets/${f}`, import.meta.url), 'utf8'),
+      ),
+    ]) {
       assert.doesNotMatch(text, /(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i);
       assert.doesNotMatch(text, /@import|url\(/);
     }
@@ -202,7 +274,10 @@ describe('web view routes', () => {
   it('shows missing ordinals as missing cells', () => {
     const r = row('ingester-zone-c', [{ updated: true }, { updated: true }], 4);
     r.podGrid = [r.podGrid[0]!, { ...r.podGrid[1]!, ordinal: 2, name: 'ingester-zone-c-2' }];
-    assert.deepEqual(cellsOf(r).map((c) => `${c.pod}:${c.state}`), ['ingester-zone-c-0:ready', 'ingester-zone-c-1:missing', 'ingester-zone-c-2:ready', 'ingester-zone-c-3:missing']);
+    assert.deepEqual(
+      cellsOf(r).map((c) => `${c.pod}:${c.state}`),
+      ['ingester-zone-c-0:ready', 'ingester-zone-c-1:missing', 'ingester-zone-c-2:ready', 'ingester-zone-c-3:missing'],
+    );
   });
 
   it('answers 503 while the caches sync', async (t) => {
@@ -219,7 +294,10 @@ describe('web view routes', () => {
     const { url, handler } = await serve(t, source, { minIntervalMs: 300, keepAliveMs: 100 });
     const stream = openStream(url('/status/events/team-a'));
     t.after(() => stream.close());
-    await waitFor('the first report', () => stream.reports().length === 1 || undefined, { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the first report', () => stream.reports().length === 1 || undefined, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+    });
     assert.equal(stream.status, 200);
     assert.match(String(stream.headers['content-type']), /^text\/event-stream/);
     assert.equal(stream.headers['content-security-policy'], CONTENT_SECURITY_POLICY);
@@ -230,17 +308,26 @@ describe('web view routes', () => {
     source.groups = [group('ingester', [row('ingester-zone-a', [{ updated: true }])])];
     const before = source.builds;
     for (let i = 0; i < 20; i++) source.changed();
-    await waitFor('the report after the change', () => stream.reports().length === 2 || undefined, { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the report after the change', () => stream.reports().length === 2 || undefined, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+    });
     assert.ok(source.builds - before <= 2, `built ${source.builds - before} reports for one burst`);
     assert.equal(stream.reports()[1]!.namespaces[0]!.groups[0]!.phase, 'complete');
 
     // A change that changes nothing sends nothing; keep-alives keep coming.
     source.changed();
-    await waitFor('keep-alive comments', () => (stream.text.match(/^: keep-alive$/gm)?.length ?? 0) >= 3 || undefined, { timeoutMs: 5000, intervalMs: 20 });
+    await waitFor('keep-alive comments', () => (stream.text.match(/^: keep-alive$/gm)?.length ?? 0) >= 3 || undefined, {
+      timeoutMs: 5000,
+      intervalMs: 20,
+    });
     assert.equal(stream.reports().length, 2);
 
     stream.close();
-    await waitFor('the stream to be released', () => (handler.clients === 0 && source.subscribers === 0) || undefined, { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the stream to be released', () => (handler.clients === 0 && source.subscribers === 0) || undefined, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+    });
   });
 
   it('builds one report per change for all the streams of a namespace', async (t) => {
@@ -248,12 +335,19 @@ describe('web view routes', () => {
     const { url, handler } = await serve(t, source, { minIntervalMs: 50 });
     const streams = [1, 2, 3].map(() => openStream(url('/status/events/team-a')));
     t.after(() => streams.forEach((s) => s.close()));
-    await waitFor('three streams with a report each', () => (handler.clients === 3 && streams.every((s) => s.reports().length === 1)) || undefined, { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor(
+      'three streams with a report each',
+      () => (handler.clients === 3 && streams.every((s) => s.reports().length === 1)) || undefined,
+      { timeoutMs: 5000, intervalMs: 10 },
+    );
     assert.equal(source.subscribers, 1);
     assert.equal(source.builds, 1);
     source.groups = [group('ingester', [row('ingester-zone-a', [{ updated: true }])])];
     source.changed();
-    await waitFor('the new report on every stream', () => streams.every((s) => s.reports().length === 2) || undefined, { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the new report on every stream', () => streams.every((s) => s.reports().length === 2) || undefined, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+    });
     assert.equal(source.builds, 2);
   });
 

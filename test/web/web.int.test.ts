@@ -16,7 +16,15 @@ import { WebHandler, type ReportSource } from '../../src/web/routes.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
-import { changeTemplate, createGroup, testClient, waitGroupSettled, waitRevisionsPending, waitRolledOut, ZONES } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  waitRolledOut,
+  ZONES,
+} from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const CHROMIUM = '/usr/bin/chromium';
@@ -76,22 +84,32 @@ interface PageWindow {
 const allUpdatedReady = (seenOutdated: string[]) => {
   const w = globalThis as unknown as PageWindow;
   const grid = w.__grid();
-  return grid.length === 3 && grid.every((r) => r.cells.length === 3 && r.cells.every((c) => c.updated && c.ready))
-    && seenOutdated.every((name) => w.__states.some((s) => s.grid.some((r) => r.statefulSet === name && r.cells.some((c) => !c.updated))));
+  return (
+    grid.length === 3 &&
+    grid.every((r) => r.cells.length === 3 && r.cells.every((c) => c.updated && c.ready)) &&
+    seenOutdated.every((name) =>
+      w.__states.some((s) => s.grid.some((r) => r.statefulSet === name && r.cells.some((c) => !c.updated))),
+    )
+  );
 };
 /** A zone was shown half rolled: updated and outdated pods side by side. */
-const sawMixedRow = () => (globalThis as unknown as PageWindow).__states.some((s) => s.grid.some((r) => r.cells.some((c) => c.updated) && r.cells.some((c) => !c.updated)));
+const sawMixedRow = () =>
+  (globalThis as unknown as PageWindow).__states.some((s) =>
+    s.grid.some((r) => r.cells.some((c) => c.updated) && r.cells.some((c) => !c.updated)),
+  );
 const connectionIs = (state: string) => (globalThis as unknown as PageWindow).__connection() === state;
 const polledAllReady = () => {
   const w = globalThis as unknown as PageWindow;
   return w.__connection() === 'polling' && w.__count('#report .cell[data-updated="true"][data-ready="true"]') === 9;
 };
 
-const code = (c: Cell) => `${c.updated ? 'U' : 'O'}${c.state === 'ready' ? 'r' : c.state === 'not-ready' ? 'n' : c.state === 'terminating' ? 't' : 'm'}`;
-const show = (s: GridState) => s.grid.map((r) => `${r.statefulSet.replace('ingester-zone-', '')}: ${r.cells.map(code).join(' ')}`).join(' | ');
+const code = (c: Cell) =>
+  `${c.updated ? 'U' : 'O'}${c.state === 'ready' ? 'r' : c.state === 'not-ready' ? 'n' : c.state === 'terminating' ? 't' : 'm'}`;
+const show = (s: GridState) =>
+  s.grid.map((r) => `${r.statefulSet.replace('ingester-zone-', '')}: ${r.cells.map(code).join(' ')}`).join(' | ');
 
 describe('web view in a browser', { timeout: 300000 }, () => {
-  it('shows a 3-zone rollout live, zone by zone, without leaving the operator\'s origin', async (t) => {
+  it("shows a 3-zone rollout live, zone by zone, without leaving the operator's origin", async (t) => {
     assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`);
     const started = Date.now();
     const namespace = await cluster.namespace(t);
@@ -118,15 +136,24 @@ describe('web view in a browser', { timeout: 300000 }, () => {
 
     const response = await page.goto(`${origin}/status/${namespace}`);
     assert.equal(response?.status(), 200);
-    assert.equal(response?.headers()['content-security-policy'], "default-src 'self'; script-src 'self'; style-src 'self'");
+    assert.equal(
+      response?.headers()['content-security-policy'],
+      "default-src 'self'; script-src 'self'; style-src 'self'",
+    );
     await page.evaluate(HELPERS);
     await page.waitForFunction(connectionIs, 'live', { timeout: 30_000 });
 
     // Settled: 3 rows in roll order, 3 pods each, every one updated and ready.
     await page.waitForFunction(allUpdatedReady, [], { timeout: 30_000, polling: 100 });
     const initial = await page.evaluate<Row[]>('window.__grid()');
-    assert.deepEqual(initial.map((r) => r.statefulSet), SETS);
-    assert.deepEqual(initial.map((r) => r.cells.map((c) => c.pod)), SETS.map((s) => [0, 1, 2].map((i) => `${s}-${i}`)));
+    assert.deepEqual(
+      initial.map((r) => r.statefulSet),
+      SETS,
+    );
+    assert.deepEqual(
+      initial.map((r) => r.cells.map((c) => c.pod)),
+      SETS.map((s) => [0, 1, 2].map((i) => `${s}-${i}`)),
+    );
     assert.equal(await page.locator('.group[data-group="ingester"] .phase').textContent(), 'complete');
 
     const change = Date.now();
@@ -138,7 +165,11 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     await mkdir(ARTIFACTS, { recursive: true });
     const screenshot = `${ARTIFACTS}web-rollout.png`;
     await page.screenshot({ path: screenshot, fullPage: true });
-    assert.deepEqual([...readFileSync(screenshot).subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG screenshot');
+    assert.deepEqual(
+      [...readFileSync(screenshot).subarray(0, 8)],
+      [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
+      'a PNG screenshot',
+    );
 
     // Done: every zone was seen outdated, and every pod is updated and ready again.
     await page.waitForFunction(allUpdatedReady, SETS, { timeout: 180_000, polling: 100 });
@@ -148,25 +179,45 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     const trace = states.map((s) => `${String(s.at - change).padStart(6)} ms  ${show(s)}`).join('\n');
     t.diagnostic(`${states.length} grid states:\n${trace}`);
 
-    assert.ok(states.some((s) => s.grid.some((r) => r.cells.some((c) => c.updated) && r.cells.some((c) => !c.updated))), `no zone was seen half rolled:\n${trace}`);
+    assert.ok(
+      states.some((s) => s.grid.some((r) => r.cells.some((c) => c.updated) && r.cells.some((c) => !c.updated))),
+      `no zone was seen half rolled:\n${trace}`,
+    );
     const last = states.at(-1)!;
-    assert.ok(last.grid.length === 3 && last.grid.every((r) => r.cells.length === 3 && r.cells.every((c) => c.updated && c.ready)), `final state not all updated and ready:\n${trace}`);
+    assert.ok(
+      last.grid.length === 3 &&
+        last.grid.every((r) => r.cells.length === 3 && r.cells.every((c) => c.updated && c.ready)),
+      `final state not all updated and ready:\n${trace}`,
+    );
     // Zone by zone: never two zones half rolled at once, and a zone once done stays done.
     for (const s of states) {
       const mixed = s.grid.filter((r) => r.cells.some((c) => c.updated) && r.cells.some((c) => !c.updated));
       assert.ok(mixed.length <= 1, `two zones rolling at once: ${show(s)}\n${trace}`);
     }
     const doneAt = SETS.map((name) => {
-      const outdated = states.findIndex((s) => s.grid.some((r) => r.statefulSet === name && r.cells.some((c) => !c.updated)));
-      const done = states.findIndex((s, i) => i > outdated && s.grid.some((r) => r.statefulSet === name && r.cells.every((c) => c.updated && c.ready)));
+      const outdated = states.findIndex((s) =>
+        s.grid.some((r) => r.statefulSet === name && r.cells.some((c) => !c.updated)),
+      );
+      const done = states.findIndex(
+        (s, i) =>
+          i > outdated && s.grid.some((r) => r.statefulSet === name && r.cells.every((c) => c.updated && c.ready)),
+      );
       assert.ok(outdated >= 0 && done > outdated, `${name} was not seen outdated and then updated:\n${trace}`);
       return done;
     });
     assert.equal(new Set(doneAt).size, 3, `zones finished in the same state: ${doneAt.join(', ')}\n${trace}`);
 
     // The page reached nothing but its own server: the page, its assets, the stream.
-    assert.deepEqual(requests.filter((u) => !u.startsWith(`${origin}/`)), []);
-    for (const path of [`/status/${namespace}`, '/status/assets/app.js', '/status/assets/app.css', `/status/events/${namespace}`]) {
+    assert.deepEqual(
+      requests.filter((u) => !u.startsWith(`${origin}/`)),
+      [],
+    );
+    for (const path of [
+      `/status/${namespace}`,
+      '/status/assets/app.js',
+      '/status/assets/app.css',
+      `/status/events/${namespace}`,
+    ]) {
       assert.ok(requests.includes(`${origin}${path}`), `${path} not requested; requests: ${requests.join(', ')}`);
     }
     assert.deepEqual(problems, []);
@@ -180,9 +231,15 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     await polling.evaluate(HELPERS);
     await polling.waitForFunction(polledAllReady, undefined, { timeout: 30_000, polling: 100 });
     // Polling keeps going: a second request within a few seconds.
-    await waitFor('a second poll of /status/api', () => polled.filter((u) => u === `${origin}/status/api/${namespace}`).length >= 2, { timeoutMs: 10_000, intervalMs: 100 });
+    await waitFor(
+      'a second poll of /status/api',
+      () => polled.filter((u) => u === `${origin}/status/api/${namespace}`).length >= 2,
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
     assert.ok(!polled.some((u) => u.includes('/status/events/')), 'polled page opened an event stream');
-    t.diagnostic(`setup ${((change - started) / 1000).toFixed(1)} s, rollout seen complete after ${((rolled - change) / 1000).toFixed(1)} s`);
+    t.diagnostic(
+      `setup ${((change - started) / 1000).toFixed(1)} s, rollout seen complete after ${((rolled - change) / 1000).toFixed(1)} s`,
+    );
   });
 
   it('puts hostile text into the page as text, live, without running it', async (t) => {
@@ -191,7 +248,38 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     const hostile = (n: number) => `<img src=x onerror="window.__pwned=${n}"><script>window.__pwned=${n}</script>`;
     let groups: GroupStatusView[] = [];
     const setGroups = (n: number) => {
-      groups = [{ name: hostile(n), phase: 'blocked', action: hostile(n), blocked: hostile(n), waitReason: { code: 'x', message: hostile(n) }, warnings: [hostile(n)], statefulSets: [{ name: `${hostile(n)}-zone-a`, replicas: 1, pods: 1, ready: 1, updated: 1, maxUnavailable: 1, paused: false, state: 'blocked', podGrid: [{ name: hostile(n), ordinal: 0, updated: true, ready: true, terminating: false, stuckReason: hostile(n) }] }] }];
+      groups = [
+        {
+          name: hostile(n),
+          phase: 'blocked',
+          action: hostile(n),
+          blocked: hostile(n),
+          waitReason: { code: 'x', message: hostile(n) },
+          warnings: [hostile(n)],
+          statefulSets: [
+            {
+              name: `${hostile(n)}-zone-a`,
+              replicas: 1,
+              pods: 1,
+              ready: 1,
+              updated: 1,
+              maxUnavailable: 1,
+              paused: false,
+              state: 'blocked',
+              podGrid: [
+                {
+                  name: hostile(n),
+                  ordinal: 0,
+                  updated: true,
+                  ready: true,
+                  terminating: false,
+                  stuckReason: hostile(n),
+                },
+              ],
+            },
+          ],
+        },
+      ];
     };
     setGroups(1);
     const listeners = new Set<() => void>();
@@ -199,7 +287,12 @@ describe('web view in a browser', { timeout: 300000 }, () => {
       namespaces: () => ['team-a'],
       watches: (ns) => ns === 'team-a',
       ready: () => true,
-      report: (ns): StatusReport => ({ apiVersion: STATUS_API_VERSION, kind: 'Status', generatedAt: new Date().toISOString(), namespaces: [{ namespace: ns, groups, budgets: [], restarts: [] }] }),
+      report: (ns): StatusReport => ({
+        apiVersion: STATUS_API_VERSION,
+        kind: 'Status',
+        generatedAt: new Date().toISOString(),
+        namespaces: [{ namespace: ns, groups, budgets: [], restarts: [] }],
+      }),
       subscribe: (_ns, listener) => {
         listeners.add(listener);
         return () => listeners.delete(listener);
@@ -220,7 +313,8 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     await page.goto(`http://127.0.0.1:${port}/status/team-a`);
     await page.evaluate(HELPERS);
     await page.waitForFunction(connectionIs, 'live', { timeout: 30_000 });
-    const texts = () => page.evaluate<{ elements: number; pwned: unknown; texts: string[] }>(`({
+    const texts = () =>
+      page.evaluate<{ elements: number; pwned: unknown; texts: string[] }>(`({
       elements: document.querySelectorAll('#report img, #report script').length,
       pwned: window.__pwned,
       texts: [...document.querySelectorAll('#report .group-name, #report .action, #report .wait, #report .blocked, #report .warnings li, #report .cell')].map((e) => e.textContent + '|' + (e.getAttribute('title') ?? '')),
@@ -231,11 +325,25 @@ describe('web view in a browser', { timeout: 300000 }, () => {
         setGroups(2);
         for (const listener of listeners) listener();
       }
-      await page.waitForFunction((text) => (globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }).document.querySelector('#report .group-name')?.textContent === text, hostile(n), { timeout: 10_000, polling: 50 });
+      await page.waitForFunction(
+        (text) =>
+          (
+            globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }
+          ).document.querySelector('#report .group-name')?.textContent === text,
+        hostile(n),
+        { timeout: 10_000, polling: 50 },
+      );
       const seen = await texts();
       assert.equal(seen.elements, 0);
       assert.equal(seen.pwned, undefined);
-      assert.deepEqual(seen.texts, [`${hostile(n)}|`, `${hostile(n)}|`, `${hostile(n)}|`, `${hostile(n)}|`, `${hostile(n)}|`, `0|${hostile(n)}: updated, ready (${hostile(n)})`]);
+      assert.deepEqual(seen.texts, [
+        `${hostile(n)}|`,
+        `${hostile(n)}|`,
+        `${hostile(n)}|`,
+        `${hostile(n)}|`,
+        `${hostile(n)}|`,
+        `0|${hostile(n)}: updated, ready (${hostile(n)})`,
+      ]);
     }
   });
 });

@@ -23,7 +23,12 @@ const SECRET_CREATE_DELAY_MS = 3000;
 
 /** A validating webhook that answers every Secret CREATE in `namespace` after a delay, allowing it. */
 async function slowSecretCreation(t: TestContext, namespace: string): Promise<void> {
-  const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3_600_000, now: Date.now() });
+  const tls = await generateSelfSigned({
+    org: 'test',
+    dnsNames: ['localhost'],
+    validityMs: 3_600_000,
+    now: Date.now(),
+  });
   const server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -31,7 +36,13 @@ async function slowSecretCreation(t: TestContext, namespace: string): Promise<vo
       const review = JSON.parse(body) as { apiVersion: string; request: { uid: string } };
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response: { uid: review.request.uid, allowed: true } }));
+        res.end(
+          JSON.stringify({
+            apiVersion: review.apiVersion,
+            kind: 'AdmissionReview',
+            response: { uid: review.request.uid, allowed: true },
+          }),
+        );
       }, SECRET_CREATE_DELAY_MS);
     });
   });
@@ -41,16 +52,20 @@ async function slowSecretCreation(t: TestContext, namespace: string): Promise<vo
   const name = `slow-secrets-${namespace}`;
   await kube.create<WebhookConfiguration>(resources.validatingWebhookConfigurations, {
     metadata: { name },
-    webhooks: [{
-      name: 'slow-secrets.stateward.dev',
-      admissionReviewVersions: ['v1'],
-      clientConfig: { url: `https://localhost:${port}/slow`, caBundle: Buffer.from(tls.ca).toString('base64') },
-      failurePolicy: 'Fail',
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
-      rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['secrets'], scope: 'Namespaced' }],
-      sideEffects: 'None',
-      timeoutSeconds: 10,
-    }],
+    webhooks: [
+      {
+        name: 'slow-secrets.stateward.dev',
+        admissionReviewVersions: ['v1'],
+        clientConfig: { url: `https://localhost:${port}/slow`, caBundle: Buffer.from(tls.ca).toString('base64') },
+        failurePolicy: 'Fail',
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+        rules: [
+          { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['secrets'], scope: 'Namespaced' },
+        ],
+        sideEffects: 'None',
+        timeoutSeconds: 10,
+      },
+    ],
   } as unknown as WebhookConfiguration);
   t.after(() => kube.delete(resources.validatingWebhookConfigurations, { name }).catch(() => undefined));
 }
@@ -70,12 +85,31 @@ async function firstReady(operator: OperatorProcess, timeoutMs = 30_000): Promis
 
 /** A no-downscale review straight to the replica's HTTPS port; resolves to the HTTP status, or rejects (e.g. ECONNREFUSED). */
 function review(port: number): Promise<number> {
-  const body = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'ready-1', operation: 'UPDATE', resource: { group: 'apps', version: 'v1', resource: 'statefulsets' } } });
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'ready-1',
+      operation: 'UPDATE',
+      resource: { group: 'apps', version: 'v1', resource: 'statefulsets' },
+    },
+  });
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/admission/no-downscale', method: 'POST', rejectUnauthorized: false, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/admission/no-downscale',
+        method: 'POST',
+        rejectUnauthorized: false,
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.setTimeout(5000, () => req.destroy(new Error('no answer within 5 s')));
     req.end(body);
@@ -88,17 +122,33 @@ describe('/ready covers the webhook server', { timeout: 120_000 }, () => {
       const namespace = await cluster.namespace(t, 'ready');
       await slowSecretCreation(t, namespace);
       const ports = await freePorts(replicas);
-      const operators = await Promise.all(ports.map(async (port) => {
-        const operator = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-webhooks.update-ca-bundle=false', '-server-tls.self-signed-cert.dns-name=localhost']);
-        t.after(() => operator.stop());
-        return { operator, port };
-      }));
-      await Promise.all(operators.map(async ({ operator, port }) => {
-        const before = await firstReady(operator);
-        assert.equal(await review(port), 200, `the review right after /ready turned 200 (503s before: ${before.join(' | ')})`);
-        // The wait was for the webhook server, and /ready said so.
-        assert.ok(before.some((b) => b.includes('webhooks: the HTTPS server')), `503 bodies seen: ${before.join(' | ')}`);
-      }));
+      const operators = await Promise.all(
+        ports.map(async (port) => {
+          const operator = await OperatorProcess.start(cluster, namespace, [
+            '-server-tls.enabled',
+            `-server-tls.port=${port}`,
+            '-webhooks.update-ca-bundle=false',
+            '-server-tls.self-signed-cert.dns-name=localhost',
+          ]);
+          t.after(() => operator.stop());
+          return { operator, port };
+        }),
+      );
+      await Promise.all(
+        operators.map(async ({ operator, port }) => {
+          const before = await firstReady(operator);
+          assert.equal(
+            await review(port),
+            200,
+            `the review right after /ready turned 200 (503s before: ${before.join(' | ')})`,
+          );
+          // The wait was for the webhook server, and /ready said so.
+          assert.ok(
+            before.some((b) => b.includes('webhooks: the HTTPS server')),
+            `503 bodies seen: ${before.join(' | ')}`,
+          );
+        }),
+      );
     });
   }
 });

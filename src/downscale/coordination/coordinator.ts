@@ -70,7 +70,12 @@ export class ReplicaCoordinator {
     this.options = options;
     this.log = runtime.logger.child({ controller: 'scaling' });
     this.scales = new ScaleClient(runtime.client);
-    this.podCalls = new Counter({ name: 'stateward_delayed_downscale_pod_calls_total', help: 'HTTP calls to pods for delayed downscale, by method (POST prepares, DELETE cancels) and result.', labelNames: ['method', 'result'], registers: [runtime.registry] });
+    this.podCalls = new Counter({
+      name: 'stateward_delayed_downscale_pod_calls_total',
+      help: 'HTTP calls to pods for delayed downscale, by method (POST prepares, DELETE cancels) and result.',
+      labelNames: ['method', 'result'],
+      registers: [runtime.registry],
+    });
     this.delays = this.newDelayCalls();
   }
 
@@ -88,7 +93,9 @@ export class ReplicaCoordinator {
         const uid = informerFor(statefulSets, namespace)?.get(namespace, name)?.metadata?.uid;
         const owned = uid ? (informer?.byIndex(INDEX.podsByOwner, uid) ?? []) : [];
         const orphans = informer?.byIndex(INDEX.orphanPods, '') ?? [];
-        return [...owned, ...orphans].filter((p) => p.metadata?.namespace === namespace).map((p) => p.metadata?.name ?? '');
+        return [...owned, ...orphans]
+          .filter((p) => p.metadata?.namespace === namespace)
+          .map((p) => p.metadata?.name ?? '');
       },
       onSettled: this.options.requeue,
       calls: this.podCalls,
@@ -112,7 +119,19 @@ export class ReplicaCoordinator {
     const fields = { statefulSet: nameOf(set), namespace: set.metadata?.namespace };
     if (type === 'Warning') this.log.warn(message, fields);
     else this.log.info(message, fields);
-    this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, type, reason, 'Scale', message);
+    this.runtime.events.event(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        namespace: set.metadata?.namespace,
+        name: nameOf(set),
+        uid: set.metadata?.uid ?? '',
+      },
+      type,
+      reason,
+      'Scale',
+      message,
+    );
   }
 
   private warn(set: StatefulSet, reason: string, message: string): void {
@@ -122,15 +141,39 @@ export class ReplicaCoordinator {
   private async setReplicas(set: StatefulSet, replicas: number, why: string): Promise<boolean> {
     if (!this.runtime.isLeader()) return false;
     try {
-      await this.runtime.client.patch(resources.statefulSets, { namespace: set.metadata?.namespace ?? '', name: nameOf(set) }, 'strategic', { spec: { replicas } }, { timeoutMs: 15_000 });
+      await this.runtime.client.patch(
+        resources.statefulSets,
+        { namespace: set.metadata?.namespace ?? '', name: nameOf(set) },
+        'strategic',
+        { spec: { replicas } },
+        { timeoutMs: 15_000 },
+      );
     } catch (error) {
       // A webhook may deny it (prepare-downscale's min-time, no-downscale): reported, retried later.
-      this.warn(set, 'ScaleFailed', `could not scale ${nameOf(set)} to ${replicas}: ${error instanceof Error ? error.message : String(error)}`);
+      this.warn(
+        set,
+        'ScaleFailed',
+        `could not scale ${nameOf(set)} to ${replicas}: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return false;
     }
     this.expected.set(`${set.metadata?.namespace}/${nameOf(set)}`, { replicas, at: this.runtime.clock.monotonic() });
-    this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, { statefulSet: nameOf(set) });
-    this.runtime.events.event({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: set.metadata?.namespace, name: nameOf(set), uid: set.metadata?.uid ?? '' }, 'Normal', 'ScaledReplicas', 'Scale', `scaled from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`);
+    this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, {
+      statefulSet: nameOf(set),
+    });
+    this.runtime.events.event(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        namespace: set.metadata?.namespace,
+        name: nameOf(set),
+        uid: set.metadata?.uid ?? '',
+      },
+      'Normal',
+      'ScaledReplicas',
+      'Scale',
+      `scaled from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`,
+    );
     return true;
   }
 
@@ -165,9 +208,16 @@ export class ReplicaCoordinator {
   /** Adjusts the group's replicas; true when a StatefulSet was changed (the rollout step then waits for the next reconcile). */
   async adjust(cached: StatefulSet[]): Promise<boolean> {
     const sets = cached.map((set) => this.withExpectedReplicas(set));
-    for (const set of sets) for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
+    for (const set of sets)
+      for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
     // Every pass notes the group's last downscales, so a later step of the wall clock cannot shorten min-time.
-    const countedFrom = observeLastDownscales(this.runtime.sightings, { namespace: sets[0]?.metadata?.namespace ?? '', statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales: lastDownscalesFromAnnotations(sets), source: 'annotation', seen: 'read' });
+    const countedFrom = observeLastDownscales(this.runtime.sightings, {
+      namespace: sets[0]?.metadata?.namespace ?? '',
+      statefulSets: sets.map((s) => s.metadata?.name ?? ''),
+      lastDownscales: lastDownscalesFromAnnotations(sets),
+      source: 'annotation',
+      seen: 'read',
+    });
     const plan = planGroupReplicas({ group: sets, now: this.runtime.clock.now(), countedFrom });
     for (const error of plan.errors) {
       const set = sets.find((s) => nameOf(s) === error.statefulSet) ?? sets[0]!;
@@ -202,22 +252,35 @@ export class ReplicaCoordinator {
       this.warn(set, 'InvalidScalingMetadata', reference.error);
       return false;
     }
-    const ref: ScaleRef = { apiVersion: reference.apiVersion, kind: reference.kind, namespace: set.metadata?.namespace ?? '', name: reference.name };
+    const ref: ScaleRef = {
+      apiVersion: reference.apiVersion,
+      kind: reference.kind,
+      namespace: set.metadata?.namespace ?? '',
+      name: reference.name,
+    };
     let scale;
     try {
       scale = await this.readScale(ref);
     } catch (error) {
-      this.warn(set, 'ScalingError', `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`);
+      this.warn(
+        set,
+        'ScalingError',
+        `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return false;
     }
     const current = set.spec?.replicas ?? 1;
     const backTo = async (replicas: number) => {
-      if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY])) return;
+      if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY]))
+        return;
       try {
         await this.scales.writeBackStatusReplicas(ref, replicas);
         this.scaleReads.delete(scaleKey(ref));
       } catch (error) {
-        this.log.warn('could not write status.replicas back to the reference resource', { statefulSet: nameOf(set), err: error instanceof Error ? error.message : String(error) });
+        this.log.warn('could not write status.replicas back to the reference resource', {
+          statefulSet: nameOf(set),
+          err: error instanceof Error ? error.message : String(error),
+        });
       }
     };
     // A follower's replicas come from its leader; its reference resource only
@@ -236,7 +299,12 @@ export class ReplicaCoordinator {
     }
     const target = mirrorTarget({ sts: set, referenceReplicas: scale.spec?.replicas ?? 0 });
     if (target.warning) this.warn(set, 'InvalidScalingMetadata', target.warning);
-    const pods: DelayTarget | undefined = delay && { namespace: set.metadata?.namespace ?? '', statefulSet: nameOf(set), serviceName: set.spec?.serviceName ?? '', urlTemplate: delay.url };
+    const pods: DelayTarget | undefined = delay && {
+      namespace: set.metadata?.namespace ?? '',
+      statefulSet: nameOf(set),
+      serviceName: set.spec?.serviceName ?? '',
+      urlTemplate: delay.url,
+    };
     let replicas = current;
     let why = target.reason;
     if (target.action === 'in-sync' || target.action === 'scale-up') {
@@ -248,13 +316,28 @@ export class ReplicaCoordinator {
     } else {
       const answer = this.delays.prepare(pods, current, target.target);
       if (answer === 'pending') {
-        this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', { statefulSet: nameOf(set), from: current, to: target.target });
+        this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', {
+          statefulSet: nameOf(set),
+          from: current,
+          to: target.target,
+        });
       } else {
         // Wall clock: compared with the timestamps the pods answered.
-        const decision = delayedDownscaleDecision({ current, desired: target.target, timestamps: answer.results, delayMs: delay.delayMs, now: this.runtime.clock.now() });
+        const decision = delayedDownscaleDecision({
+          current,
+          desired: target.target,
+          timestamps: answer.results,
+          delayMs: delay.delayMs,
+          now: this.runtime.clock.now(),
+        });
         if ('error' in decision) {
           const waiting = decision.error.startsWith('configured downscale delay');
-          this.report(set, waiting ? 'Normal' : 'Warning', waiting ? 'DelayedDownscaleWaiting' : 'DelayedDownscaleFailed', `not scaling ${nameOf(set)} from ${current} to ${target.target} yet: ${decision.error}`);
+          this.report(
+            set,
+            waiting ? 'Normal' : 'Warning',
+            waiting ? 'DelayedDownscaleWaiting' : 'DelayedDownscaleFailed',
+            `not scaling ${nameOf(set)} from ${current} to ${target.target} yet: ${decision.error}`,
+          );
         } else {
           replicas = decision.allowed;
           why = `${target.reason}; ${current - replicas} pod(s) at the end prepared for at least ${formatGoDuration(delay.delayMs)}`;

@@ -19,7 +19,9 @@ export interface DelayedDownscaleConfig {
 // scheme://[userinfo@]host[:port][/path][?query][#fragment]
 const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(?:([^/?#@]*)@)?([^/?#]*)(.*)$/s;
 
-function splitUrl(url: string): { scheme: string; userinfo: string | undefined; host: string; port: string; rest: string } | undefined {
+function splitUrl(
+  url: string,
+): { scheme: string; userinfo: string | undefined; host: string; port: string; rest: string } | undefined {
   const m = URL_PARTS.exec(url);
   if (!m) return undefined;
   const hostPort = m[3]!;
@@ -29,7 +31,13 @@ function splitUrl(url: string): { scheme: string; userinfo: string | undefined; 
   const portText = colon >= 0 && afterBracket ? hostPort.slice(colon + 1) : '';
   const hasPort = colon >= 0 && afterBracket && /^[0-9]*$/.test(portText);
   if (colon >= 0 && afterBracket && !hasPort) return undefined;
-  return { scheme: m[1]!, userinfo: m[2], host: hasPort ? hostPort.slice(0, colon) : hostPort, port: hasPort ? portText : '', rest: m[4]! };
+  return {
+    scheme: m[1]!,
+    userinfo: m[2],
+    host: hasPort ? hostPort.slice(0, colon) : hostPort,
+    port: hasPort ? portText : '',
+    rest: m[4]!,
+  };
 }
 
 /**
@@ -43,7 +51,8 @@ export function delayedDownscaleConfig(sts: StatefulSet): DelayedDownscaleConfig
   const delayText = annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '';
   const url = annotations[DELAYED_DOWNSCALE_URL_ANNOTATION_KEY] ?? '';
   if (delayText === '' || url === '') return undefined;
-  if (delayText.startsWith('-')) return { error: `negative value of ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation: ${delayText}` };
+  if (delayText.startsWith('-'))
+    return { error: `negative value of ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation: ${delayText}` };
   let delayMs: number;
   try {
     delayMs = parsePromDuration(delayText);
@@ -52,7 +61,9 @@ export function delayedDownscaleConfig(sts: StatefulSet): DelayedDownscaleConfig
     return { error: `failed to parse ${DELAYED_DOWNSCALE_ANNOTATION_KEY} annotation value as duration: ${why}` };
   }
   if (splitUrl(url) === undefined) {
-    return { error: `failed to parse ${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY} annotation value as URL: ${quoteValue(url)} is not scheme://host[:port]/path` };
+    return {
+      error: `failed to parse ${DELAYED_DOWNSCALE_URL_ANNOTATION_KEY} annotation value as URL: ${quoteValue(url)} is not scheme://host[:port]/path`,
+    };
   }
   if (delayMs <= 0) return undefined;
   return { delayMs, url };
@@ -122,7 +133,11 @@ export interface DelayedDownscaleCallPlan {
  * `existing`, every pod of [0, current) is taken to exist (small counts
  * only, as in tests: the executor always passes the pods its cache shows).
  */
-export function delayedDownscaleCalls(input: { current: number; desired: number; existing?: Iterable<number> }): DelayedDownscaleCallPlan {
+export function delayedDownscaleCalls(input: {
+  current: number;
+  desired: number;
+  existing?: Iterable<number>;
+}): DelayedDownscaleCallPlan {
   const { current, desired } = input;
   if (input.existing === undefined) {
     const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
@@ -153,17 +168,20 @@ export function cancelSucceeded(status: number): boolean {
  * → the timestamp; anything else → an error.
  */
 export function parsePrepareResponse(response: { status: number; body: string }): number | { error: string } {
-  if (response.status < 200 || response.status >= 300) return { error: `HTTP POST request returned non-2xx status code: ${response.status}` };
+  if (response.status < 200 || response.status >= 300)
+    return { error: `HTTP POST request returned non-2xx status code: ${response.status}` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(response.body);
   } catch (error) {
     return { error: `cannot decode response: ${error instanceof Error ? error.message : String(error)}` };
   }
-  if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) return { error: 'cannot decode response: not a JSON object' };
+  if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed)))
+    return { error: 'cannot decode response: not a JSON object' };
   const timestamp = parsed === null ? undefined : (parsed as Record<string, unknown>)['timestamp'];
   if (timestamp === undefined || timestamp === null || timestamp === 0) return { error: 'no timestamp in response' };
-  if (typeof timestamp !== 'number' || !Number.isSafeInteger(timestamp)) return { error: `cannot decode response: timestamp ${JSON.stringify(timestamp)} is not an integer` };
+  if (typeof timestamp !== 'number' || !Number.isSafeInteger(timestamp))
+    return { error: `cannot decode response: timestamp ${JSON.stringify(timestamp)} is not an integer` };
   return timestamp;
 }
 
@@ -193,10 +211,13 @@ export function delayedDownscaleDecision(input: {
   for (let ordinal = desired; ordinal < current; ordinal++) {
     const result = timestamps.get(ordinal);
     const failure =
-      result === undefined ? `no response from pod ordinal ${ordinal}`
-      : typeof result !== 'number' ? `pod ordinal ${ordinal}: ${result.error}`
-      : result === 0 ? `pod ordinal ${ordinal}: no timestamp in response`
-      : undefined;
+      result === undefined
+        ? `no response from pod ordinal ${ordinal}`
+        : typeof result !== 'number'
+          ? `pod ordinal ${ordinal}: ${result.error}`
+          : result === 0
+            ? `pod ordinal ${ordinal}: no timestamp in response`
+            : undefined;
     if (failure !== undefined) return { error: `failed prepare pods for delayed downscale: ${failure}` };
   }
   let allowed = current;
@@ -206,7 +227,9 @@ export function delayedDownscaleDecision(input: {
     allowed--;
   }
   if (allowed === current) {
-    return { error: `configured downscale delay ${formatGoDuration(delayMs)} has not been reached for any pods at the end of statefulset replicas range` };
+    return {
+      error: `configured downscale delay ${formatGoDuration(delayMs)} has not been reached for any pods at the end of statefulset replicas range`,
+    };
   }
   return { allowed };
 }

@@ -27,7 +27,15 @@ import type { Clock } from '../../runtime/clock.ts';
 import type { Pod } from '../../runtime/kube/types.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import { mapBounded, PodClient, type PodCallResult } from '../../workloads/podclient.ts';
-import { cancelSucceeded, delayedDownscaleCalls, ordinalsOf, parsePrepareResponse, podUrl, type DelayedDownscaleCallPlan, type PrepareResults } from './delay.ts';
+import {
+  cancelSucceeded,
+  delayedDownscaleCalls,
+  ordinalsOf,
+  parsePrepareResponse,
+  podUrl,
+  type DelayedDownscaleCallPlan,
+  type PrepareResults,
+} from './delay.ts';
 
 export interface DelayTarget {
   namespace: string;
@@ -111,27 +119,40 @@ export class DelayedDownscaleCalls {
   prepare(target: DelayTarget, current: number, desired: number): { results: PrepareResults } | 'pending' {
     const state = this.state(target);
     const outcome = state.prepared;
-    if (outcome && state.queued === 0 && outcome.current === current && outcome.desired === desired && this.o.clock.monotonic() - outcome.at <= this.o.freshMs) {
+    if (
+      outcome &&
+      state.queued === 0 &&
+      outcome.current === current &&
+      outcome.desired === desired &&
+      this.o.clock.monotonic() - outcome.at <= this.o.freshMs
+    ) {
       state.prepared = undefined;
       return { results: outcome.results };
     }
     state.prepared = undefined;
     if (state.preparing?.current === current && state.preparing.desired === desired) return 'pending';
     state.preparing = { current, desired };
-    this.enqueue(target, state, async () => {
-      state.dirty = true;
-      const plan = this.plan(target, current, desired);
-      const [cancels, posts] = await Promise.all([
-        this.callOrdinals(target, 'DELETE', plan.cancel),
-        this.callOrdinals(target, 'POST', plan.prepare),
-      ]);
-      this.logCancelFailures(target, state, cancels);
-      const results = new Map<number, number | { error: string }>();
-      for (const [ordinal, result] of posts) results.set(ordinal, 'error' in result ? { error: result.error } : parsePrepareResponse(result));
-      if (plan.missing !== undefined) results.set(plan.missing, { error: `pod ${target.statefulSet}-${plan.missing} does not exist` });
-      if (state.preparing?.current === current && state.preparing.desired === desired) state.preparing = undefined;
-      state.prepared = { current, desired, at: this.o.clock.monotonic(), results };
-    }, true);
+    this.enqueue(
+      target,
+      state,
+      async () => {
+        state.dirty = true;
+        const plan = this.plan(target, current, desired);
+        const [cancels, posts] = await Promise.all([
+          this.callOrdinals(target, 'DELETE', plan.cancel),
+          this.callOrdinals(target, 'POST', plan.prepare),
+        ]);
+        this.logCancelFailures(target, state, cancels);
+        const results = new Map<number, number | { error: string }>();
+        for (const [ordinal, result] of posts)
+          results.set(ordinal, 'error' in result ? { error: result.error } : parsePrepareResponse(result));
+        if (plan.missing !== undefined)
+          results.set(plan.missing, { error: `pod ${target.statefulSet}-${plan.missing} does not exist` });
+        if (state.preparing?.current === current && state.preparing.desired === desired) state.preparing = undefined;
+        state.prepared = { current, desired, at: this.o.clock.monotonic(), results };
+      },
+      true,
+    );
     return 'pending';
   }
 
@@ -144,20 +165,30 @@ export class DelayedDownscaleCalls {
     const state = this.state(target);
     state.prepared = undefined;
     const now = this.o.clock.monotonic();
-    const due = state.dirty || state.preparing !== undefined || state.lastCancelReplicas !== replicas || state.lastCancelAt === undefined || now - state.lastCancelAt >= this.o.cancelRepeatMs;
+    const due =
+      state.dirty ||
+      state.preparing !== undefined ||
+      state.lastCancelReplicas !== replicas ||
+      state.lastCancelAt === undefined ||
+      now - state.lastCancelAt >= this.o.cancelRepeatMs;
     if (!due || state.cancelling === replicas) return;
     state.cancelling = replicas;
-    this.enqueue(target, state, async () => {
-      // Rounds run in order: every POST asked for before this cancel has been sent.
-      state.dirty = false;
-      state.prepared = undefined;
-      const results = await this.callOrdinals(target, 'DELETE', this.plan(target, replicas, replicas).cancel);
-      this.logCancelFailures(target, state, results);
-      if (state.cancelling === replicas) state.cancelling = undefined;
-      state.lastCancelAt = this.o.clock.monotonic();
-      state.lastCancelReplicas = replicas;
-      // Nothing waits on a cancel: no reconcile is asked for (a failing pod must not spin one).
-    }, false);
+    this.enqueue(
+      target,
+      state,
+      async () => {
+        // Rounds run in order: every POST asked for before this cancel has been sent.
+        state.dirty = false;
+        state.prepared = undefined;
+        const results = await this.callOrdinals(target, 'DELETE', this.plan(target, replicas, replicas).cancel);
+        this.logCancelFailures(target, state, results);
+        if (state.cancelling === replicas) state.cancelling = undefined;
+        state.lastCancelAt = this.o.clock.monotonic();
+        state.lastCancelReplicas = replicas;
+        // Nothing waits on a cancel: no reconcile is asked for (a failing pod must not spin one).
+      },
+      false,
+    );
   }
 
   /** Forgets a StatefulSet that left every group. */
@@ -176,7 +207,11 @@ export class DelayedDownscaleCalls {
       try {
         await round();
       } catch (error) {
-        this.o.log.warn('delayed downscale pod calls failed', { statefulSet: target.statefulSet, namespace: target.namespace, err: error instanceof Error ? error.message : String(error) });
+        this.o.log.warn('delayed downscale pod calls failed', {
+          statefulSet: target.statefulSet,
+          namespace: target.namespace,
+          err: error instanceof Error ? error.message : String(error),
+        });
       }
       state.queued--;
       if (notify && !this.abort.signal.aborted) this.o.onSettled(target.namespace, target.statefulSet);
@@ -194,17 +229,45 @@ export class DelayedDownscaleCalls {
     return delayedDownscaleCalls({ current, desired, existing });
   }
 
-  private async callOrdinals(target: DelayTarget, method: 'POST' | 'DELETE', ordinals: number[]): Promise<Map<number, PodCallResult>> {
-    const answers = await mapBounded(ordinals, this.o.concurrency, async (ordinal): Promise<[number, PodCallResult]> => {
-      const podName = `${target.statefulSet}-${ordinal}`;
-      const url = podUrl(target.urlTemplate, { pod: podName, serviceName: target.serviceName, namespace: target.namespace, clusterDomain: this.o.clusterDomain });
-      if (typeof url !== 'string') return [ordinal, { url: target.urlTemplate, error: url.error }];
-      const result = await this.pods.call({ method, url, pod: this.o.lookupPod(target.namespace, podName), podName, timeoutMs: this.o.timeoutMs, signal: this.abort.signal });
-      const ok = 'error' in result ? false : method === 'DELETE' ? cancelSucceeded(result.status) : result.status >= 200 && result.status < 300;
-      this.o.calls?.inc({ method, result: ok ? 'success' : 'failure' });
-      this.o.log.debug(`delayed downscale ${method} ${url}`, 'error' in result ? { err: result.error } : { status: result.status });
-      return [ordinal, result];
-    });
+  private async callOrdinals(
+    target: DelayTarget,
+    method: 'POST' | 'DELETE',
+    ordinals: number[],
+  ): Promise<Map<number, PodCallResult>> {
+    const answers = await mapBounded(
+      ordinals,
+      this.o.concurrency,
+      async (ordinal): Promise<[number, PodCallResult]> => {
+        const podName = `${target.statefulSet}-${ordinal}`;
+        const url = podUrl(target.urlTemplate, {
+          pod: podName,
+          serviceName: target.serviceName,
+          namespace: target.namespace,
+          clusterDomain: this.o.clusterDomain,
+        });
+        if (typeof url !== 'string') return [ordinal, { url: target.urlTemplate, error: url.error }];
+        const result = await this.pods.call({
+          method,
+          url,
+          pod: this.o.lookupPod(target.namespace, podName),
+          podName,
+          timeoutMs: this.o.timeoutMs,
+          signal: this.abort.signal,
+        });
+        const ok =
+          'error' in result
+            ? false
+            : method === 'DELETE'
+              ? cancelSucceeded(result.status)
+              : result.status >= 200 && result.status < 300;
+        this.o.calls?.inc({ method, result: ok ? 'success' : 'failure' });
+        this.o.log.debug(
+          `delayed downscale ${method} ${url}`,
+          'error' in result ? { err: result.error } : { status: result.status },
+        );
+        return [ordinal, result];
+      },
+    );
     return new Map(answers);
   }
 
@@ -223,4 +286,3 @@ export class DelayedDownscaleCalls {
     state.dirty = true;
   }
 }
-

@@ -47,7 +47,13 @@ export function forceReplicasOverride(sts: StatefulSet): ForceReplicas {
   const raw = annotationsOf(sts)[FORCE_REPLICAS_ANNOTATION_KEY];
   if (raw === undefined) return undefined;
   const n = parseInt32(raw);
-  if (n === undefined) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: not a 32-bit integer` };
-  if (n < 0) return { warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: must not be negative` };
+  if (n === undefined)
+    return {
+      warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: not a 32-bit integer`,
+    };
+  if (n < 0)
+    return {
+      warning: `ignoring ${FORCE_REPLICAS_ANNOTATION_KEY}=${quoteValue(raw)} on ${nameOf(sts)}: must not be negative`,
+    };
   return { replicas: n };
 }

@@ -5,13 +5,12 @@
 // (RESTMapper + /scale) and applies the result.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
+import { annotationsOf, forceReplicasOverride, nameOf, replicasOf } from './keys.ts';
 import {
-  annotationsOf,
-  forceReplicasOverride,
-  nameOf,
-  replicasOf,
-} from './keys.ts';
-import { MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+} from '../../vocabulary/keys.ts';
 
 export interface MirrorReference {
   name: string;
@@ -48,8 +47,14 @@ export function mirrorReference(sts: StatefulSet): MirrorReference | undefined |
   const kind = annotations[MIRROR_KIND_ANNOTATION_KEY] ?? '';
   const apiVersion = annotations[MIRROR_API_VERSION_ANNOTATION_KEY] ?? '';
   if (name === '' && kind === '') return undefined;
-  if (name === '') return { error: `${nameOf(sts)} has ${MIRROR_KIND_ANNOTATION_KEY} but no ${MIRROR_NAME_ANNOTATION_KEY}; both are needed to mirror replicas` };
-  if (kind === '') return { error: `${nameOf(sts)} has ${MIRROR_NAME_ANNOTATION_KEY} but no ${MIRROR_KIND_ANNOTATION_KEY}; both are needed to mirror replicas` };
+  if (name === '')
+    return {
+      error: `${nameOf(sts)} has ${MIRROR_KIND_ANNOTATION_KEY} but no ${MIRROR_NAME_ANNOTATION_KEY}; both are needed to mirror replicas`,
+    };
+  if (kind === '')
+    return {
+      error: `${nameOf(sts)} has ${MIRROR_NAME_ANNOTATION_KEY} but no ${MIRROR_KIND_ANNOTATION_KEY}; both are needed to mirror replicas`,
+    };
   const gv = parseGroupVersion(apiVersion);
   if ('error' in gv) return { error: `${MIRROR_API_VERSION_ANNOTATION_KEY} of ${nameOf(sts)}: ${gv.error}` };
   return { name, kind, apiVersion, ...gv };
@@ -83,7 +88,11 @@ export interface MirrorTarget {
  * scale.spec.replicas, replaced by force-replicas when valid. `forceReplicas`
  * overrides reading the annotation (e.g. when the caller already parsed it).
  */
-export function mirrorTarget(input: { sts: StatefulSet; referenceReplicas: number; forceReplicas?: number }): MirrorTarget {
+export function mirrorTarget(input: {
+  sts: StatefulSet;
+  referenceReplicas: number;
+  forceReplicas?: number;
+}): MirrorTarget {
   const { sts, referenceReplicas } = input;
   const current = replicasOf(sts);
   const force = input.forceReplicas !== undefined ? { replicas: input.forceReplicas } : forceReplicasOverride(sts);
@@ -92,6 +101,7 @@ export function mirrorTarget(input: { sts: StatefulSet; referenceReplicas: numbe
   const target = forced ? force.replicas : referenceReplicas;
   const source = forced ? `force-replicas ${target}` : `reference resource replicas ${referenceReplicas}`;
   const action = target === current ? 'in-sync' : target > current ? 'scale-up' : 'scale-down';
-  const reason = action === 'in-sync' ? `${nameOf(sts)} matches ${source}` : `${nameOf(sts)} has ${current} replicas, ${source}`;
+  const reason =
+    action === 'in-sync' ? `${nameOf(sts)} matches ${source}` : `${nameOf(sts)} has ${current} replicas, ${source}`;
   return { current, target, action, reason, ...warning };
 }

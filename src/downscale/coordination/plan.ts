@@ -21,16 +21,20 @@
 // another there. One rule means: what the controller attempts, the webhook
 // admits.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
-import { checkMinTimeBetweenZoneDownscales, lastDownscalesFromAnnotations, type CountedFromByName } from '../mintime.ts';
-import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import {
-  annotationsOf,
-  forceReplicasOverride,
-  labelsOf,
-  nameOf,
-  replicasOf,
-} from './keys.ts';
-import { DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, PREPARE_DOWNSCALE_LABEL_KEY, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
+  checkMinTimeBetweenZoneDownscales,
+  lastDownscalesFromAnnotations,
+  type CountedFromByName,
+} from '../mintime.ts';
+import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { annotationsOf, forceReplicasOverride, labelsOf, nameOf, replicasOf } from './keys.ts';
+import {
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+} from '../../vocabulary/keys.ts';
 
 export * from './keys.ts';
 export * from './mirror.ts';
@@ -40,9 +44,7 @@ export * from './validate.ts';
 /** What drove a decision: the leader's replicas, force-replicas, or nothing (stay). */
 export type Cause = 'leader' | 'force' | 'none';
 
-export type FollowerDecision =
-  | { desired: number; reason: string; cause: Cause; warning?: string }
-  | { error: string };
+export type FollowerDecision = { desired: number; reason: string; cause: Cause; warning?: string } | { error: string };
 
 // ------------------------------------------------------------ min-time rule
 
@@ -62,7 +64,8 @@ export function mostRecentDownscale(
     const raw = annotationsOf(sts)[LAST_DOWNSCALE_ANNOTATION_KEY];
     if (raw === undefined) continue;
     const time = parseRfc3339(raw);
-    if (typeof time !== 'number') return { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${time.error}` };
+    if (typeof time !== 'number')
+      return { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${time.error}` };
     if (best === undefined || time > best.time) best = { statefulSet: name, time };
   }
   return best;
@@ -74,8 +77,19 @@ export type MinTimeOutcome =
   | { error: string };
 
 /** The MIN-TIME RULE above, for downscaling `zone` (a StatefulSet name) at `now`. */
-export function minimumTimeHasElapsed(input: { zone: string; group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): MinTimeOutcome {
-  const check = checkMinTimeBetweenZoneDownscales({ self: input.zone, group: input.group, lastDownscales: lastDownscalesFromAnnotations(input.group), now: input.now, countedFrom: input.countedFrom });
+export function minimumTimeHasElapsed(input: {
+  zone: string;
+  group: readonly StatefulSet[];
+  now: number;
+  countedFrom?: CountedFromByName;
+}): MinTimeOutcome {
+  const check = checkMinTimeBetweenZoneDownscales({
+    self: input.zone,
+    group: input.group,
+    lastDownscales: lastDownscalesFromAnnotations(input.group),
+    now: input.now,
+    countedFrom: input.countedFrom,
+  });
   return 'error' in check ? { error: check.error } : check;
 }
 
@@ -86,16 +100,25 @@ export function minimumTimeHasElapsed(input: { zone: string; group: readonly Sta
  * annotation: undefined when there is no annotation, an error when the group
  * has no StatefulSet of that name (rollout-operator: getLeaderForStatefulSet).
  */
-export function leaderFor(follower: StatefulSet, group: readonly StatefulSet[]): StatefulSet | undefined | { error: string } {
+export function leaderFor(
+  follower: StatefulSet,
+  group: readonly StatefulSet[],
+): StatefulSet | undefined | { error: string } {
   const leaderName = annotationsOf(follower)[DOWNSCALE_LEADER_ANNOTATION_KEY];
   if (leaderName === undefined) return undefined;
   const leader = group.find((s) => nameOf(s) === leaderName);
-  if (leader === undefined) return { error: `could not find leader for ${nameOf(follower)} using ${DOWNSCALE_LEADER_ANNOTATION_KEY}` };
+  if (leader === undefined)
+    return { error: `could not find leader for ${nameOf(follower)} using ${DOWNSCALE_LEADER_ANNOTATION_KEY}` };
   return leader;
 }
 
 /** The replicas a StatefulSet should have in follow-leader mode (rollout-operator: desiredStsReplicas). */
-export function desiredFollowerReplicas(input: { follower: StatefulSet; group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): FollowerDecision {
+export function desiredFollowerReplicas(input: {
+  follower: StatefulSet;
+  group: readonly StatefulSet[];
+  now: number;
+  countedFrom?: CountedFromByName;
+}): FollowerDecision {
   const { follower, group, now, countedFrom } = input;
   const name = nameOf(follower);
   const current = replicasOf(follower);
@@ -111,7 +134,11 @@ export function desiredFollowerReplicas(input: { follower: StatefulSet; group: r
 
   const warning = force !== undefined && 'warning' in force ? { warning: force.warning } : {};
   if (force !== undefined && 'replicas' in force) {
-    return { desired: force.replicas, cause: 'force', reason: `${FORCE_REPLICAS_ANNOTATION_KEY} on ${name} is ${force.replicas}` };
+    return {
+      desired: force.replicas,
+      cause: 'force',
+      reason: `${FORCE_REPLICAS_ANNOTATION_KEY} on ${name} is ${force.replicas}`,
+    };
   }
 
   const leaderName = nameOf(leader);
@@ -128,17 +155,37 @@ export function desiredFollowerReplicas(input: { follower: StatefulSet; group: r
         };
       }
     }
-    return { desired: target, cause: 'leader', reason: `following leader ${leaderName}: scaling up from ${current} to ${target}`, ...warning };
+    return {
+      desired: target,
+      cause: 'leader',
+      reason: `following leader ${leaderName}: scaling up from ${current} to ${target}`,
+      ...warning,
+    };
   }
   if (target < current) {
     const elapsed = minimumTimeHasElapsed({ zone: name, group, now, countedFrom });
     if ('error' in elapsed) return elapsed;
     if (!elapsed.elapsed) {
-      return { desired: current, cause: 'none', reason: `not following leader ${leaderName} down to ${target} yet: ${elapsed.reason}`, ...warning };
+      return {
+        desired: current,
+        cause: 'none',
+        reason: `not following leader ${leaderName} down to ${target} yet: ${elapsed.reason}`,
+        ...warning,
+      };
     }
-    return { desired: target, cause: 'leader', reason: `following leader ${leaderName}: scaling down from ${current} to ${target}`, ...warning };
+    return {
+      desired: target,
+      cause: 'leader',
+      reason: `following leader ${leaderName}: scaling down from ${current} to ${target}`,
+      ...warning,
+    };
   }
-  return { desired: current, cause: 'none', reason: `${name} already has its leader ${leaderName}'s ${current} replicas`, ...warning };
+  return {
+    desired: current,
+    cause: 'none',
+    reason: `${name} already has its leader ${leaderName}'s ${current} replicas`,
+    ...warning,
+  };
 }
 
 // ------------------------------------------------------------ group order
@@ -228,7 +275,11 @@ function cloneForSimulation(sts: StatefulSet): StatefulSet {
  *
  * A leader cycle plans nothing for the group.
  */
-export function planGroupReplicas(input: { group: readonly StatefulSet[]; now: number; countedFrom?: CountedFromByName }): GroupReplicaPlan {
+export function planGroupReplicas(input: {
+  group: readonly StatefulSet[];
+  now: number;
+  countedFrom?: CountedFromByName;
+}): GroupReplicaPlan {
   const { group, now, countedFrom } = input;
   const plan: GroupReplicaPlan = { changes: [], errors: [], warnings: [] };
   const order = chainOrder(group);
@@ -251,7 +302,13 @@ export function planGroupReplicas(input: { group: readonly StatefulSet[]; now: n
     if (decision.warning !== undefined) plan.warnings.push({ statefulSet: name, warning: decision.warning });
     const from = replicasOf(sts);
     if (decision.desired === from || decision.cause === 'none') continue;
-    plan.changes.push({ statefulSet: name, from, to: decision.desired, reason: decision.reason, cause: decision.cause });
+    plan.changes.push({
+      statefulSet: name,
+      from,
+      to: decision.desired,
+      reason: decision.reason,
+      cause: decision.cause,
+    });
     sts.spec!.replicas = decision.desired;
     if (decision.desired < from && labelsOf(sts)[PREPARE_DOWNSCALE_LABEL_KEY] === 'true') {
       sts.metadata!.annotations![LAST_DOWNSCALE_ANNOTATION_KEY] = formatRfc3339(now);

@@ -8,15 +8,27 @@ import { parseGoDuration, parsePromDuration } from '../../runtime/flags/duration
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
-import {
-  annotationsOf,
-  forceReplicasOverride,
-  labelsOf,
-  nameOf,
-} from './keys.ts';
+import { annotationsOf, forceReplicasOverride, labelsOf, nameOf } from './keys.ts';
 import { delayedDownscaleConfig } from './delay.ts';
 import { mirrorReference } from './mirror.ts';
-import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DOWNSCALE_LEADER_ANNOTATION_KEY, FORCE_REPLICAS_ANNOTATION_KEY, LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY, MIRROR_API_VERSION_ANNOTATION_KEY, MIRROR_KIND_ANNOTATION_KEY, MIRROR_NAME_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY, NO_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, ROLLOUT_GROUP_LABEL, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  NO_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+  ROLLOUT_GROUP_LABEL,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+} from '../../vocabulary/keys.ts';
 
 /** Keys rollout-operator reads only from metadata.labels. */
 export const SCALING_LABEL_KEYS: readonly string[] = [
@@ -55,7 +67,12 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
   const labels = labelsOf(sts);
   const annotations = annotationsOf(sts);
   const warnings: string[] = [];
-  const misplaced = (key: string, is: 'label' | 'annotation', mustBe: 'label' | 'annotation', other: Record<string, string>) =>
+  const misplaced = (
+    key: string,
+    is: 'label' | 'annotation',
+    mustBe: 'label' | 'annotation',
+    other: Record<string, string>,
+  ) =>
     `${name}: ${key} is set as ${is === 'label' ? 'a' : 'an'} ${is} but is only read as ${mustBe === 'label' ? 'a' : 'an'} ${mustBe}; ` +
     (key in other ? `the ${is} is ignored` : `it has no effect until it is moved to metadata.${mustBe}s`);
 
@@ -68,7 +85,9 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
   for (const { key, where } of EXACTLY_TRUE) {
     const value = (where === 'label' ? labels : annotations)[key];
     if (value !== undefined && value !== 'true' && value.toLowerCase() === 'true') {
-      warnings.push(`${name}: ${where} ${key}=${quoteValue(value)} is treated as false; only "true" (lower case) enables it`);
+      warnings.push(
+        `${name}: ${where} ${key}=${quoteValue(value)} is treated as false; only "true" (lower case) enables it`,
+      );
     }
   }
 
@@ -77,7 +96,9 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoDuration(minTime);
     } catch (error) {
-      warnings.push(`${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`);
+      warnings.push(
+        `${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`,
+      );
     }
   }
   const minTimeAnnotation = annotations[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
@@ -86,20 +107,32 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoDuration(minTimeAnnotation);
     } catch {
-      warnings.push(`${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`);
+      warnings.push(
+        `${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`,
+      );
     }
   }
 
   const last = annotations[LAST_DOWNSCALE_ANNOTATION_KEY];
   if (last !== undefined) {
     const parsed = parseRfc3339(last);
-    if (typeof parsed !== 'number') warnings.push(`${name}: annotation ${LAST_DOWNSCALE_ANNOTATION_KEY} does not parse, so downscales in its group fail: ${parsed.error}`);
+    if (typeof parsed !== 'number')
+      warnings.push(
+        `${name}: annotation ${LAST_DOWNSCALE_ANNOTATION_KEY} does not parse, so downscales in its group fail: ${parsed.error}`,
+      );
   }
 
   const force = forceReplicasOverride(sts);
   if (force !== undefined && 'warning' in force) warnings.push(force.warning);
-  if (force !== undefined && 'replicas' in force && annotations[DOWNSCALE_LEADER_ANNOTATION_KEY] === undefined && mirrorReference(sts) === undefined) {
-    warnings.push(`${name}: ${FORCE_REPLICAS_ANNOTATION_KEY} has no effect: it applies only to followers (${DOWNSCALE_LEADER_ANNOTATION_KEY}) and mirrors`);
+  if (
+    force !== undefined &&
+    'replicas' in force &&
+    annotations[DOWNSCALE_LEADER_ANNOTATION_KEY] === undefined &&
+    mirrorReference(sts) === undefined
+  ) {
+    warnings.push(
+      `${name}: ${FORCE_REPLICAS_ANNOTATION_KEY} has no effect: it applies only to followers (${DOWNSCALE_LEADER_ANNOTATION_KEY}) and mirrors`,
+    );
   }
 
   const mirror = mirrorReference(sts);
@@ -109,7 +142,9 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
     try {
       parseGoBool(writeBackValue);
     } catch {
-      warnings.push(`${name}: annotation ${MIRROR_WRITE_BACK_ANNOTATION_KEY}=${quoteValue(writeBackValue)} is not a boolean, so write-back is off`);
+      warnings.push(
+        `${name}: annotation ${MIRROR_WRITE_BACK_ANNOTATION_KEY}=${quoteValue(writeBackValue)} is not a boolean, so write-back is off`,
+      );
     }
   }
 
@@ -118,11 +153,15 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
   const delayText = annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '';
   const urlText = annotations[DELAYED_DOWNSCALE_URL_ANNOTATION_KEY] ?? '';
   if ((delayText === '') !== (urlText === '')) {
-    const [set, missing] = delayText === '' ? [DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DELAYED_DOWNSCALE_ANNOTATION_KEY] : [DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY];
+    const [set, missing] =
+      delayText === ''
+        ? [DELAYED_DOWNSCALE_URL_ANNOTATION_KEY, DELAYED_DOWNSCALE_ANNOTATION_KEY]
+        : [DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY];
     warnings.push(`${name}: ${set} is set without ${missing}, so delayed downscale is off`);
   } else if (delayText !== '' && delayed === undefined) {
     try {
-      if (parsePromDuration(delayText) === 0) warnings.push(`${name}: ${DELAYED_DOWNSCALE_ANNOTATION_KEY} is 0, so delayed downscale is off`);
+      if (parsePromDuration(delayText) === 0)
+        warnings.push(`${name}: ${DELAYED_DOWNSCALE_ANNOTATION_KEY} is 0, so delayed downscale is off`);
     } catch {
       // reported above
     }

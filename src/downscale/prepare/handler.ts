@@ -51,7 +51,10 @@ import { observeLastDownscales } from '../clocksteps.ts';
 export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
 
 /** The prepare-downscale webhook of one operator, wired to its runtime: shared caches, sightings, pod client and identity. */
-export function prepareDownscaleWebhook(runtime: Runtime, config: { useZoneTracker: boolean; zoneTrackerConfigMap: string; clusterDomain: string; podTimeoutMs: number }): AdmissionHandler {
+export function prepareDownscaleWebhook(
+  runtime: Runtime,
+  config: { useZoneTracker: boolean; zoneTrackerConfigMap: string; clusterDomain: string; podTimeoutMs: number },
+): AdmissionHandler {
   return prepareDownscaleHandler({
     client: runtime.client,
     clock: runtime.clock,
@@ -107,7 +110,11 @@ interface HeldLock {
 
 /** A Lease name for a group's downscale lock: a DNS label, unique per group value. */
 export function lockName(group: string): string {
-  const safe = group.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30);
+  const safe = group
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 30);
   return `stateward-downscale-${safe || 'group'}-${createHash('sha256').update(group).digest('hex').slice(0, 8)}`;
 }
 
@@ -143,7 +150,10 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
   function localLock(namespace: string, group: string, error: unknown): HeldLock | undefined {
     if (!warnedLocal) {
       warnedLocal = true;
-      log.warn('not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: String(error) });
+      log.warn(
+        'not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas',
+        { namespace, err: String(error) },
+      );
     }
     const key = `${namespace}/${group}`;
     if (localLocks.has(key)) return undefined;
@@ -171,7 +181,15 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     const key = `${namespace}/${group}`;
     let entry = groupLocks.get(key);
     if (!entry) {
-      const lock = new LeaseLock({ client, namespace, name: lockName(group), identity: deps.identity, leaseDurationMs: LOCK_DURATION_MS, clock: deps.clock, labels: { 'app.kubernetes.io/managed-by': 'stateward' } });
+      const lock = new LeaseLock({
+        client,
+        namespace,
+        name: lockName(group),
+        identity: deps.identity,
+        leaseDurationMs: LOCK_DURATION_MS,
+        clock: deps.clock,
+        labels: { 'app.kubernetes.io/managed-by': 'stateward' },
+      });
       groupLocks.set(key, (entry = { lock, busy: false, lastUsed: now }));
     }
     entry.lastUsed = now;
@@ -202,8 +220,11 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     let timer: Timer | undefined;
     const renewLater = () => {
       timer = deps.clock.setTimer(LOCK_RENEW_EVERY_MS, () => {
-        renewing = entry.lock.tryAcquireOrRenew(AbortSignal.timeout(LOCK_CALL_TIMEOUT_MS), LOCK_CALL_TIMEOUT_MS)
-          .catch((error: unknown) => log.warn('could not renew the downscale lock', { lease: lockName(group), err: String(error) }))
+        renewing = entry.lock
+          .tryAcquireOrRenew(AbortSignal.timeout(LOCK_CALL_TIMEOUT_MS), LOCK_CALL_TIMEOUT_MS)
+          .catch((error: unknown) =>
+            log.warn('could not renew the downscale lock', { lease: lockName(group), err: String(error) }),
+          )
           .finally(() => {
             if (timer) renewLater();
           });
@@ -217,16 +238,33 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         timer = undefined;
         // A renewal in flight would otherwise write after the release and keep the lock.
         await renewing;
-        await entry.lock.release(5000).catch((error: unknown) => log.warn('could not release the downscale lock; it expires by itself', { lease: lockName(group), err: String(error) }));
+        await entry.lock.release(5000).catch((error: unknown) =>
+          log.warn('could not release the downscale lock; it expires by itself', {
+            lease: lockName(group),
+            err: String(error),
+          }),
+        );
         entry.busy = false;
       },
     };
   }
 
   /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
-  async function callPods(method: 'POST' | 'DELETE', call: readonly Endpoint[], pods: ReadonlyMap<string, Pod>, signal: AbortSignal): Promise<CallResult[]> {
+  async function callPods(
+    method: 'POST' | 'DELETE',
+    call: readonly Endpoint[],
+    pods: ReadonlyMap<string, Pod>,
+    signal: AbortSignal,
+  ): Promise<CallResult[]> {
     return mapBounded(call, MAX_PARALLEL_CALLS, async (endpoint) => {
-      const result = await podCalls.call({ method, url: endpoint.url, pod: pods.get(endpoint.pod), podName: endpoint.pod, timeoutMs: deps.podTimeoutMs, signal });
+      const result = await podCalls.call({
+        method,
+        url: endpoint.url,
+        pod: pods.get(endpoint.pod),
+        podName: endpoint.pod,
+        timeoutMs: deps.podTimeoutMs,
+        signal,
+      });
       return 'error' in result ? result : { url: result.url, status: result.status };
     });
   }
@@ -239,25 +277,47 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       if (!isNotFound(error)) throw error;
     }
     try {
-      return await client.create<ConfigMap>(resources.configMaps, { metadata: { ...where }, data: initialZoneTracker(names, deps.clock.now()) }, { signal });
+      return await client.create<ConfigMap>(
+        resources.configMaps,
+        { metadata: { ...where }, data: initialZoneTracker(names, deps.clock.now()) },
+        { signal },
+      );
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
       return client.get<ConfigMap>(resources.configMaps, where, { signal });
     }
   }
 
-  async function record(downscale: Downscale, tracker: ConfigMap | undefined, signal: AbortSignal): Promise<string | undefined> {
+  async function record(
+    downscale: Downscale,
+    tracker: ConfigMap | undefined,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
     try {
       if (deps.mode === 'annotation') {
-        await client.patch(resources.statefulSets, { namespace: downscale.namespace, name: downscale.name }, 'strategic', lastDownscaleAnnotationPatch(deps.clock.now()), { signal });
+        await client.patch(
+          resources.statefulSets,
+          { namespace: downscale.namespace, name: downscale.name },
+          'strategic',
+          lastDownscaleAnnotationPatch(deps.clock.now()),
+          { signal },
+        );
         return undefined;
       }
       // Optimistic concurrency: we hold the group lock, so a conflict means an outside edit; retry from fresh.
       let current = tracker;
       for (let attempt = 0; attempt < 3; attempt++) {
-        current ??= await client.get<ConfigMap>(resources.configMaps, { namespace: downscale.namespace, name: deps.zoneTrackerConfigMap }, { signal });
+        current ??= await client.get<ConfigMap>(
+          resources.configMaps,
+          { namespace: downscale.namespace, name: deps.zoneTrackerConfigMap },
+          { signal },
+        );
         try {
-          await client.update<ConfigMap>(resources.configMaps, { ...current, data: recordDownscale(current.data, downscale.name, deps.clock.now()) }, { signal });
+          await client.update<ConfigMap>(
+            resources.configMaps,
+            { ...current, data: recordDownscale(current.data, downscale.name, deps.clock.now()) },
+            { signal },
+          );
           return undefined;
         } catch (error) {
           if (!isConflict(error)) throw error;
@@ -287,7 +347,9 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         } catch (error) {
           const err = error instanceof Error ? error.message : String(error);
           // Gone, or never readable with these permissions: allow, as rollout-operator. A read a retry can cure: deny.
-          return toAdmissionDecision(isNotFound(error) || isForbidden(error) ? lookupFailed(err) : parentUnreadable(downscale, err));
+          return toAdmissionDecision(
+            isNotFound(error) || isForbidden(error) ? lookupFailed(err) : parentUnreadable(downscale, err),
+          );
         }
       }
     }
@@ -309,9 +371,15 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         try {
           held = await lock(namespace, group, signal);
         } catch (error) {
-          return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-failed', error: error instanceof Error ? error.message : String(error) }));
+          return toAdmissionDecision(
+            executorFailed(downscale, {
+              kind: 'lock-failed',
+              error: error instanceof Error ? error.message : String(error),
+            }),
+          );
         }
-        if (!held) return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
+        if (!held)
+          return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
       }
       let pods: Pod[];
       try {
@@ -323,25 +391,55 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       if (info.next === 'group-checks') {
         let sets: StatefulSet[];
         try {
-          sets = (await client.list<StatefulSet>(resources.statefulSets, { namespace, labelSelector: groupSelector(group), signal })).items;
+          sets = (
+            await client.list<StatefulSet>(resources.statefulSets, {
+              namespace,
+              labelSelector: groupSelector(group),
+              signal,
+            })
+          ).items;
         } catch {
           return toAdmissionDecision(executorFailed(downscale, { kind: 'list-statefulsets' }));
         }
         let lastDownscales;
         if (deps.mode === 'zone-tracker') {
           try {
-            tracker = await zoneTracker(namespace, sets.map((s) => s.metadata?.name ?? ''), signal);
+            tracker = await zoneTracker(
+              namespace,
+              sets.map((s) => s.metadata?.name ?? ''),
+              signal,
+            );
           } catch {
             return toAdmissionDecision(executorFailed(downscale, { kind: 'load-zones' }));
           }
           const zones = parseZoneTracker(tracker.data);
-          lastDownscales = 'error' in zones ? new Map(sets.map((s) => [s.metadata?.name ?? '', { error: String(zones.error) }])) : lastDownscalesFromZones(zones);
+          lastDownscales =
+            'error' in zones
+              ? new Map(sets.map((s) => [s.metadata?.name ?? '', { error: String(zones.error) }]))
+              : lastDownscalesFromZones(zones);
         } else {
           lastDownscales = lastDownscalesFromAnnotations(sets);
         }
-        const othersPods = new Map(sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]));
-        const countedFrom = observeLastDownscales(sightings, { namespace, statefulSets: sets.map((s) => s.metadata?.name ?? ''), lastDownscales, source: deps.mode, seen: 'read' });
-        const checks = groupChecks({ downscale, mode: deps.mode, self: downscale.name, others: sets, othersPods, lastDownscales, now: deps.clock.now(), countedFrom });
+        const othersPods = new Map(
+          sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]),
+        );
+        const countedFrom = observeLastDownscales(sightings, {
+          namespace,
+          statefulSets: sets.map((s) => s.metadata?.name ?? ''),
+          lastDownscales,
+          source: deps.mode,
+          seen: 'read',
+        });
+        const checks = groupChecks({
+          downscale,
+          mode: deps.mode,
+          self: downscale.name,
+          others: sets,
+          othersPods,
+          lastDownscales,
+          now: deps.clock.now(),
+          countedFrom,
+        });
         if (checks.kind === 'deny') {
           log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
           return toAdmissionDecision(checks);
@@ -349,8 +447,19 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       }
       const mine = pods.filter((p) => ownerUid(p) === statefulSet.metadata?.uid);
       const podsByName = new Map(mine.map((p) => [p.metadata?.name ?? '', p]));
-      const { call, skipped } = endpoints({ sts: downscale.name, namespace, serviceName: info.info.serviceName, port: info.info.port, path: info.info.path, clusterDomain: deps.clusterDomain, from: downscale.from, to: downscale.to, existingPods: new Set(podsByName.keys()) });
-      if (skipped.length > 0) log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
+      const { call, skipped } = endpoints({
+        sts: downscale.name,
+        namespace,
+        serviceName: info.info.serviceName,
+        port: info.info.port,
+        path: info.info.path,
+        clusterDomain: deps.clusterDomain,
+        from: downscale.from,
+        to: downscale.to,
+        existingPods: new Set(podsByName.keys()),
+      });
+      if (skipped.length > 0)
+        log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
       // Act only under a lock still ours (renewed within the deadline), before each irreversible step.
       if (held && !held.held()) return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
       const prepared = afterPrepare({ downscale, call, results: await callPods('POST', call, podsByName, signal) });
@@ -362,7 +471,12 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         await callPods('DELETE', call, podsByName, signal);
         return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
       }
-      const outcome = afterRecord({ downscale, mode: deps.mode, call, ...(await record(downscale, tracker, signal).then((e) => (e === undefined ? {} : { recordError: e }))) });
+      const outcome = afterRecord({
+        downscale,
+        mode: deps.mode,
+        call,
+        ...(await record(downscale, tracker, signal).then((e) => (e === undefined ? {} : { recordError: e }))),
+      });
       if (outcome.kind === 'deny') {
         await callPods('DELETE', outcome.undo, podsByName, signal);
         return toAdmissionDecision(outcome);

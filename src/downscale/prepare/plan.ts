@@ -26,7 +26,15 @@ import { replicasOf } from '../../vocabulary/replicas.ts';
 import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { checkMinTimeBetweenZoneDownscales, type CountedFromByName, type LastDownscale } from '../mintime.ts';
 import type { ZoneInfo } from './zonetracker.ts';
-import { LAST_DOWNSCALE_ANNOTATION_KEY, POD_NAME_LABEL_KEY, PREPARE_DOWNSCALE_LABEL_KEY, PREPARE_DOWNSCALE_LABEL_VALUE, PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY, PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY, ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
+import {
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  POD_NAME_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_VALUE,
+  PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY,
+  ROLLOUT_GROUP_LABEL,
+} from '../../vocabulary/keys.ts';
 
 export { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 export {
@@ -114,7 +122,8 @@ export type StatefulSetSource =
   /** A /scale UPDATE: the executor GETs the parent StatefulSet (a failure → lookupFailed). */
   | { kind: 'live-get'; namespace: string; name: string };
 
-export type FirstChecksOutcome = Allow | { kind: 'resolve-statefulset'; downscale: Downscale; source: StatefulSetSource };
+export type FirstChecksOutcome =
+  Allow | { kind: 'resolve-statefulset'; downscale: Downscale; source: StatefulSetSource };
 
 const GO_TYPE: Record<string, string> = { Deployment: '*v1.Deployment', ReplicaSet: '*v1.ReplicaSet' };
 
@@ -138,7 +147,8 @@ export function firstChecks(request: AdmissionRequestV1): FirstChecksOutcome {
   const to = newReplicas.replicas ?? undefined;
   if (from === undefined && to === undefined) return { kind: 'allow' };
   // From or to an unset replicas count is not a downscale strictly speaking.
-  if (from === undefined || to === undefined) return { kind: 'allow', warning: 'old/new replicas is nil, allowing the change' };
+  if (from === undefined || to === undefined)
+    return { kind: 'allow', warning: 'old/new replicas is nil, allowing the change' };
   if (from <= to) return { kind: 'allow' };
 
   const resource = request.resource.resource;
@@ -146,14 +156,20 @@ export function firstChecks(request: AdmissionRequestV1): FirstChecksOutcome {
   const namespace = request.namespace ?? '';
   const downscale: Downscale = { resource, name, namespace, from, to };
   if (oldReplicas.kind === 'StatefulSet') {
-    return { kind: 'resolve-statefulset', downscale, source: { kind: 'old-object', statefulSet: request.oldObject as StatefulSet } };
+    return {
+      kind: 'resolve-statefulset',
+      downscale,
+      source: { kind: 'old-object', statefulSet: request.oldObject as StatefulSet },
+    };
   }
   if (oldReplicas.kind === 'Scale') {
     if (resource !== 'statefulsets') return lookupFailed(`unsupported resource ${resource}`);
     return { kind: 'resolve-statefulset', downscale, source: { kind: 'live-get', namespace, name } };
   }
   // A Deployment or ReplicaSet routed here by a wider webhook configuration.
-  return lookupFailed(`unsupported type apps/v1, Kind=${oldReplicas.kind} (go type ${GO_TYPE[oldReplicas.kind] ?? oldReplicas.kind})`);
+  return lookupFailed(
+    `unsupported type apps/v1, Kind=${oldReplicas.kind} (go type ${GO_TYPE[oldReplicas.kind] ?? oldReplicas.kind})`,
+  );
 }
 
 /** The /scale parent is not a StatefulSet this webhook handles, or no longer exists: fail open. */
@@ -180,7 +196,8 @@ export interface PrepareInfo {
   serviceName: string;
 }
 
-export type StsInfoOutcome = Allow | Deny | { kind: 'proceed'; downscale: Downscale; info: PrepareInfo; next: 'group-checks' | 'prepare-pods' };
+export type StsInfoOutcome =
+  Allow | Deny | { kind: 'proceed'; downscale: Downscale; info: PrepareInfo; next: 'group-checks' | 'prepare-pods' };
 
 /** What rollout-operator reads from the StatefulSet (getStatefulSetPrepareInfo). */
 export function readPrepareInfo(statefulSet: StatefulSet): PrepareInfo & { prepareDownscale: boolean } {
@@ -214,9 +231,12 @@ export function stsInfo(statefulSet: StatefulSet, downscale: Downscale): StsInfo
     return { kind: 'allow' };
   }
   // A mutating webhook sees the count before validation: a negative one would have every pod prepared for nothing.
-  if (downscale.to < 0) return deny(downscale, `the new replica count ${downscale.to} is negative: no pod was prepared for shutdown.`);
-  if (info.port === '') return deny(downscale, `the ${PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY} annotation is not set or empty.`);
-  if (info.path === '') return deny(downscale, `the ${PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY} annotation is not set or empty.`);
+  if (downscale.to < 0)
+    return deny(downscale, `the new replica count ${downscale.to} is negative: no pod was prepared for shutdown.`);
+  if (info.port === '')
+    return deny(downscale, `the ${PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY} annotation is not set or empty.`);
+  if (info.path === '')
+    return deny(downscale, `the ${PREPARE_DOWNSCALE_PATH_ANNOTATION_KEY} annotation is not set or empty.`);
   if (info.serviceName === '') return deny(downscale, 'the serviceName is not set or empty.');
   return { kind: 'proceed', downscale, info, next: info.rolloutGroup !== '' ? 'group-checks' : 'prepare-pods' };
 }
@@ -248,7 +268,10 @@ export function executorFailed(downscale: Downscale, failure: ExecutorFailure): 
     case 'lock-failed':
       return deny(downscale, `taking the rollout group's lock failed: ${failure.error}`);
     case 'lock-lost':
-      return deny(downscale, "the rollout group's lock could not be renewed in time, so another replica may hold it now; retry");
+      return deny(
+        downscale,
+        "the rollout group's lock could not be renewed in time, so another replica may hold it now; retry",
+      );
   }
 }
 
@@ -269,7 +292,10 @@ export function lastDownscalesFromZones(zones: ReadonlyMap<string, ZoneInfo>): M
   const out = new Map<string, LastDownscale>();
   for (const [name, info] of zones) {
     const parsed = parseRfc3339(info.lastDownscaled);
-    out.set(name, typeof parsed === 'number' ? parsed : { error: `can't parse last downscale time of ${name}: ${parsed.error}` });
+    out.set(
+      name,
+      typeof parsed === 'number' ? parsed : { error: `can't parse last downscale time of ${name}: ${parsed.error}` },
+    );
   }
   return out;
 }
@@ -322,7 +348,12 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
   if (!minTime.elapsed) {
     return {
       ...deny(downscale, minTime.reason),
-      block: { reason: 'min-time', statefulSet: minTime.blockedBy, lastDownscale: minTime.lastDownscale, minTime: minTime.minTime },
+      block: {
+        reason: 'min-time',
+        statefulSet: minTime.blockedBy,
+        lastDownscale: minTime.lastDownscale,
+        minTime: minTime.minTime,
+      },
     };
   }
 
@@ -344,7 +375,10 @@ export function groupChecks(input: GroupChecksInput): GroupChecksOutcome {
       const nonUpdated = replicas - updated;
       const nonReady = replicas - ready;
       return {
-        ...deny(downscale, `statefulset ${name} has ${nonUpdated} non-updated replicas and ${nonReady} non-ready replicas`),
+        ...deny(
+          downscale,
+          `statefulset ${name} has ${nonUpdated} non-updated replicas and ${nonReady} non-ready replicas`,
+        ),
         block: { reason: 'rollout-in-progress', statefulSet: name, nonUpdated, nonReady },
       };
     }
@@ -404,7 +438,12 @@ export function endpoints(input: EndpointsInput): { call: Endpoint[]; skipped: s
     const ordinal = pod.slice(prefix.length);
     if (!pod.startsWith(prefix) || !/^(0|[1-9][0-9]*)$/.test(ordinal)) continue;
     const index = Number(ordinal);
-    if (index >= low && index < input.from) call.push({ url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}/${path}`, index, pod });
+    if (index >= low && index < input.from)
+      call.push({
+        url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}/${path}`,
+        index,
+        pod,
+      });
   }
   call.sort((a, b) => b.index - a.index);
   // For the log: the missing pods, highest first, at most MAX_SKIPPED_LISTED of them.
@@ -435,7 +474,11 @@ export interface UndoAndDeny extends Deny {
  * otherwise (a failure, or an endpoint the executor gave up on after
  * failing fast) → DELETE all endpoints and deny.
  */
-export function afterPrepare(input: { downscale: Downscale; call: readonly Endpoint[]; results: readonly CallResult[] }): UndoAndDeny | { kind: 'record' } {
+export function afterPrepare(input: {
+  downscale: Downscale;
+  call: readonly Endpoint[];
+  results: readonly CallResult[];
+}): UndoAndDeny | { kind: 'record' } {
   const succeeded = new Set(input.results.filter(callSucceeded).map((r) => r.url));
   if (input.call.every((ep) => succeeded.has(ep.url))) return { kind: 'record' };
   return { ...deny(input.downscale, 'one or more pods failed to prepare for shutdown.'), undo: [...input.call] };
@@ -453,10 +496,15 @@ export function afterRecord(input: {
 }): UndoAndDeny | Allow {
   if (input.recordError !== undefined) {
     const because =
-      input.mode === 'annotation' ? 'adding an annotation to the statefulset failed.' : 'setting downscale timestamp in the zone ConfigMap failed.';
+      input.mode === 'annotation'
+        ? 'adding an annotation to the statefulset failed.'
+        : 'setting downscale timestamp in the zone ConfigMap failed.';
     return { ...deny(input.downscale, because), undo: [...input.call] };
   }
-  return { kind: 'allow', message: `${prefix(input.downscale)} is allowed -- all pods successfully prepared for shutdown.` };
+  return {
+    kind: 'allow',
+    message: `${prefix(input.downscale)} is allowed -- all pods successfully prepared for shutdown.`,
+  };
 }
 
 /** Annotation mode: the strategic-merge patch recording the downscale on the StatefulSet. */

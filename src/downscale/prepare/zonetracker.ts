@@ -30,12 +30,14 @@ function decodeZoneInfo(raw: string): ZoneInfo | { error: string } {
     return { error: error instanceof Error ? error.message : String(error) };
   }
   if (value === null) return { lastDownscaled: '' };
-  if (!isRecord(value)) return { error: `cannot unmarshal ${Array.isArray(value) ? 'array' : typeof value} into a zone info object` };
+  if (!isRecord(value))
+    return { error: `cannot unmarshal ${Array.isArray(value) ? 'array' : typeof value} into a zone info object` };
   let lastDownscaled = '';
   for (const [key, field] of Object.entries(value)) {
     if (key.toLowerCase() !== 'lastdownscaled') continue;
     if (field === null) continue;
-    if (typeof field !== 'string') return { error: `cannot unmarshal ${typeof field} into field lastDownscaled of type string` };
+    if (typeof field !== 'string')
+      return { error: `cannot unmarshal ${typeof field} into field lastDownscaled of type string` };
     lastDownscaled = field;
   }
   return { lastDownscaled };
@@ -46,7 +48,9 @@ function decodeZoneInfo(raw: string): ZoneInfo | { error: string } {
  * tracker (no StatefulSet has a last downscale). Any undecodable value is an
  * error: rollout-operator then denies with "…because loading zones failed."
  */
-export function parseZoneTracker(data: Record<string, string> | undefined | null): Map<string, ZoneInfo> | { error: string } {
+export function parseZoneTracker(
+  data: Record<string, string> | undefined | null,
+): Map<string, ZoneInfo> | { error: string } {
   const zones = new Map<string, ZoneInfo>();
   for (const [name, raw] of Object.entries(data ?? {})) {
     const info = decodeZoneInfo(raw);
@@ -77,7 +81,11 @@ export function initialZoneTracker(statefulSetNames: Iterable<string>, now: numb
  * input is not modified. Other entries are kept verbatim (rollout-operator
  * re-marshals them, which only drops unknown JSON keys).
  */
-export function recordDownscale(data: Record<string, string> | undefined | null, statefulSet: string, now: number): Record<string, string> {
+export function recordDownscale(
+  data: Record<string, string> | undefined | null,
+  statefulSet: string,
+  now: number,
+): Record<string, string> {
   return { ...(data ?? {}), [statefulSet]: encodeZoneInfo({ lastDownscaled: formatRfc3339(now) }) };
 }
 

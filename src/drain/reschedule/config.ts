@@ -74,7 +74,8 @@ type Token =
 const END: Token = { kind: 'end' };
 const isSpace = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 /** `! = ( ) , < >`: each starts a symbol, and so ends a word. */
-const isSymbolStart = (code: number) => code === 0x21 || code === 0x3d || code === 0x28 || code === 0x29 || code === 0x2c || code === 0x3c || code === 0x3e;
+const isSymbolStart = (code: number) =>
+  code === 0x21 || code === 0x3d || code === 0x28 || code === 0x29 || code === 0x2c || code === 0x3c || code === 0x3e;
 
 /**
  * Splits like apimachinery's lexer: symbols and whitespace end a word.
@@ -119,7 +120,10 @@ const show = (t: Token) => (t.kind === 'word' ? quote(t.text) : t.kind === 'end'
  */
 export function parseLabelSelector(text: string): Parsed<LabelSelector> {
   const { peek, next } = lexer(text);
-  const fail = (error: string): Parsed<LabelSelector> => ({ ok: false, error: `label selector ${quote(text)}: ${error}` });
+  const fail = (error: string): Parsed<LabelSelector> => ({
+    ok: false,
+    error: `label selector ${quote(text)}: ${error}`,
+  });
   const requirements: LabelRequirement[] = [];
   if (peek().kind === 'end') return { ok: true, value: { requirements } };
 
@@ -196,7 +200,10 @@ export function parseLabelSelector(text: string): Parsed<LabelSelector> {
 }
 
 /** Kubernetes semantics: `!=` and `notin` also match pods without the label. */
-export function matchesLabelSelector(selector: LabelSelector, labels: Readonly<Record<string, string>> | undefined): boolean {
+export function matchesLabelSelector(
+  selector: LabelSelector,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
   const all = labels ?? {};
   return selector.requirements.every((r) => {
     const has = Object.hasOwn(all, r.key);
@@ -319,17 +326,25 @@ function parseTtl(raw: number | string): Parsed<number> {
     try {
       ms = parseGoDuration(raw.trim());
     } catch (error) {
-      return { ok: false, error: `record TTL ${JSON.stringify(raw)}: ${error instanceof Error ? error.message : String(error)}` };
+      return {
+        ok: false,
+        error: `record TTL ${JSON.stringify(raw)}: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
   }
   if (!Number.isInteger(ms) || ms < MIN_RECORD_TTL_MS || ms > MAX_RECORD_TTL_MS) {
-    return { ok: false, error: `record TTL ${JSON.stringify(raw)}: must be between 1m and 24h (an evictor must be able to retry within it)` };
+    return {
+      ok: false,
+      error: `record TTL ${JSON.stringify(raw)}: must be between 1m and 24h (an evictor must be able to retry within it)`,
+    };
   }
   return { ok: true, value: ms };
 }
 
 /** Validates every field and reports every problem at once. */
-export function parseRescheduleConfig(input: RescheduleConfigInput = {}): { ok: true; config: RescheduleConfig } | { ok: false; errors: string[] } {
+export function parseRescheduleConfig(
+  input: RescheduleConfigInput = {},
+): { ok: true; config: RescheduleConfig } | { ok: false; errors: string[] } {
   const errors: string[] = [];
 
   const selectorTexts = input.selectors ?? [DEFAULT_POD_SELECTOR];
@@ -339,7 +354,8 @@ export function parseRescheduleConfig(input: RescheduleConfigInput = {}): { ok: 
     const parsed = parseLabelSelector(text);
     if (!parsed.ok) errors.push(parsed.error);
     // An empty selector would take over every pod's eviction in scope.
-    else if (parsed.value.requirements.length === 0) errors.push('a pod selector must not be empty (it would select every pod)');
+    else if (parsed.value.requirements.length === 0)
+      errors.push('a pod selector must not be empty (it would select every pod)');
     else selectors.push(parsed.value);
   }
 
@@ -351,7 +367,8 @@ export function parseRescheduleConfig(input: RescheduleConfigInput = {}): { ok: 
   if (nsList.length > 0 && !nsList.includes('*')) {
     namespaces = new Set();
     for (const ns of nsList) {
-      if (ns.length > 63 || !DNS_LABEL.test(ns)) errors.push(`namespace ${JSON.stringify(ns)}: must be a lowercase DNS label of at most 63 characters`);
+      if (ns.length > 63 || !DNS_LABEL.test(ns))
+        errors.push(`namespace ${JSON.stringify(ns)}: must be a lowercase DNS label of at most 63 characters`);
       else namespaces.add(ns);
     }
   }
@@ -368,7 +385,9 @@ export function parseRescheduleConfig(input: RescheduleConfigInput = {}): { ok: 
 
   const trackingConfigMap = (input.trackingConfigMap ?? DEFAULT_TRACKING_CONFIG_MAP).trim();
   if (trackingConfigMap.length > 253 || !DNS_SUBDOMAIN.test(trackingConfigMap)) {
-    errors.push(`tracking ConfigMap ${JSON.stringify(trackingConfigMap)}: must be a lowercase DNS subdomain of at most 253 characters`);
+    errors.push(
+      `tracking ConfigMap ${JSON.stringify(trackingConfigMap)}: must be a lowercase DNS subdomain of at most 253 characters`,
+    );
   }
 
   const ttl = parseTtl(input.recordTtl ?? DEFAULT_RECORD_TTL_MS);
@@ -383,7 +402,15 @@ export function parseRescheduleConfig(input: RescheduleConfigInput = {}): { ok: 
   if (errors.length > 0 || !annotation.ok || !ttl.ok) return { ok: false, errors };
   return {
     ok: true,
-    config: { selectors, annotation: annotation.value, namespaces, track, trackingConfigMap, recordTtlMs: ttl.value, drainTaints },
+    config: {
+      selectors,
+      annotation: annotation.value,
+      namespaces,
+      track,
+      trackingConfigMap,
+      recordTtlMs: ttl.value,
+      drainTaints,
+    },
   };
 }
 

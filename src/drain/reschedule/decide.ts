@@ -79,7 +79,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const nonEmpty = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+const nonEmpty = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
 
 /**
  * The facts of a CREATE pods/eviction review. Name and namespace come from
@@ -87,17 +88,23 @@ const nonEmpty = (value: unknown): string | undefined => (typeof value === 'stri
  * Anything else is not ours to judge: allowed with a warning (fail open, as
  * the webhook's rules should never send it).
  */
-export function readEviction(request: AdmissionRequestV1): { ok: true; facts: EvictionFacts } | { ok: false; answer: AdmissionDecision } {
+export function readEviction(
+  request: AdmissionRequestV1,
+): { ok: true; facts: EvictionFacts } | { ok: false; answer: AdmissionDecision } {
   const eviction = isRecord(request.object) ? request.object : {};
   const meta = isRecord(eviction.metadata) ? eviction.metadata : {};
   const options = isRecord(eviction.deleteOptions) ? eviction.deleteOptions : {};
   const preconditions = isRecord(options.preconditions) ? options.preconditions : {};
   const name = nonEmpty(request.name) ?? nonEmpty(meta.name);
   const namespace = nonEmpty(request.namespace) ?? nonEmpty(meta.namespace);
-  const isEviction = request.operation === 'CREATE' && request.resource.resource === 'pods' && request.subResource === 'eviction';
+  const isEviction =
+    request.operation === 'CREATE' && request.resource.resource === 'pods' && request.subResource === 'eviction';
   if (!isEviction || name === undefined || namespace === undefined) {
     const what = `${request.operation} ${request.resource.resource}${request.subResource ? `/${request.subResource}` : ''}`;
-    return { ok: false, answer: { allowed: true, warnings: [`reschedule webhook: ${what} is not a pod eviction it can judge; allowed`] } };
+    return {
+      ok: false,
+      answer: { allowed: true, warnings: [`reschedule webhook: ${what} is not a pod eviction it can judge; allowed`] },
+    };
   }
   const facts: EvictionFacts = { namespace, name, ...evictionDryRun(request) };
   const uid = nonEmpty(preconditions.uid);
@@ -166,18 +173,25 @@ export function decodeRecord(key: string, value: string): DecodedRecord {
   }
   if (!isRecord(parsed)) return bad('not a JSON object');
   if (typeof parsed.v === 'number' && Number.isInteger(parsed.v) && parsed.v > RECORD_FORMAT_VERSION) {
-    return { ok: false, problem: `format version ${parsed.v} is newer than ${RECORD_FORMAT_VERSION}`, newerFormat: true };
+    return {
+      ok: false,
+      problem: `format version ${parsed.v} is newer than ${RECORD_FORMAT_VERSION}`,
+      newerFormat: true,
+    };
   }
-  if (parsed.v !== RECORD_FORMAT_VERSION) return bad(`format version ${JSON.stringify(parsed.v)} is not ${RECORD_FORMAT_VERSION}`);
+  if (parsed.v !== RECORD_FORMAT_VERSION)
+    return bad(`format version ${JSON.stringify(parsed.v)} is not ${RECORD_FORMAT_VERSION}`);
   if (parsed.uid !== key) return bad('uid does not match the key');
-  if (typeof parsed.pod !== 'string' || parsed.pod.length > 253 || !DNS_SUBDOMAIN.test(parsed.pod)) return bad('pod is not a pod name');
+  if (typeof parsed.pod !== 'string' || parsed.pod.length > 253 || !DNS_SUBDOMAIN.test(parsed.pod))
+    return bad('pod is not a pod name');
   if (typeof parsed.node !== 'string' || parsed.node.length > 253) return bad('node is not a string');
   const requestedAt = parseTime(parsed.requestedAt);
   const refreshedAt = parseTime(parsed.refreshedAt);
   if (requestedAt === undefined) return bad('requestedAt is not an RFC 3339 UTC time');
   if (refreshedAt === undefined) return bad('refreshedAt is not an RFC 3339 UTC time');
   if (refreshedAt < requestedAt) return bad('refreshedAt is before requestedAt');
-  if (parsed.requestedBy !== undefined && typeof parsed.requestedBy !== 'string') return bad('requestedBy is not a string');
+  if (parsed.requestedBy !== undefined && typeof parsed.requestedBy !== 'string')
+    return bad('requestedBy is not a string');
   const record: TrackingRecord = { uid: key, pod: parsed.pod, node: parsed.node, requestedAt, refreshedAt };
   if (typeof parsed.requestedBy === 'string') record.requestedBy = parsed.requestedBy;
   return { ok: true, record };
@@ -207,7 +221,9 @@ export function decodeRecords(data: Readonly<Record<string, string>> | undefined
       out.warnings.push(`tracking record ${JSON.stringify(key)}: ${decoded.problem}; ignored`);
     } else {
       out.malformed.push(key);
-      out.warnings.push(`tracking record ${JSON.stringify(key)} is malformed (${decoded.problem}); ignored, removed on the next write`);
+      out.warnings.push(
+        `tracking record ${JSON.stringify(key)} is malformed (${decoded.problem}); ignored, removed on the next write`,
+      );
     }
   }
   return out;
@@ -355,7 +371,10 @@ function failed(message: string, failure: { error: string; transient: boolean })
 }
 
 /** The answer when an effect fails: nothing further is done, the evictor retries (or stops on a 500). */
-export function effectFailed(effect: RescheduleEffect, failure: { error: string; transient: boolean }): AdmissionDecision {
+export function effectFailed(
+  effect: RescheduleEffect,
+  failure: { error: string; transient: boolean },
+): AdmissionDecision {
   return failed(effect.failureMessage, failure);
 }
 
@@ -369,7 +388,11 @@ export function decideReschedule(input: RescheduleInput): RescheduleDecision {
 function decideForReal(input: RescheduleInput): RescheduleDecision {
   const { eviction: ev, config, now } = input;
   const logWarnings: string[] = [];
-  const done = (outcome: RescheduleOutcome, answer: AdmissionDecision, effects: RescheduleEffect[] = []): RescheduleDecision => ({
+  const done = (
+    outcome: RescheduleOutcome,
+    answer: AdmissionDecision,
+    effects: RescheduleEffect[] = [],
+  ): RescheduleDecision => ({
     outcome,
     dryRun: false,
     answer,
@@ -386,14 +409,22 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
 
   const uid = pod.metadata?.uid ?? '';
   if (!CONFIGMAP_KEY.test(uid)) {
-    return done('pod-lookup-failed', failed(MESSAGES.failedGetPod, { error: `pod has no usable metadata.uid (${JSON.stringify(uid)})`, transient: true }));
+    return done(
+      'pod-lookup-failed',
+      failed(MESSAGES.failedGetPod, {
+        error: `pod has no usable metadata.uid (${JSON.stringify(uid)})`,
+        transient: true,
+      }),
+    );
   }
   if (ev.preconditionUid !== undefined && ev.preconditionUid !== uid) {
     // The evictor targets an earlier pod of this name: the API server fails
     // the eviction on its own precondition (409), which Karpenter counts as done.
     return done('uid-mismatch', {
       allowed: true,
-      warnings: [`eviction precondition uid ${ev.preconditionUid} is not pod ${ev.namespace}/${ev.name}'s uid ${uid}; left to the API server`],
+      warnings: [
+        `eviction precondition uid ${ev.preconditionUid} is not pod ${ev.namespace}/${ev.name}'s uid ${uid}; left to the API server`,
+      ],
     });
   }
 
@@ -420,7 +451,9 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
   if (input.records.kind === 'failed') {
     if (annotated) {
       // The answer does not depend on the records; only their refresh is skipped.
-      logWarnings.push(`tracking records of ${ev.namespace} unreadable (${input.records.error}); record of ${ev.name} not refreshed`);
+      logWarnings.push(
+        `tracking records of ${ev.namespace} unreadable (${input.records.error}); record of ${ev.name} not refreshed`,
+      );
       return done('waiting', deny(429, MESSAGES.podWaiting));
     }
     return done('records-lookup-failed', failed(MESSAGES.failedGetRecords, input.records));
@@ -438,17 +471,33 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     ...decoded.malformed,
     ...decoded.records.filter((r) => !isLive(r) || (r.uid === uid && r.pod !== ev.name)).map((r) => r.uid),
   ];
-  const updateRecords = (set: TrackingRecord | undefined, remove: readonly TrackingRecord[], failureMessage: string): UpdateRecordsEffect => {
+  const updateRecords = (
+    set: TrackingRecord | undefined,
+    remove: readonly TrackingRecord[],
+    failureMessage: string,
+  ): UpdateRecordsEffect => {
     const data: Record<string, string | null> = {};
     for (const key of [...garbage, ...remove.map((r) => r.uid)]) data[key] = null;
     if (set !== undefined) {
       const { key, value } = encodeRecord(set);
       data[key] = value;
     }
-    return { kind: 'update-records', namespace: ev.namespace, configMap: config.trackingConfigMap, patch: { data }, failureMessage };
+    return {
+      kind: 'update-records',
+      namespace: ev.namespace,
+      configMap: config.trackingConfigMap,
+      patch: { data },
+      failureMessage,
+    };
   };
   const ownRecord = (): TrackingRecord => {
-    const record: TrackingRecord = { uid, pod: ev.name, node: nodeName, requestedAt: own?.requestedAt ?? now, refreshedAt: now };
+    const record: TrackingRecord = {
+      uid,
+      pod: ev.name,
+      node: nodeName,
+      requestedAt: own?.requestedAt ?? now,
+      refreshedAt: now,
+    };
     const by = own !== undefined ? own.requestedBy : ev.requestedBy;
     if (by !== undefined) record.requestedBy = by;
     return record;
@@ -459,7 +508,9 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     // outlive the wait, without a write per retry. A missing record (someone
     // else annotated the pod) is written so its same-name replacement is known.
     if (own !== undefined && now - own.refreshedAt < ttl / 2) return done('waiting', deny(429, MESSAGES.podWaiting));
-    return done('waiting', deny(429, MESSAGES.podWaiting), [updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord)]);
+    return done('waiting', deny(429, MESSAGES.podWaiting), [
+      updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
+    ]);
   }
 
   // A live record of an earlier pod of this name, which lived on another node
@@ -486,16 +537,27 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
   // Record first, then annotate: a record without an annotation is harmless
   // (the next retry annotates again), an annotation without a record would
   // make the replacement look like a new pod to move.
-  return done('reschedule-requested', askedNow, [updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord), annotate]);
+  return done('reschedule-requested', askedNow, [
+    updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
+    annotate,
+  ]);
 }
 
 /** true/false when known; the failure when the node could not be read. */
-function nodeState(nodeName: string, lookup: NodeLookup | undefined, drainTaints: readonly string[]): boolean | { error: string; transient: boolean } {
+function nodeState(
+  nodeName: string,
+  lookup: NodeLookup | undefined,
+  drainTaints: readonly string[],
+): boolean | { error: string; transient: boolean } {
   if (nodeName === '') return false; // unscheduled: on no node at all
   if (lookup === undefined) return { error: `node ${nodeName} was not looked up`, transient: true };
   if (lookup.kind === 'failed') return lookup;
   if (lookup.kind === 'not-found') return false; // the node is gone already
-  if (lookup.node.metadata?.name !== nodeName) return { error: `node lookup returned ${lookup.node.metadata?.name ?? 'a nameless node'}, not ${nodeName}`, transient: true };
+  if (lookup.node.metadata?.name !== nodeName)
+    return {
+      error: `node lookup returned ${lookup.node.metadata?.name ?? 'a nameless node'}, not ${nodeName}`,
+      transient: true,
+    };
   return nodeIsDraining(lookup.node, drainTaints);
 }
 
@@ -519,7 +581,11 @@ function asDryRun(real: RescheduleDecision, ev: EvictionFacts, config: Reschedul
   if (real.answer.allowed || status === undefined) return base;
   return {
     ...base,
-    answer: { ...real.answer, status: { ...status, message: `${status.message ?? ''}${DRY_RUN_SUFFIX}` }, warnings: [...(real.answer.warnings ?? []), DRY_RUN_WARNING] },
+    answer: {
+      ...real.answer,
+      status: { ...status, message: `${status.message ?? ''}${DRY_RUN_SUFFIX}` },
+      warnings: [...(real.answer.warnings ?? []), DRY_RUN_WARNING],
+    },
   };
 }
 
@@ -530,7 +596,11 @@ export function newTrackingConfigMap(effect: UpdateRecordsEffect): ConfigMap {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: effect.configMap, namespace: effect.namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
+    metadata: {
+      name: effect.configMap,
+      namespace: effect.namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'stateward' },
+    },
     data,
   };
 }

@@ -120,8 +120,14 @@ function goValue(value: unknown, depth = 0): string {
   if (value === null || value === undefined) return '<nil>';
   if ((Array.isArray(value) || isRecord(value)) && depth >= GO_VALUE_MAX_DEPTH) return '...';
   if (Array.isArray(value)) return `[${value.map((v) => goValue(v, depth + 1)).join(' ')}]`;
-  if (isRecord(value)) return `map[${Object.keys(value).sort().map((k) => `${k}:${goValue(value[k], depth + 1)}`).join(' ')}]`;
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : typeof value;
+  if (isRecord(value))
+    return `map[${Object.keys(value)
+      .sort()
+      .map((k) => `${k}:${goValue(value[k], depth + 1)}`)
+      .join(' ')}]`;
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : typeof value;
 }
 
 function notAMap(path: string, value: unknown): string {
@@ -141,16 +147,21 @@ const MAX_PARTITION_REGEX_LENGTH = 1024;
 function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | undefined | { error: string } {
   if (!Object.hasOwn(spec, FIELD_POD_NAME_PARTITION_REGEX)) return undefined;
   const source = spec[FIELD_POD_NAME_PARTITION_REGEX];
-  if (typeof source !== 'string') return { error: `failed to extract regex value from config field ${FIELD_POD_NAME_PARTITION_REGEX}` };
+  if (typeof source !== 'string')
+    return { error: `failed to extract regex value from config field ${FIELD_POD_NAME_PARTITION_REGEX}` };
   // An empty regex is "no regex" (and podNameRegexGroup is then not looked at).
   if (source === '') return undefined;
 
   const groupSet = Object.hasOwn(spec, FIELD_POD_NAME_REGEX_GROUP);
   const rawGroup = spec[FIELD_POD_NAME_REGEX_GROUP];
-  if (groupSet && !isGoInt(rawGroup)) return { error: `failed to extract group value from config field ${FIELD_POD_NAME_REGEX_GROUP}` };
+  if (groupSet && !isGoInt(rawGroup))
+    return { error: `failed to extract group value from config field ${FIELD_POD_NAME_REGEX_GROUP}` };
   const group = groupSet ? (rawGroup as number) : 1;
 
-  if (source.length > MAX_PARTITION_REGEX_LENGTH) return { error: `error parsing regexp: expression too large (longer than ${MAX_PARTITION_REGEX_LENGTH} characters)` };
+  if (source.length > MAX_PARTITION_REGEX_LENGTH)
+    return {
+      error: `error parsing regexp: expression too large (longer than ${MAX_PARTITION_REGEX_LENGTH} characters)`,
+    };
   // Go's regexp (RE2): the syntax rollout-operator accepts, its leftmost-first
   // submatches, and matching in time linear in the pod name whatever the pattern.
   const compiled = compileGoRegexp(source);
@@ -158,7 +169,10 @@ function parsePartitionRule(spec: Record<string, unknown>): PartitionRule | unde
   const groups = compiled.regexp.numSubexp;
 
   if (groups === 0) return { error: 'regular expression requires at least one subexpression' };
-  if (groups > 1 && !groupSet) return { error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set` };
+  if (groups > 1 && !groupSet)
+    return {
+      error: `regular expression has multiple subexpressions and requires ${FIELD_POD_NAME_REGEX_GROUP} to be set`,
+    };
   // rollout-operator accepts a group < 1: 0 makes every pod name its own partition
   // and a negative group panics on the first eviction. The CRD schema says
   // minimum 1; refuse it here too (same message as a group past the end).
@@ -189,7 +203,8 @@ export function parseZpdb(obj: unknown): ParseResult {
 
   const hasCount = Object.hasOwn(spec, FIELD_MAX_UNAVAILABLE);
   const hasPercentage = Object.hasOwn(spec, FIELD_MAX_UNAVAILABLE_PERCENTAGE);
-  if (hasCount && hasPercentage) return fail('invalid value: only one of maxUnavailable or maxUnavailablePercentage may be set');
+  if (hasCount && hasPercentage)
+    return fail('invalid value: only one of maxUnavailable or maxUnavailablePercentage may be set');
 
   let maxUnavailable: MaxUnavailable = { kind: 'count', value: DEFAULT_MAX_UNAVAILABLE };
   if (hasCount) {
@@ -200,12 +215,14 @@ export function parseZpdb(obj: unknown): ParseResult {
   } else if (hasPercentage) {
     const value = parseSpecInteger(spec, FIELD_MAX_UNAVAILABLE_PERCENTAGE);
     if (typeof value !== 'number') return value;
-    if (value < 0 || value > 100) return fail(`invalid value: max unavailable percentage must be 0 <= val <= 100, got ${value}`);
+    if (value < 0 || value > 100)
+      return fail(`invalid value: max unavailable percentage must be 0 <= val <= 100, got ${value}`);
     maxUnavailable = { kind: 'percentage', value };
   }
 
   const partition = parsePartitionRule(spec);
-  if (partition !== undefined && 'error' in partition) return fail(`invalid value: regex is not valid, got ${partition.error}`);
+  if (partition !== undefined && 'error' in partition)
+    return fail(`invalid value: regex is not valid, got ${partition.error}`);
 
   const matchLabels = parseMatchLabels(spec);
   if ('error' in matchLabels) return matchLabels;
@@ -213,14 +230,18 @@ export function parseZpdb(obj: unknown): ParseResult {
   let crossZoneEvictionDelayMs = 0;
   if (Object.hasOwn(spec, FIELD_CROSS_ZONE_EVICTION_DELAY)) {
     const raw = spec[FIELD_CROSS_ZONE_EVICTION_DELAY];
-    if (typeof raw !== 'string') return fail(`failed to extract value from config field ${FIELD_CROSS_ZONE_EVICTION_DELAY}`);
+    if (typeof raw !== 'string')
+      return fail(`failed to extract value from config field ${FIELD_CROSS_ZONE_EVICTION_DELAY}`);
     if (raw !== '') {
       try {
         crossZoneEvictionDelayMs = parseGoDuration(raw);
       } catch (e) {
-        return fail(`invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} is not a valid duration, got ${(e as Error).message}`);
+        return fail(
+          `invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} is not a valid duration, got ${(e as Error).message}`,
+        );
       }
-      if (crossZoneEvictionDelayMs < 0) return fail(`invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} must be >= 0, got ${raw}`);
+      if (crossZoneEvictionDelayMs < 0)
+        return fail(`invalid value: ${FIELD_CROSS_ZONE_EVICTION_DELAY} must be >= 0, got ${raw}`);
     }
   }
   // The delay guards a partition's other replicas; zone mode has no peers to wait for.
@@ -259,7 +280,9 @@ function parseMatchLabels(spec: Record<string, unknown>): { matchLabels: Record<
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(labels)) {
     if (typeof value !== 'string') {
-      return invalid(`.spec.selector.matchLabels accessor error: contains non-string value in the map under key ${JSON.stringify(key)}: ${goValue(value)} is of the type ${goType(value)}, expected string`);
+      return invalid(
+        `.spec.selector.matchLabels accessor error: contains non-string value in the map under key ${JSON.stringify(key)}: ${goValue(value)} is of the type ${goType(value)}, expected string`,
+      );
     }
     out[key] = value;
   }
@@ -374,7 +397,10 @@ export function invalidZpdbMessage(budget: InvalidZpdb): string {
  * Whether the budget's matchLabels select these labels. As a Kubernetes
  * PodDisruptionBudget (and rollout-operator), empty matchLabels select everything.
  */
-export function zpdbSelects(config: Pick<ZpdbConfig, 'matchLabels'>, labels: Readonly<Record<string, string>> | undefined): boolean {
+export function zpdbSelects(
+  config: Pick<ZpdbConfig, 'matchLabels'>,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
   return Object.entries(config.matchLabels).every(([k, v]) => labels?.[k] === v);
 }
 
@@ -392,7 +418,10 @@ export type ZpdbLookup =
  */
 export function findZpdbForPod(configs: Iterable<ZpdbConfig>, pod: Pod): ZpdbLookup {
   const namespace = pod.metadata?.namespace ?? '';
-  const matches = [...configs].filter((c) => (c.namespace === '' || namespace === '' || c.namespace === namespace) && zpdbSelects(c, pod.metadata?.labels));
+  const matches = [...configs].filter(
+    (c) =>
+      (c.namespace === '' || namespace === '' || c.namespace === namespace) && zpdbSelects(c, pod.metadata?.labels),
+  );
   if (matches.length === 0) return { kind: 'none' };
   if (matches.length === 1) return { kind: 'match', config: matches[0]! };
   return { kind: 'multiple', error: MULTIPLE_ZPDBS_MESSAGE, names: matches.map((c) => c.name).sort() };
@@ -403,7 +432,10 @@ export function findZpdbForPod(configs: Iterable<ZpdbConfig>, pod: Pod): ZpdbLoo
  * its name. undefined in zone mode (no regex); an error when the name does
  * not match or the group is empty.
  */
-export function podPartition(config: Pick<ZpdbConfig, 'partition'>, podName: string): string | undefined | { error: string } {
+export function podPartition(
+  config: Pick<ZpdbConfig, 'partition'>,
+  podName: string,
+): string | undefined | { error: string } {
   const rule = config.partition;
   if (rule === undefined) return undefined;
   let known = partitionsSeen.get(rule);

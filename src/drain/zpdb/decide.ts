@@ -26,7 +26,16 @@
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podsOf, podView } from '../../vocabulary/pods.ts';
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
-import { findZpdbForPod, invalidZpdbCovers, invalidZpdbMessage, maxUnavailablePods, podPartition, zpdbSelects, type InvalidZpdb, type ZpdbConfig } from './config.ts';
+import {
+  findZpdbForPod,
+  invalidZpdbCovers,
+  invalidZpdbMessage,
+  maxUnavailablePods,
+  podPartition,
+  zpdbSelects,
+  type InvalidZpdb,
+  type ZpdbConfig,
+} from './config.ts';
 import { READY_TIME_ANNOTATION } from '../../vocabulary/keys.ts';
 
 /** How long an allowed eviction keeps its pod counted as unavailable. */
@@ -72,7 +81,14 @@ export interface EvictionInput extends EvictionSnapshot {
 
 /** rollout-operator's rollout_operator_zpdb_eviction_requests_total reasons. */
 export type AllowReason = 'pod-not-ready' | 'pod-not-in-scope' | 'allowed';
-export type DenyReason = 'cfg-not-found' | 'invalid-zpdb' | 'sts-no-found' | 'max-unavailable-0' | 'min-sts-not-found' | 'partition-not-identified' | 'denied';
+export type DenyReason =
+  | 'cfg-not-found'
+  | 'invalid-zpdb'
+  | 'sts-no-found'
+  | 'max-unavailable-0'
+  | 'min-sts-not-found'
+  | 'partition-not-identified'
+  | 'denied';
 export type DenyCode = 400 | 403 | 429 | 500;
 
 export interface EvictionAllowed {
@@ -129,9 +145,7 @@ export function podCanIgnoreBudget(pod: Pod): boolean {
   return phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' || Boolean(pod.metadata?.deletionTimestamp);
 }
 
-export type EvictionScope =
-  | { kind: 'decided'; decision: EvictionDecision }
-  | { kind: 'in-scope'; config: ZpdbConfig };
+export type EvictionScope = { kind: 'decided'; decision: EvictionDecision } | { kind: 'in-scope'; config: ZpdbConfig };
 
 /**
  * Steps before the budget: ignorable pods, invalid budgets, and which ZPDB
@@ -143,11 +157,24 @@ export type EvictionScope =
  * maxUnavailable 0: waiting does not help, a person must act, and
  * `kubectl drain` shows the message at once instead of retrying.
  */
-export function evictionScope(pod: Pod, configs: Iterable<ZpdbConfig>, invalid: Iterable<InvalidZpdb> = []): EvictionScope {
-  if (podCanIgnoreBudget(pod)) return { kind: 'decided', decision: { allowed: true, reason: 'pod-not-ready', warning: POD_NOT_READY_WARNING } };
-  const broken = [...invalid].filter((b) => invalidZpdbCovers(b, pod)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+export function evictionScope(
+  pod: Pod,
+  configs: Iterable<ZpdbConfig>,
+  invalid: Iterable<InvalidZpdb> = [],
+): EvictionScope {
+  if (podCanIgnoreBudget(pod))
+    return { kind: 'decided', decision: { allowed: true, reason: 'pod-not-ready', warning: POD_NOT_READY_WARNING } };
+  const broken = [...invalid]
+    .filter((b) => invalidZpdbCovers(b, pod))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   if (broken.length > 0) {
-    const more = broken.length > 1 ? ` (and ${broken.length - 1} more invalid ${broken.length > 2 ? 'budgets' : 'budget'}: ${broken.slice(1).map((b) => b.name).join(', ')})` : '';
+    const more =
+      broken.length > 1
+        ? ` (and ${broken.length - 1} more invalid ${broken.length > 2 ? 'budgets' : 'budget'}: ${broken
+            .slice(1)
+            .map((b) => b.name)
+            .join(', ')})`
+        : '';
     return { kind: 'decided', decision: deny(403, 'invalid-zpdb', invalidZpdbMessage(broken[0]!) + more) };
   }
   const found = findZpdbForPod(configs, pod);
@@ -161,14 +188,21 @@ export function evictionScope(pod: Pod, configs: Iterable<ZpdbConfig>, invalid: 
 function ownerOf(pod: Pod, statefulSets: readonly StatefulSet[]): StatefulSet | { error: string } {
   const owner = pod.metadata?.ownerReferences?.find((r) => r.controller);
   if (!owner) return { error: 'unable to find a StatefulSet pod owner' };
-  if (owner.kind !== 'StatefulSet') return { error: `pod owner is not a StatefulSet - ${pod.metadata?.name ?? ''} has owner ${owner.name} (${owner.kind})` };
+  if (owner.kind !== 'StatefulSet')
+    return {
+      error: `pod owner is not a StatefulSet - ${pod.metadata?.name ?? ''} has owner ${owner.name} (${owner.kind})`,
+    };
   const found = statefulSets.find((s) => s.metadata?.name === owner.name);
   // rollout-operator GETs it; this is the API's NotFound text it would pass on.
-  if (!found) return { error: `unable to find StatefulSet ${owner.name} by name: statefulsets.apps "${owner.name}" not found` };
+  if (!found)
+    return { error: `unable to find StatefulSet ${owner.name} by name: statefulsets.apps "${owner.name}" not found` };
   return found;
 }
 
-function sameObject(a: { metadata?: { uid?: string; name?: string } }, b: { metadata?: { uid?: string; name?: string } }): boolean {
+function sameObject(
+  a: { metadata?: { uid?: string; name?: string } },
+  b: { metadata?: { uid?: string; name?: string } },
+): boolean {
   const ua = a.metadata?.uid;
   const ub = b.metadata?.uid;
   if (ua && ub) return ua === ub;
@@ -238,7 +272,12 @@ function expectedReplicas(statefulSet: StatefulSet): number {
  * `inPartition` (partition mode): whether a pod NAME belongs to the
  * partition. Zone mode passes undefined: every pod counts.
  */
-function tallyZone(statefulSet: StatefulSet, pods: readonly Pod[], judge: Judge, inPartition?: (name: string) => boolean): Tally {
+function tallyZone(
+  statefulSet: StatefulSet,
+  pods: readonly Pod[],
+  judge: Judge,
+  inPartition?: (name: string) => boolean,
+): Tally {
   const own = podsOf(statefulSet, [...pods]);
   const tally: Tally = { tested: 0, notReady: 0, unknown: 0 };
   for (const pod of own) {
@@ -306,7 +345,8 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   let maxUnavailable = maxUnavailablePods(config, owner);
   // The rollout controller must be able to roll pods even when voluntary
   // evictions are switched off (maxUnavailable 0).
-  if (maxUnavailable === 0 && input.maxUnavailableZeroOverride !== undefined) maxUnavailable = Math.max(0, input.maxUnavailableZeroOverride);
+  if (maxUnavailable === 0 && input.maxUnavailableZeroOverride !== undefined)
+    maxUnavailable = Math.max(0, input.maxUnavailableZeroOverride);
   if (maxUnavailable === 0) return deny(403, 'max-unavailable-0', MAX_UNAVAILABLE_ZERO_MESSAGE);
 
   // One StatefulSet per zone; the selector finds them all. The owner is a
@@ -319,18 +359,32 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   const partition = podPartition(config, pod.metadata?.name ?? '');
   if (typeof partition === 'object') return deny(400, 'partition-not-identified', partition.error);
 
-  const judge: Judge = { evicted: pod, pending: input.pendingEvictions, now, delayMs: partition === undefined ? 0 : config.crossZoneEvictionDelayMs };
-  const record: EvictionRecord | undefined = input.dryRun ? undefined : { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', allowedAt: now };
-  const allow = (message: string): EvictionAllowed => ({ allowed: true, reason: 'allowed', message, ...(record ? { record } : {}) });
+  const judge: Judge = {
+    evicted: pod,
+    pending: input.pendingEvictions,
+    now,
+    delayMs: partition === undefined ? 0 : config.crossZoneEvictionDelayMs,
+  };
+  const record: EvictionRecord | undefined = input.dryRun
+    ? undefined
+    : { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', allowedAt: now };
+  const allow = (message: string): EvictionAllowed => ({
+    allowed: true,
+    reason: 'allowed',
+    message,
+    ...(record ? { record } : {}),
+  });
 
   if (partition === undefined) {
     for (const other of others) {
       const tally = tallyZone(other, pods, judge);
       // Another zone is disrupted: evicting here would take a second zone down.
-      if (tally.notReady + tally.unknown > 0) return deny(429, 'denied', budgetMessage(tally, other.metadata?.name ?? ''));
+      if (tally.notReady + tally.unknown > 0)
+        return deny(429, 'denied', budgetMessage(tally, other.metadata?.name ?? ''));
     }
     const own = tallyZone(owner, pods, judge);
-    if (own.notReady + own.unknown >= maxUnavailable) return deny(429, 'denied', budgetMessage(own, owner.metadata?.name ?? ''));
+    if (own.notReady + own.unknown >= maxUnavailable)
+      return deny(429, 'denied', budgetMessage(own, owner.metadata?.name ?? ''));
     return allow(`zpdb met across ${zones} zones`);
   }
 
@@ -350,12 +404,19 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   // pods of the same partition in that zone count too. With one pod per
   // partition per zone there are none, so rollout-operator's answers are unchanged.
   total.notReady += tallyZone(owner, pods, judge, samePartition).notReady;
-  if (total.notReady + total.unknown >= maxUnavailable) return deny(429, 'denied', budgetMessage(total, `partition ${partition}`));
+  if (total.notReady + total.unknown >= maxUnavailable)
+    return deny(429, 'denied', budgetMessage(total, `partition ${partition}`));
   return allow(`zpdb met for partition ${partition} across ${zones} zones`);
 }
 
 /** The whole pod-eviction decision from the scope step on, given every known ZPDB, valid and invalid. */
-export function admitEviction(input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; invalid?: Iterable<InvalidZpdb>; maxUnavailableZeroOverride?: number }): EvictionDecision {
+export function admitEviction(
+  input: EvictionSnapshot & {
+    configs: Iterable<ZpdbConfig>;
+    invalid?: Iterable<InvalidZpdb>;
+    maxUnavailableZeroOverride?: number;
+  },
+): EvictionDecision {
   const scope = evictionScope(input.pod, input.configs, input.invalid);
   if (scope.kind === 'decided') return scope.decision;
   return decideEviction({ ...input, config: scope.config });
@@ -368,7 +429,10 @@ export function admitEviction(input: EvictionSnapshot & { configs: Iterable<Zpdb
  * rollout-max-unavailable, or 1 under a partition-aware ZPDB (more than one
  * pod of a partition at once would take the partition down).
  */
-export function maxUnavailableZeroOverride(config: Pick<ZpdbConfig, 'partition'>, rolloutMaxUnavailable: number): number {
+export function maxUnavailableZeroOverride(
+  config: Pick<ZpdbConfig, 'partition'>,
+  rolloutMaxUnavailable: number,
+): number {
   return config.partition !== undefined ? 1 : rolloutMaxUnavailable;
 }
 
@@ -385,8 +449,14 @@ export function maxUnavailableZeroOverride(config: Pick<ZpdbConfig, 'partition'>
  * budget, and evictions under an invalid budget are all denied, so there are
  * none for a rolling delete to race.
  */
-export function decideRolloutDelete(input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; rolloutMaxUnavailable: number }): EvictionDecision {
+export function decideRolloutDelete(
+  input: EvictionSnapshot & { configs: Iterable<ZpdbConfig>; rolloutMaxUnavailable: number },
+): EvictionDecision {
   const scope = evictionScope(input.pod, input.configs);
   if (scope.kind === 'decided') return scope.decision;
-  return decideEviction({ ...input, config: scope.config, maxUnavailableZeroOverride: maxUnavailableZeroOverride(scope.config, input.rolloutMaxUnavailable) });
+  return decideEviction({
+    ...input,
+    config: scope.config,
+    maxUnavailableZeroOverride: maxUnavailableZeroOverride(scope.config, input.rolloutMaxUnavailable),
+  });
 }

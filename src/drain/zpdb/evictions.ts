@@ -21,9 +21,25 @@ import type { Logger } from '../../runtime/log/logger.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../runtime/admission/admission.ts';
-import { invalidZpdb, invalidZpdbEffect, parseZpdb, ZPDB_API_VERSION, ZPDB_KIND, zpdbResource, type InvalidZpdb, type ZoneAwarePodDisruptionBudget, type ZpdbConfig } from './config.ts';
+import {
+  invalidZpdb,
+  invalidZpdbEffect,
+  parseZpdb,
+  ZPDB_API_VERSION,
+  ZPDB_KIND,
+  zpdbResource,
+  type InvalidZpdb,
+  type ZoneAwarePodDisruptionBudget,
+  type ZpdbConfig,
+} from './config.ts';
 import type { EventRecorder } from '../../runtime/events/recorder.ts';
-import { admitEviction, decideRolloutDelete, evictionScope, podCanIgnoreBudget, type EvictionDecision } from './decide.ts';
+import {
+  admitEviction,
+  decideRolloutDelete,
+  evictionScope,
+  podCanIgnoreBudget,
+  type EvictionDecision,
+} from './decide.ts';
 import { decodeLedger, encodeLedger, ledgerName, pendingFrom, pruneLedger, type Ledger } from './ledger.ts';
 import { LEDGER_ANNOTATION, LEDGER_LABEL } from '../../vocabulary/keys.ts';
 
@@ -54,9 +70,29 @@ const MAX_LEDGER_ATTEMPTS = 5;
 
 type Answer = { decision: AdmissionDecision; reason: string; status: number };
 
-const allow = (reason: string, warning?: string): Answer => ({ decision: { allowed: true, ...(warning ? { warnings: [warning] } : {}) }, reason, status: 200 });
+const allow = (reason: string, warning?: string): Answer => ({
+  decision: { allowed: true, ...(warning ? { warnings: [warning] } : {}) },
+  reason,
+  status: 200,
+});
 const deny = (code: number, reason: string, message: string): Answer => ({
-  decision: { allowed: false, status: { code, message, reason: code === 429 ? 'TooManyRequests' : code === 404 ? 'NotFound' : code === 403 ? 'Forbidden' : code === 400 ? 'BadRequest' : 'InternalError' } },
+  decision: {
+    allowed: false,
+    status: {
+      code,
+      message,
+      reason:
+        code === 429
+          ? 'TooManyRequests'
+          : code === 404
+            ? 'NotFound'
+            : code === 403
+              ? 'Forbidden'
+              : code === 400
+                ? 'BadRequest'
+                : 'InternalError',
+    },
+  },
   reason,
   status: code,
 });
@@ -83,9 +119,23 @@ export class ZpdbBudgets {
   constructor(deps: ZpdbBudgetDeps) {
     this.sightings = deps.sightings ?? new TimestampSightings(deps.clock);
     this.d = deps;
-    this.requests = new Counter({ name: 'rollout_operator_zpdb_eviction_requests_total', help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.', labelNames: ['reason', 'status'], registers: [deps.registry] });
-    this.inflight = new Gauge({ name: 'rollout_operator_zpdb_inflight_eviction_requests', help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.', registers: [deps.registry] });
-    this.observed = new Counter({ name: 'rollout_operator_zpdb_configurations_observed_total', help: 'Zone-aware pod disruption budgets seen, by result.', labelNames: ['result'], registers: [deps.registry] });
+    this.requests = new Counter({
+      name: 'rollout_operator_zpdb_eviction_requests_total',
+      help: 'Pod eviction requests and rolling-update deletions judged against zone-aware pod disruption budgets.',
+      labelNames: ['reason', 'status'],
+      registers: [deps.registry],
+    });
+    this.inflight = new Gauge({
+      name: 'rollout_operator_zpdb_inflight_eviction_requests',
+      help: 'Pod eviction requests being judged against zone-aware pod disruption budgets.',
+      registers: [deps.registry],
+    });
+    this.observed = new Counter({
+      name: 'rollout_operator_zpdb_configurations_observed_total',
+      help: 'Zone-aware pod disruption budgets seen, by result.',
+      labelNames: ['result'],
+      registers: [deps.registry],
+    });
     for (const informer of deps.caches.ledgers) {
       informer.addHandlers({
         onAdd: (l, initial) => {
@@ -139,8 +189,24 @@ export class ZpdbBudgets {
     if ('error' in result) {
       // Fails closed: the pods it may cover are not evicted until it is fixed (decide.ts evictionScope).
       const invalid = invalidZpdb(z, result.error);
-      this.d.log.warn(`invalid ZoneAwarePodDisruptionBudget: ${invalidZpdbEffect(invalid)}`, { namespace: z.metadata?.namespace, name: z.metadata?.name, err: result.error });
-      this.d.events?.event({ apiVersion: ZPDB_API_VERSION, kind: ZPDB_KIND, namespace: z.metadata?.namespace, name: z.metadata?.name ?? '', uid }, 'Warning', 'InvalidBudget', 'Validate', `invalid, ${invalidZpdbEffect(invalid)}: ${result.error}`);
+      this.d.log.warn(`invalid ZoneAwarePodDisruptionBudget: ${invalidZpdbEffect(invalid)}`, {
+        namespace: z.metadata?.namespace,
+        name: z.metadata?.name,
+        err: result.error,
+      });
+      this.d.events?.event(
+        {
+          apiVersion: ZPDB_API_VERSION,
+          kind: ZPDB_KIND,
+          namespace: z.metadata?.namespace,
+          name: z.metadata?.name ?? '',
+          uid,
+        },
+        'Warning',
+        'InvalidBudget',
+        'Validate',
+        `invalid, ${invalidZpdbEffect(invalid)}: ${result.error}`,
+      );
       this.parsed.set(uid, { generation, invalid });
       this.observed.inc({ result: 'invalid' });
       return;
@@ -176,8 +242,10 @@ export class ZpdbBudgets {
   private async judge(request: AdmissionRequestV1, signal: AbortSignal): Promise<Answer> {
     // Judging on half-filled caches could allow what a full picture denies.
     if (!this.synced()) return deny(429, 'denied', 'the eviction webhook is starting (caches not synced yet), retry');
-    if (request.operation !== 'CREATE') return deny(400, 'invalid-request', `request operation is not create, got: ${request.operation}`);
-    if (request.subResource !== 'eviction') return deny(400, 'invalid-request', `request SubResource is not eviction, got: ${request.subResource ?? ''}`);
+    if (request.operation !== 'CREATE')
+      return deny(400, 'invalid-request', `request operation is not create, got: ${request.operation}`);
+    if (request.subResource !== 'eviction')
+      return deny(400, 'invalid-request', `request SubResource is not eviction, got: ${request.subResource ?? ''}`);
     const { namespace, name } = request;
     if (!namespace || !name) return deny(400, 'invalid-request', 'request did not include both a namespace and a name');
 
@@ -192,10 +260,15 @@ export class ZpdbBudgets {
       } catch (error) {
         // Gone: kubectl drain counts the pod as evicted. Anything else: retry.
         if (isNotFound(error)) return deny(404, 'pod-not-found', `pods "${name}" not found`);
-        return deny(429, 'pod-not-found', `unable to read pod ${name}, retry: ${error instanceof Error ? error.message : String(error)}`);
+        return deny(
+          429,
+          'pod-not-found',
+          `unable to read pod ${name}, retry: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
-    const wanted: unknown = (request.object as { deleteOptions?: { preconditions?: { uid?: unknown } } } | undefined)?.deleteOptions?.preconditions?.uid;
+    const wanted: unknown = (request.object as { deleteOptions?: { preconditions?: { uid?: unknown } } } | undefined)
+      ?.deleteOptions?.preconditions?.uid;
     // The eviction is for another incarnation: the API server answers 409 itself.
     // Only a uid says so; anything else in its place is judged as no precondition.
     if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
@@ -204,12 +277,18 @@ export class ZpdbBudgets {
     const scope = evictionScope(pod, configs, invalid);
     if (scope.kind === 'decided') return fromDecision(scope.decision);
     const { config } = scope;
-    const { pending } = this.judgeLedger(namespace, ledgerName(config.name), decodeLedger(this.cachedLedger(namespace, ledgerName(config.name))).ledger);
+    const { pending } = this.judgeLedger(
+      namespace,
+      ledgerName(config.name),
+      decodeLedger(this.cachedLedger(namespace, ledgerName(config.name))).ledger,
+    );
     // A dry run, or a denial, is answered from the caches and writes nothing.
     const first = this.decide(pod, configs, invalid, pending, isEvictionDryRun(request));
     if (!first.allowed || !first.record) return fromDecision(first);
     const fresh = pod;
-    return this.withLock(`${namespace}/${config.name}`, () => this.commit(fresh, config, (p) => this.decide(fresh, configs, invalid, p, false), signal));
+    return this.withLock(`${namespace}/${config.name}`, () =>
+      this.commit(fresh, config, (p) => this.decide(fresh, configs, invalid, p, false), signal),
+    );
   }
 
   /**
@@ -220,16 +299,26 @@ export class ZpdbBudgets {
    * racing the rollout sees it. Invalid budgets are left out: they deny
    * evictions, not rolling deletes (decideRolloutDelete says why).
    */
-  async allowRolloutDelete(pod: Pod, rolloutMaxUnavailable: number, signal?: AbortSignal): Promise<{ allowed: true } | { allowed: false; message: string }> {
+  async allowRolloutDelete(
+    pod: Pod,
+    rolloutMaxUnavailable: number,
+    signal?: AbortSignal,
+  ): Promise<{ allowed: true } | { allowed: false; message: string }> {
     const namespace = pod.metadata?.namespace ?? '';
     const configs = this.configs(namespace);
-    const decideWith = (pending: Map<string, number>) => decideRolloutDelete({ ...this.snapshot(pod), pendingEvictions: pending, configs, rolloutMaxUnavailable });
+    const decideWith = (pending: Map<string, number>) =>
+      decideRolloutDelete({ ...this.snapshot(pod), pendingEvictions: pending, configs, rolloutMaxUnavailable });
     const scope = evictionScope(pod, configs);
     let answer: Answer;
     if (scope.kind === 'decided') answer = fromDecision(decideWith(new Map()));
-    else answer = await this.withLock(`${namespace}/${scope.config.name}`, () => this.commit(pod, scope.config, decideWith, signal ?? AbortSignal.timeout(30_000)));
+    else
+      answer = await this.withLock(`${namespace}/${scope.config.name}`, () =>
+        this.commit(pod, scope.config, decideWith, signal ?? AbortSignal.timeout(30_000)),
+      );
     this.requests.inc({ reason: answer.reason, status: String(answer.status) });
-    return answer.decision.allowed ? { allowed: true } : { allowed: false, message: answer.decision.status?.message ?? 'denied' };
+    return answer.decision.allowed
+      ? { allowed: true }
+      : { allowed: false, message: answer.decision.status?.message ?? 'denied' };
   }
 
   /**
@@ -246,7 +335,9 @@ export class ZpdbBudgets {
     const podInformer = informerFor(this.d.caches.pods, namespace);
     // A read: the informer's earlier looks at this ledger date an entry they did not show.
     const from = this.seeEntries(namespace, name, ledger, 'read');
-    const counted: Ledger = new Map([...ledger].map(([uid, entry]) => [uid, { ...entry, at: from.get(uid)?.from ?? entry.at }]));
+    const counted: Ledger = new Map(
+      [...ledger].map(([uid, entry]) => [uid, { ...entry, at: from.get(uid)?.from ?? entry.at }]),
+    );
     const judged = pruneLedger(counted, this.d.clock.now(), (podName) => podInformer?.get(namespace, podName));
     return { kept: new Map([...judged.keys()].map((uid) => [uid, ledger.get(uid)!])), pending: pendingFrom(judged) };
   }
@@ -258,18 +349,30 @@ export class ZpdbBudgets {
   }
 
   private seeEntries(namespace: string, name: string, ledger: Ledger, seen: Seen): Map<string, Counted> {
-    return this.sightings.look(`zpdb-ledger/${namespace}/${name}`, new Map([...ledger].map(([uid, entry]) => [uid, entry.at])), seen);
+    return this.sightings.look(
+      `zpdb-ledger/${namespace}/${name}`,
+      new Map([...ledger].map(([uid, entry]) => [uid, entry.at])),
+      seen,
+    );
   }
 
   /** The decision on the caches, with these pending evictions. */
-  private decide(pod: Pod, configs: ZpdbConfig[], invalid: InvalidZpdb[], pending: Map<string, number>, dryRun: boolean): EvictionDecision {
+  private decide(
+    pod: Pod,
+    configs: ZpdbConfig[],
+    invalid: InvalidZpdb[],
+    pending: Map<string, number>,
+    dryRun: boolean,
+  ): EvictionDecision {
     return admitEviction({ ...this.snapshot(pod), pendingEvictions: pending, dryRun, configs, invalid });
   }
 
   /** The pod's namespace as the caches have it. */
   private snapshot(pod: Pod): { pod: Pod; statefulSets: StatefulSet[]; pods: Pod[]; now: number } {
     const namespace = pod.metadata?.namespace ?? '';
-    const statefulSets = (informerFor(this.d.caches.statefulSets, namespace)?.list() ?? []).filter((s) => s.metadata?.namespace === namespace);
+    const statefulSets = (informerFor(this.d.caches.statefulSets, namespace)?.list() ?? []).filter(
+      (s) => s.metadata?.namespace === namespace,
+    );
     const podInformer = informerFor(this.d.caches.pods, namespace);
     // Indexed: the pods of the namespace's StatefulSets and the orphans, never a scan of every pod.
     const pods = [
@@ -280,7 +383,12 @@ export class ZpdbBudgets {
   }
 
   /** Decide again on the budget's ledger and commit the allow to it; a conflict means decide again. */
-  private async commit(pod: Pod, config: ZpdbConfig, decideWith: (pending: Map<string, number>) => EvictionDecision, signal: AbortSignal): Promise<Answer> {
+  private async commit(
+    pod: Pod,
+    config: ZpdbConfig,
+    decideWith: (pending: Map<string, number>) => EvictionDecision,
+    signal: AbortSignal,
+  ): Promise<Answer> {
     const namespace = config.namespace;
     const name = ledgerName(config.name);
     let lease: Lease | undefined = this.cachedLedger(namespace, name);
@@ -296,10 +404,31 @@ export class ZpdbBudgets {
         const saved = this.inProcessLedgers.has(namespace)
           ? { metadata: { name, namespace, annotations, resourceVersion: IN_PROCESS }, spec: {} }
           : lease
-            ? await this.d.client.update<Lease>(resources.leases, { ...lease, metadata: { ...lease.metadata, annotations } }, { signal })
-            : await this.d.client.create<Lease>(resources.leases, { metadata: { name, namespace, labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'stateward' }, annotations }, spec: {} }, { signal });
+            ? await this.d.client.update<Lease>(
+                resources.leases,
+                { ...lease, metadata: { ...lease.metadata, annotations } },
+                { signal },
+              )
+            : await this.d.client.create<Lease>(
+                resources.leases,
+                {
+                  metadata: {
+                    name,
+                    namespace,
+                    labels: { [LEDGER_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'stateward' },
+                    annotations,
+                  },
+                  spec: {},
+                },
+                { signal },
+              );
         this.written.set(`${namespace}/${name}`, saved);
-        this.d.log.info('eviction allowed', { namespace, pod: pod.metadata?.name, zpdb: config.name, why: decision.message });
+        this.d.log.info('eviction allowed', {
+          namespace,
+          pod: pod.metadata?.name,
+          zpdb: config.name,
+          why: decision.message,
+        });
         return fromDecision(decision);
       } catch (error) {
         if (isForbidden(error)) {
@@ -309,23 +438,36 @@ export class ZpdbBudgets {
           continue;
         }
         if (!isConflict(error) && !isAlreadyExists(error) && !isNotFound(error)) {
-          return deny(429, 'denied', `unable to record the eviction in the budget's ledger, retry: ${error instanceof Error ? error.message : String(error)}`);
+          return deny(
+            429,
+            'denied',
+            `unable to record the eviction in the budget's ledger, retry: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
         // Someone else committed first (or the Lease vanished): read it fresh and decide again.
         this.written.delete(`${namespace}/${name}`);
-        lease = await this.d.client.get<Lease>(resources.leases, { namespace, name }, { signal }).catch((e: unknown) => {
-          if (isNotFound(e)) return undefined;
-          throw e;
-        });
+        lease = await this.d.client
+          .get<Lease>(resources.leases, { namespace, name }, { signal })
+          .catch((e: unknown) => {
+            if (isNotFound(e)) return undefined;
+            throw e;
+          });
       }
     }
-    return deny(429, 'denied', `too many concurrent evictions against ZoneAwarePodDisruptionBudget ${config.name}, retry`);
+    return deny(
+      429,
+      'denied',
+      `too many concurrent evictions against ZoneAwarePodDisruptionBudget ${config.name}, retry`,
+    );
   }
 
   private keepLedgersInProcess(namespace: string, error: unknown): void {
     if (this.inProcessLedgers.has(namespace)) return;
     this.inProcessLedgers.add(namespace);
-    this.d.log.warn('not permitted to write zone-aware budget ledgers (Leases): ledgers are kept in this process, so evictions are coordinated within this replica only; grant coordination.k8s.io leases get,list,watch,create,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas', { namespace, err: error instanceof Error ? error.message : String(error) });
+    this.d.log.warn(
+      'not permitted to write zone-aware budget ledgers (Leases): ledgers are kept in this process, so evictions are coordinated within this replica only; grant coordination.k8s.io leases get,list,watch,create,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas',
+      { namespace, err: error instanceof Error ? error.message : String(error) },
+    );
   }
 
   /**
@@ -335,7 +477,9 @@ export class ZpdbBudgets {
    * allow.
    */
   private cachedLedger(namespace: string, name: string): Lease | undefined {
-    return this.written.get(`${namespace}/${name}`) ?? informerFor(this.d.caches.ledgers, namespace)?.get(namespace, name);
+    return (
+      this.written.get(`${namespace}/${name}`) ?? informerFor(this.d.caches.ledgers, namespace)?.get(namespace, name)
+    );
   }
 
   private caughtUp(lease: Lease): void {
@@ -383,4 +527,3 @@ export function createZpdbBudgets(runtime: Runtime): ZpdbBudgets {
     },
   });
 }
-

@@ -22,7 +22,11 @@ export type Ledger = Map<string, LedgerEntry>;
 
 /** A Lease name (a DNS label) unique per ZPDB name. */
 export function ledgerName(zpdb: string): string {
-  const safe = zpdb.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30);
+  const safe = zpdb
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 30);
   return `stateward-zpdb-${safe || 'budget'}-${createHash('sha256').update(zpdb).digest('hex').slice(0, 8)}`;
 }
 
@@ -35,12 +39,20 @@ export function decodeLedger(lease: Lease | undefined): { ledger: Ledger; warnin
   try {
     parsed = JSON.parse(raw);
   } catch {
-    return { ledger, warning: `annotation ${LEDGER_ANNOTATION} of Lease ${lease?.metadata?.name} is not JSON; starting an empty ledger` };
+    return {
+      ledger,
+      warning: `annotation ${LEDGER_ANNOTATION} of Lease ${lease?.metadata?.name} is not JSON; starting an empty ledger`,
+    };
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { ledger, warning: `annotation ${LEDGER_ANNOTATION} of Lease ${lease?.metadata?.name} is not a JSON object; starting an empty ledger` };
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    return {
+      ledger,
+      warning: `annotation ${LEDGER_ANNOTATION} of Lease ${lease?.metadata?.name} is not a JSON object; starting an empty ledger`,
+    };
   for (const [uid, value] of Object.entries(parsed as Record<string, unknown>)) {
     const entry = value as Partial<LedgerEntry> | null;
-    if (entry && typeof entry.pod === 'string' && typeof entry.at === 'number' && Number.isFinite(entry.at)) ledger.set(uid, { pod: entry.pod, at: entry.at });
+    if (entry && typeof entry.pod === 'string' && typeof entry.at === 'number' && Number.isFinite(entry.at))
+      ledger.set(uid, { pod: entry.pod, at: entry.at });
   }
   return { ledger };
 }
@@ -60,7 +72,13 @@ export function pruneLedger(ledger: Ledger, now: number, podNamed: (name: string
     if (now - entry.at >= EVICTION_CACHE_TTL_MS) continue;
     const pod = podNamed(entry.pod);
     // Another pod under that name is a replacement: the evicted one is gone.
-    if (!pod || pod.metadata?.uid !== uid || pod.metadata.deletionTimestamp || (pod.status?.phase !== undefined && pod.status.phase !== 'Running')) continue;
+    if (
+      !pod ||
+      pod.metadata?.uid !== uid ||
+      pod.metadata.deletionTimestamp ||
+      (pod.status?.phase !== undefined && pod.status.phase !== 'Running')
+    )
+      continue;
     kept.set(uid, entry);
   }
   return kept;

@@ -77,7 +77,10 @@ export interface AdmissionResponseV1 {
 
 export type AdmissionDecision = Omit<AdmissionResponseV1, 'uid'>;
 
-export type AdmissionHandler = (request: AdmissionRequestV1, signal: AbortSignal) => Promise<AdmissionDecision> | AdmissionDecision;
+export type AdmissionHandler = (
+  request: AdmissionRequestV1,
+  signal: AbortSignal,
+) => Promise<AdmissionDecision> | AdmissionDecision;
 
 export interface AdmissionHttpResponse {
   status: number;
@@ -126,7 +129,13 @@ export class BodyBudgetExhaustedError extends Error {
  * Rejects with the signal's reason on abort, and with the stream's error, or
  * an Error if it closes before its end.
  */
-export function readLimitedBody(stream: Readable, limit: number, signal: AbortSignal, take: (bytes: number) => boolean = () => true, expectedLength?: number): Promise<Buffer> {
+export function readLimitedBody(
+  stream: Readable,
+  limit: number,
+  signal: AbortSignal,
+  take: (bytes: number) => boolean = () => true,
+  expectedLength?: number,
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
@@ -134,7 +143,8 @@ export function readLimitedBody(stream: Readable, limit: number, signal: AbortSi
     }
     // With a known length (Content-Length, which Node's parser enforces) the
     // body is copied into one buffer as it arrives: no second copy at the end.
-    let whole = expectedLength !== undefined && expectedLength <= limit ? Buffer.allocUnsafe(expectedLength) : undefined;
+    let whole =
+      expectedLength !== undefined && expectedLength <= limit ? Buffer.allocUnsafe(expectedLength) : undefined;
     let chunks: Buffer[] = [];
     let received = 0;
     const detach = () => {
@@ -197,10 +207,12 @@ const optionalString = (value: unknown) => value === undefined || value === null
 
 /** Checks the fields the handlers rely on; returns the problem, or undefined when fine. */
 function requestProblem(request: Record<string, unknown>): string | undefined {
-  if (request.uid === undefined || request.uid === null || request.uid === '') return 'AdmissionReview request has no uid';
+  if (request.uid === undefined || request.uid === null || request.uid === '')
+    return 'AdmissionReview request has no uid';
   if (typeof request.uid !== 'string') return 'Request could not be decoded: request.uid is not a string';
   // A Kubernetes uid is a 36-character UUID; the answer echoes it, so a huge one would cost its size twice more.
-  if (request.uid.length > MAX_UID_LENGTH) return `Request could not be decoded: request.uid is longer than ${MAX_UID_LENGTH} characters`;
+  if (request.uid.length > MAX_UID_LENGTH)
+    return `Request could not be decoded: request.uid is longer than ${MAX_UID_LENGTH} characters`;
   for (const field of ['name', 'namespace', 'operation', 'subResource'] as const) {
     if (!optionalString(request[field])) return `Request could not be decoded: request.${field} is not a string`;
   }
@@ -208,13 +220,15 @@ function requestProblem(request: Record<string, unknown>): string | undefined {
   if (resource !== undefined && resource !== null) {
     if (!isRecord(resource)) return 'Request could not be decoded: request.resource is not an object';
     for (const field of ['group', 'version', 'resource'] as const) {
-      if (!optionalString(resource[field])) return `Request could not be decoded: request.resource.${field} is not a string`;
+      if (!optionalString(resource[field]))
+        return `Request could not be decoded: request.resource.${field} is not a string`;
     }
   }
   const userInfo = request.userInfo;
   if (userInfo !== undefined && userInfo !== null) {
     if (!isRecord(userInfo)) return 'Request could not be decoded: request.userInfo is not an object';
-    if (!optionalString(userInfo.username)) return 'Request could not be decoded: request.userInfo.username is not a string';
+    if (!optionalString(userInfo.username))
+      return 'Request could not be decoded: request.userInfo.username is not a string';
   }
   if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
     return 'Request could not be decoded: request.dryRun is not a boolean';
@@ -227,7 +241,12 @@ function normalise(request: Record<string, unknown>): AdmissionRequestV1 {
   const resource = isRecord(request.resource) ? request.resource : {};
   const str = (value: unknown) => (typeof value === 'string' ? value : '');
   const normalised = { ...request } as unknown as AdmissionRequestV1;
-  normalised.resource = { ...resource, group: str(resource.group), version: str(resource.version), resource: str(resource.resource) };
+  normalised.resource = {
+    ...resource,
+    group: str(resource.group),
+    version: str(resource.version),
+    resource: str(resource.resource),
+  };
   normalised.operation = str(request.operation);
   for (const field of ['name', 'namespace', 'subResource', 'userInfo', 'dryRun'] as const) {
     if (request[field] === null) delete normalised[field];
@@ -295,14 +314,19 @@ export async function serveAdmission(
     return textResponse(400, 'Request could not be decoded: body is not a JSON object');
   }
   const { apiVersion, kind } = review;
-  if (typeof kind !== 'string' || kind === '') return textResponse(400, "Request could not be decoded: Object 'Kind' is missing");
-  if (typeof apiVersion !== 'string' || apiVersion === '') return textResponse(400, "Request could not be decoded: Object 'apiVersion' is missing");
+  if (typeof kind !== 'string' || kind === '')
+    return textResponse(400, "Request could not be decoded: Object 'Kind' is missing");
+  if (typeof apiVersion !== 'string' || apiVersion === '')
+    return textResponse(400, "Request could not be decoded: Object 'apiVersion' is missing");
   if (kind !== 'AdmissionReview' || !ADMISSION_API_VERSIONS.includes(apiVersion)) {
     log.warn('unsupported group version kind', { apiVersion, kind });
     return textResponse(400, `Unsupported group version kind: ${goGroupVersion(apiVersion)}, Kind=${kind}`);
   }
   if (!isRecord(review.request)) {
-    const message = review.request === undefined || review.request === null ? 'AdmissionReview has no request' : 'Request could not be decoded: request is not an object';
+    const message =
+      review.request === undefined || review.request === null
+        ? 'AdmissionReview has no request'
+        : 'Request could not be decoded: request is not an object';
     log.warn('bad admission review', { err: message });
     return textResponse(400, message);
   }
@@ -322,7 +346,14 @@ export async function serveAdmission(
   };
 
   // rollout-operator's span tags for the object under review.
-  input.span?.setAttributes({ 'object.name': fields.name, 'object.resource': fields.resource, 'object.namespace': fields.namespace, 'request.uid': fields.uid, 'request.operation': fields.operation, 'request.dry_run': request.dryRun === true });
+  input.span?.setAttributes({
+    'object.name': fields.name,
+    'object.resource': fields.resource,
+    'object.namespace': fields.namespace,
+    'request.uid': fields.uid,
+    'request.operation': fields.operation,
+    'request.dry_run': request.dryRun === true,
+  });
   const settled = await runHandler(handler, request, input.signal);
   if (!settled.ok) {
     if ('deadline' in settled) {

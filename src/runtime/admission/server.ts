@@ -7,11 +7,25 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { ByteBudget } from '../http/budget.ts';
 import type { ClusterValidationConfig } from '../http/clustervalidation.ts';
-import { applyLimits, type MeteredRequest, type MeteredResponse, replyText, requestListener, serverOptions } from '../http/guard.ts';
+import {
+  applyLimits,
+  type MeteredRequest,
+  type MeteredResponse,
+  replyText,
+  requestListener,
+  serverOptions,
+} from '../http/guard.ts';
 import { closeGracefully, listenOn, routeName } from '../http/server.ts';
 import { type Span, tracer } from '../tracing/tracing.ts';
 import { type Logger, nopLogger } from '../log/logger.ts';
-import { type AdmissionHandler, BodyBudgetExhaustedError, BodyTooLargeError, MAX_ADMISSION_BODY_BYTES, readLimitedBody, serveAdmission } from './admission.ts';
+import {
+  type AdmissionHandler,
+  BodyBudgetExhaustedError,
+  BodyTooLargeError,
+  MAX_ADMISSION_BODY_BYTES,
+  readLimitedBody,
+  serveAdmission,
+} from './admission.ts';
 
 export interface TlsPair {
   cert: string;
@@ -75,7 +89,16 @@ export class WebhookServer {
         return { name, handle: (req, res) => this.traced(name, req, res, handler) };
       },
     });
-    this.server = createServer<typeof MeteredRequest, typeof MeteredResponse>({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: options.requestTimeoutMs, ...serverOptions(limits) }, listener);
+    this.server = createServer<typeof MeteredRequest, typeof MeteredResponse>(
+      {
+        cert: options.tls.cert,
+        key: options.tls.key,
+        minVersion: 'TLSv1.2',
+        handshakeTimeout: options.requestTimeoutMs,
+        ...serverOptions(limits),
+      },
+      listener,
+    );
     applyLimits(this.server, limits, 'https', options.registry, this.log);
     this.server.on('tlsClientError', (error) => this.log.debug('TLS handshake failed', { err: error.message }));
   }
@@ -103,15 +126,29 @@ export class WebhookServer {
   private traced(route: string, req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler): Promise<void> {
     const t = tracer();
     if (t === undefined) return this.dispatch(req, res, handler, undefined);
-    const attributes = { 'http.request.method': req.method, 'http.route': route, 'url.path': req.url?.split('?')[0], 'user_agent.original': req.headers['user-agent'] };
-    return t.span(`HTTP ${req.method ?? ''} - ${route}`, { kind: 'server', attributes, incoming: req.headers }, async (span) => {
-      await this.dispatch(req, res, handler, span);
-      span.setAttributes({ 'http.response.status_code': res.statusCode });
-      if (res.statusCode >= 500) span.fail(`HTTP ${res.statusCode}`);
-    });
+    const attributes = {
+      'http.request.method': req.method,
+      'http.route': route,
+      'url.path': req.url?.split('?')[0],
+      'user_agent.original': req.headers['user-agent'],
+    };
+    return t.span(
+      `HTTP ${req.method ?? ''} - ${route}`,
+      { kind: 'server', attributes, incoming: req.headers },
+      async (span) => {
+        await this.dispatch(req, res, handler, span);
+        span.setAttributes({ 'http.response.status_code': res.statusCode });
+        if (res.statusCode >= 500) span.fail(`HTTP ${res.statusCode}`);
+      },
+    );
   }
 
-  private async dispatch(req: IncomingMessage, res: ServerResponse, handler: AdmissionHandler, span: Span | undefined): Promise<void> {
+  private async dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    handler: AdmissionHandler,
+    span: Span | undefined,
+  ): Promise<void> {
     if (req.method !== 'POST') return replyText(res, 405, 'only POST is accepted\n');
     const declared = declaredLength(req);
     if (declared !== undefined && declared > MAX_ADMISSION_BODY_BYTES) {
@@ -127,12 +164,21 @@ export class WebhookServer {
     const signal = AbortSignal.timeout(Math.floor(this.o.requestTimeoutMs * 0.9));
     let body: Buffer | undefined;
     try {
-      body = await readLimitedBody(req, MAX_ADMISSION_BODY_BYTES, signal, declared === undefined ? (bytes) => hold.take(bytes) : () => true, declared);
+      body = await readLimitedBody(
+        req,
+        MAX_ADMISSION_BODY_BYTES,
+        signal,
+        declared === undefined ? (bytes) => hold.take(bytes) : () => true,
+        declared,
+      );
     } catch (error) {
       if (error instanceof BodyBudgetExhaustedError) return busy(res);
-      if (error instanceof BodyTooLargeError) return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
+      if (error instanceof BodyTooLargeError)
+        return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
       if (signal.aborted) return replyText(res, 408, 'the request body did not arrive in time\n');
-      this.log.debug('could not read an admission request body', { err: error instanceof Error ? error.message : String(error) });
+      this.log.debug('could not read an admission request body', {
+        err: error instanceof Error ? error.message : String(error),
+      });
       return replyText(res, 400, 'could not read the request body\n');
     }
     // serveAdmission drops the bytes once decoded; nothing here keeps them.

@@ -45,7 +45,10 @@ export interface EventsV1EventJson {
  * failure and retried.
  */
 export interface EventSink {
-  create(namespace: string, event: EventsV1EventJson): Promise<{ metadata?: { name?: string; resourceVersion?: string } }>;
+  create(
+    namespace: string,
+    event: EventsV1EventJson,
+  ): Promise<{ metadata?: { name?: string; resourceVersion?: string } }>;
   /** Applies a JSON merge patch to the named Event. */
   patch(namespace: string, name: string, mergePatch: object): Promise<unknown>;
 }
@@ -160,16 +163,21 @@ function checkRef(field: string, ref: ObjectRef | undefined, problems: string[])
 }
 
 /** Problems the API server would reject the Event for; empty when it is fine. */
-export function validateFacts(f: Pick<EventFacts, 'regarding' | 'related' | 'type' | 'reason' | 'action'> & { note: unknown }): string[] {
+export function validateFacts(
+  f: Pick<EventFacts, 'regarding' | 'related' | 'type' | 'reason' | 'action'> & { note: unknown },
+): string[] {
   const problems: string[] = [];
   checkRef('regarding', f.regarding, problems);
   if (f.regarding === undefined) problems.push('regarding is required');
   checkRef('related', f.related, problems);
-  if (f.type !== 'Normal' && f.type !== 'Warning') problems.push(`type must be Normal or Warning, not ${String(f.type)}`);
+  if (f.type !== 'Normal' && f.type !== 'Warning')
+    problems.push(`type must be Normal or Warning, not ${String(f.type)}`);
   if (typeof f.reason !== 'string' || f.reason === '') problems.push('reason is required');
-  else if (byteLength(f.reason) > REASON_LIMIT_BYTES) problems.push(`reason is longer than ${REASON_LIMIT_BYTES} bytes`);
+  else if (byteLength(f.reason) > REASON_LIMIT_BYTES)
+    problems.push(`reason is longer than ${REASON_LIMIT_BYTES} bytes`);
   if (typeof f.action !== 'string' || f.action === '') problems.push('action is required');
-  else if (byteLength(f.action) > ACTION_LIMIT_BYTES) problems.push(`action is longer than ${ACTION_LIMIT_BYTES} bytes`);
+  else if (byteLength(f.action) > ACTION_LIMIT_BYTES)
+    problems.push(`action is longer than ${ACTION_LIMIT_BYTES} bytes`);
   if (typeof f.note !== 'string') problems.push('note must be a string');
   return problems;
 }
@@ -190,7 +198,9 @@ export function validateReporter(reportingController: string, reportingInstance:
     name.length > 63 ||
     !QUALIFIED_NAME.test(name)
   ) {
-    problems.push(`reportingController ${JSON.stringify(reportingController)} is not a qualified name (e.g. stateward.dev/rollout)`);
+    problems.push(
+      `reportingController ${JSON.stringify(reportingController)} is not a qualified name (e.g. stateward.dev/rollout)`,
+    );
   }
   if (reportingInstance === '') problems.push('reportingInstance is required');
   return problems;

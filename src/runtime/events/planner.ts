@@ -127,7 +127,8 @@ export class EventPlanner<P> {
     this.limits = { ...defaultPlannerLimits, ...limits };
     for (const [name, value] of Object.entries(this.limits)) {
       const min = name === 'spamBurst' || name.startsWith('max') ? 1 : 0;
-      if (!Number.isInteger(value) || value < min) throw new RangeError(`event planner: ${name} must be an integer >= ${min}`);
+      if (!Number.isInteger(value) || value < min)
+        throw new RangeError(`event planner: ${name} must be an integer >= ${min}`);
     }
   }
 
@@ -197,7 +198,13 @@ export class EventPlanner<P> {
       if (oldest === undefined) break;
       this.forget(oldest);
     }
-    writes.push({ op: 'create', key: created.key, name: created.name, namespace: created.namespace, payload: created.payload });
+    writes.push({
+      op: 'create',
+      key: created.key,
+      name: created.name,
+      namespace: created.namespace,
+      payload: created.payload,
+    });
     return { outcome: 'create', writes };
   }
 
@@ -249,7 +256,15 @@ export class EventPlanner<P> {
   }
 
   private patchOf(s: Series<P>): PatchWrite<P> {
-    return { op: 'patch', key: s.key, name: s.name, namespace: s.namespace, payload: s.payload, count: s.count, lastObservedTime: s.lastObservedAt };
+    return {
+      op: 'patch',
+      key: s.key,
+      name: s.name,
+      namespace: s.namespace,
+      payload: s.payload,
+      count: s.count,
+      lastObservedTime: s.lastObservedAt,
+    };
   }
 
   private flushOne(s: Series<P>, writes: Write<P>[]): void {

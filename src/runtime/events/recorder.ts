@@ -91,7 +91,12 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function counter<L extends string>(registry: Registry | undefined, name: string, help: string, labelNames: L[]): Counter<L> {
+function counter<L extends string>(
+  registry: Registry | undefined,
+  name: string,
+  help: string,
+  labelNames: L[],
+): Counter<L> {
   // Several recorders (one per controller) may share a registry.
   const existing = registry?.getSingleMetric(name);
   if (existing instanceof Counter) return existing;
@@ -130,29 +135,54 @@ export class EventRecorder {
     this.clock = opts.clock;
     this.reportingController = opts.reportingController;
     // Pod names may be longer than the API allows here; their tail is the unique part.
-    this.reportingInstance = opts.reportingInstance.length > REPORTING_INSTANCE_LIMIT_BYTES
-      ? opts.reportingInstance.slice(-REPORTING_INSTANCE_LIMIT_BYTES)
-      : opts.reportingInstance;
+    this.reportingInstance =
+      opts.reportingInstance.length > REPORTING_INSTANCE_LIMIT_BYTES
+        ? opts.reportingInstance.slice(-REPORTING_INSTANCE_LIMIT_BYTES)
+        : opts.reportingInstance;
     this.logger = opts.logger;
     this.limits = { ...defaultRecorderLimits, ...opts.limits };
     for (const name of ['queueSize', 'maxAttempts', 'retryBaseMs', 'retryMaxMs'] as const) {
       const min = name.startsWith('retry') ? 0 : 1;
-      if (!Number.isInteger(this.limits[name]) || this.limits[name] < min) throw new RangeError(`event recorder: ${name} must be an integer >= ${min}`);
+      if (!Number.isInteger(this.limits[name]) || this.limits[name] < min)
+        throw new RangeError(`event recorder: ${name} must be an integer >= ${min}`);
     }
     const plannerLimits: Partial<PlannerLimits> = {};
-    for (const name of Object.keys(defaultPlannerLimits) as (keyof PlannerLimits)[]) plannerLimits[name] = this.limits[name];
+    for (const name of Object.keys(defaultPlannerLimits) as (keyof PlannerLimits)[])
+      plannerLimits[name] = this.limits[name];
     this.planner = new EventPlanner(plannerLimits);
 
-    this.emitted = counter(opts.registry, 'stateward_events_emitted_total', 'Events reported by controllers and webhooks, before aggregation and spam filtering.', ['type', 'reason']);
-    this.dropped = counter(opts.registry, 'stateward_events_dropped_total', 'Event occurrences or writes given up, by cause.', ['cause']);
-    this.patches = counter(opts.registry, 'stateward_events_series_patches_total', 'Series updates written to existing Events.', []);
+    this.emitted = counter(
+      opts.registry,
+      'stateward_events_emitted_total',
+      'Events reported by controllers and webhooks, before aggregation and spam filtering.',
+      ['type', 'reason'],
+    );
+    this.dropped = counter(
+      opts.registry,
+      'stateward_events_dropped_total',
+      'Event occurrences or writes given up, by cause.',
+      ['cause'],
+    );
+    this.patches = counter(
+      opts.registry,
+      'stateward_events_series_patches_total',
+      'Series updates written to existing Events.',
+      [],
+    );
   }
 
   /**
    * Reports that `action` happened (or was refused) to `regarding` because of
    * `reason`. Never throws and never waits: the write, if any, happens later.
    */
-  event(regarding: ObjectRef, type: EventType, reason: string, action: string, note: string, related?: ObjectRef): void {
+  event(
+    regarding: ObjectRef,
+    type: EventType,
+    reason: string,
+    action: string,
+    note: string,
+    related?: ObjectRef,
+  ): void {
     try {
       if (this.stopped) {
         this.drop('shutdown');
@@ -180,7 +210,17 @@ export class EventRecorder {
       this.emitted.inc({ type, reason });
       const name = eventName(regarding.name, randomBytes(8).toString('hex'));
       const payload = buildEvent(facts, name, wallNow);
-      const plan = this.planner.observe({ key: isomorphicKey(facts), spamKey: spamKey(regarding), name, namespace: payload.metadata.namespace, payload, observedAt: wallNow }, now);
+      const plan = this.planner.observe(
+        {
+          key: isomorphicKey(facts),
+          spamKey: spamKey(regarding),
+          name,
+          namespace: payload.metadata.namespace,
+          payload,
+          observedAt: wallNow,
+        },
+        now,
+      );
       if (plan.outcome === 'drop-spam') {
         this.drop('spam');
         this.log('debug', 'event dropped by the spam filter', this.fields(payload));
@@ -261,7 +301,11 @@ export class EventRecorder {
       if (oldest) {
         if (this.queuedByName.get(oldest.name) === oldest) this.queuedByName.delete(oldest.name);
         this.drop('queue-full');
-        if (!this.overflowing) this.log('warn', 'event queue full; dropping the oldest writes', { queueSize: this.limits.queueSize, ...this.fields(oldest.event) });
+        if (!this.overflowing)
+          this.log('warn', 'event queue full; dropping the oldest writes', {
+            queueSize: this.limits.queueSize,
+            ...this.fields(oldest.event),
+          });
         this.overflowing = true;
       }
     }
@@ -307,17 +351,34 @@ export class EventRecorder {
           // namespace being deleted: say so once, and stop asking for a while.
           this.forbiddenUntil.set(job.namespace, this.clock.monotonic() + FORBIDDEN_PAUSE_MS);
           this.drop('forbidden');
-          this.log('warn', 'not permitted to write Events in this namespace; its Events are dropped for 5m (grant events.k8s.io events create,patch: deploy/kustomize/rbac/PERMISSIONS.md)', { ...this.fields(job.event), error: messageOf(err) });
+          this.log(
+            'warn',
+            'not permitted to write Events in this namespace; its Events are dropped for 5m (grant events.k8s.io events create,patch: deploy/kustomize/rbac/PERMISSIONS.md)',
+            { ...this.fields(job.event), error: messageOf(err) },
+          );
           return;
         }
         const retryable = status === undefined || status === 429 || status >= 500;
         if (!retryable || attempt >= this.limits.maxAttempts || this.stopped) {
           this.drop('api-error');
-          this.log('error', 'event write failed; giving up', { ...this.fields(job.event), op: job.op, attempts: attempt, status, error: messageOf(err) });
+          this.log('error', 'event write failed; giving up', {
+            ...this.fields(job.event),
+            op: job.op,
+            attempts: attempt,
+            status,
+            error: messageOf(err),
+          });
           return;
         }
         const delay = backoffDelay(attempt, { initialMs: this.limits.retryBaseMs, maxMs: this.limits.retryMaxMs });
-        this.log('debug', 'event write failed; retrying', { ...this.fields(job.event), op: job.op, attempt, delayMs: delay, status, error: messageOf(err) });
+        this.log('debug', 'event write failed; retrying', {
+          ...this.fields(job.event),
+          op: job.op,
+          attempt,
+          delayMs: delay,
+          status,
+          error: messageOf(err),
+        });
         try {
           await this.clock.sleep(delay, this.stopping.signal);
         } catch {

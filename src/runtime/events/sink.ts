@@ -5,7 +5,8 @@ import type { EventSink } from './event.ts';
 
 export function kubeEventSink(client: KubeClient): EventSink {
   return {
-    create: (namespace, event) => client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } }),
+    create: (namespace, event) =>
+      client.create(resources.events, { ...event, metadata: { ...event.metadata, namespace } }),
     patch: (namespace, name, mergePatch) => client.patch(resources.events, { namespace, name }, 'merge', mergePatch),
   };
 }

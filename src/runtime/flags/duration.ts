@@ -135,7 +135,8 @@ export function parseGoDurationNanos(input: string): bigint {
     const unitName = s.slice(0, u);
     s = s.slice(u);
     const unit = GO_UNIT_NANOS.get(unitName);
-    if (unit === undefined) throw goDurationError(`unknown unit ${quoteCut(unitName, quoteLikeTime)} in duration`, input);
+    if (unit === undefined)
+      throw goDurationError(`unknown unit ${quoteCut(unitName, quoteLikeTime)} in duration`, input);
     if (whole > TWO_POW_63 / unit) throw goDurationError('invalid duration', input);
     let value = whole * unit;
     if (fraction > 0n) {

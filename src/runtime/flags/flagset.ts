@@ -16,7 +16,16 @@
 
 import { Buffer } from 'node:buffer';
 import { quoteCut, quoteGo } from './gostrconv.ts';
-import { boolKind, durationKind, enumKind, floatKind, intKind, promDurationKind, stringKind, stringListKind } from './kinds.ts';
+import {
+  boolKind,
+  durationKind,
+  enumKind,
+  floatKind,
+  intKind,
+  promDurationKind,
+  stringKind,
+  stringListKind,
+} from './kinds.ts';
 import type { ValueKind } from './kinds.ts';
 
 /** Where a flag's current value came from. */
@@ -154,7 +163,8 @@ export class FlagSet {
 
   /** An integer in Go's syntax (`8001`, `0x1f`, `1_000`; a leading 0 means octal). */
   int(name: string, defaultValue: number, usage: string, options: FlagOptions = {}): Flag<number> {
-    if (!Number.isSafeInteger(defaultValue)) throw new Error(`flag ${name}: default ${defaultValue} is not a safe integer`);
+    if (!Number.isSafeInteger(defaultValue))
+      throw new Error(`flag ${name}: default ${defaultValue} is not a safe integer`);
     return this.define(name, defaultValue, usage, intKind, options);
   }
 
@@ -193,7 +203,12 @@ export class FlagSet {
   }
 
   /** A comma-separated list, with dskit's StringSliceCSV semantics. */
-  stringList(name: string, defaultValue: readonly string[], usage: string, options: FlagOptions = {}): Flag<readonly string[]> {
+  stringList(
+    name: string,
+    defaultValue: readonly string[],
+    usage: string,
+    options: FlagOptions = {},
+  ): Flag<readonly string[]> {
     return this.define(name, [...defaultValue], usage, stringListKind, options);
   }
 

@@ -35,9 +35,19 @@ function rangeError(fn: string, s: string): RangeError {
 /** strconv.ParseBool: 1, t, T, true, TRUE, True and their false counterparts. */
 export function parseGoBool(s: string): boolean {
   switch (s) {
-    case '1': case 't': case 'T': case 'true': case 'TRUE': case 'True':
+    case '1':
+    case 't':
+    case 'T':
+    case 'true':
+    case 'TRUE':
+    case 'True':
       return true;
-    case '0': case 'f': case 'F': case 'false': case 'FALSE': case 'False':
+    case '0':
+    case 'f':
+    case 'F':
+    case 'false':
+    case 'FALSE':
+    case 'False':
       return false;
   }
   throw syntaxError('ParseBool', s);
@@ -284,7 +294,15 @@ export function formatGoFloat(x: number): string {
 const GO_ESCAPED = /[^\p{L}\p{M}\p{N}\p{P}\p{S} ]|["\\]/gu;
 
 const SHORT_ESCAPES: Readonly<Record<string, string>> = {
-  '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v', '"': '\\"', '\\': '\\\\',
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '"': '\\"',
+  '\\': '\\\\',
 };
 
 function goEscape(ch: string): string {

@@ -31,7 +31,11 @@ export interface ClusterRejection {
  * object (or null) whose fields, matched without regard to case, are strings
  * or null. Anything else is an ordinary answer.
  */
-export function parseClusterRejection(status: number, contentType: string | null | undefined, body: string): ClusterRejection | undefined {
+export function parseClusterRejection(
+  status: number,
+  contentType: string | null | undefined,
+  body: string,
+): ClusterRejection | undefined {
   if (status !== CLUSTER_REJECTED_STATUS || contentType !== 'application/json') return undefined;
   let parsed: unknown;
   try {
@@ -43,7 +47,12 @@ export function parseClusterRejection(status: number, contentType: string | null
   if (parsed === null) return rejection;
   if (typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
   for (const [key, value] of Object.entries(parsed)) {
-    const field = key.toLowerCase() === 'cluster_validation_error_message' ? 'message' : key.toLowerCase() === 'route' ? 'route' : undefined;
+    const field =
+      key.toLowerCase() === 'cluster_validation_error_message'
+        ? 'message'
+        : key.toLowerCase() === 'route'
+          ? 'route'
+          : undefined;
     if (!field || value === null) continue;
     if (typeof value !== 'string') return undefined;
     rejection[field] = value;
@@ -76,7 +85,7 @@ export function clusterRejections(registry: Registry, log: Logger): ClusterRejec
   if (reporter) return reporter;
   const rejected = new Counter({
     name: 'rollout_operator_client_invalid_cluster_validation_label_requests_total',
-    help: 'Outgoing requests (Kubernetes API and pod calls) that a server refused for their X-Cluster label: 511 answers with dskit\'s JSON body.',
+    help: "Outgoing requests (Kubernetes API and pod calls) that a server refused for their X-Cluster label: 511 answers with dskit's JSON body.",
     labelNames: ['method', 'protocol', 'request_cluster'],
     registers: [registry],
   });

@@ -97,7 +97,8 @@ export interface ClusterPolicy {
  * compile (its middleware compiles them, only when enabled, or panics).
  */
 export function clusterValidationProblem(config: ClusterValidationConfig): string | undefined {
-  if (config.softValidation && !config.enabled) return '-server.cluster-validation.http.soft-validation: soft validation can be enabled only if cluster validation is enabled (-server.cluster-validation.http.enabled)';
+  if (config.softValidation && !config.enabled)
+    return '-server.cluster-validation.http.soft-validation: soft validation can be enabled only if cluster validation is enabled (-server.cluster-validation.http.enabled)';
   if (!config.enabled) return undefined;
   const compiled = compileClusterPolicy(config);
   return 'error' in compiled ? compiled.error : undefined;
@@ -105,14 +106,23 @@ export function clusterValidationProblem(config: ClusterValidationConfig): strin
 
 /** The configuration compiled for checking requests. */
 export function compileClusterPolicy(config: ClusterValidationConfig): { policy: ClusterPolicy } | { error: string } {
-  if (config.labels.length === 0 || config.labels.includes('')) return { error: 'http: validation cannot be enabled if cluster validation label is not configured' };
+  if (config.labels.length === 0 || config.labels.includes(''))
+    return { error: 'http: validation cannot be enabled if cluster validation label is not configured' };
   let excludedUserAgents: GoRegexp | undefined;
   if (config.excludedUserAgents.length > 0) {
     const compiled = compileGoRegexp(`(${config.excludedUserAgents.join('|')})`);
-    if ('error' in compiled) return { error: `-server.cluster-validation.http.excluded-user-agents: ${compiled.error}` };
+    if ('error' in compiled)
+      return { error: `-server.cluster-validation.http.excluded-user-agents: ${compiled.error}` };
     excludedUserAgents = compiled.regexp;
   }
-  return { policy: { labels: config.labels, soft: config.softValidation, excludedPaths: [...ALWAYS_EXCLUDED, ...config.excludedPaths], excludedUserAgents } };
+  return {
+    policy: {
+      labels: config.labels,
+      soft: config.softValidation,
+      excludedPaths: [...ALWAYS_EXCLUDED, ...config.excludedPaths],
+      excludedUserAgents,
+    },
+  };
 }
 
 /** What the decision needs from a request. */
@@ -129,15 +139,15 @@ export interface ClusterCheckInput {
 export type ClusterVerdict =
   | { valid: true }
   | {
-    valid: false;
-    problem: 'wrong' | 'missing' | 'several';
-    /** The metric's request_cluster_validation_label: the label sent, '' when none or several. */
-    requestLabel: string;
-    /** dskit's error text, the 511 body's message in hard mode. */
-    message: string;
-    /** For several headers: the error dskit logs (the message without its "rejected request: "). */
-    cause?: string;
-  };
+      valid: false;
+      problem: 'wrong' | 'missing' | 'several';
+      /** The metric's request_cluster_validation_label: the label sent, '' when none or several. */
+      requestLabel: string;
+      /** dskit's error text, the 511 body's message in hard mode. */
+      message: string;
+      /** For several headers: the error dskit logs (the message without its "rejected request: "). */
+      cause?: string;
+    };
 
 /** The decision for one request: pure, no I/O. */
 export function checkClusterLabel(policy: ClusterPolicy, request: ClusterCheckInput): ClusterVerdict {
@@ -151,9 +161,20 @@ export function checkClusterLabel(policy: ClusterPolicy, request: ClusterCheckIn
     return { valid: false, problem: 'several', requestLabel: '', message: `rejected request: ${cause}`, cause };
   }
   const sent = values[0] ?? '';
-  if (sent === '') return { valid: false, problem: 'missing', requestLabel: '', message: `rejected request with empty cluster validation label - it should be one of ${labels}` };
+  if (sent === '')
+    return {
+      valid: false,
+      problem: 'missing',
+      requestLabel: '',
+      message: `rejected request with empty cluster validation label - it should be one of ${labels}`,
+    };
   if (policy.labels.includes(sent)) return { valid: true };
-  return { valid: false, problem: 'wrong', requestLabel: sent, message: `rejected request with wrong cluster validation label ${quoteGo(sent)} - it should be one of ${labels}` };
+  return {
+    valid: false,
+    problem: 'wrong',
+    requestLabel: sent,
+    message: `rejected request with wrong cluster validation label ${quoteGo(sent)} - it should be one of ${labels}`,
+  };
 }
 
 /** The 511 body, byte for byte as Go's encoding/json writes dskit's error (HTML characters escaped, no newline). */
@@ -162,7 +183,10 @@ export function rejectionBody(message: string, route: string): string {
 }
 
 function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -187,7 +211,7 @@ export function invalidClusterRequestsMetric(registry: Registry): Counter {
   if (!counter) {
     counter = new Counter({
       name: 'rollout_operator_server_invalid_cluster_validation_label_requests_total',
-      help: 'Requests to Stateward\'s servers whose X-Cluster header was missing, repeated or not one of the cluster labels (counted in soft and hard mode alike).',
+      help: "Requests to Stateward's servers whose X-Cluster header was missing, repeated or not one of the cluster labels (counted in soft and hard mode alike).",
       labelNames: ['protocol', 'method', 'cluster_validation_label', 'request_cluster_validation_label'],
       registers: [registry],
     });
@@ -230,7 +254,12 @@ export class ClusterValidator {
     });
     if (verdict.valid) return undefined;
     const routeLabel = route ?? UNKNOWN_ROUTE;
-    this.invalid.inc({ protocol: 'http', method: routeLabel, cluster_validation_label: this.policy.labels[0]!, request_cluster_validation_label: this.boundedLabel(verdict.requestLabel) });
+    this.invalid.inc({
+      protocol: 'http',
+      method: routeLabel,
+      cluster_validation_label: this.policy.labels[0]!,
+      request_cluster_validation_label: this.boundedLabel(verdict.requestLabel),
+    });
     this.log.warn(LOG_MESSAGES[verdict.problem], {
       path,
       method: req.method ?? '',
@@ -260,5 +289,7 @@ const seenLabelSets = new WeakMap<Registry, Set<string>>();
 function clientAddress(req: IncomingMessage): string {
   const { remoteAddress, remotePort } = req.socket;
   if (remoteAddress === undefined) return '';
-  return remoteAddress.includes(':') ? `[${remoteAddress}]:${remotePort ?? ''}` : `${remoteAddress}:${remotePort ?? ''}`;
+  return remoteAddress.includes(':')
+    ? `[${remoteAddress}]:${remotePort ?? ''}`
+    : `${remoteAddress}:${remotePort ?? ''}`;
 }

@@ -48,7 +48,8 @@ export class MeteredRequest extends IncomingMessage {
   bodyBytesRead = 0;
 
   override emit(event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'data' && (this.listenerCount('data') > 0 || this.listenerCount('readable') > 0)) this.bodyBytesRead += byteLength(args[0]);
+    if (event === 'data' && (this.listenerCount('data') > 0 || this.listenerCount('readable') > 0))
+      this.bodyBytesRead += byteLength(args[0]);
     return super.emit(event, ...args);
   }
 }
@@ -73,7 +74,8 @@ export class MeteredResponse<Request extends IncomingMessage = IncomingMessage> 
 }
 
 function byteLength(chunk: unknown, encoding?: unknown): number {
-  if (typeof chunk === 'string') return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  if (typeof chunk === 'string')
+    return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
   return chunk instanceof Uint8Array ? chunk.byteLength : 0;
 }
 
@@ -92,7 +94,8 @@ export function applyLimits(server: Server, limits: ServerLimits, name: string, 
   const warn = everyMs(60_000);
   server.on('drop', () => {
     dropped.inc({ server: name });
-    if (warn()) log.warn('connection refused: too many open connections', { server: name, limit: limits.maxConnections });
+    if (warn())
+      log.warn('connection refused: too many open connections', { server: name, limit: limits.maxConnections });
   });
 }
 
@@ -135,7 +138,9 @@ export function requestListener(options: ListenerOptions): RequestListener {
   const responseBytes = responseBytesMetric(registry);
   // Registered whether or not validation is on, as rollout-operator does.
   invalidClusterRequestsMetric(registry);
-  const clusterValidator = options.clusterValidation?.enabled ? new ClusterValidator(options.clusterValidation, { registry, log }) : undefined;
+  const clusterValidator = options.clusterValidation?.enabled
+    ? new ClusterValidator(options.clusterValidation, { registry, log })
+    : undefined;
   return (req, res) => {
     req.socket.setTimeout(0);
     if (!options.readsBodies && carriesBody(req)) res.shouldKeepAlive = false;
@@ -147,7 +152,10 @@ export function requestListener(options: ListenerOptions): RequestListener {
     inflight.inc(labels);
     res.once('close', () => {
       inflight.dec(labels);
-      duration.observe({ ...labels, status_code: String(res.statusCode), ws: 'false' }, (performance.now() - started) / 1000);
+      duration.observe(
+        { ...labels, status_code: String(res.statusCode), ws: 'false' },
+        (performance.now() - started) / 1000,
+      );
       requestBytes.observe(labels, req instanceof MeteredRequest ? req.bodyBytesRead : 0);
       responseBytes.observe(labels, res instanceof MeteredResponse ? res.bodyBytesWritten : 0);
     });
@@ -156,10 +164,14 @@ export function requestListener(options: ListenerOptions): RequestListener {
       return replyText(res, target.status, `${target.reason}\n`);
     }
     const refusal = clusterValidator?.screen(req, target.path, route?.name);
-    if (refusal !== undefined) return replyText(res, CLUSTER_REJECTED_STATUS, refusal, { 'content-type': 'application/json' });
+    if (refusal !== undefined)
+      return replyText(res, CLUSTER_REJECTED_STATUS, refusal, { 'content-type': 'application/json' });
     if (!route) return replyText(res, 404, '404 page not found\n');
     const failed = (error: unknown) => {
-      log.error('request handler failed', { path: target.path, err: error instanceof Error ? error.message : String(error) });
+      log.error('request handler failed', {
+        path: target.path,
+        err: error instanceof Error ? error.message : String(error),
+      });
       if (!res.headersSent) replyText(res, 500, 'internal error\n');
       else res.destroy();
     };
@@ -180,10 +192,19 @@ export function requestListener(options: ListenerOptions): RequestListener {
  * connection's next request, or answer it a second time with its own 408
  * when it never finishes.
  */
-export function replyText(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function replyText(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) return;
   if (!res.req.complete) res.shouldKeepAlive = false;
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), ...headers });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
   res.end(body);
 }
 
@@ -223,21 +244,74 @@ function once<M>(cache: WeakMap<Registry, M>, registry: Registry, make: () => M)
 }
 
 export function requestDurationMetric(registry: Registry): Histogram {
-  return once(requestDurations, registry, () => new Histogram({ name: 'rollout_operator_request_duration_seconds', help: 'Time (in seconds) spent serving HTTP requests.', labelNames: ['method', 'route', 'status_code', 'ws'], buckets: DSKIT_BUCKETS, registers: [registry] }));
+  return once(
+    requestDurations,
+    registry,
+    () =>
+      new Histogram({
+        name: 'rollout_operator_request_duration_seconds',
+        help: 'Time (in seconds) spent serving HTTP requests.',
+        labelNames: ['method', 'route', 'status_code', 'ws'],
+        buckets: DSKIT_BUCKETS,
+        registers: [registry],
+      }),
+  );
 }
 
 export function requestBytesMetric(registry: Registry): Histogram {
-  return once(requestSizes, registry, () => new Histogram({ name: 'rollout_operator_request_message_bytes', help: 'Size in bytes of the HTTP request bodies handlers read.', labelNames: ['method', 'route'], buckets: BODY_SIZE_BUCKETS, registers: [registry] }));
+  return once(
+    requestSizes,
+    registry,
+    () =>
+      new Histogram({
+        name: 'rollout_operator_request_message_bytes',
+        help: 'Size in bytes of the HTTP request bodies handlers read.',
+        labelNames: ['method', 'route'],
+        buckets: BODY_SIZE_BUCKETS,
+        registers: [registry],
+      }),
+  );
 }
 
 export function responseBytesMetric(registry: Registry): Histogram {
-  return once(responseSizes, registry, () => new Histogram({ name: 'rollout_operator_response_message_bytes', help: 'Size in bytes of the HTTP response bodies sent.', labelNames: ['method', 'route'], buckets: BODY_SIZE_BUCKETS, registers: [registry] }));
+  return once(
+    responseSizes,
+    registry,
+    () =>
+      new Histogram({
+        name: 'rollout_operator_response_message_bytes',
+        help: 'Size in bytes of the HTTP response bodies sent.',
+        labelNames: ['method', 'route'],
+        buckets: BODY_SIZE_BUCKETS,
+        registers: [registry],
+      }),
+  );
 }
 
 export function inflightMetric(registry: Registry): Gauge {
-  return once(inflights, registry, () => new Gauge({ name: 'rollout_operator_inflight_requests', help: 'Current number of inflight requests.', labelNames: ['method', 'route'], registers: [registry] }));
+  return once(
+    inflights,
+    registry,
+    () =>
+      new Gauge({
+        name: 'rollout_operator_inflight_requests',
+        help: 'Current number of inflight requests.',
+        labelNames: ['method', 'route'],
+        registers: [registry],
+      }),
+  );
 }
 
 function droppedConnectionsMetric(registry: Registry): Counter {
-  return once(droppedConnections, registry, () => new Counter({ name: 'stateward_http_connections_refused_total', help: 'Connections closed on arrival because the server already had its maximum number open (-server.max-connections, -server-tls.max-connections).', labelNames: ['server'], registers: [registry] }));
+  return once(
+    droppedConnections,
+    registry,
+    () =>
+      new Counter({
+        name: 'stateward_http_connections_refused_total',
+        help: 'Connections closed on arrival because the server already had its maximum number open (-server.max-connections, -server-tls.max-connections).',
+        labelNames: ['server'],
+        registers: [registry],
+      }),
+  );
 }

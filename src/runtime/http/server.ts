@@ -24,7 +24,11 @@ export interface HttpServerOptions {
   clusterValidation?: ClusterValidationConfig;
 }
 
-export const DEFAULT_HTTP_LIMITS: ServerLimits = { requestTimeoutMs: 10_000, idleTimeoutMs: 180_000, maxConnections: 512 };
+export const DEFAULT_HTTP_LIMITS: ServerLimits = {
+  requestTimeoutMs: 10_000,
+  idleTimeoutMs: 180_000,
+  maxConnections: 512,
+};
 
 /** Route names as rollout-operator's dskit middleware spells them: "/admission/pod-eviction" → "admission_pod_eviction". */
 export function routeName(path: string): string {
@@ -52,7 +56,16 @@ export class HttpServer {
       res.writeHead(200, { 'content-type': this.options.registry.contentType });
       res.end(body);
     });
-    this.server = createServer(serverOptions(limits), requestListener({ log: this.log, registry: options.registry, readsBodies: false, ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}), resolve: (path) => this.resolve(path) }));
+    this.server = createServer(
+      serverOptions(limits),
+      requestListener({
+        log: this.log,
+        registry: options.registry,
+        readsBodies: false,
+        ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}),
+        resolve: (path) => this.resolve(path),
+      }),
+    );
     applyLimits(this.server, limits, 'http', options.registry, this.log);
   }
 
@@ -106,7 +119,10 @@ export async function listenOn(server: Server, port: number, host: string | unde
  * connections go idle as their last request finishes; each is closed as soon
  * as it does, and everything once the grace period is over.
  */
-export async function closeGracefully(server: Pick<Server, 'close' | 'closeIdleConnections' | 'closeAllConnections'>, graceMs: number): Promise<void> {
+export async function closeGracefully(
+  server: Pick<Server, 'close' | 'closeIdleConnections' | 'closeAllConnections'>,
+  graceMs: number,
+): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const sweep = setInterval(() => server.closeIdleConnections(), 50);
@@ -115,4 +131,3 @@ export async function closeGracefully(server: Pick<Server, 'close' | 'closeIdleC
   clearInterval(sweep);
   clearTimeout(timer);
 }
-

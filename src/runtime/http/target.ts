@@ -46,7 +46,8 @@ function authorityProblem(authority: string): string | undefined {
     }
     if (!REG_NAME.test(host)) return 'malformed host in the request target';
   }
-  if (port !== undefined && port !== '' && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535)) return 'malformed port in the request target';
+  if (port !== undefined && port !== '' && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535))
+    return 'malformed port in the request target';
   return undefined;
 }
 
@@ -57,13 +58,19 @@ function authorityProblem(authority: string): string | undefined {
  */
 export function parseRequestTarget(target: string | undefined): ParsedTarget {
   if (target === undefined || target === '') return refuse('empty request target');
-  if (target.length > MAX_TARGET_LENGTH) return refuse(`request target longer than ${MAX_TARGET_LENGTH} characters`, 414);
+  if (target.length > MAX_TARGET_LENGTH)
+    return refuse(`request target longer than ${MAX_TARGET_LENGTH} characters`, 414);
   let pathAndQuery: string;
   if (target.startsWith('/')) {
     pathAndQuery = target;
   } else {
     const scheme = SCHEME.exec(target);
-    if (!scheme) return refuse(target === '*' ? 'asterisk-form request target (OPTIONS *) is not served' : 'request target is neither a path nor an absolute URL');
+    if (!scheme)
+      return refuse(
+        target === '*'
+          ? 'asterisk-form request target (OPTIONS *) is not served'
+          : 'request target is neither a path nor an absolute URL',
+      );
     const rest = target.slice(scheme[0].length);
     const end = rest.search(/[/?#]/);
     const authority = end < 0 ? rest : rest.slice(0, end);

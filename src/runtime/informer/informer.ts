@@ -192,7 +192,11 @@ export class Informer<T extends KubeObject> {
         failures++;
         const delay = backoffDelay(failures, { ...backoff, spread: 0.2 });
         this.options.metrics?.watchRestart(this.options.type, 'error');
-        this.log.warn('list/watch failed; retrying', { err: error instanceof Error ? error.message : String(error), retryInMs: Math.round(delay), failures });
+        this.log.warn('list/watch failed; retrying', {
+          err: error instanceof Error ? error.message : String(error),
+          retryInMs: Math.round(delay),
+          failures,
+        });
         try {
           await this.clock.sleep(delay, signal);
         } catch {
@@ -217,8 +221,15 @@ export class Informer<T extends KubeObject> {
     this.unavailableNow = why;
     if (this.reported !== why) {
       this.reported = why;
-      if (why === 'not-served') this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', { resource: this.options.type.resource });
-      else this.log.warn('not permitted to list this resource (RBAC); treated as empty and retried, see deploy/kustomize/rbac/PERMISSIONS.md', { resource: this.options.type.resource, err: error instanceof Error ? error.message : String(error) });
+      if (why === 'not-served')
+        this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', {
+          resource: this.options.type.resource,
+        });
+      else
+        this.log.warn(
+          'not permitted to list this resource (RBAC); treated as empty and retried, see deploy/kustomize/rbac/PERMISSIONS.md',
+          { resource: this.options.type.resource, err: error instanceof Error ? error.message : String(error) },
+        );
     }
     if (!this.synced) {
       this.synced = true;
@@ -236,7 +247,15 @@ export class Informer<T extends KubeObject> {
     for (;;) {
       let page;
       try {
-        page = await client.list<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, limit, continue: continueToken, signal });
+        page = await client.list<T>(type, {
+          namespace,
+          labelSelector,
+          fieldSelector,
+          metadataOnly,
+          limit,
+          continue: continueToken,
+          signal,
+        });
       } catch (error) {
         if (isGone(error) && continueToken) {
           // The continue token expired mid-way (compaction): list again in one piece.
@@ -255,7 +274,9 @@ export class Informer<T extends KubeObject> {
     }
     this.options.metrics?.relist(type);
     if (this.reported) {
-      this.log.info(this.reported === 'not-served' ? 'resource served now' : 'resource permitted now', { resource: type.resource });
+      this.log.info(this.reported === 'not-served' ? 'resource served now' : 'resource permitted now', {
+        resource: type.resource,
+      });
       this.reported = undefined;
     }
     this.unavailableNow = undefined;
@@ -291,7 +312,16 @@ export class Informer<T extends KubeObject> {
       const timeoutSeconds = Math.floor(300 + Math.random() * 300);
       // Transformed as each line is decoded: the raw object (a Secret's values) never reaches this frame.
       const decode = (object: T) => this.prepare(object);
-      for await (const event of client.watch<T>(type, { namespace, labelSelector, fieldSelector, metadataOnly, resourceVersion: this.resourceVersion, timeoutSeconds, decode, signal: combined })) {
+      for await (const event of client.watch<T>(type, {
+        namespace,
+        labelSelector,
+        fieldSelector,
+        metadataOnly,
+        resourceVersion: this.resourceVersion,
+        timeoutSeconds,
+        decode,
+        signal: combined,
+      })) {
         armWatchdog();
         this.apply(event);
         delivered++;
@@ -313,7 +343,13 @@ export class Informer<T extends KubeObject> {
     const { type } = this.options;
     if (event.type === 'ERROR') {
       const status = event.object as unknown as Status;
-      throw new KubeApiError({ code: status.code ?? 500, reason: status.reason ?? 'WatchError', message: status.message ?? 'error event in watch stream', method: 'WATCH', path: type.resource });
+      throw new KubeApiError({
+        code: status.code ?? 500,
+        reason: status.reason ?? 'WatchError',
+        message: status.message ?? 'error event in watch stream',
+        method: 'WATCH',
+        path: type.resource,
+      });
     }
     const rv = event.object.metadata?.resourceVersion;
     if (event.type === 'BOOKMARK') {
@@ -339,7 +375,10 @@ export class Informer<T extends KubeObject> {
     try {
       return this.transform(prepared);
     } catch (error) {
-      this.log.warn('transform failed; caching the object untransformed', { err: String(error), key: objectKey(object) });
+      this.log.warn('transform failed; caching the object untransformed', {
+        err: String(error),
+        key: objectKey(object),
+      });
       return prepared;
     }
   }
@@ -385,7 +424,11 @@ export class Informer<T extends KubeObject> {
       else handlers.onDelete?.(a);
     } catch (error) {
       // A failing handler must not stop the cache from following the cluster.
-      this.log.error('informer handler threw', { handler: kind, key: objectKey(a), err: error instanceof Error ? error.message : String(error) });
+      this.log.error('informer handler threw', {
+        handler: kind,
+        key: objectKey(a),
+        err: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -393,7 +436,9 @@ export class Informer<T extends KubeObject> {
     const period = this.options.resyncPeriodMs ?? 0;
     if (period <= 0) return;
     this.resyncTimer = this.clock.setTimer(period, () => {
-      if (this.synced) for (const object of this.store.list()) for (const handlers of this.handlers) this.call(handlers, 'onUpdate', object, object);
+      if (this.synced)
+        for (const object of this.store.list())
+          for (const handlers of this.handlers) this.call(handlers, 'onUpdate', object, object);
       if (!this.stopController?.signal.aborted) this.scheduleResync();
     });
   }
@@ -404,12 +449,17 @@ export class Informer<T extends KubeObject> {
  * Of the informers Runtime.informers() gave for a type (one per watched
  * namespace, or one for all), the one that caches `namespace`.
  */
-export function informerFor<I extends { readonly namespace: string | undefined }>(informers: readonly I[], namespace: string): I | undefined {
+export function informerFor<I extends { readonly namespace: string | undefined }>(
+  informers: readonly I[],
+  namespace: string,
+): I | undefined {
   return informers.find((i) => i.namespace === undefined || i.namespace === namespace);
 }
 
 /** The object a set of per-namespace informers holds, or undefined when it is not cached (or the cache has not synced). */
-export function cached<T extends KubeObject>(informers: Informer<T>[]): (namespace: string, name: string) => T | undefined {
+export function cached<T extends KubeObject>(
+  informers: Informer<T>[],
+): (namespace: string, name: string) => T | undefined {
   return (namespace, name) => {
     const informer = informerFor(informers, namespace);
     return informer?.hasSynced() ? informer.get(namespace, name) : undefined;

@@ -55,7 +55,8 @@ export class IndexedStore<T extends KubeObject> {
 
   byIndex(indexName: string, value: string): T[] {
     const index = this.indexes.get(indexName);
-    if (!index) throw new Error(`no index named "${indexName}"; known: ${[...this.indexes.keys()].join(', ') || 'none'}`);
+    if (!index)
+      throw new Error(`no index named "${indexName}"; known: ${[...this.indexes.keys()].join(', ') || 'none'}`);
     return [...(index.get(value) ?? [])].map((key) => this.items.get(key)!).filter(Boolean);
   }
 
@@ -93,10 +94,12 @@ function safeIndexValues<T>(fn: IndexFunc<T>, object: T): string[] {
 
 // ---- common index functions ---------------------------------------------------
 
-export const indexByLabel = (label: string): IndexFunc<KubeObject> => (o) => {
-  const value = o.metadata?.labels?.[label];
-  return value === undefined ? [] : [value];
-};
+export const indexByLabel =
+  (label: string): IndexFunc<KubeObject> =>
+  (o) => {
+    const value = o.metadata?.labels?.[label];
+    return value === undefined ? [] : [value];
+  };
 
 export const indexByOwnerUid: IndexFunc<KubeObject> = (o) => (o.metadata?.ownerReferences ?? []).map((r) => r.uid);
 

@@ -109,7 +109,8 @@ export class KubeClient {
     this.fixedHeaders = options.cluster ? { [CLUSTER_HEADER]: options.cluster.label } : {};
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
-    if (cluster.proxyUrl) throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
+    if (cluster.proxyUrl)
+      throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
     this.server = cluster.server.replace(/\/+$/, '');
   }
 
@@ -142,7 +143,17 @@ export class KubeClient {
       rejectUnauthorized: options.rejectUnauthorized,
       servername: options.servername,
     };
-    const key = createHash('sha256').update(JSON.stringify([String(tls.ca ?? ''), String(tls.cert ?? ''), String(tls.key ?? ''), tls.rejectUnauthorized, tls.servername])).digest('hex');
+    const key = createHash('sha256')
+      .update(
+        JSON.stringify([
+          String(tls.ca ?? ''),
+          String(tls.cert ?? ''),
+          String(tls.key ?? ''),
+          tls.rejectUnauthorized,
+          tls.servername,
+        ]),
+      )
+      .digest('hex');
     if (this.agent?.key !== key) {
       const old = this.agent?.dispatcher;
       // Timeouts are ours (AbortSignal per request, idle watchdog for watches), not undici's.
@@ -151,7 +162,15 @@ export class KubeClient {
       // it) aborting a stream leaves the dead connection in place for the
       // next request. Over HTTP/1.1 an aborted request takes its socket with
       // it, so a watch restarted by the idle watchdog gets a fresh connection.
-      this.agent = { key, dispatcher: new Agent({ allowH2: false, connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 }, bodyTimeout: 0, headersTimeout: 0 }) };
+      this.agent = {
+        key,
+        dispatcher: new Agent({
+          allowH2: false,
+          connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
+          bodyTimeout: 0,
+          headersTimeout: 0,
+        }),
+      };
       void old?.close().catch(() => undefined);
     }
     const headers: Record<string, string> = {};
@@ -162,18 +181,33 @@ export class KubeClient {
   }
 
   /** Sends one request; resolves to the parsed JSON body (undefined for an empty one). */
-  request<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
+  request<T>(
+    method: string,
+    path: string,
+    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {},
+  ): Promise<T> {
     const t = tracer();
     if (t === undefined) return this.send<T>(method, path, init, undefined);
     // A client span per call, named and described as rollout-operator's otelhttp transport does.
-    return t.span(`HTTP ${method}`, { kind: 'client', attributes: spanAttributes(method, this.url(path, init.query)) }, (span) => this.send<T>(method, path, init, span));
+    return t.span(
+      `HTTP ${method}`,
+      { kind: 'client', attributes: spanAttributes(method, this.url(path, init.query)) },
+      (span) => this.send<T>(method, path, init, span),
+    );
   }
 
-  private async send<T>(method: string, path: string, init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string }, span: Span | undefined): Promise<T> {
+  private async send<T>(
+    method: string,
+    path: string,
+    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string },
+    span: Span | undefined,
+  ): Promise<T> {
     const url = this.url(path, init.query);
     const timeoutMs = init.timeoutMs ?? this.timeoutMs;
     const deadline = this.clock.monotonic() + timeoutMs;
-    const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+    const signal = init.signal
+      ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
+      : AbortSignal.timeout(timeoutMs);
     await this.limit(method, path, deadline, signal);
     const started = performance.now();
     let status = 'error';
@@ -211,7 +245,10 @@ export class KubeClient {
       try {
         const text = bytes.toString('utf8');
         if (response.status < 200 || response.status > 299) {
-          throw this.clusterRejection(method, path, response, text) ?? errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'));
+          throw (
+            this.clusterRejection(method, path, response, text) ??
+            errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'))
+          );
         }
         return (text ? JSON.parse(text) : undefined) as T;
       } finally {
@@ -224,7 +261,8 @@ export class KubeClient {
 
   private url(path: string, query?: Query): string {
     const url = new URL(this.server + path);
-    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
     return url.toString();
   }
 
@@ -247,28 +285,85 @@ export class KubeClient {
   }
 
   /** A server's refusal of our X-Cluster label (dskit's 511 with its JSON body), counted and logged; undefined for any other answer. */
-  private clusterRejection(method: string, path: string, response: { status: number; headers: { get(name: string): string | null } }, text: string): KubeApiError | undefined {
+  private clusterRejection(
+    method: string,
+    path: string,
+    response: { status: number; headers: { get(name: string): string | null } },
+    text: string,
+  ): KubeApiError | undefined {
     const cluster = this.options.cluster;
-    const message = cluster?.rejections.check(cluster.label, response.status, response.headers.get('content-type'), text);
-    return message === undefined ? undefined : new KubeApiError({ code: response.status, reason: 'ClusterValidationRejected', message, method, path });
+    const message = cluster?.rejections.check(
+      cluster.label,
+      response.status,
+      response.headers.get('content-type'),
+      text,
+    );
+    return message === undefined
+      ? undefined
+      : new KubeApiError({ code: response.status, reason: 'ClusterValidationRejected', message, method, path });
   }
 
-  private transportError(method: string, path: string, error: unknown, signal: AbortSignal, timeoutMs: number): KubeApiError {
+  private transportError(
+    method: string,
+    path: string,
+    error: unknown,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): KubeApiError {
     const timedOut = signal.aborted && signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
-    if (timedOut) return new KubeApiError({ code: 0, reason: 'Timeout', message: `no answer within ${timeoutMs} ms`, method, path, cause: error });
-    if (signal.aborted) return new KubeApiError({ code: 0, reason: 'Canceled', message: 'request canceled by the caller', method, path, cause: error });
+    if (timedOut)
+      return new KubeApiError({
+        code: 0,
+        reason: 'Timeout',
+        message: `no answer within ${timeoutMs} ms`,
+        method,
+        path,
+        cause: error,
+      });
+    if (signal.aborted)
+      return new KubeApiError({
+        code: 0,
+        reason: 'Canceled',
+        message: 'request canceled by the caller',
+        method,
+        path,
+        cause: error,
+      });
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    return new KubeApiError({ code: 0, reason: 'NetworkError', message: cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error)), method, path, cause: error });
+    return new KubeApiError({
+      code: 0,
+      reason: 'NetworkError',
+      message: cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error)),
+      method,
+      path,
+      cause: error,
+    });
   }
 
   // ---- typed helpers over request() ----------------------------------------
 
-  get<T extends KubeObject>(type: ResourceType, where: ObjectPath & { name: string }, options: CallOptions & { metadataOnly?: boolean } = {}): Promise<T> {
-    return this.request<T>('GET', resourcePath(type, where), { ...options, ...(options.metadataOnly ? { accept: METADATA_ACCEPT_OBJECT } : {}) });
+  get<T extends KubeObject>(
+    type: ResourceType,
+    where: ObjectPath & { name: string },
+    options: CallOptions & { metadataOnly?: boolean } = {},
+  ): Promise<T> {
+    return this.request<T>('GET', resourcePath(type, where), {
+      ...options,
+      ...(options.metadataOnly ? { accept: METADATA_ACCEPT_OBJECT } : {}),
+    });
   }
 
   list<T extends KubeObject>(type: ResourceType, options: ListOptions = {}): Promise<ObjectList<T>> {
-    const { namespace, labelSelector, fieldSelector, limit, resourceVersion, resourceVersionMatch, metadataOnly, ...call } = options;
+    const {
+      namespace,
+      labelSelector,
+      fieldSelector,
+      limit,
+      resourceVersion,
+      resourceVersionMatch,
+      metadataOnly,
+      ...call
+    } = options;
     return this.request<ObjectList<T>>('GET', resourcePath(type, namespace ? { namespace } : {}), {
       ...call,
       query: { labelSelector, fieldSelector, limit, continue: options.continue, resourceVersion, resourceVersionMatch },
@@ -286,17 +381,31 @@ export class KubeClient {
   }
 
   /** PUT: optimistic concurrency through metadata.resourceVersion (409 on a stale one). */
-  update<T extends KubeObject>(type: ResourceType, object: T, options: WriteOptions & { subresource?: string } = {}): Promise<T> {
+  update<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    options: WriteOptions & { subresource?: string } = {},
+  ): Promise<T> {
     const name = object.metadata?.name;
     if (!name) throw new Error(`update ${type.kind}: metadata.name is required`);
-    return this.request<T>('PUT', resourcePath(type, { namespace: object.metadata?.namespace, name, subresource: options.subresource }), {
-      ...options,
-      query: writeQuery(options),
-      body: { apiVersion: apiVersionOf(type), kind: type.kind, ...object },
-    });
+    return this.request<T>(
+      'PUT',
+      resourcePath(type, { namespace: object.metadata?.namespace, name, subresource: options.subresource }),
+      {
+        ...options,
+        query: writeQuery(options),
+        body: { apiVersion: apiVersionOf(type), kind: type.kind, ...object },
+      },
+    );
   }
 
-  patch<T extends KubeObject>(type: ResourceType, where: ObjectPath & { name: string }, patchType: PatchType, patch: unknown, options: WriteOptions & { force?: boolean } = {}): Promise<T> {
+  patch<T extends KubeObject>(
+    type: ResourceType,
+    where: ObjectPath & { name: string },
+    patchType: PatchType,
+    patch: unknown,
+    options: WriteOptions & { force?: boolean } = {},
+  ): Promise<T> {
     if (patchType === 'apply' && !options.fieldManager) throw new Error('server-side apply needs a fieldManager');
     return this.request<T>('PATCH', resourcePath(type, where), {
       ...options,
@@ -307,13 +416,32 @@ export class KubeClient {
   }
 
   /** Server-side apply of a whole (partial) object under a field manager. */
-  apply<T extends KubeObject>(type: ResourceType, object: T, options: WriteOptions & { fieldManager: string; force?: boolean; subresource?: string }): Promise<T> {
+  apply<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    options: WriteOptions & { fieldManager: string; force?: boolean; subresource?: string },
+  ): Promise<T> {
     const name = object.metadata?.name;
     if (!name) throw new Error(`apply ${type.kind}: metadata.name is required`);
-    return this.patch<T>(type, { namespace: object.metadata?.namespace, name, subresource: options.subresource }, 'apply', { apiVersion: apiVersionOf(type), kind: type.kind, ...object }, options);
+    return this.patch<T>(
+      type,
+      { namespace: object.metadata?.namespace, name, subresource: options.subresource },
+      'apply',
+      { apiVersion: apiVersionOf(type), kind: type.kind, ...object },
+      options,
+    );
   }
 
-  delete(type: ResourceType, where: ObjectPath & { name: string }, options: CallOptions & { uid?: string; resourceVersion?: string; gracePeriodSeconds?: number; propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' } = {}): Promise<unknown> {
+  delete(
+    type: ResourceType,
+    where: ObjectPath & { name: string },
+    options: CallOptions & {
+      uid?: string;
+      resourceVersion?: string;
+      gracePeriodSeconds?: number;
+      propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+    } = {},
+  ): Promise<unknown> {
     const { uid, resourceVersion, gracePeriodSeconds, propagationPolicy, ...call } = options;
     const preconditions = uid || resourceVersion ? { uid, resourceVersion } : undefined;
     return this.request('DELETE', resourcePath(type, where), {
@@ -333,7 +461,19 @@ export class KubeClient {
    * values) is never held by this generator or its caller. Each line's bytes
    * are zeroed once parsed, and no line outlives its event.
    */
-  async *watch<T extends KubeObject>(type: ResourceType, options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resourceVersion?: string; timeoutSeconds?: number; metadataOnly?: boolean; decode?: (object: T) => T; signal: AbortSignal }): AsyncGenerator<WatchEvent<T>> {
+  async *watch<T extends KubeObject>(
+    type: ResourceType,
+    options: {
+      namespace?: string;
+      labelSelector?: string;
+      fieldSelector?: string;
+      resourceVersion?: string;
+      timeoutSeconds?: number;
+      metadataOnly?: boolean;
+      decode?: (object: T) => T;
+      signal: AbortSignal;
+    },
+  ): AsyncGenerator<WatchEvent<T>> {
     const path = resourcePath(type, options.namespace ? { namespace: options.namespace } : {});
     const url = this.url(path, {
       watch: true,
@@ -352,7 +492,13 @@ export class KubeClient {
           method: 'GET',
           dispatcher,
           signal: options.signal,
-          headers: { ...headers, ...this.fixedHeaders, ...span?.headers(), accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json', 'user-agent': this.userAgent },
+          headers: {
+            ...headers,
+            ...this.fixedHeaders,
+            ...span?.headers(),
+            accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json',
+            'user-agent': this.userAgent,
+          },
         });
       } catch (error) {
         throw this.transportError('WATCH', path, error, options.signal, 0);
@@ -363,12 +509,18 @@ export class KubeClient {
     };
     // A watch is one span: its opening, up to the answer's status. Its events are not traced.
     const t = tracer();
-    const response = t === undefined ? await open(undefined) : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
+    const response =
+      t === undefined
+        ? await open(undefined)
+        : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
     this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
     if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
     if (response.status !== 200 || !response.body) {
       const text = await response.text().catch(() => '');
-      throw this.clusterRejection('WATCH', path, response, text) ?? errorFromResponse('WATCH', path, response.status, text, response.headers.get('retry-after'));
+      throw (
+        this.clusterRejection('WATCH', path, response, text) ??
+        errorFromResponse('WATCH', path, response.status, text, response.headers.get('retry-after'))
+      );
     }
     const lines = new LineSplitter();
     try {
@@ -415,7 +567,11 @@ async function readBody(body: AsyncIterable<Uint8Array> | null): Promise<Buffer>
  * own so the text and the undecoded object die with it; the line's bytes are
  * zeroed. An unparsable line is reported by its length only: it may hold a Secret.
  */
-function decodeWatchLine<T extends KubeObject>(line: Buffer, path: string, decode: ((object: T) => T) | undefined): WatchEvent<T> | undefined {
+function decodeWatchLine<T extends KubeObject>(
+  line: Buffer,
+  path: string,
+  decode: ((object: T) => T) | undefined,
+): WatchEvent<T> | undefined {
   try {
     const text = line.toString('utf8').trim();
     if (!text) return undefined;
@@ -423,7 +579,13 @@ function decodeWatchLine<T extends KubeObject>(line: Buffer, path: string, decod
     try {
       event = JSON.parse(text) as WatchEvent<T>;
     } catch {
-      throw new KubeApiError({ code: 0, reason: 'BadWatchEvent', message: `unparsable watch line (${line.length} bytes)`, method: 'WATCH', path });
+      throw new KubeApiError({
+        code: 0,
+        reason: 'BadWatchEvent',
+        message: `unparsable watch line (${line.length} bytes)`,
+        method: 'WATCH',
+        path,
+      });
     }
     const carriesObject = event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED';
     return decode && carriesObject && event.object ? { type: event.type, object: decode(event.object) } : event;
@@ -474,7 +636,12 @@ export class LineSplitter {
 /** The OpenTelemetry HTTP client attributes otelhttp sets on rollout-operator's spans. */
 function spanAttributes(method: string, full: string): Record<string, string | number> {
   const url = new URL(full);
-  return { 'http.request.method': method, 'url.full': url.href, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
+  return {
+    'http.request.method': method,
+    'url.full': url.href,
+    'server.address': url.hostname,
+    'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+  };
 }
 
 function writeQuery(options: WriteOptions): Query {

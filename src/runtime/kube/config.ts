@@ -32,7 +32,8 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
         'not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST/PORT are unset): pass -kubernetes.api-url and -kubernetes.config-file',
       );
     }
-    if (!existsSync(`${dir}/token`)) throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
+    if (!existsSync(`${dir}/token`))
+      throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
     const host = env['KUBERNETES_SERVICE_HOST'];
     const server = `https://${isIPv6(host) ? `[${host}]` : host}:${env['KUBERNETES_SERVICE_PORT']}`;
     // The token file is re-read as it rotates (bound ServiceAccount tokens expire hourly).
@@ -42,32 +43,45 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   try {
     text = readFileSync(configFile, 'utf8');
   } catch (error) {
-    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new KubeConfigError(
+      `-kubernetes.config-file=${configFile}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
   }
   let kc: KubeConfig;
   try {
     // Relative paths in it are relative to its directory, as client-go reads them.
     kc = parseKubeConfig(text, { baseDir: dirname(configFile) });
   } catch (error) {
-    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: not a valid kubeconfig: ${error instanceof Error ? error.message : String(error)}`);
+    throw new KubeConfigError(
+      `-kubernetes.config-file=${configFile}: not a valid kubeconfig: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const context = kc.getContextObject(kc.getCurrentContext());
-  if (!context) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: current-context ${quote(kc.getCurrentContext())} is not defined`);
+  if (!context)
+    throw new KubeConfigError(
+      `-kubernetes.config-file=${configFile}: current-context ${quote(kc.getCurrentContext())} is not defined`,
+    );
   const cluster = kc.getCluster(context.cluster);
-  if (!cluster) throw new KubeConfigError(`-kubernetes.config-file=${configFile}: context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`);
+  if (!cluster)
+    throw new KubeConfigError(
+      `-kubernetes.config-file=${configFile}: context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`,
+    );
   let url: URL;
   try {
     url = new URL(apiUrl);
   } catch {
     throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: not a URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: must be http or https`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: must be http or https`);
   // Like client-go's BuildConfigFromFlags: the URL overrides the kubeconfig's server.
   const configured = kc.withServer(apiUrl);
   try {
     configured.confirmUsable();
   } catch (error) {
-    throw new KubeConfigError(`-kubernetes.config-file=${configFile}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new KubeConfigError(
+      `-kubernetes.config-file=${configFile}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return configured;
 }

@@ -19,8 +19,20 @@ export class KubeApiError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly causes: StatusCause[];
 
-  constructor(init: { code: number; reason: string; message: string; method: string; path: string; retryAfterSeconds?: number; causes?: StatusCause[]; cause?: unknown }) {
-    super(`${init.method} ${init.path}: ${init.code ? `${init.code} ` : ''}${init.reason}: ${init.message}`, init.cause === undefined ? undefined : { cause: init.cause });
+  constructor(init: {
+    code: number;
+    reason: string;
+    message: string;
+    method: string;
+    path: string;
+    retryAfterSeconds?: number;
+    causes?: StatusCause[];
+    cause?: unknown;
+  }) {
+    super(
+      `${init.method} ${init.path}: ${init.code ? `${init.code} ` : ''}${init.reason}: ${init.message}`,
+      init.cause === undefined ? undefined : { cause: init.cause },
+    );
     this.name = 'KubeApiError';
     this.code = init.code;
     this.reason = init.reason;
@@ -75,15 +87,23 @@ const reasonByCode: Record<number, string> = {
 };
 
 /** Builds the error for a non-2xx answer from its body (a Status, usually). */
-export function errorFromResponse(method: string, path: string, code: number, body: string, retryAfterHeader: string | null): KubeApiError {
-  let status: { reason?: string; message?: string; details?: { causes?: StatusCause[]; retryAfterSeconds?: number } } = {};
+export function errorFromResponse(
+  method: string,
+  path: string,
+  code: number,
+  body: string,
+  retryAfterHeader: string | null,
+): KubeApiError {
+  let status: { reason?: string; message?: string; details?: { causes?: StatusCause[]; retryAfterSeconds?: number } } =
+    {};
   try {
     const parsed: unknown = JSON.parse(body);
     if (parsed && typeof parsed === 'object') status = parsed;
   } catch {
     // Not JSON (a proxy's HTML page, say): keep the start of the text as the message.
   }
-  const headerSeconds = retryAfterHeader !== null && /^\d+$/.test(retryAfterHeader.trim()) ? Number(retryAfterHeader) : undefined;
+  const headerSeconds =
+    retryAfterHeader !== null && /^\d+$/.test(retryAfterHeader.trim()) ? Number(retryAfterHeader) : undefined;
   return new KubeApiError({
     code,
     reason: status.reason || reasonByCode[code] || `HTTP${code}`,

@@ -116,7 +116,11 @@ export interface CredentialOptions {
  * that a cached credential the server no longer accepts is fetched again.
  */
 export interface KubeClientConfig {
-  getCurrentCluster(): { readonly name: string; readonly server: string; readonly proxyUrl?: string | undefined } | null;
+  getCurrentCluster(): {
+    readonly name: string;
+    readonly server: string;
+    readonly proxyUrl?: string | undefined;
+  } | null;
   applyToHTTPSOptions(options: HttpsRequestOptions): Promise<void>;
   credentialsRejected?(authorization: string | undefined): void;
 }
@@ -189,7 +193,8 @@ class Fields {
     const value = this.string(key);
     if (value === undefined) return undefined;
     const compact = value.replace(/[\r\n]/g, '');
-    if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new KubeConfigError(`${this.where}: ${key} is not base64`);
+    if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact))
+      throw new KubeConfigError(`${this.where}: ${key} is not base64`);
     return compact;
   }
 
@@ -209,7 +214,8 @@ class Fields {
 
   strings(key: string): string[] {
     return this.list(key).map((item, i) => {
-      if (typeof item !== 'string') throw new KubeConfigError(`${this.where}: ${key}[${i}] must be a string, not ${describe(item)}`);
+      if (typeof item !== 'string')
+        throw new KubeConfigError(`${this.where}: ${key}[${i}] must be a string, not ${describe(item)}`);
       return item;
     });
   }
@@ -221,7 +227,12 @@ class Fields {
 }
 
 /** The entries of a named list (clusters, users, contexts): each a map with a unique name and its body. */
-function namedEntries(top: Fields, list: string, kind: string, body: string): { name: string; fields: Fields; hasBody: boolean }[] {
+function namedEntries(
+  top: Fields,
+  list: string,
+  kind: string,
+  body: string,
+): { name: string; fields: Fields; hasBody: boolean }[] {
   const seen = new Set<string>();
   return top.list(list).map((item, i) => {
     if (!isObj(item)) throw new KubeConfigError(`${list}[${i}] must be a map, not ${describe(item)}`);
@@ -292,7 +303,9 @@ function parseUser(name: string, f: Fields, baseDir: string | undefined): User {
     username: f.string('username'),
     password: f.string('password'),
     exec: parseExec(f, baseDir),
-    authProvider: provider ? { name: new Fields(provider, `${f.where}: auth-provider`).string('name') ?? '' } : undefined,
+    authProvider: provider
+      ? { name: new Fields(provider, `${f.where}: auth-provider`).string('name') ?? '' }
+      : undefined,
     impersonate: f.string('as'),
     impersonateUid: f.string('as-uid'),
     impersonateGroupsOrExtra: f.strings('as-groups').length > 0 || Object.keys(f.map('as-user-extra') ?? {}).length > 0,
@@ -309,10 +322,11 @@ function yamlDocument(text: string): unknown {
     // kubectl reads kubeconfigs with go-yaml v2: YAML 1.1 booleans (yes/no/on/off), merge keys.
     version: '1.1',
     // …but no timestamps or sexagesimal numbers: those stay strings, as kubectl reads them into string fields.
-    customTags: (tags) => tags.filter((tag) => {
-      const t = tag as { tag?: string; format?: string };
-      return t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME';
-    }),
+    customTags: (tags) =>
+      tags.filter((tag) => {
+        const t = tag as { tag?: string; format?: string };
+        return t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME';
+      }),
     uniqueKeys: false,
     prettyErrors: false,
     // 'error', not 'silent': silent drops errors such as a second document.
@@ -322,7 +336,9 @@ function yamlDocument(text: string): unknown {
   if (error) {
     const offset = error.pos[0];
     const before = text.slice(0, offset).split('\n');
-    throw new KubeConfigError(`${error.message.split('\n')[0]} at line ${before.length}, column ${before.at(-1)!.length + 1}`);
+    throw new KubeConfigError(
+      `${error.message.split('\n')[0]} at line ${before.length}, column ${before.at(-1)!.length + 1}`,
+    );
   }
   return doc.toJS({ maxAliasCount: 100 });
 }
@@ -341,13 +357,16 @@ export function parseKubeConfig(text: string, options: CredentialOptions & { bas
     const kind = f.string('kind');
     if (kind !== undefined && kind !== 'Config') throw new KubeConfigError(`kind is ${quote(kind)}, not Config`);
     const apiVersion = f.string('apiVersion');
-    if (apiVersion !== undefined && apiVersion !== 'v1') throw new KubeConfigError(`apiVersion is ${quote(apiVersion)}, not v1`);
+    if (apiVersion !== undefined && apiVersion !== 'v1')
+      throw new KubeConfigError(`apiVersion is ${quote(apiVersion)}, not v1`);
     const { baseDir } = options;
     return new KubeConfig(
       {
         clusters: namedEntries(f, 'clusters', 'cluster', 'cluster').map((e) => parseCluster(e.name, e.fields, baseDir)),
         users: namedEntries(f, 'users', 'user', 'user').map((e) => parseUser(e.name, e.fields, baseDir)),
-        contexts: namedEntries(f, 'contexts', 'context', 'context').map((e) => parseContext(e.name, e.fields, e.hasBody)),
+        contexts: namedEntries(f, 'contexts', 'context', 'context').map((e) =>
+          parseContext(e.name, e.fields, e.hasBody),
+        ),
         currentContext: f.string('current-context') ?? '',
       },
       options,
@@ -365,7 +384,9 @@ export function readKubeConfigFile(path: string, options: CredentialOptions = {}
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new KubeConfigError(
+      `cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
   }
   try {
     return parseKubeConfig(text, { ...options, baseDir: dirname(path) });
@@ -375,7 +396,10 @@ export function readKubeConfigFile(path: string, options: CredentialOptions = {}
 }
 
 /** The in-cluster configuration: the ServiceAccount's token (re-read as it rotates), CA and namespace. */
-export function inClusterKubeConfig(source: { server: string; dir: string }, options: CredentialOptions = {}): KubeConfig {
+export function inClusterKubeConfig(
+  source: { server: string; dir: string },
+  options: CredentialOptions = {},
+): KubeConfig {
   const { server, dir } = source;
   const read = (file: string) => {
     try {
@@ -389,7 +413,14 @@ export function inClusterKubeConfig(source: { server: string; dir: string }, opt
   const namespace = read('namespace')?.trim() || undefined;
   return new KubeConfig(
     {
-      clusters: [{ name: 'in-cluster', server, caFile: ca?.includes('-----BEGIN') ? join(dir, 'ca.crt') : undefined, skipTLSVerify: false }],
+      clusters: [
+        {
+          name: 'in-cluster',
+          server,
+          caFile: ca?.includes('-----BEGIN') ? join(dir, 'ca.crt') : undefined,
+          skipTLSVerify: false,
+        },
+      ],
       users: [{ name: 'in-cluster', tokenFile: join(dir, 'token') }],
       contexts: [{ name: 'in-cluster', cluster: 'in-cluster', user: 'in-cluster', namespace }],
       currentContext: 'in-cluster',
@@ -498,7 +529,10 @@ export class KubeConfig implements KubeClientConfig {
   withServer(server: string): KubeConfig {
     const current = this.getCurrentCluster();
     const clusters = this.clusters.map((c) => (c === current ? { ...c, server: server.replace(/\/+$/, '') } : c));
-    return new KubeConfig({ clusters, users: this.users, contexts: this.contexts, currentContext: this.currentContext }, this.options);
+    return new KubeConfig(
+      { clusters, users: this.users, contexts: this.contexts, currentContext: this.currentContext },
+      this.options,
+    );
   }
 
   /**
@@ -527,8 +561,11 @@ export class KubeConfig implements KubeClientConfig {
     const tls = this.tlsMaterial(cluster, user);
     const headers: Record<string, string> = {};
     if (user) {
-      if (user.token || user.tokenFile) headers['Authorization'] = `Bearer ${user.tokenFile ? this.tokenFromFile(user) : user.token}`;
-      else if (user.username !== undefined || user.password !== undefined) headers['Authorization'] = `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`;
+      if (user.token || user.tokenFile)
+        headers['Authorization'] = `Bearer ${user.tokenFile ? this.tokenFromFile(user) : user.token}`;
+      else if (user.username !== undefined || user.password !== undefined)
+        headers['Authorization'] =
+          `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`;
       else if (user.exec && !tls.cert && !tls.key) {
         const credential = await this.execCredential(user, cluster);
         if (credential.token) headers['Authorization'] = `Bearer ${credential.token}`;
@@ -563,7 +600,8 @@ export class KubeConfig implements KubeClientConfig {
     }
     const exec = this.exec.get(user.name);
     const credential = exec?.credential;
-    if (credential && (credential.token ? authorization === `Bearer ${credential.token}` : true)) exec.credential = undefined;
+    if (credential && (credential.token ? authorization === `Bearer ${credential.token}` : true))
+      exec.credential = undefined;
   }
 
   private current(): { cluster: Cluster; user: User | null } {
@@ -571,9 +609,15 @@ export class KubeConfig implements KubeClientConfig {
     if (!context) throw new KubeConfigError(`current-context ${quote(this.currentContext)} is not defined`);
     const cluster = context.cluster ? this.getCluster(context.cluster) : null;
     if (!context.cluster) throw new KubeConfigError(`context ${quote(context.name)} names no cluster`);
-    if (!cluster) throw new KubeConfigError(`context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`);
+    if (!cluster)
+      throw new KubeConfigError(
+        `context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`,
+      );
     const user = context.user ? this.getUser(context.user) : null;
-    if (context.user && !user) throw new KubeConfigError(`context ${quote(context.name)} names user ${quote(context.user)}, which is not defined`);
+    if (context.user && !user)
+      throw new KubeConfigError(
+        `context ${quote(context.name)} names user ${quote(context.user)}, which is not defined`,
+      );
     return { cluster, user };
   }
 
@@ -600,7 +644,9 @@ export class KubeConfig implements KubeClientConfig {
       content = readFileSync(path);
     } catch (error) {
       if (state) return state.content;
-      throw new KubeConfigError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+      throw new KubeConfigError(
+        `${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      );
     }
     if (state && state.content.equals(content)) {
       state.readAt = now;
@@ -626,17 +672,30 @@ export class KubeConfig implements KubeClientConfig {
       if (user.token) return user.token;
       throw new KubeConfigError(`${what} ${user.tokenFile} is empty`);
     }
-    if (/[\r\n\0]/.test(token)) throw new KubeConfigError(`${what} ${user.tokenFile} holds more than one line (or a NUL character)`);
+    if (/[\r\n\0]/.test(token))
+      throw new KubeConfigError(`${what} ${user.tokenFile} holds more than one line (or a NUL character)`);
     return token;
   }
 
   private tlsMaterial(cluster: Cluster, user: User | null): TlsMaterial {
     const clusterWhat = `cluster ${quote(cluster.name)}: certificate-authority`;
-    const ca = cluster.caData ? this.data(cluster.caData) : cluster.caFile ? this.file(cluster.caFile, TLS_FILE_REFRESH_MS, clusterWhat) : undefined;
+    const ca = cluster.caData
+      ? this.data(cluster.caData)
+      : cluster.caFile
+        ? this.file(cluster.caFile, TLS_FILE_REFRESH_MS, clusterWhat)
+        : undefined;
     if (!user) return { ca };
     const userWhat = `user ${quote(user.name)}`;
-    const cert = user.certData ? this.data(user.certData) : user.certFile ? this.file(user.certFile, TLS_FILE_REFRESH_MS, `${userWhat}: client-certificate`) : undefined;
-    const key = user.keyData ? this.data(user.keyData) : user.keyFile ? this.file(user.keyFile, TLS_FILE_REFRESH_MS, `${userWhat}: client-key`) : undefined;
+    const cert = user.certData
+      ? this.data(user.certData)
+      : user.certFile
+        ? this.file(user.certFile, TLS_FILE_REFRESH_MS, `${userWhat}: client-certificate`)
+        : undefined;
+    const key = user.keyData
+      ? this.data(user.keyData)
+      : user.keyFile
+        ? this.file(user.keyFile, TLS_FILE_REFRESH_MS, `${userWhat}: client-key`)
+        : undefined;
     return { ca, cert, key };
   }
 
@@ -664,14 +723,18 @@ export class KubeConfig implements KubeClientConfig {
         new X509Certificate(tls.ca);
         createSecureContext({ ca: tls.ca });
       } catch (error) {
-        throw new KubeConfigError(`cluster ${quote(cluster.name)}: the certificate authority is not usable: ${(error as Error).message}`);
+        throw new KubeConfigError(
+          `cluster ${quote(cluster.name)}: the certificate authority is not usable: ${(error as Error).message}`,
+        );
       }
     }
     if (tls.cert || tls.key) {
       try {
         createSecureContext({ cert: tls.cert, key: tls.key });
       } catch (error) {
-        throw new KubeConfigError(`user ${quote(user?.name ?? '')}: the client certificate and key are not usable: ${(error as Error).message}`);
+        throw new KubeConfigError(
+          `user ${quote(user?.name ?? '')}: the client certificate and key are not usable: ${(error as Error).message}`,
+        );
       }
     }
   }
@@ -706,7 +769,11 @@ export class KubeConfig implements KubeClientConfig {
 
   /** spec.cluster of the ExecCredential handed to a plugin with provideClusterInfo. */
   private clusterInfo(cluster: Cluster): Record<string, unknown> {
-    const ca = cluster.caData ? this.data(cluster.caData) : cluster.caFile ? this.file(cluster.caFile, TLS_FILE_REFRESH_MS, `cluster ${quote(cluster.name)}: certificate-authority`) : undefined;
+    const ca = cluster.caData
+      ? this.data(cluster.caData)
+      : cluster.caFile
+        ? this.file(cluster.caFile, TLS_FILE_REFRESH_MS, `cluster ${quote(cluster.name)}: certificate-authority`)
+        : undefined;
     return {
       server: cluster.server,
       ...(cluster.tlsServerName ? { 'tls-server-name': cluster.tlsServerName } : {}),
@@ -727,10 +794,16 @@ function checkCluster(cluster: Cluster): void {
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw new KubeConfigError(`${which}: server ${quote(cluster.server)} is not an http or https URL`);
-  if (cluster.proxyUrl) throw new KubeConfigError(`${which} uses proxy-url, which Stateward does not support: it connects to the API server directly`);
-  if (cluster.caData && cluster.caFile) throw new KubeConfigError(`${which}: certificate-authority and certificate-authority-data are both set`);
-  if (cluster.skipTLSVerify && (cluster.caData || cluster.caFile)) throw new KubeConfigError(`${which}: a certificate authority and insecure-skip-tls-verify cannot both be set`);
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+    throw new KubeConfigError(`${which}: server ${quote(cluster.server)} is not an http or https URL`);
+  if (cluster.proxyUrl)
+    throw new KubeConfigError(
+      `${which} uses proxy-url, which Stateward does not support: it connects to the API server directly`,
+    );
+  if (cluster.caData && cluster.caFile)
+    throw new KubeConfigError(`${which}: certificate-authority and certificate-authority-data are both set`);
+  if (cluster.skipTLSVerify && (cluster.caData || cluster.caFile))
+    throw new KubeConfigError(`${which}: a certificate authority and insecure-skip-tls-verify cannot both be set`);
 }
 
 /** client-go's validateAuthInfo for the user in use, plus what Stateward refuses. */
@@ -742,38 +815,63 @@ function checkUser(user: User): void {
     );
   }
   if ((user.token || user.tokenFile) && (user.username !== undefined || user.password !== undefined)) {
-    throw new KubeConfigError(`${who} has more than one authentication method (a token and a username/password): only one is allowed`);
+    throw new KubeConfigError(
+      `${who} has more than one authentication method (a token and a username/password): only one is allowed`,
+    );
   }
-  if (user.certData && user.certFile) throw new KubeConfigError(`${who}: client-certificate and client-certificate-data are both set`);
+  if (user.certData && user.certFile)
+    throw new KubeConfigError(`${who}: client-certificate and client-certificate-data are both set`);
   if (user.keyData && user.keyFile) throw new KubeConfigError(`${who}: client-key and client-key-data are both set`);
   const hasCert = Boolean(user.certData || user.certFile);
   const hasKey = Boolean(user.keyData || user.keyFile);
   if (hasCert && !hasKey) throw new KubeConfigError(`${who}: a client certificate needs client-key or client-key-data`);
-  if (hasKey && !hasCert) throw new KubeConfigError(`${who}: a client key needs client-certificate or client-certificate-data`);
-  for (const [field, value] of [['token', user.token], ['as', user.impersonate], ['as-uid', user.impersonateUid]] as const) {
+  if (hasKey && !hasCert)
+    throw new KubeConfigError(`${who}: a client key needs client-certificate or client-certificate-data`);
+  for (const [field, value] of [
+    ['token', user.token],
+    ['as', user.impersonate],
+    ['as-uid', user.impersonateUid],
+  ] as const) {
     // Sent as a header: HTTP forbids these characters there.
-    if (value !== undefined && /[\r\n\0]/.test(value)) throw new KubeConfigError(`${who}: ${field} contains a line break or a NUL character`);
+    if (value !== undefined && /[\r\n\0]/.test(value))
+      throw new KubeConfigError(`${who}: ${field} contains a line break or a NUL character`);
   }
-  if (user.impersonateGroupsOrExtra) throw new KubeConfigError(`${who}: as-groups and as-user-extra are not supported (only as and as-uid)`);
-  if (user.impersonateUid && !user.impersonate) throw new KubeConfigError(`${who}: as-uid needs as (the user to impersonate)`);
+  if (user.impersonateGroupsOrExtra)
+    throw new KubeConfigError(`${who}: as-groups and as-user-extra are not supported (only as and as-uid)`);
+  if (user.impersonateUid && !user.impersonate)
+    throw new KubeConfigError(`${who}: as-uid needs as (the user to impersonate)`);
   const exec = user.exec;
   if (exec) {
     if (!exec.command) throw new KubeConfigError(`${who}: exec needs a command`);
     if (!EXEC_API_VERSIONS.includes(exec.apiVersion)) {
-      throw new KubeConfigError(`${who}: exec apiVersion ${exec.apiVersion ? quote(exec.apiVersion) : 'is missing'}${exec.apiVersion ? ' is not supported' : ''}: use ${EXEC_API_VERSIONS.join(' or ')}`);
+      throw new KubeConfigError(
+        `${who}: exec apiVersion ${exec.apiVersion ? quote(exec.apiVersion) : 'is missing'}${exec.apiVersion ? ' is not supported' : ''}: use ${EXEC_API_VERSIONS.join(' or ')}`,
+      );
     }
-    for (const variable of exec.env) if (!variable.name) throw new KubeConfigError(`${who}: exec env has a variable without a name`);
+    for (const variable of exec.env)
+      if (!variable.name) throw new KubeConfigError(`${who}: exec env has a variable without a name`);
     // client-go defaults v1beta1 to IfAvailable and requires v1 to say.
     const mode = exec.interactiveMode ?? (exec.apiVersion.endsWith('/v1beta1') ? 'IfAvailable' : undefined);
-    if (mode === undefined) throw new KubeConfigError(`${who}: exec interactiveMode must be set for ${exec.apiVersion} (Never, IfAvailable or Always)`);
-    if (!INTERACTIVE_MODES.includes(mode)) throw new KubeConfigError(`${who}: exec interactiveMode ${quote(mode)} is not Never, IfAvailable or Always`);
-    if (mode === 'Always') throw new KubeConfigError(`${who}: exec interactiveMode Always needs a terminal, and Stateward runs credential plugins without one`);
+    if (mode === undefined)
+      throw new KubeConfigError(
+        `${who}: exec interactiveMode must be set for ${exec.apiVersion} (Never, IfAvailable or Always)`,
+      );
+    if (!INTERACTIVE_MODES.includes(mode))
+      throw new KubeConfigError(`${who}: exec interactiveMode ${quote(mode)} is not Never, IfAvailable or Always`);
+    if (mode === 'Always')
+      throw new KubeConfigError(
+        `${who}: exec interactiveMode Always needs a terminal, and Stateward runs credential plugins without one`,
+      );
   }
 }
 
 /** One line of a plugin's stderr for an error message: its last non-empty line, cut short. */
 function stderrExcerpt(stderr: string): string {
-  const line = stderr.split('\n').map((l) => l.trim()).filter(Boolean).at(-1);
+  const line = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .at(-1);
   if (!line) return '';
   return `: ${line.length > 300 ? `${line.slice(0, 300)}…` : line}`;
 }
@@ -785,12 +883,20 @@ function stderrExcerpt(stderr: string): string {
  * message. Bounded: killed (with its process group) after timeoutMs, or once
  * it prints more than outputLimit bytes.
  */
-function runExecPlugin(user: User, clusterInfo: Record<string, unknown>, limits: { timeoutMs: number; outputLimit: number }): Promise<ExecCredential> {
+function runExecPlugin(
+  user: User,
+  clusterInfo: Record<string, unknown>,
+  limits: { timeoutMs: number; outputLimit: number },
+): Promise<ExecCredential> {
   const exec = user.exec!;
   const who = `exec plugin ${quote(exec.command)} of user ${quote(user.name)}`;
   let info: string;
   try {
-    info = JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: clusterInfo } : {}) } });
+    info = JSON.stringify({
+      apiVersion: exec.apiVersion,
+      kind: 'ExecCredential',
+      spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: clusterInfo } : {}) },
+    });
   } catch {
     info = JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec: { interactive: false } });
   }
@@ -833,7 +939,10 @@ function runExecPlugin(user: User, clusterInfo: Record<string, unknown>, limits:
         resolve(credential!);
       }
     };
-    const timer = setTimeout(() => finish(new KubeConfigError(`${who} did not finish within ${limits.timeoutMs / 1000} s`)), limits.timeoutMs);
+    const timer = setTimeout(
+      () => finish(new KubeConfigError(`${who} did not finish within ${limits.timeoutMs / 1000} s`)),
+      limits.timeoutMs,
+    );
     running.stdout.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.length;
       if (stdoutBytes > limits.outputLimit) {
@@ -858,7 +967,8 @@ function runExecPlugin(user: User, clusterInfo: Record<string, unknown>, limits:
     running.on('close', (code, signal) => {
       if (settled) return;
       if (signal) return finish(new KubeConfigError(`${who} was killed by ${signal}${stderrExcerpt(stderr)}`));
-      if (code !== 0) return finish(new KubeConfigError(`${who} failed with exit code ${code}${stderrExcerpt(stderr)}`));
+      if (code !== 0)
+        return finish(new KubeConfigError(`${who} failed with exit code ${code}${stderrExcerpt(stderr)}`));
       const output = Buffer.concat(stdout);
       try {
         finish(undefined, execCredentialOf(output, exec.apiVersion, who));
@@ -872,7 +982,12 @@ function runExecPlugin(user: User, clusterInfo: Record<string, unknown>, limits:
 }
 
 function spawnPlugin(exec: ExecConfig, env: NodeJS.ProcessEnv) {
-  return spawn(exec.command, [...exec.args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true, windowsHide: true });
+  return spawn(exec.command, [...exec.args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+    windowsHide: true,
+  });
 }
 
 /** The credential in a plugin's output, checked as client-go checks it; messages never quote the output. */
@@ -883,12 +998,16 @@ function execCredentialOf(output: Buffer, apiVersion: string, who: string): Exec
   } catch {
     throw new KubeConfigError(`${who} printed no ExecCredential: its output (${output.length} bytes) is not JSON`);
   }
-  if (!isObj(parsed)) throw new KubeConfigError(`${who} printed no ExecCredential: its output is ${describe(parsed)}, not an object`);
-  if (parsed['kind'] !== 'ExecCredential') throw new KubeConfigError(`${who} printed no ExecCredential: its kind is not ExecCredential`);
+  if (!isObj(parsed))
+    throw new KubeConfigError(`${who} printed no ExecCredential: its output is ${describe(parsed)}, not an object`);
+  if (parsed['kind'] !== 'ExecCredential')
+    throw new KubeConfigError(`${who} printed no ExecCredential: its kind is not ExecCredential`);
   const version = parsed['apiVersion'];
   if (version !== apiVersion) {
     const shown = typeof version === 'string' && /^[\w./-]{1,100}$/.test(version) ? version : 'something else';
-    throw new KubeConfigError(`${who} is configured to use API version ${apiVersion}, and the plugin returned ${shown}`);
+    throw new KubeConfigError(
+      `${who} is configured to use API version ${apiVersion}, and the plugin returned ${shown}`,
+    );
   }
   const status = parsed['status'];
   if (!isObj(status)) throw new KubeConfigError(`${who} returned no status`);
@@ -902,19 +1021,27 @@ function execCredentialOf(output: Buffer, apiVersion: string, who: string): Exec
   const cert = field('clientCertificateData');
   const key = field('clientKeyData');
   const expiration = field('expirationTimestamp');
-  if (token !== undefined && /[\r\n\0]/.test(token)) throw new KubeConfigError(`${who}: status.token contains a line break or a NUL character`);
-  if (!token && !cert && !key) throw new KubeConfigError(`${who} returned neither a token nor a client certificate and key`);
-  if (Boolean(cert) !== Boolean(key)) throw new KubeConfigError(`${who} returned a client certificate or key, not both`);
+  if (token !== undefined && /[\r\n\0]/.test(token))
+    throw new KubeConfigError(`${who}: status.token contains a line break or a NUL character`);
+  if (!token && !cert && !key)
+    throw new KubeConfigError(`${who} returned neither a token nor a client certificate and key`);
+  if (Boolean(cert) !== Boolean(key))
+    throw new KubeConfigError(`${who} returned a client certificate or key, not both`);
   let expiresAt: number | undefined;
   if (expiration !== undefined) {
-    expiresAt = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i.test(expiration) ? Date.parse(expiration) : NaN;
-    if (Number.isNaN(expiresAt)) throw new KubeConfigError(`${who}: status.expirationTimestamp is not an RFC 3339 time`);
+    expiresAt = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i.test(expiration)
+      ? Date.parse(expiration)
+      : NaN;
+    if (Number.isNaN(expiresAt))
+      throw new KubeConfigError(`${who}: status.expirationTimestamp is not an RFC 3339 time`);
   }
   if (cert) {
     try {
       createSecureContext({ cert, key });
     } catch (error) {
-      throw new KubeConfigError(`${who} returned a client certificate and key that are not usable: ${(error as Error).message}`);
+      throw new KubeConfigError(
+        `${who} returned a client certificate and key that are not usable: ${(error as Error).message}`,
+      );
     }
   }
   return { token, cert, key, expiresAt };

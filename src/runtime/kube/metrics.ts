@@ -14,7 +14,11 @@ export function apiClientMetrics(registry: Registry, options: { qps?: number } =
   // Published only while limiting is on, so dashboards comparing throughput
   // with it never divide by zero (as rollout-operator does).
   if (options.qps && options.qps > 0) {
-    new Gauge({ name: 'rollout_operator_kubernetes_api_client_rate_limit_qps', help: 'The configured -kubernetes.client-qps: the per-API-group token bucket rate. Only exposed while client-side rate limiting is enabled.', registers: [registry] }).set(options.qps);
+    new Gauge({
+      name: 'rollout_operator_kubernetes_api_client_rate_limit_qps',
+      help: 'The configured -kubernetes.client-qps: the per-API-group token bucket rate. Only exposed while client-side rate limiting is enabled.',
+      registers: [registry],
+    }).set(options.qps);
   }
   const duration = new Histogram({
     name: 'rollout_operator_kubernetes_api_client_request_duration_seconds',

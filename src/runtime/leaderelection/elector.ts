@@ -33,9 +33,13 @@ export interface ElectorOptions {
   onNewLeader?: (identity: string) => void;
 }
 
-export function validateElectionTimings(o: Pick<ElectorOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>): string | undefined {
-  if (o.leaseDurationMs <= o.renewDeadlineMs) return '-leader-election.lease-duration must be greater than -leader-election.renew-deadline';
-  if (o.renewDeadlineMs <= o.retryPeriodMs * 1.2) return '-leader-election.renew-deadline must be greater than 1.2 × -leader-election.retry-period';
+export function validateElectionTimings(
+  o: Pick<ElectorOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>,
+): string | undefined {
+  if (o.leaseDurationMs <= o.renewDeadlineMs)
+    return '-leader-election.lease-duration must be greater than -leader-election.renew-deadline';
+  if (o.renewDeadlineMs <= o.retryPeriodMs * 1.2)
+    return '-leader-election.renew-deadline must be greater than 1.2 × -leader-election.retry-period';
   if (o.retryPeriodMs <= 0) return '-leader-election.retry-period must be positive';
   return undefined;
 }
@@ -53,7 +57,11 @@ export class LeaderElector {
     if (invalid) throw new Error(invalid);
     this.o = options;
     this.clock = options.clock ?? systemClock;
-    this.log = (options.logger ?? nopLogger).child({ component: 'leader-election', lease: `${options.namespace}/${options.name}`, identity: options.identity });
+    this.log = (options.logger ?? nopLogger).child({
+      component: 'leader-election',
+      lease: `${options.namespace}/${options.name}`,
+      identity: options.identity,
+    });
     this.lock = new LeaseLock({
       client: options.client,
       namespace: options.namespace,
@@ -150,7 +158,8 @@ export class LeaderElector {
   /** One attempt; true when we hold the lease afterwards. */
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const held = await this.lock.tryAcquireOrRenew(signal, this.o.renewDeadlineMs);
-    if (!held && this.leading && this.lock.holder && this.lock.holder !== this.o.identity) this.stopLeading(`lease now held by ${this.lock.holder}`);
+    if (!held && this.leading && this.lock.holder && this.lock.holder !== this.o.identity)
+      this.stopLeading(`lease now held by ${this.lock.holder}`);
     return held;
   }
 
@@ -172,7 +181,9 @@ export class LeaderElector {
       await this.lock.release(this.o.renewDeadlineMs);
       this.log.info('released the lease');
     } catch (error) {
-      this.log.warn('could not release the lease; a standby takes over when it expires', { err: error instanceof Error ? error.message : String(error) });
+      this.log.warn('could not release the lease; a standby takes over when it expires', {
+        err: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 }

@@ -76,10 +76,20 @@ export class LeaseLock {
     }
     if (!current) {
       try {
-        const created = await client.create<Lease>(resources.leases, {
-          metadata: { name, namespace, ...(this.o.labels ? { labels: this.o.labels } : {}) },
-          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: microTime(wallNow), renewTime: microTime(wallNow), leaseTransitions: 0 },
-        }, { signal, timeoutMs });
+        const created = await client.create<Lease>(
+          resources.leases,
+          {
+            metadata: { name, namespace, ...(this.o.labels ? { labels: this.o.labels } : {}) },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds,
+              acquireTime: microTime(wallNow),
+              renewTime: microTime(wallNow),
+              leaseTransitions: 0,
+            },
+          },
+          { signal, timeoutMs },
+        );
         this.observe(created, now);
         this.lastRenewAt = now;
         return true;
@@ -92,7 +102,8 @@ export class LeaseLock {
     const holder = current.spec?.holderIdentity ?? '';
     const heldByUs = holder === identity;
     // An empty holder is a released lock: free whatever its times say.
-    const expired = !holder || now - this.observed!.at >= (current.spec?.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+    const expired =
+      !holder || now - this.observed!.at >= (current.spec?.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
     if (!heldByUs && !expired) return false;
     const spec = {
       ...current.spec,
@@ -103,7 +114,11 @@ export class LeaseLock {
       leaseTransitions: (current.spec?.leaseTransitions ?? 0) + (heldByUs ? 0 : 1),
     };
     try {
-      const updated = await client.update<Lease>(resources.leases, { metadata: current.metadata, spec }, { signal, timeoutMs });
+      const updated = await client.update<Lease>(
+        resources.leases,
+        { metadata: current.metadata, spec },
+        { signal, timeoutMs },
+      );
       this.observe(updated, now);
       this.lastRenewAt = now;
       return true;
@@ -125,10 +140,19 @@ export class LeaseLock {
     this.lastRenewAt = undefined;
     if (!lease || lease.spec?.holderIdentity !== this.o.identity) return;
     try {
-      const released = await this.o.client.update<Lease>(resources.leases, {
-        metadata: lease.metadata,
-        spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(this.o.clock.now()) },
-      }, { timeoutMs });
+      const released = await this.o.client.update<Lease>(
+        resources.leases,
+        {
+          metadata: lease.metadata,
+          spec: {
+            ...lease.spec,
+            holderIdentity: '',
+            leaseDurationSeconds: 1,
+            renewTime: microTime(this.o.clock.now()),
+          },
+        },
+        { timeoutMs },
+      );
       this.observe(released, this.o.clock.monotonic());
     } catch (error) {
       // Someone else holds it now, or it is gone: nothing of ours to release.

@@ -42,7 +42,10 @@ export function logfmtFields(fields: Fields): string {
   let out = '';
   for (const [key, value] of Object.entries(fields)) {
     if (value === undefined) continue;
-    const shown = key === 'err' && value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as { message?: unknown }).message : value;
+    const shown =
+      key === 'err' && value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? (value as { message?: unknown }).message
+        : value;
     out += ` ${key}=${logfmtValue(shown)}`;
   }
   return out;
@@ -76,7 +79,12 @@ export function quoteValue(value: string): string {
 export function boundValue(value: unknown, max = MAX_FIELD_CHARS, depth = 0): unknown {
   if (typeof value === 'string') return truncate(value, max);
   // Shaped as pino's err serializer shapes an Error, with its parts bounded.
-  if (value instanceof Error) return { type: value.name, message: truncate(value.message, MAX_MESSAGE_CHARS), ...(value.stack ? { stack: truncate(value.stack, 4 * MAX_MESSAGE_CHARS) } : {}) };
+  if (value instanceof Error)
+    return {
+      type: value.name,
+      message: truncate(value.message, MAX_MESSAGE_CHARS),
+      ...(value.stack ? { stack: truncate(value.stack, 4 * MAX_MESSAGE_CHARS) } : {}),
+    };
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_DEPTH) return '[nested too deep]';
   if (Array.isArray(value)) {
@@ -99,7 +107,8 @@ export function boundValue(value: unknown, max = MAX_FIELD_CHARS, depth = 0): un
 function boundFields(fields: Fields | undefined): Fields {
   const out: Fields = {};
   if (!fields) return out;
-  for (const [key, value] of Object.entries(fields)) out[key] = boundValue(value, key === 'err' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS);
+  for (const [key, value] of Object.entries(fields))
+    out[key] = boundValue(value, key === 'err' ? MAX_MESSAGE_CHARS : MAX_FIELD_CHARS);
   return out;
 }
 
@@ -227,7 +236,9 @@ class LogfmtLogger extends BoundedLogger {
   }
 
   protected emit(level: LogLevel, message: string, fields: Fields): void {
-    this.out(`ts=${new Date().toISOString()} level=${level} msg=${logfmtValue(message)}${this.context}${logfmtFields(fields)}\n`);
+    this.out(
+      `ts=${new Date().toISOString()} level=${level} msg=${logfmtValue(message)}${this.context}${logfmtFields(fields)}\n`,
+    );
   }
   enabled(level: LogLevel): boolean {
     return LEVELS[level] >= this.level;

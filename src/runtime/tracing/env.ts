@@ -52,7 +52,11 @@ export type TracingDecision =
 export const DEFAULT_SERVICE_NAME = 'rollout-operator';
 
 const JAEGER_SWITCHES = ['JAEGER_AGENT_HOST', 'JAEGER_ENDPOINT', 'JAEGER_SAMPLER_MANAGER_HOST_PORT'] as const;
-const OTEL_SWITCHES = ['OTEL_TRACES_EXPORTER', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const;
+const OTEL_SWITCHES = [
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+] as const;
 
 /** The tracing the environment configures, or why there is none. */
 export function tracingFromEnv(env: Env): TracingDecision {
@@ -63,7 +67,9 @@ export function tracingFromEnv(env: Env): TracingDecision {
   if (jaeger !== undefined) {
     // dskit prefers its (deprecated) Jaeger exporter when one of these is set;
     // the OpenTelemetry JavaScript SDK no longer ships one.
-    warnings.push(`${jaeger} is set, but Stateward does not export to the Jaeger agent or collector protocol (deprecated in rollout-operator since v0.28); ${otel === undefined ? 'tracing is off: point OTEL_EXPORTER_OTLP_ENDPOINT at the Jaeger collector\'s OTLP port instead' : `using the OpenTelemetry configuration (${otel}) instead`}`);
+    warnings.push(
+      `${jaeger} is set, but Stateward does not export to the Jaeger agent or collector protocol (deprecated in rollout-operator since v0.28); ${otel === undefined ? "tracing is off: point OTEL_EXPORTER_OTLP_ENDPOINT at the Jaeger collector's OTLP port instead" : `using the OpenTelemetry configuration (${otel}) instead`}`,
+    );
   }
   if (otel === undefined) return { kind: 'off', warnings };
   if ((env['OTEL_SDK_DISABLED'] ?? '').trim().toLowerCase() === 'true') {
@@ -81,15 +87,25 @@ export function tracingFromEnv(env: Env): TracingDecision {
       exporter = { kind: 'console' };
       break;
     case 'otlp': {
-      const protocol = (env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] || env['OTEL_EXPORTER_OTLP_PROTOCOL'] || 'http/protobuf').trim();
+      const protocol = (
+        env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ||
+        env['OTEL_EXPORTER_OTLP_PROTOCOL'] ||
+        'http/protobuf'
+      ).trim();
       if (protocol !== 'http/protobuf' && protocol !== 'grpc' && protocol !== 'http/json') {
-        return { kind: 'error', message: `failed to set up tracing: OTLP protocol ${JSON.stringify(protocol)} is not one of http/protobuf, http/json, grpc` };
+        return {
+          kind: 'error',
+          message: `failed to set up tracing: OTLP protocol ${JSON.stringify(protocol)} is not one of http/protobuf, http/json, grpc`,
+        };
       }
       exporter = { kind: 'otlp', protocol, endpoint: otlpEndpoint(env, protocol, warnings) };
       break;
     }
     default:
-      return { kind: 'error', message: `failed to set up tracing: OTEL_TRACES_EXPORTER=${JSON.stringify(exporterName)} is not one of otlp, console, none` };
+      return {
+        kind: 'error',
+        message: `failed to set up tracing: OTEL_TRACES_EXPORTER=${JSON.stringify(exporterName)} is not one of otlp, console, none`,
+      };
   }
 
   return {
@@ -166,7 +182,9 @@ export function samplerFromEnv(env: Env, warnings: string[] = []): SamplerConfig
     case 'parentbased_jaeger_remote': {
       const initial = /(?:^|,)\s*initialSamplingRate=([^,]*)/.exec(arg)?.[1]?.trim();
       const ratio = ratioOr(initial ?? '', 0.001);
-      warnings.push(`OTEL_TRACES_SAMPLER=${name}: Jaeger's remote sampler is not supported; sampling ${ratio} of traces (its initial sampling rate) instead`);
+      warnings.push(
+        `OTEL_TRACES_SAMPLER=${name}: Jaeger's remote sampler is not supported; sampling ${ratio} of traces (its initial sampling rate) instead`,
+      );
       return { root: 'traceidratio', ratio, parentBased: name.startsWith('parentbased_') };
     }
     default:
@@ -196,7 +214,9 @@ export function propagatorsFromEnv(env: Env, warnings: string[] = []): Propagato
     if (name === 'tracecontext' || name === 'baggage') {
       if (!result.includes(name)) result.push(name);
     } else {
-      warnings.push(`OTEL_PROPAGATORS: propagator ${JSON.stringify(name)} is not supported (tracecontext, baggage, none); skipped`);
+      warnings.push(
+        `OTEL_PROPAGATORS: propagator ${JSON.stringify(name)} is not supported (tracecontext, baggage, none); skipped`,
+      );
     }
   }
   return result;

@@ -2,11 +2,39 @@
 // Nothing is registered globally (no global tracer provider, context manager
 // or propagator): Stateward's spans are made only through tracing.ts, so two
 // operators in one test process, or a restart of tracing, cannot mix state.
-import { type Context, defaultTextMapGetter, defaultTextMapSetter, diag, DiagLogLevel, ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Attributes as OtelAttributes, type Span as OtelSpan, type TextMapPropagator } from '@opentelemetry/api';
+import {
+  type Context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  diag,
+  DiagLogLevel,
+  ROOT_CONTEXT,
+  SpanKind as OtelSpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes as OtelAttributes,
+  type Span as OtelSpan,
+  type TextMapPropagator,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, setGlobalErrorHandler, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  CompositePropagator,
+  setGlobalErrorHandler,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ConsoleSpanExporter, ParentBasedSampler, type Sampler, type SpanExporter, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import type { Logger } from '../log/logger.ts';
 import type { SamplerConfig, TracingConfig } from './env.ts';
 import type { Attributes, Span, SpanKind, SpanOptions, Tracer } from './tracing.ts';
@@ -14,7 +42,11 @@ import type { Attributes, Span, SpanKind, SpanOptions, Tracer } from './tracing.
 /** As dskit: buffered spans get this long to leave at shutdown, then are dropped. */
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
-const KINDS: Record<SpanKind, OtelSpanKind> = { internal: OtelSpanKind.INTERNAL, server: OtelSpanKind.SERVER, client: OtelSpanKind.CLIENT };
+const KINDS: Record<SpanKind, OtelSpanKind> = {
+  internal: OtelSpanKind.INTERNAL,
+  server: OtelSpanKind.SERVER,
+  client: OtelSpanKind.CLIENT,
+};
 
 export interface SdkOptions {
   logger: Logger;
@@ -23,35 +55,60 @@ export interface SdkOptions {
   exporter?: SpanExporter;
 }
 
-export async function startSdk(config: TracingConfig, options: SdkOptions): Promise<{ tracer: Tracer; flush(): Promise<void>; shutdown(): Promise<void> }> {
+export async function startSdk(
+  config: TracingConfig,
+  options: SdkOptions,
+): Promise<{ tracer: Tracer; flush(): Promise<void>; shutdown(): Promise<void> }> {
   const log = options.logger;
   // Export failures (an unreachable collector) are logged and never thrown:
   // tracing must not stop the operator.
-  setGlobalErrorHandler((error) => log.warn('OpenTelemetry tracing error', { err: typeof error === 'string' ? error : error.message }));
-  diag.setLogger({
-    error: (message) => log.warn('OpenTelemetry tracing error', { err: message }),
-    warn: (message) => log.warn('OpenTelemetry tracing warning', { err: message }),
-    info: () => undefined,
-    debug: () => undefined,
-    verbose: () => undefined,
-  }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  setGlobalErrorHandler((error) =>
+    log.warn('OpenTelemetry tracing error', { err: typeof error === 'string' ? error : error.message }),
+  );
+  diag.setLogger(
+    {
+      error: (message) => log.warn('OpenTelemetry tracing error', { err: message }),
+      warn: (message) => log.warn('OpenTelemetry tracing warning', { err: message }),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
 
-  const exporter = options.exporter ?? await createExporter(config);
+  const exporter = options.exporter ?? (await createExporter(config));
   const provider = new TracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.version': options.version, ...config.resourceAttributes, 'service.name': config.serviceName })),
+    resource: defaultResource().merge(
+      resourceFromAttributes({
+        'service.version': options.version,
+        ...config.resourceAttributes,
+        'service.name': config.serviceName,
+      }),
+    ),
     sampler: sampler(config.sampler),
     spanProcessors: [new BatchSpanProcessor({ exporter, ...config.batch })],
   });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   const propagator = new CompositePropagator({
-    propagators: config.propagators.map((name) => (name === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator())),
+    propagators: config.propagators.map((name) =>
+      name === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator(),
+    ),
   });
   const otelTracer = provider.getTracer('stateward', options.version);
 
   const tracer: Tracer = {
     span<T>(name: string, spanOptions: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
-      const parent = spanOptions.incoming ? propagator.extract(ROOT_CONTEXT, spanOptions.incoming, defaultTextMapGetter) : contextManager.active();
-      const span = otelTracer.startSpan(name, { kind: KINDS[spanOptions.kind ?? 'internal'], ...(spanOptions.attributes ? { attributes: defined(spanOptions.attributes) } : {}) }, parent);
+      const parent = spanOptions.incoming
+        ? propagator.extract(ROOT_CONTEXT, spanOptions.incoming, defaultTextMapGetter)
+        : contextManager.active();
+      const span = otelTracer.startSpan(
+        name,
+        {
+          kind: KINDS[spanOptions.kind ?? 'internal'],
+          ...(spanOptions.attributes ? { attributes: defined(spanOptions.attributes) } : {}),
+        },
+        parent,
+      );
       const active = trace.setSpan(parent, span);
       const handle = new SpanHandle(span, active, propagator);
       return contextManager.with(active, async () => {
@@ -59,7 +116,10 @@ export async function startSdk(config: TracingConfig, options: SdkOptions): Prom
           return await work(handle);
         } catch (error) {
           span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          span.setStatus({
+            code: SpanStatusCode.ERROR,
+            message: error instanceof Error ? error.message : String(error),
+          });
           throw error;
         } finally {
           span.end();
@@ -69,7 +129,12 @@ export async function startSdk(config: TracingConfig, options: SdkOptions): Prom
   };
 
   const endpoint = config.exporter.kind === 'otlp' ? config.exporter.endpoint : 'stdout';
-  log.info('OpenTelemetry tracing on', { detected_env_var: config.detectedBy, service: config.serviceName, exporter: config.exporter.kind === 'otlp' ? `otlp ${config.exporter.protocol}` : 'console', endpoint });
+  log.info('OpenTelemetry tracing on', {
+    detected_env_var: config.detectedBy,
+    service: config.serviceName,
+    exporter: config.exporter.kind === 'otlp' ? `otlp ${config.exporter.protocol}` : 'console',
+    endpoint,
+  });
 
   return {
     tracer,
@@ -81,9 +146,14 @@ export async function startSdk(config: TracingConfig, options: SdkOptions): Prom
       });
       try {
         const outcome = await Promise.race([provider.shutdown().then(() => 'done' as const), timeout]);
-        if (outcome === 'timeout') log.warn('OpenTelemetry tracing: spans still buffered at shutdown were dropped', { after_ms: SHUTDOWN_TIMEOUT_MS });
+        if (outcome === 'timeout')
+          log.warn('OpenTelemetry tracing: spans still buffered at shutdown were dropped', {
+            after_ms: SHUTDOWN_TIMEOUT_MS,
+          });
       } catch (error) {
-        log.warn('OpenTelemetry tracing: shutdown failed', { err: error instanceof Error ? error.message : String(error) });
+        log.warn('OpenTelemetry tracing: shutdown failed', {
+          err: error instanceof Error ? error.message : String(error),
+        });
       } finally {
         clearTimeout(timer);
         contextManager.disable();
@@ -125,7 +195,12 @@ function defined(attributes: Attributes): OtelAttributes {
 }
 
 function sampler(config: SamplerConfig): Sampler {
-  const root = config.root === 'always_on' ? new AlwaysOnSampler() : config.root === 'always_off' ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(config.ratio);
+  const root =
+    config.root === 'always_on'
+      ? new AlwaysOnSampler()
+      : config.root === 'always_off'
+        ? new AlwaysOffSampler()
+        : new TraceIdRatioBasedSampler(config.ratio);
   return config.parentBased ? new ParentBasedSampler({ root }) : root;
 }
 

@@ -66,7 +66,10 @@ export function tracer(): Tracer | undefined {
  * error for an exporter or protocol it would refuse. Export failures later
  * are logged, never thrown.
  */
-export async function startTracing(env: Env, options: { logger: Logger; version: string; /** Tests: where spans go instead. */ exporter?: SpanExporter }): Promise<Tracing | undefined> {
+export async function startTracing(
+  env: Env,
+  options: { logger: Logger; version: string; /** Tests: where spans go instead. */ exporter?: SpanExporter },
+): Promise<Tracing | undefined> {
   const decision = tracingFromEnv(env);
   if (decision.kind === 'error') throw new Error(decision.message);
   for (const warning of decision.warnings) options.logger.warn(warning);

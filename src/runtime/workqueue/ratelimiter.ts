@@ -108,7 +108,10 @@ export function defaultControllerRateLimiter<T = string>(clock: Clock = systemCl
  * spread by up to ±`spread` of itself (0.2: anywhere in 80–120 %), so
  * replicas that failed together do not retry together.
  */
-export function backoffDelay(attempt: number, options: { initialMs: number; maxMs: number; spread?: number; random?: () => number }): number {
+export function backoffDelay(
+  attempt: number,
+  options: { initialMs: number; maxMs: number; spread?: number; random?: () => number },
+): number {
   const { initialMs, maxMs, spread = 0, random = Math.random } = options;
   const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
   return spread > 0 ? base * (1 - spread + random() * 2 * spread) : base;

@@ -200,7 +200,6 @@ export class TokenBucket {
   }
 }
 
-
 /** One bucket per key (e.g. per API group), all with the same qps and burst. */
 export class PerKeyTokenBuckets {
   readonly qps: number;

@@ -355,7 +355,6 @@ export class WorkQueue {
   }
 }
 
-
 // ---------------------------------------------------------------- workers
 
 /** What a handler may return: requeue after a delay even though it succeeded. */

@@ -28,21 +28,29 @@ function h(tag, attrs, ...children) {
 }
 
 function cell(c) {
-  return h('span', {
-    class: cellClass(c),
-    'data-pod': c.pod,
-    'data-ordinal': c.ordinal,
-    'data-updated': String(c.updated),
-    'data-ready': String(c.ready),
-    'data-state': c.state,
-    'data-stuck': c.stuckReason,
-    title: cellTitle(c),
-  }, String(c.ordinal));
+  return h(
+    'span',
+    {
+      class: cellClass(c),
+      'data-pod': c.pod,
+      'data-ordinal': c.ordinal,
+      'data-updated': String(c.updated),
+      'data-ready': String(c.ready),
+      'data-state': c.state,
+      'data-stuck': c.stuckReason,
+      title: cellTitle(c),
+    },
+    String(c.ordinal),
+  );
 }
 
 function statefulSetRow(row) {
-  return h('div', { class: 'row', 'data-statefulset': row.name, 'data-zone': row.zone, 'data-state': row.state },
-    h('div', { class: 'row-label' },
+  return h(
+    'div',
+    { class: 'row', 'data-statefulset': row.name, 'data-zone': row.zone, 'data-state': row.state },
+    h(
+      'div',
+      { class: 'row-label' },
       h('span', { class: 'sts-name' }, row.name),
       row.zone ? h('span', { class: 'zone' }, row.zone) : undefined,
       h('span', { class: 'counts' }, `${row.ready}/${row.replicas} ready · ${row.updated}/${row.replicas} updated`),
@@ -53,8 +61,16 @@ function statefulSetRow(row) {
 }
 
 function group(g) {
-  return h('section', { class: 'group', 'data-group': g.name, 'data-phase': g.phase },
-    h('h2', {}, h('span', { class: 'group-name' }, g.name), ' ', h('span', { class: `phase phase-${g.phase}` }, g.phase)),
+  return h(
+    'section',
+    { class: 'group', 'data-group': g.name, 'data-phase': g.phase },
+    h(
+      'h2',
+      {},
+      h('span', { class: 'group-name' }, g.name),
+      ' ',
+      h('span', { class: `phase phase-${g.phase}` }, g.phase),
+    ),
     h('p', { class: 'action' }, g.action),
     g.waitReason ? h('p', { class: 'wait', 'data-code': g.waitReason.code }, g.waitReason.message) : undefined,
     g.blocked ? h('p', { class: 'blocked' }, g.blocked) : undefined,
@@ -65,17 +81,36 @@ function group(g) {
 
 function budgets(list) {
   if (list.length === 0) return undefined;
-  const head = h('tr', {}, ...['budget', 'max unavailable', 'mode', 'StatefulSets', 'pending evictions', 'error'].map((t) => h('th', {}, t)));
-  const rows = list.map((b) => h('tr', { 'data-budget': b.name },
-    h('td', {}, b.name), h('td', {}, b.maxUnavailable), h('td', {}, b.mode), h('td', {}, b.matchedStatefulSets.join(', ')),
-    h('td', {}, b.pendingEvictions.map((e) => e.pod).join(', ')), h('td', {}, b.error ?? '')));
-  return h('section', { class: 'budgets' }, h('h2', {}, 'Zone-aware disruption budgets'), h('table', {}, h('thead', {}, head), h('tbody', {}, ...rows)));
+  const head = h(
+    'tr',
+    {},
+    ...['budget', 'max unavailable', 'mode', 'StatefulSets', 'pending evictions', 'error'].map((t) => h('th', {}, t)),
+  );
+  const rows = list.map((b) =>
+    h(
+      'tr',
+      { 'data-budget': b.name },
+      h('td', {}, b.name),
+      h('td', {}, b.maxUnavailable),
+      h('td', {}, b.mode),
+      h('td', {}, b.matchedStatefulSets.join(', ')),
+      h('td', {}, b.pendingEvictions.map((e) => e.pod).join(', ')),
+      h('td', {}, b.error ?? ''),
+    ),
+  );
+  return h(
+    'section',
+    { class: 'budgets' },
+    h('h2', {}, 'Zone-aware disruption budgets'),
+    h('table', {}, h('thead', {}, head), h('tbody', {}, ...rows)),
+  );
 }
 
 function render(report) {
   const ns = report.namespaces.find((n) => n.namespace === namespace);
   const groups = ns?.groups ?? [];
-  const content = groups.length > 0 ? groups.map(group) : [h('p', { class: 'empty' }, 'No rollout groups in this namespace.')];
+  const content =
+    groups.length > 0 ? groups.map(group) : [h('p', { class: 'empty' }, 'No rollout groups in this namespace.')];
   const budgetSection = budgets(ns?.budgets ?? []);
   if (budgetSection) content.push(budgetSection);
   main.replaceChildren(...content);
@@ -107,7 +142,10 @@ function poll() {
       render(await response.json());
       setConnection('polling', `polling every ${POLL_MS / 1000} s`);
     } catch (error) {
-      setConnection('offline', `cannot reach the operator (${error instanceof Error ? error.message : String(error)}); retrying`);
+      setConnection(
+        'offline',
+        `cannot reach the operator (${error instanceof Error ? error.message : String(error)}); retrying`,
+      );
     }
     setTimeout(() => void tick(), POLL_MS);
   };

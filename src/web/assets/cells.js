@@ -15,7 +15,14 @@ export function cellsOf(row) {
       continue;
     }
     const state = pod.terminating ? 'terminating' : pod.ready ? 'ready' : 'not-ready';
-    cells.push({ pod: pod.name, ordinal, state, updated: pod.updated, ready: pod.ready && !pod.terminating, ...(pod.stuckReason ? { stuckReason: pod.stuckReason } : {}) });
+    cells.push({
+      pod: pod.name,
+      ordinal,
+      state,
+      updated: pod.updated,
+      ready: pod.ready && !pod.terminating,
+      ...(pod.stuckReason ? { stuckReason: pod.stuckReason } : {}),
+    });
   }
   return cells;
 }
@@ -26,5 +33,12 @@ export function cellTitle(cell) {
 }
 
 export function cellClass(cell) {
-  return ['cell', cell.state === 'missing' ? '' : cell.updated ? 'updated' : 'outdated', cell.state, cell.stuckReason ? 'stuck' : ''].filter(Boolean).join(' ');
+  return [
+    'cell',
+    cell.state === 'missing' ? '' : cell.updated ? 'updated' : 'outdated',
+    cell.state,
+    cell.stuckReason ? 'stuck' : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
 }

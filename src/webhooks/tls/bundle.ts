@@ -5,8 +5,7 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 
 export type BundleCheck =
-  | { ok: true; notAfter: number; notBefore: number; dnsNames: string[] }
-  | { ok: false; reason: string };
+  { ok: true; notAfter: number; notBefore: number; dnsNames: string[] } | { ok: false; reason: string };
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);

@@ -95,7 +95,9 @@ export async function generateSelfSigned(options: GenerateOptions): Promise<Gene
     await x509.AuthorityKeyIdentifierExtension.create(caCert),
   ];
   if (dnsNames.length > 0) {
-    extensions.push(new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns' as const, value }))));
+    extensions.push(
+      new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns' as const, value }))),
+    );
   }
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),

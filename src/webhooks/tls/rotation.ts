@@ -199,7 +199,12 @@ export async function watchCertFiles(
   const initial = await read();
   const first = parseBundle(initial, clock.now());
   if (!first.ok) throw new Error(`TLS certificate files ${certFile} and ${keyFile} are unusable: ${first.reason}`);
-  let current: FileCertificate = { ...initial, notBefore: first.notBefore, notAfter: first.notAfter, dnsNames: first.dnsNames };
+  let current: FileCertificate = {
+    ...initial,
+    notBefore: first.notBefore,
+    notAfter: first.notAfter,
+    dnsNames: first.dnsNames,
+  };
   let currentHash = contentHash(initial.cert, initial.key);
   let lastHash = currentHash;
   let stopped = false;
@@ -211,7 +216,11 @@ export async function watchCertFiles(
       pair = await read();
     } catch (e) {
       const hash = `unreadable:${message(e)}`;
-      if (hash !== lastHash) log.warn('cannot read the TLS certificate files; keeping the current certificate', { ...files, err: message(e) });
+      if (hash !== lastHash)
+        log.warn('cannot read the TLS certificate files; keeping the current certificate', {
+          ...files,
+          err: message(e),
+        });
       lastHash = hash;
       return false;
     }
@@ -221,12 +230,18 @@ export async function watchCertFiles(
     if (hash === currentHash) return false;
     const check = parseBundle(pair, clock.now());
     if (!check.ok) {
-      log.warn('the TLS certificate files changed to an unusable pair; keeping the current certificate', { ...files, reason: check.reason });
+      log.warn('the TLS certificate files changed to an unusable pair; keeping the current certificate', {
+        ...files,
+        reason: check.reason,
+      });
       return false;
     }
     current = { ...pair, notBefore: check.notBefore, notAfter: check.notAfter, dnsNames: check.dnsNames };
     currentHash = hash;
-    log.info('TLS certificate files changed; swapping in the new certificate', { ...files, notAfter: new Date(check.notAfter).toISOString() });
+    log.info('TLS certificate files changed; swapping in the new certificate', {
+      ...files,
+      notAfter: new Date(check.notAfter).toISOString(),
+    });
     try {
       onChange(current);
     } catch (e) {

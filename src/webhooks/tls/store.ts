@@ -64,12 +64,17 @@ export function encodeSecretData(bundle: { ca: string; cert: string; key: string
   return { ca: b64(bundle.ca), cert: b64(bundle.cert), key: b64(bundle.key) };
 }
 
-export async function ensureCertificate(deps: CertificateStoreDeps, options: EnsureOptions): Promise<EnsuredCertificate> {
+export async function ensureCertificate(
+  deps: CertificateStoreDeps,
+  options: EnsureOptions,
+): Promise<EnsuredCertificate> {
   const { clock, log } = deps;
   const renewBeforeMs = options.renewBeforeMs ?? defaultRenewBefore(options.validityMs);
   if (!(renewBeforeMs >= 0 && renewBeforeMs < options.validityMs)) {
     // Otherwise every new certificate would be due for renewal at once.
-    throw new Error(`renew-before (${renewBeforeMs}ms) must be at least 0 and below the validity (${options.validityMs}ms)`);
+    throw new Error(
+      `renew-before (${renewBeforeMs}ms) must be at least 0 and below the validity (${options.validityMs}ms)`,
+    );
   }
   const generate = options.generate ?? generateSelfSigned;
   const maxAttempts = Math.max(1, options.maxAttempts ?? 5);
@@ -90,9 +95,20 @@ export async function ensureCertificate(deps: CertificateStoreDeps, options: Ens
       else log.info('replacing the stored webhook certificate', { reason: plan.reason });
     }
 
-    const fresh = await generate({ org: options.org, dnsNames: options.dnsNames, validityMs: options.validityMs, now: clock.now() });
+    const fresh = await generate({
+      org: options.org,
+      dnsNames: options.dnsNames,
+      validityMs: options.validityMs,
+      now: clock.now(),
+    });
     const data = encodeSecretData(fresh);
-    const result: EnsuredCertificate = { ca: fresh.ca, cert: fresh.cert, key: fresh.key, notAfter: fresh.notAfter, renewAt: fresh.notAfter - renewBeforeMs };
+    const result: EnsuredCertificate = {
+      ca: fresh.ca,
+      cert: fresh.cert,
+      key: fresh.key,
+      notAfter: fresh.notAfter,
+      renewAt: fresh.notAfter - renewBeforeMs,
+    };
     const fields = { notAfter: new Date(fresh.notAfter).toISOString(), dnsNames: options.dnsNames, attempt };
     try {
       if (plan.action === 'create') {

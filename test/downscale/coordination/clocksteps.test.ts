@@ -12,15 +12,29 @@ import { TimestampSightings } from '../../../src/runtime/sightings.ts';
 import type { Runtime } from '../../../src/runtime/operator.ts';
 import { ReplicaCoordinator } from '../../../src/downscale/coordination/coordinator.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
-import { DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME } from '../../../src/vocabulary/keys.ts';
+import {
+  DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER,
+  LAST_DOWNSCALE_ANNOTATION_KEY as LAST,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME,
+} from '../../../src/vocabulary/keys.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 
-function sts(name: string, replicas: number, o: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): StatefulSet {
+function sts(
+  name: string,
+  replicas: number,
+  o: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): StatefulSet {
   return {
-    metadata: { name, namespace: 'test', uid: `uid-${name}`, labels: { 'rollout-group': 'ingester', ...o.labels }, annotations: { ...o.annotations } },
+    metadata: {
+      name,
+      namespace: 'test',
+      uid: `uid-${name}`,
+      labels: { 'rollout-group': 'ingester', ...o.labels },
+      annotations: { ...o.annotations },
+    },
     spec: { replicas, serviceName: name, selector: {}, template: {} },
     status: { replicas, readyReplicas: replicas },
   };
@@ -45,7 +59,13 @@ function coordinator(clock: FakeClock) {
     informers: () => [],
     isLeader: () => true,
   } as unknown as Runtime;
-  return { coordinator: new ReplicaCoordinator(runtime, { podCalls: { clusterDomain: 'cluster.local.', podTimeoutMs: 1000 }, requeue: () => undefined }), patches };
+  return {
+    coordinator: new ReplicaCoordinator(runtime, {
+      podCalls: { clusterDomain: 'cluster.local.', podTimeoutMs: 1000 },
+      requeue: () => undefined,
+    }),
+    patches,
+  };
 }
 
 /**
@@ -56,7 +76,10 @@ function coordinator(clock: FakeClock) {
 function group(downscaledAt: number, zoneA = 3): StatefulSet[] {
   return [
     sts('zone-a', zoneA, { annotations: { [LEADER]: 'zone-c' } }),
-    sts('zone-b', 2, { labels: { [MIN_TIME]: '10m' }, annotations: { [LEADER]: 'zone-c', [LAST]: formatRfc3339(downscaledAt) } }),
+    sts('zone-b', 2, {
+      labels: { [MIN_TIME]: '10m' },
+      annotations: { [LEADER]: 'zone-c', [LAST]: formatRfc3339(downscaledAt) },
+    }),
     sts('zone-c', 2),
   ];
 }
@@ -129,7 +152,11 @@ describe('min-time between zone downscales under wall-clock steps (replica coord
     const stamped = clock.now() + 60 * MIN;
     assert.equal(await c.adjust(group(stamped)), false);
     await clock.advance(10 * MIN);
-    assert.equal(await c.adjust(group(stamped)), true, 'min-time after it was first seen, though the stamp is still 50 minutes ahead');
+    assert.equal(
+      await c.adjust(group(stamped)),
+      true,
+      'min-time after it was first seen, though the stamp is still 50 minutes ahead',
+    );
     assert.deepEqual(patches, [{ name: 'zone-a', replicas: 2 }]);
   });
 });

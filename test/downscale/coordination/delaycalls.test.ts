@@ -24,26 +24,42 @@ describe('DelayedDownscaleCalls', () => {
   /** Pods the cache shows: every served one but those deleted here. */
   const deleted = new Set<string>();
   const logs: string[] = [];
-  const target = (zone: string): DelayTarget => ({ namespace: 'ns', statefulSet: `ingester-zone-${zone}`, serviceName: `ingester-zone-${zone}`, urlTemplate: `http://placeholder:${port}/prepare-delayed-downscale` });
+  const target = (zone: string): DelayTarget => ({
+    namespace: 'ns',
+    statefulSet: `ingester-zone-${zone}`,
+    serviceName: `ingester-zone-${zone}`,
+    urlTemplate: `http://placeholder:${port}/prepare-delayed-downscale`,
+  });
 
   before(async () => {
     [port] = (await freePorts(1)) as [number];
-    await endpoints.serve(ZONES.flatMap((zone) => Array.from({ length: 5 }, (_, i) => ({ name: `ingester-zone-${zone}-${i}`, ip: ipOf(zone, i) }))), port);
+    await endpoints.serve(
+      ZONES.flatMap((zone) =>
+        Array.from({ length: 5 }, (_, i) => ({ name: `ingester-zone-${zone}-${i}`, ip: ipOf(zone, i) })),
+      ),
+      port,
+    );
   });
   after(() => endpoints.close());
 
-  const make = (options: { timeoutMs?: number } = {}) => new DelayedDownscaleCalls({
-    clock,
-    log: createLogger({ format: 'json', level: 'debug', write: (line) => logs.push(line) }),
-    clusterDomain: 'cluster.local.',
-    timeoutMs: options.timeoutMs ?? 2000,
-    lookupPod: (namespace, name): Pod | undefined => {
-      const m = /^ingester-zone-([ab])-(\d+)$/.exec(name);
-      return m && namespace === 'ns' && !deleted.has(name) ? { metadata: { name, namespace }, status: { podIP: ipOf(m[1]!, Number(m[2])) } } : undefined;
-    },
-    existingPods: (namespace, statefulSet) => (namespace === 'ns' ? Array.from({ length: 5 }, (_, i) => `${statefulSet}-${i}`).filter((pod) => !deleted.has(pod)) : []),
-    onSettled: (_ns, sts) => settled.push(sts),
-  });
+  const make = (options: { timeoutMs?: number } = {}) =>
+    new DelayedDownscaleCalls({
+      clock,
+      log: createLogger({ format: 'json', level: 'debug', write: (line) => logs.push(line) }),
+      clusterDomain: 'cluster.local.',
+      timeoutMs: options.timeoutMs ?? 2000,
+      lookupPod: (namespace, name): Pod | undefined => {
+        const m = /^ingester-zone-([ab])-(\d+)$/.exec(name);
+        return m && namespace === 'ns' && !deleted.has(name)
+          ? { metadata: { name, namespace }, status: { podIP: ipOf(m[1]!, Number(m[2])) } }
+          : undefined;
+      },
+      existingPods: (namespace, statefulSet) =>
+        namespace === 'ns'
+          ? Array.from({ length: 5 }, (_, i) => `${statefulSet}-${i}`).filter((pod) => !deleted.has(pod))
+          : [],
+      onSettled: (_ns, sts) => settled.push(sts),
+    });
 
   beforeEach(() => {
     clock = new FakeClock(1_700_000_000_000);
@@ -62,11 +78,21 @@ describe('DelayedDownscaleCalls', () => {
     assert.equal(calls.prepare(target('a'), 5, 3), 'pending', 'a second ask while in flight');
     await calls.idle();
     assert.deepEqual(settled, ['ingester-zone-a']);
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), ['DELETE ingester-zone-a-0', 'DELETE ingester-zone-a-1', 'DELETE ingester-zone-a-2', 'POST ingester-zone-a-3', 'POST ingester-zone-a-4']);
-    for (const call of endpoints.calls) assert.equal(call.host, `${call.pod}.ingester-zone-a.ns.svc.cluster.local.:${port}`, 'the pod FQDN as Host');
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [
+      'DELETE ingester-zone-a-0',
+      'DELETE ingester-zone-a-1',
+      'DELETE ingester-zone-a-2',
+      'POST ingester-zone-a-3',
+      'POST ingester-zone-a-4',
+    ]);
+    for (const call of endpoints.calls)
+      assert.equal(call.host, `${call.pod}.ingester-zone-a.ns.svc.cluster.local.:${port}`, 'the pod FQDN as Host');
     const answer = calls.prepare(target('a'), 5, 3);
     assert.notEqual(answer, 'pending');
-    assert.deepEqual([...(answer as { results: Map<number, unknown> }).results].sort(), [[3, 1_700_000_000], [4, 1_700_000_000]]);
+    assert.deepEqual([...(answer as { results: Map<number, unknown> }).results].sort(), [
+      [3, 1_700_000_000],
+      [4, 1_700_000_000],
+    ]);
     // Handed out once: the next reconcile asks again.
     assert.equal(calls.prepare(target('a'), 5, 3), 'pending');
     await calls.idle();
@@ -88,7 +114,11 @@ describe('DelayedDownscaleCalls', () => {
     await calls.idle();
     clock.step(-60_000);
     await clock.advance(31_000);
-    assert.equal(calls.prepare(target('a'), 5, 3), 'pending', 'answers 31 s old are stale, whatever the wall clock says');
+    assert.equal(
+      calls.prepare(target('a'), 5, 3),
+      'pending',
+      'answers 31 s old are stale, whatever the wall clock says',
+    );
     await calls.idle();
     clock.step(60_000);
     assert.notEqual(calls.prepare(target('a'), 5, 3), 'pending', 'answers just in are fresh');
@@ -113,7 +143,8 @@ describe('DelayedDownscaleCalls', () => {
     calls.prepare(target('a'), 5, 3);
     calls.prepare(target('b'), 5, 3);
     const deadline = Date.now() + 4000;
-    while (!settled.includes('ingester-zone-b') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (!settled.includes('ingester-zone-b') && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     assert.deepEqual(settled, ['ingester-zone-b'], 'zone b answered while zone a still waits');
     calls.stop();
     await calls.idle();
@@ -121,7 +152,8 @@ describe('DelayedDownscaleCalls', () => {
   });
 
   it('cancels on first sight, then only when due: after a prepare, for other replicas, or every cancelRepeatMs', async () => {
-    const deletes = () => endpoints.calls.filter((c) => c.method === 'DELETE' && c.pod.startsWith('ingester-zone-a')).length;
+    const deletes = () =>
+      endpoints.calls.filter((c) => c.method === 'DELETE' && c.pod.startsWith('ingester-zone-a')).length;
     calls.cancel(target('a'), 3);
     await calls.idle();
     assert.equal(deletes(), 3, 'first sight: [0, 3)');
@@ -148,7 +180,11 @@ describe('DelayedDownscaleCalls', () => {
     calls.prepare(target('a'), 5, 3);
     calls.cancel(target('a'), 5);
     await calls.idle();
-    for (const pod of ['ingester-zone-a-3', 'ingester-zone-a-4']) assert.deepEqual(endpoints.callsTo(pod), ['POST /prepare-delayed-downscale', 'DELETE /prepare-delayed-downscale']);
+    for (const pod of ['ingester-zone-a-3', 'ingester-zone-a-4'])
+      assert.deepEqual(endpoints.callsTo(pod), [
+        'POST /prepare-delayed-downscale',
+        'DELETE /prepare-delayed-downscale',
+      ]);
     assert.equal(endpoints.preparedAt.size, 0);
     assert.equal(calls.prepare(target('a'), 5, 3), 'pending', 'the voided answers are not used');
     await calls.idle();
@@ -178,20 +214,51 @@ describe('DelayedDownscaleCalls', () => {
   it('spec.replicas 2^31-1 with 5 pods: calls those 5 only, and names the first ordinal that cannot answer (was: a 2^31-element array, out of memory)', async () => {
     assert.equal(calls.prepare(target('a'), INT32_MAX, 0), 'pending');
     await settlesWithin(5000, 'a prepare round to 2^31-1 ordinals', calls.idle());
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [0, 1, 2, 3, 4].map((i) => `POST ingester-zone-a-${i}`));
+    assert.deepEqual(
+      endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(),
+      [0, 1, 2, 3, 4].map((i) => `POST ingester-zone-a-${i}`),
+    );
     const answer = calls.prepare(target('a'), INT32_MAX, 0) as { results: Map<number, number | { error: string }> };
-    assert.deepEqual([...answer.results].sort(([a], [b]) => a - b), [[0, 1_700_000_000], [1, 1_700_000_000], [2, 1_700_000_000], [3, 1_700_000_000], [4, 1_700_000_000], [5, { error: 'pod ingester-zone-a-5 does not exist' }]]);
-    assert.deepEqual(delayedDownscaleDecision({ current: INT32_MAX, desired: 0, timestamps: answer.results, delayMs: 3_600_000, now: clock.now() + 7_200_000 }), {
-      error: 'failed prepare pods for delayed downscale: pod ordinal 5: pod ingester-zone-a-5 does not exist',
-    });
+    assert.deepEqual(
+      [...answer.results].sort(([a], [b]) => a - b),
+      [
+        [0, 1_700_000_000],
+        [1, 1_700_000_000],
+        [2, 1_700_000_000],
+        [3, 1_700_000_000],
+        [4, 1_700_000_000],
+        [5, { error: 'pod ingester-zone-a-5 does not exist' }],
+      ],
+    );
+    assert.deepEqual(
+      delayedDownscaleDecision({
+        current: INT32_MAX,
+        desired: 0,
+        timestamps: answer.results,
+        delayMs: 3_600_000,
+        now: clock.now() + 7_200_000,
+      }),
+      {
+        error: 'failed prepare pods for delayed downscale: pod ordinal 5: pod ingester-zone-a-5 does not exist',
+      },
+    );
     endpoints.calls.length = 0;
     calls.prepare(target('a'), INT32_MAX, 3);
     await settlesWithin(5000, 'a prepare round to 2^31-4 ordinals', calls.idle());
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), ['DELETE ingester-zone-a-0', 'DELETE ingester-zone-a-1', 'DELETE ingester-zone-a-2', 'POST ingester-zone-a-3', 'POST ingester-zone-a-4']);
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [
+      'DELETE ingester-zone-a-0',
+      'DELETE ingester-zone-a-1',
+      'DELETE ingester-zone-a-2',
+      'POST ingester-zone-a-3',
+      'POST ingester-zone-a-4',
+    ]);
     endpoints.calls.length = 0;
     calls.cancel(target('a'), INT32_MAX);
     await settlesWithin(5000, 'a cancel round to 2^31-1 ordinals', calls.idle());
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [0, 1, 2, 3, 4].map((i) => `DELETE ingester-zone-a-${i}`));
+    assert.deepEqual(
+      endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(),
+      [0, 1, 2, 3, 4].map((i) => `DELETE ingester-zone-a-${i}`),
+    );
     assert.equal(endpoints.preparedAt.size, 0);
   });
 
@@ -200,9 +267,20 @@ describe('DelayedDownscaleCalls', () => {
     deleted.add('ingester-zone-a-3');
     calls.prepare(target('a'), 5, 2);
     await calls.idle();
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), ['DELETE ingester-zone-a-0', 'POST ingester-zone-a-2', 'POST ingester-zone-a-4']);
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod}`).sort(), [
+      'DELETE ingester-zone-a-0',
+      'POST ingester-zone-a-2',
+      'POST ingester-zone-a-4',
+    ]);
     const answer = calls.prepare(target('a'), 5, 2) as { results: Map<number, number | { error: string }> };
-    assert.deepEqual([...answer.results].sort(([a], [b]) => a - b), [[2, 1_700_000_000], [3, { error: 'pod ingester-zone-a-3 does not exist' }], [4, 1_700_000_000]]);
+    assert.deepEqual(
+      [...answer.results].sort(([a], [b]) => a - b),
+      [
+        [2, 1_700_000_000],
+        [3, { error: 'pod ingester-zone-a-3 does not exist' }],
+        [4, 1_700_000_000],
+      ],
+    );
     logs.length = 0;
     calls.cancel(target('a'), 5);
     await calls.idle();

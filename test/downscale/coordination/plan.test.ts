@@ -22,7 +22,19 @@ import {
   writeBack,
 } from '../../../src/downscale/coordination/plan.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
-import { DELAYED_DOWNSCALE_ANNOTATION_KEY as DELAY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY as DELAY_URL, DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER, FORCE_REPLICAS_ANNOTATION_KEY as FORCE, LAST_DOWNSCALE_ANNOTATION_KEY as LAST, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME, MIRROR_API_VERSION_ANNOTATION_KEY as MIRROR_API, MIRROR_KIND_ANNOTATION_KEY as MIRROR_KIND, MIRROR_NAME_ANNOTATION_KEY as MIRROR_NAME, PREPARE_DOWNSCALE_LABEL_KEY as PREPARE, UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY as ONLY_WHEN_READY } from '../../../src/vocabulary/keys.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY as DELAY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY as DELAY_URL,
+  DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER,
+  FORCE_REPLICAS_ANNOTATION_KEY as FORCE,
+  LAST_DOWNSCALE_ANNOTATION_KEY as LAST,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME,
+  MIRROR_API_VERSION_ANNOTATION_KEY as MIRROR_API,
+  MIRROR_KIND_ANNOTATION_KEY as MIRROR_KIND,
+  MIRROR_NAME_ANNOTATION_KEY as MIRROR_NAME,
+  PREPARE_DOWNSCALE_LABEL_KEY as PREPARE,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY as ONLY_WHEN_READY,
+} from '../../../src/vocabulary/keys.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 const MIN = 60_000;
@@ -31,10 +43,20 @@ const ago = (ms: number) => formatRfc3339(NOW - ms);
 
 function sts(
   name: string,
-  opts: { replicas?: number; ready?: number; labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+  opts: {
+    replicas?: number;
+    ready?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  } = {},
 ): StatefulSet {
   return {
-    metadata: { name, namespace: 'test', labels: { 'rollout-group': 'ingester', ...opts.labels }, annotations: { ...opts.annotations } },
+    metadata: {
+      name,
+      namespace: 'test',
+      labels: { 'rollout-group': 'ingester', ...opts.labels },
+      annotations: { ...opts.annotations },
+    },
     spec: { replicas: opts.replicas ?? 3, serviceName: name, selector: {}, template: {} },
     status: { replicas: opts.replicas ?? 3, readyReplicas: opts.ready ?? opts.replicas ?? 3 },
   };
@@ -55,7 +77,9 @@ describe('force replicas, leader, most recent downscale, min time', { timeout: 1
       const r = forceReplicasOverride(sts('a', { annotations: { [FORCE]: bad } }));
       assert.ok(r !== undefined && 'warning' in r, bad);
     }
-    assert.deepEqual(forceReplicasOverride(sts('a', { annotations: { [FORCE]: '2147483647' } })), { replicas: 2147483647 });
+    assert.deepEqual(forceReplicasOverride(sts('a', { annotations: { [FORCE]: '2147483647' } })), {
+      replicas: 2147483647,
+    });
   });
 
   it('leaderFor (TestGetLeaderForStatefulSet)', () => {
@@ -80,19 +104,29 @@ describe('force replicas, leader, most recent downscale, min time', { timeout: 1
     assert.ok(bad !== undefined && 'error' in bad && bad.error.includes('zone-b'));
   });
 
-  it('minimumTimeHasElapsed (TestMinimumTimeHasElapsed), with the other zone\'s label', () => {
+  it("minimumTimeHasElapsed (TestMinimumTimeHasElapsed), with the other zone's label", () => {
     const other = (last: string | undefined, label: string | undefined) =>
-      sts('zone-a', { labels: label === undefined ? {} : { [MIN_TIME]: label }, annotations: last === undefined ? {} : { [LAST]: last } });
+      sts('zone-a', {
+        labels: label === undefined ? {} : { [MIN_TIME]: label },
+        annotations: last === undefined ? {} : { [LAST]: last },
+      });
     const follower = sts('zone-b', { labels: { [MIN_TIME]: '1m' } });
     const check = (o: StatefulSet) => minimumTimeHasElapsed({ zone: 'zone-b', group: [o, follower], now: NOW });
     assert.deepEqual(check(other(undefined, '12h')), { elapsed: true }, 'no annotation → allowed');
-    assert.deepEqual(check(other(ago(HOUR), undefined)), { elapsed: true }, 'no label on the other → allowed (follower label ignored)');
+    assert.deepEqual(
+      check(other(ago(HOUR), undefined)),
+      { elapsed: true },
+      'no label on the other → allowed (follower label ignored)',
+    );
     assert.deepEqual(check(other(ago(13 * HOUR), '12h')), { elapsed: true });
     assert.deepEqual(check(other(ago(12 * HOUR), '12h')), { elapsed: true }, 'exactly min-time → allowed (≥)');
     const blocked = check(other(ago(HOUR), '12h'));
     assert.ok('elapsed' in blocked && !blocked.elapsed);
     assert.equal(blocked.blockedBy, 'zone-a');
-    assert.match(blocked.reason, /statefulset zone-a was downscaled at 2024-01-02 11:00:00 \+0000 UTC and is labelled to wait 12h0m0s between zone downscales/);
+    assert.match(
+      blocked.reason,
+      /statefulset zone-a was downscaled at 2024-01-02 11:00:00 \+0000 UTC and is labelled to wait 12h0m0s between zone downscales/,
+    );
     // The follower's own last-downscale does not count.
     const self = sts('zone-b', { labels: { [MIN_TIME]: '12h' }, annotations: { [LAST]: ago(MIN) } });
     assert.deepEqual(minimumTimeHasElapsed({ zone: 'zone-b', group: [self], now: NOW }), { elapsed: true });
@@ -113,15 +147,28 @@ describe('desiredFollowerReplicas (TestReconcileStsReplicas)', { timeout: 10000 
     const d = desiredFollowerReplicas({ follower: plain, group: [plain], now: NOW });
     assert.equal(desired(d), 3);
     assert.ok(validateScalingMetadata(plain).some((w) => w.includes('has no effect: it applies only to followers')));
-    const mirror = sts('zone-a', { replicas: 3, annotations: { [FORCE]: '1', [MIRROR_NAME]: 'ingester', [MIRROR_KIND]: 'ReplicaTemplate', [MIRROR_API]: 'rollout-operator.grafana.com/v1' } });
-    assert.ok(!validateScalingMetadata(mirror).some((w) => w.includes('has no effect')), 'a mirror uses force-replicas');
+    const mirror = sts('zone-a', {
+      replicas: 3,
+      annotations: {
+        [FORCE]: '1',
+        [MIRROR_NAME]: 'ingester',
+        [MIRROR_KIND]: 'ReplicaTemplate',
+        [MIRROR_API]: 'rollout-operator.grafana.com/v1',
+      },
+    });
+    assert.ok(
+      !validateScalingMetadata(mirror).some((w) => w.includes('has no effect')),
+      'a mirror uses force-replicas',
+    );
     const noForce = desiredFollowerReplicas({ follower: sts('x'), group: [sts('x')], now: NOW });
     assert.ok('desired' in noForce && noForce.warning === undefined);
   });
 
   it('leader not in the group is an error', () => {
     const f = follower(3);
-    assert.deepEqual(desiredFollowerReplicas({ follower: f, group: [f], now: NOW }), { error: `could not find leader for zone-b using ${LEADER}` });
+    assert.deepEqual(desiredFollowerReplicas({ follower: f, group: [f], now: NOW }), {
+      error: `could not find leader for zone-b using ${LEADER}`,
+    });
   });
 
   it('scales up to the leader immediately', () => {
@@ -134,7 +181,16 @@ describe('desiredFollowerReplicas (TestReconcileStsReplicas)', { timeout: 10000 
     assert.equal(desired(desiredFollowerReplicas({ follower: f, group: [leader(5, { ready: 3 }), f], now: NOW })), 2);
     assert.equal(desired(desiredFollowerReplicas({ follower: f, group: [leader(5, { ready: 5 }), f], now: NOW })), 5);
     const notExactlyTrue = follower(2, { [ONLY_WHEN_READY]: 'True' });
-    assert.equal(desired(desiredFollowerReplicas({ follower: notExactlyTrue, group: [leader(5, { ready: 3 }), notExactlyTrue], now: NOW })), 5);
+    assert.equal(
+      desired(
+        desiredFollowerReplicas({
+          follower: notExactlyTrue,
+          group: [leader(5, { ready: 3 }), notExactlyTrue],
+          now: NOW,
+        }),
+      ),
+      5,
+    );
   });
 
   it('scales down to the leader when no other zone is inside its min-time', () => {
@@ -186,7 +242,10 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
     const d = sts('zone-d');
     const order = chainOrder([d, c, b, a]);
     assert.ok(Array.isArray(order));
-    assert.deepEqual(order.map((s) => s.metadata?.name), ['zone-c', 'zone-b', 'zone-a', 'zone-d']);
+    assert.deepEqual(
+      order.map((s) => s.metadata?.name),
+      ['zone-c', 'zone-b', 'zone-a', 'zone-d'],
+    );
   });
 
   it('detects cycles, including self-leadership', () => {
@@ -209,10 +268,13 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
     const b = sts('zone-b', { replicas: 3, annotations: { [LEADER]: 'zone-a' } });
     const c = sts('zone-c', { replicas: 3, annotations: { [LEADER]: 'zone-b' } });
     const plan = planGroupReplicas({ group: [c, b, a], now: NOW });
-    assert.deepEqual(plan.changes.map(({ statefulSet, from, to }) => ({ statefulSet, from, to })), [
-      { statefulSet: 'zone-b', from: 3, to: 6 },
-      { statefulSet: 'zone-c', from: 3, to: 6 },
-    ]);
+    assert.deepEqual(
+      plan.changes.map(({ statefulSet, from, to }) => ({ statefulSet, from, to })),
+      [
+        { statefulSet: 'zone-b', from: 3, to: 6 },
+        { statefulSet: 'zone-c', from: 3, to: 6 },
+      ],
+    );
     assert.deepEqual(plan.errors, []);
     assert.equal(b.spec?.replicas, 3, 'the input is not mutated');
   });
@@ -226,9 +288,15 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
         sts('zone-c', { replicas: 4, labels, annotations: { [LEADER]: 'zone-b' } }),
       ];
     };
-    assert.deepEqual(planGroupReplicas({ group: group(false), now: NOW }).changes.map((c) => c.to), [2, 2]);
+    assert.deepEqual(
+      planGroupReplicas({ group: group(false), now: NOW }).changes.map((c) => c.to),
+      [2, 2],
+    );
     const plan = planGroupReplicas({ group: group(true), now: NOW });
-    assert.deepEqual(plan.changes.map((c) => [c.statefulSet, c.to]), [['zone-b', 2]]);
+    assert.deepEqual(
+      plan.changes.map((c) => [c.statefulSet, c.to]),
+      [['zone-b', 2]],
+    );
   });
 
   it('reports a missing leader per StatefulSet and still plans the rest', () => {
@@ -236,8 +304,14 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
     const b = sts('zone-b', { replicas: 2, annotations: { [LEADER]: 'zone-a' } });
     const c = sts('zone-c', { replicas: 2, annotations: { [LEADER]: 'gone' } });
     const plan = planGroupReplicas({ group: [a, b, c], now: NOW });
-    assert.deepEqual(plan.changes.map((x) => x.statefulSet), ['zone-b']);
-    assert.deepEqual(plan.errors.map((x) => x.statefulSet), ['zone-c']);
+    assert.deepEqual(
+      plan.changes.map((x) => x.statefulSet),
+      ['zone-b'],
+    );
+    assert.deepEqual(
+      plan.errors.map((x) => x.statefulSet),
+      ['zone-c'],
+    );
   });
 
   it('property: no downscale while another zone is inside its min-time; no change without leader or force', () => {
@@ -258,7 +332,10 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
           sts(names[i]!, {
             replicas: m.replicas,
             ready: m.ready,
-            labels: { ...(m.minTimeMin !== undefined ? { [MIN_TIME]: `${m.minTimeMin}m` } : {}), ...(m.prepare ? { [PREPARE]: 'true' } : {}) },
+            labels: {
+              ...(m.minTimeMin !== undefined ? { [MIN_TIME]: `${m.minTimeMin}m` } : {}),
+              ...(m.prepare ? { [PREPARE]: 'true' } : {}),
+            },
             annotations: {
               ...(m.leader !== undefined ? { [LEADER]: m.leader } : {}),
               ...(m.force !== undefined ? { [FORCE]: m.force } : {}),
@@ -271,7 +348,9 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
         const index = new Map(group.map((s, i) => [s.metadata!.name!, i]));
         const replicas = new Map(group.map((s) => [s.metadata!.name!, s.spec!.replicas!]));
         // last-downscale per zone as the pass goes: initial, then stamped by earlier prepare-labelled downscales.
-        const lastAgo = new Map(members.map((m, i) => [names[i]!, m.lastAgoMin === undefined ? undefined : m.lastAgoMin * MIN]));
+        const lastAgo = new Map(
+          members.map((m, i) => [names[i]!, m.lastAgoMin === undefined ? undefined : m.lastAgoMin * MIN]),
+        );
         for (const change of plan.changes) {
           const m = members[index.get(change.statefulSet)!]!;
           assert.ok(m.leader !== undefined && index.has(m.leader), 'changed only with a leader in the group');
@@ -304,13 +383,39 @@ describe('chainOrder and planGroupReplicas', { timeout: 10000 }, () => {
 describe('mirror', { timeout: 10000 }, () => {
   it('mirrorReference needs name and kind; api-version gives the group', () => {
     assert.equal(mirrorReference(sts('a')), undefined);
-    assert.deepEqual(mirrorReference(sts('a', { annotations: { [MIRROR_NAME]: 'r', [MIRROR_KIND]: 'ReplicaTemplate', [MIRROR_API]: 'rollout-operator.grafana.com/v1' } })), {
-      name: 'r', kind: 'ReplicaTemplate', apiVersion: 'rollout-operator.grafana.com/v1', group: 'rollout-operator.grafana.com', version: 'v1',
+    assert.deepEqual(
+      mirrorReference(
+        sts('a', {
+          annotations: {
+            [MIRROR_NAME]: 'r',
+            [MIRROR_KIND]: 'ReplicaTemplate',
+            [MIRROR_API]: 'rollout-operator.grafana.com/v1',
+          },
+        }),
+      ),
+      {
+        name: 'r',
+        kind: 'ReplicaTemplate',
+        apiVersion: 'rollout-operator.grafana.com/v1',
+        group: 'rollout-operator.grafana.com',
+        version: 'v1',
+      },
+    );
+    assert.deepEqual(mirrorReference(sts('a', { annotations: { [MIRROR_NAME]: 'r', [MIRROR_KIND]: 'Thing' } })), {
+      name: 'r',
+      kind: 'Thing',
+      apiVersion: '',
+      group: '',
+      version: '',
     });
-    assert.deepEqual(mirrorReference(sts('a', { annotations: { [MIRROR_NAME]: 'r', [MIRROR_KIND]: 'Thing' } })), { name: 'r', kind: 'Thing', apiVersion: '', group: '', version: '' });
     assert.ok('error' in (mirrorReference(sts('a', { annotations: { [MIRROR_NAME]: 'r' } })) ?? {}));
     assert.ok('error' in (mirrorReference(sts('a', { annotations: { [MIRROR_KIND]: 'K' } })) ?? {}));
-    assert.ok('error' in (mirrorReference(sts('a', { annotations: { [MIRROR_NAME]: 'r', [MIRROR_KIND]: 'K', [MIRROR_API]: 'a/b/c' } })) ?? {}));
+    assert.ok(
+      'error' in
+        (mirrorReference(
+          sts('a', { annotations: { [MIRROR_NAME]: 'r', [MIRROR_KIND]: 'K', [MIRROR_API]: 'a/b/c' } }),
+        ) ?? {}),
+    );
   });
 
   it('writeBack follows strconv.ParseBool, unparsable = false', () => {
@@ -322,10 +427,16 @@ describe('mirror', { timeout: 10000 }, () => {
   it('mirrorTarget: reference replicas, overridden by force-replicas', () => {
     assert.deepEqual(mirrorTarget({ sts: sts('a', { replicas: 3 }), referenceReplicas: 5 }).target, 5);
     assert.equal(mirrorTarget({ sts: sts('a', { replicas: 3 }), referenceReplicas: 5 }).action, 'scale-up');
-    const forced = mirrorTarget({ sts: sts('a', { replicas: 3, annotations: { [FORCE]: '1' } }), referenceReplicas: 5 });
+    const forced = mirrorTarget({
+      sts: sts('a', { replicas: 3, annotations: { [FORCE]: '1' } }),
+      referenceReplicas: 5,
+    });
     assert.equal(forced.target, 1);
     assert.equal(forced.action, 'scale-down');
-    assert.equal(mirrorTarget({ sts: sts('a', { replicas: 3 }), referenceReplicas: 5, forceReplicas: 3 }).action, 'in-sync');
+    assert.equal(
+      mirrorTarget({ sts: sts('a', { replicas: 3 }), referenceReplicas: 5, forceReplicas: 3 }).action,
+      'in-sync',
+    );
     const bad = mirrorTarget({ sts: sts('a', { replicas: 3, annotations: { [FORCE]: 'x' } }), referenceReplicas: 3 });
     assert.equal(bad.action, 'in-sync');
     assert.ok(bad.warning !== undefined);
@@ -339,20 +450,43 @@ describe('delayed downscale', { timeout: 10000 }, () => {
   it('delayedDownscaleConfig', () => {
     assert.equal(delayedDownscaleConfig(sts('a')), undefined);
     assert.equal(delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1h' } })), undefined);
-    assert.equal(delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '0', [DELAY_URL]: URL_TEMPLATE } })), undefined);
-    assert.deepEqual(delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1d12h', [DELAY_URL]: URL_TEMPLATE } })), { delayMs: 36 * HOUR, url: URL_TEMPLATE });
+    assert.equal(
+      delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '0', [DELAY_URL]: URL_TEMPLATE } })),
+      undefined,
+    );
+    assert.deepEqual(
+      delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1d12h', [DELAY_URL]: URL_TEMPLATE } })),
+      { delayMs: 36 * HOUR, url: URL_TEMPLATE },
+    );
     const neg = delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '-1h', [DELAY_URL]: URL_TEMPLATE } }));
     assert.ok(neg !== undefined && 'error' in neg && neg.error.includes('negative'));
-    assert.ok('error' in (delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1.5h', [DELAY_URL]: URL_TEMPLATE } })) ?? {}));
-    assert.ok('error' in (delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1h', [DELAY_URL]: 'not a url' } })) ?? {}));
+    assert.ok(
+      'error' in
+        (delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1.5h', [DELAY_URL]: URL_TEMPLATE } })) ?? {}),
+    );
+    assert.ok(
+      'error' in (delayedDownscaleConfig(sts('a', { annotations: { [DELAY]: '1h', [DELAY_URL]: 'not a url' } })) ?? {}),
+    );
   });
 
   it('podUrl replaces only the host', () => {
     const addr = { pod: 'ingester-zone-b-4', serviceName: 'ingester-zone-b', namespace: 'test' };
-    assert.equal(podUrl('http://localhost/prepare-delayed-downscale', addr), 'http://ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local./prepare-delayed-downscale');
-    assert.equal(podUrl(URL_TEMPLATE, { ...addr, clusterDomain: 'example.org' }), 'http://ingester-zone-b-4.ingester-zone-b.test.svc.example.org:8080/prepare-delayed-downscale?x=1');
-    assert.equal(podUrl('https://u:p@h:80/a#f', addr), 'https://u:p@ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local.:80/a#f');
-    assert.equal(podUrl('http://[::1]:9000/x', addr), 'http://ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local.:9000/x');
+    assert.equal(
+      podUrl('http://localhost/prepare-delayed-downscale', addr),
+      'http://ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local./prepare-delayed-downscale',
+    );
+    assert.equal(
+      podUrl(URL_TEMPLATE, { ...addr, clusterDomain: 'example.org' }),
+      'http://ingester-zone-b-4.ingester-zone-b.test.svc.example.org:8080/prepare-delayed-downscale?x=1',
+    );
+    assert.equal(
+      podUrl('https://u:p@h:80/a#f', addr),
+      'https://u:p@ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local.:80/a#f',
+    );
+    assert.equal(
+      podUrl('http://[::1]:9000/x', addr),
+      'http://ingester-zone-b-4.ingester-zone-b.test.svc.cluster.local.:9000/x',
+    );
     assert.ok(typeof podUrl('/relative', addr) !== 'string');
   });
 
@@ -378,24 +512,52 @@ describe('delayed downscale', { timeout: 10000 }, () => {
     delayedDownscaleDecision({ current, desired: want, timestamps: new Map(ts), delayMs: HOUR, now: NOW });
 
   it('scale down is allowed, if all pods were prepared outside of delay', () => {
-    assert.deepEqual(decide(5, 3, [[3, secondsAgo(2 * HOUR)], [4, secondsAgo(70 * MIN)]]), { allowed: 3 });
-    assert.deepEqual(decide(5, 3, [[3, secondsAgo(HOUR)], [4, secondsAgo(HOUR)]]), { allowed: 3 }, 'exactly the delay');
+    assert.deepEqual(
+      decide(5, 3, [
+        [3, secondsAgo(2 * HOUR)],
+        [4, secondsAgo(70 * MIN)],
+      ]),
+      { allowed: 3 },
+    );
+    assert.deepEqual(
+      decide(5, 3, [
+        [3, secondsAgo(HOUR)],
+        [4, secondsAgo(HOUR)],
+      ]),
+      { allowed: 3 },
+      'exactly the delay',
+    );
   });
 
   it('scale down is not allowed if delay time was not reached yet on all pods', () => {
-    assert.deepEqual(decide(5, 3, [[3, secondsAgo(30 * MIN)], [4, secondsAgo(30 * MIN)]]), {
-      error: 'configured downscale delay 1h0m0s has not been reached for any pods at the end of statefulset replicas range',
-    });
+    assert.deepEqual(
+      decide(5, 3, [
+        [3, secondsAgo(30 * MIN)],
+        [4, secondsAgo(30 * MIN)],
+      ]),
+      {
+        error:
+          'configured downscale delay 1h0m0s has not been reached for any pods at the end of statefulset replicas range',
+      },
+    );
   });
 
   it('scale down is not allowed if delay time was not reached on one pod at the end', () => {
-    const r = decide(5, 3, [[3, secondsAgo(2 * HOUR)], [4, secondsAgo(30 * MIN)]]);
+    const r = decide(5, 3, [
+      [3, secondsAgo(2 * HOUR)],
+      [4, secondsAgo(30 * MIN)],
+    ]);
     assert.ok('error' in r && r.error.startsWith('configured downscale delay'));
   });
 
   it('limited scale down by 2 replicas is allowed if delay time was reached on some pods at the end', () => {
     assert.deepEqual(
-      decide(5, 1, [[1, secondsAgo(30 * MIN)], [2, secondsAgo(30 * MIN)], [3, secondsAgo(2 * HOUR)], [4, secondsAgo(2 * HOUR)]]),
+      decide(5, 1, [
+        [1, secondsAgo(30 * MIN)],
+        [2, secondsAgo(30 * MIN)],
+        [3, secondsAgo(2 * HOUR)],
+        [4, secondsAgo(2 * HOUR)],
+      ]),
       { allowed: 3 },
     );
   });
@@ -406,18 +568,27 @@ describe('delayed downscale', { timeout: 10000 }, () => {
       { error: 'connection refused' },
       parsePrepareResponse({ status: 200, body: 'garbage' }),
     ]) {
-      const r = decide(5, 3, [[3, secondsAgo(2 * HOUR)], [4, failure]]);
+      const r = decide(5, 3, [
+        [3, secondsAgo(2 * HOUR)],
+        [4, failure],
+      ]);
       assert.ok('error' in r && r.error.startsWith('failed prepare pods for delayed downscale'), JSON.stringify(r));
     }
     const missing = decide(5, 3, [[4, secondsAgo(2 * HOUR)]]);
     assert.ok('error' in missing);
-    const zero = decide(5, 3, [[3, 0], [4, secondsAgo(2 * HOUR)]]);
+    const zero = decide(5, 3, [
+      [3, 0],
+      [4, secondsAgo(2 * HOUR)],
+    ]);
     assert.ok('error' in zero);
   });
 
   it('scale up is allowed immediately; no delay configured → desired', () => {
     assert.deepEqual(decide(3, 5, []), { allowed: 5 });
-    assert.deepEqual(delayedDownscaleDecision({ current: 5, desired: 3, timestamps: new Map(), delayMs: 0, now: NOW }), { allowed: 3 });
+    assert.deepEqual(
+      delayedDownscaleDecision({ current: 5, desired: 3, timestamps: new Map(), delayMs: 0, now: NOW }),
+      { allowed: 3 },
+    );
   });
 
   it('force-replicas overrides mirror-replicas and respects delayed downscale', () => {
@@ -426,56 +597,109 @@ describe('delayed downscale', { timeout: 10000 }, () => {
     assert.equal(t.target, 1);
     const config = delayedDownscaleConfig(s);
     assert.ok(config !== undefined && !('error' in config));
-    const waiting = delayedDownscaleDecision({ current: t.current, desired: t.target, timestamps: new Map([[1, secondsAgo(MIN)], [2, secondsAgo(MIN)]]), delayMs: config.delayMs, now: NOW });
+    const waiting = delayedDownscaleDecision({
+      current: t.current,
+      desired: t.target,
+      timestamps: new Map([
+        [1, secondsAgo(MIN)],
+        [2, secondsAgo(MIN)],
+      ]),
+      delayMs: config.delayMs,
+      now: NOW,
+    });
     assert.ok('error' in waiting, 'force-replicas waits for delayed downscale when delay not elapsed');
-    const done = delayedDownscaleDecision({ current: t.current, desired: t.target, timestamps: new Map([[1, secondsAgo(2 * HOUR)], [2, secondsAgo(2 * HOUR)]]), delayMs: config.delayMs, now: NOW });
+    const done = delayedDownscaleDecision({
+      current: t.current,
+      desired: t.target,
+      timestamps: new Map([
+        [1, secondsAgo(2 * HOUR)],
+        [2, secondsAgo(2 * HOUR)],
+      ]),
+      delayMs: config.delayMs,
+      now: NOW,
+    });
     assert.deepEqual(done, { allowed: 1 });
   });
 
   it('property: only a tail of pods past the delay goes, and the pod above it stays for a reason', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 12 }),
-      fc.integer({ min: 0, max: 11 }),
-      fc.array(fc.integer({ min: 1, max: 4 * 3600 }), { minLength: 12, maxLength: 12 }),
-      fc.integer({ min: 1, max: 3 * 3600 }),
-      (current, desiredRaw, agesSeconds, delaySeconds) => {
-        const desired = desiredRaw % current;
-        const timestamps = new Map(agesSeconds.slice(desired, current).map((age, i) => [desired + i, Math.floor(NOW / 1000) - age] as [number, number]));
-        const r = delayedDownscaleDecision({ current, desired, timestamps, delayMs: delaySeconds * 1000, now: NOW });
-        const past = (ordinal: number) => NOW - timestamps.get(ordinal)! * 1000 >= delaySeconds * 1000;
-        if ('error' in r) {
-          // Nothing may go exactly when the last pod is not past the delay.
-          assert.equal(past(current - 1), false);
-          return;
-        }
-        assert.ok(r.allowed >= desired && r.allowed < current, `allowed ${r.allowed}`);
-        for (let o = r.allowed; o < current; o++) assert.ok(past(o), `pod ${o} removed before its delay`);
-        if (r.allowed > desired) assert.equal(past(r.allowed - 1), false, 'stopped short of a pod that was past the delay');
-      },
-    ));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 0, max: 11 }),
+        fc.array(fc.integer({ min: 1, max: 4 * 3600 }), { minLength: 12, maxLength: 12 }),
+        fc.integer({ min: 1, max: 3 * 3600 }),
+        (current, desiredRaw, agesSeconds, delaySeconds) => {
+          const desired = desiredRaw % current;
+          const timestamps = new Map(
+            agesSeconds
+              .slice(desired, current)
+              .map((age, i) => [desired + i, Math.floor(NOW / 1000) - age] as [number, number]),
+          );
+          const r = delayedDownscaleDecision({ current, desired, timestamps, delayMs: delaySeconds * 1000, now: NOW });
+          const past = (ordinal: number) => NOW - timestamps.get(ordinal)! * 1000 >= delaySeconds * 1000;
+          if ('error' in r) {
+            // Nothing may go exactly when the last pod is not past the delay.
+            assert.equal(past(current - 1), false);
+            return;
+          }
+          assert.ok(r.allowed >= desired && r.allowed < current, `allowed ${r.allowed}`);
+          for (let o = r.allowed; o < current; o++) assert.ok(past(o), `pod ${o} removed before its delay`);
+          if (r.allowed > desired)
+            assert.equal(past(r.allowed - 1), false, 'stopped short of a pod that was past the delay');
+        },
+      ),
+    );
   });
 });
 
 describe('validateScalingMetadata (#306)', { timeout: 10000 }, () => {
   it('flags labels set as annotations and the reverse', () => {
-    const w = validateScalingMetadata(sts('zone-a', { annotations: { [PREPARE]: 'true', [MIN_TIME]: '12h' }, labels: { [LEADER]: 'zone-b' } }));
-    assert.ok(w.some((x) => x.includes(PREPARE) && x.includes('set as an annotation')), w.join('\n'));
+    const w = validateScalingMetadata(
+      sts('zone-a', { annotations: { [PREPARE]: 'true', [MIN_TIME]: '12h' }, labels: { [LEADER]: 'zone-b' } }),
+    );
+    assert.ok(
+      w.some((x) => x.includes(PREPARE) && x.includes('set as an annotation')),
+      w.join('\n'),
+    );
     assert.ok(w.some((x) => x.includes(MIN_TIME) && x.includes('set as an annotation')));
     assert.ok(w.some((x) => x.includes(LEADER) && x.includes('set as a label')));
   });
 
   it('flags unparsable values', () => {
-    const w = validateScalingMetadata(sts('zone-a', {
-      labels: { [MIN_TIME]: '12 hours', [PREPARE]: 'True' },
-      annotations: { [LAST]: 'yesterday', [FORCE]: '-2', [DELAY]: '1.5h', [DELAY_URL]: 'http://x/y', [MIRROR_NAME]: 'r' },
-    }));
-    for (const needle of [MIN_TIME, PREPARE, LAST, FORCE, DELAY, MIRROR_KIND]) assert.ok(w.some((x) => x.includes(needle)), `${needle}: ${w.join('\n')}`);
+    const w = validateScalingMetadata(
+      sts('zone-a', {
+        labels: { [MIN_TIME]: '12 hours', [PREPARE]: 'True' },
+        annotations: {
+          [LAST]: 'yesterday',
+          [FORCE]: '-2',
+          [DELAY]: '1.5h',
+          [DELAY_URL]: 'http://x/y',
+          [MIRROR_NAME]: 'r',
+        },
+      }),
+    );
+    for (const needle of [MIN_TIME, PREPARE, LAST, FORCE, DELAY, MIRROR_KIND])
+      assert.ok(
+        w.some((x) => x.includes(needle)),
+        `${needle}: ${w.join('\n')}`,
+      );
   });
 
   it('is quiet for a well-formed StatefulSet', () => {
-    assert.deepEqual(validateScalingMetadata(sts('zone-b', {
-      labels: { [MIN_TIME]: '12h', [PREPARE]: 'true' },
-      annotations: { [LEADER]: 'zone-a', [LAST]: ago(HOUR), [FORCE]: '2', [DELAY]: '1h', [DELAY_URL]: 'http://x:80/y' },
-    })), []);
+    assert.deepEqual(
+      validateScalingMetadata(
+        sts('zone-b', {
+          labels: { [MIN_TIME]: '12h', [PREPARE]: 'true' },
+          annotations: {
+            [LEADER]: 'zone-a',
+            [LAST]: ago(HOUR),
+            [FORCE]: '2',
+            [DELAY]: '1h',
+            [DELAY_URL]: 'http://x:80/y',
+          },
+        }),
+      ),
+      [],
+    );
   });
 });

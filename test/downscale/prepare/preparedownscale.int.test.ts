@@ -32,19 +32,34 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], mi
   for (const zone of ['a', 'b']) {
     await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
       metadata: {
-        labels: { 'grafana.com/prepare-downscale': 'true', 'grafana.com/min-time-between-zones-downscale': minTime, zone },
-        annotations: { 'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown', 'grafana.com/prepare-downscale-http-port': String(podPort) },
+        labels: {
+          'grafana.com/prepare-downscale': 'true',
+          'grafana.com/min-time-between-zones-downscale': minTime,
+          zone,
+        },
+        annotations: {
+          'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown',
+          'grafana.com/prepare-downscale-http-port': String(podPort),
+        },
       },
     });
   }
   await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
-  const pods = (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({ name: p.metadata!.name!, ip: p.status!.podIP! }));
+  const pods = (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({
+    name: p.metadata!.name!,
+    ip: p.status!.podIP!,
+  }));
   const endpoints = new PodEndpoints();
   await endpoints.serve(pods, podPort!);
   t.after(() => endpoints.close());
   const operators: OperatorProcess[] = [];
   for (const port of webhookPorts) {
-    const operator = await OperatorProcess.start(cluster, namespace, ['-server-tls.enabled', `-server-tls.port=${port}`, '-server-tls.self-signed-cert.dns-name=localhost', ...extraFlags]);
+    const operator = await OperatorProcess.start(cluster, namespace, [
+      '-server-tls.enabled',
+      `-server-tls.port=${port}`,
+      '-server-tls.self-signed-cert.dns-name=localhost',
+      ...extraFlags,
+    ]);
     t.after(() => operator.stop());
     operators.push(operator);
   }
@@ -52,14 +67,16 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], mi
   await installLoopbackWebhook(t, kube, {
     name: `prepare-downscale-${namespace}`,
     namespace,
-    webhooks: webhookPorts.map((port, i) => loopbackWebhook({
-      name: `prepare-downscale-${i}-${namespace}.grafana.com`,
-      namespace,
-      port,
-      path: '/admission/prepare-downscale',
-      sideEffects: 'NoneOnDryRun',
-      ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
-    })),
+    webhooks: webhookPorts.map((port, i) =>
+      loopbackWebhook({
+        name: `prepare-downscale-${i}-${namespace}.grafana.com`,
+        namespace,
+        port,
+        path: '/admission/prepare-downscale',
+        sideEffects: 'NoneOnDryRun',
+        ...(webhookPorts.length > 1 ? { objectSelector: { matchLabels: { zone: ['a', 'b'][i] } } } : {}),
+      }),
+    ),
   });
   return { namespace, kube, endpoints, operators };
 }
@@ -67,7 +84,13 @@ async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], mi
 /** A zone tracker whose zones were last downscaled two hours ago: nothing blocks the first downscale. */
 async function seedZoneTracker(kube: ReturnType<typeof testClient>, namespace: string): Promise<void> {
   const longAgo = new Date(Date.now() - 2 * 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-  await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'rollout-operator-zone-tracker', namespace }, data: { 'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }), 'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }) } });
+  await kube.create<ConfigMap>(resources.configMaps, {
+    metadata: { name: 'rollout-operator-zone-tracker', namespace },
+    data: {
+      'ingester-zone-a': JSON.stringify({ lastDownscaled: longAgo }),
+      'ingester-zone-b': JSON.stringify({ lastDownscaled: longAgo }),
+    },
+  });
 }
 
 describe('prepare-downscale webhook', () => {
@@ -75,19 +98,37 @@ describe('prepare-downscale webhook', () => {
     const { namespace, kube, endpoints } = await setup(t);
     const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.ok(scaled.ok, scaled.out);
-    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod} ${c.path}`).sort(), ['POST ingester-zone-a-1 /ingester/prepare-shutdown', 'POST ingester-zone-a-2 /ingester/prepare-shutdown']);
-    assert.match(endpoints.calls[0]!.host, new RegExp(`^ingester-zone-a-\\d\\.ingester-zone-a\\.${namespace}\\.svc\\.cluster\\.local\\.:\\d+$`));
+    assert.deepEqual(endpoints.calls.map((c) => `${c.method} ${c.pod} ${c.path}`).sort(), [
+      'POST ingester-zone-a-1 /ingester/prepare-shutdown',
+      'POST ingester-zone-a-2 /ingester/prepare-shutdown',
+    ]);
+    assert.match(
+      endpoints.calls[0]!.host,
+      new RegExp(`^ingester-zone-a-\\d\\.ingester-zone-a\\.${namespace}\\.svc\\.cluster\\.local\\.:\\d+$`),
+    );
     const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
     const recorded = Date.parse(a.metadata?.annotations?.['grafana.com/last-downscale'] ?? '');
     assert.ok(Math.abs(Date.now() - recorded) < 60_000, 'last-downscale recorded');
 
     const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
     assert.equal(denied.ok, false);
-    assert.match(denied.out, new RegExp(`downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is labelled to wait 1h0m0s between zone downscales`));
-    assert.equal(endpoints.calls.filter((c) => c.pod.startsWith('ingester-zone-b')).length, 0, 'no pod of zone b was called');
+    assert.match(
+      denied.out,
+      new RegExp(
+        `downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is labelled to wait 1h0m0s between zone downscales`,
+      ),
+    );
+    assert.equal(
+      endpoints.calls.filter((c) => c.pod.startsWith('ingester-zone-b')).length,
+      0,
+      'no pod of zone b was called',
+    );
     // Dry-run has no side effects: allowed without calling anyone.
     const before = endpoints.calls.length;
-    assert.ok((await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2', '--dry-run=server')).ok);
+    assert.ok(
+      (await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2', '--dry-run=server'))
+        .ok,
+    );
     assert.equal(endpoints.calls.length, before);
   });
 
@@ -97,19 +138,39 @@ describe('prepare-downscale webhook', () => {
     const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.equal(denied.ok, false);
     assert.match(denied.out, /because one or more pods failed to prepare for shutdown\./);
-    const deletes = endpoints.calls.filter((c) => c.method === 'DELETE').map((c) => c.pod).sort();
+    const deletes = endpoints.calls
+      .filter((c) => c.method === 'DELETE')
+      .map((c) => c.pod)
+      .sort();
     assert.deepEqual(deletes, ['ingester-zone-a-1', 'ingester-zone-a-2']);
   });
 
   it('lets exactly one of two concurrent downscales of a group through, served by two operator replicas', async (t) => {
     const { namespace, kube } = await setup(t, 2);
     // kubectl patch updates the StatefulSet itself, whose labels the objectSelectors see.
-    const [a, b] = await Promise.all(['a', 'b'].map((zone) => kubectl('-n', namespace, 'patch', 'statefulset', `ingester-zone-${zone}`, '--type=merge', '-p', '{"spec":{"replicas":2}}')));
+    const [a, b] = await Promise.all(
+      ['a', 'b'].map((zone) =>
+        kubectl(
+          '-n',
+          namespace,
+          'patch',
+          'statefulset',
+          `ingester-zone-${zone}`,
+          '--type=merge',
+          '-p',
+          '{"spec":{"replicas":2}}',
+        ),
+      ),
+    );
     assert.equal([a!, b!].filter((r) => r.ok).length, 1, `${a!.out}\n${b!.out}`);
     const loser = a!.ok ? b! : a!;
     assert.match(loser.out, /is already in process of updating replicas|was downscaled at .* and is labelled to wait/);
     const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
-    assert.equal(sets.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']).length, 1, 'exactly one downscale recorded');
+    assert.equal(
+      sets.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']).length,
+      1,
+      'exactly one downscale recorded',
+    );
     assert.deepEqual(sets.map((s) => s.spec?.replicas).sort(), [2, 3]);
   });
 
@@ -118,14 +179,22 @@ describe('prepare-downscale webhook', () => {
     await seedZoneTracker(kube, namespace);
     const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
     assert.ok(scaled.ok, scaled.out);
-    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
-    const recorded = Date.parse((JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled);
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, {
+      namespace,
+      name: 'rollout-operator-zone-tracker',
+    });
+    const recorded = Date.parse(
+      (JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled,
+    );
     assert.ok(Date.now() - recorded < 60_000, 'zone a recorded now');
     const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
     assert.equal(a.metadata?.annotations?.['grafana.com/last-downscale'], undefined, 'no annotation in tracker mode');
     const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
     assert.equal(denied.ok, false);
-    assert.match(denied.out, /statefulset ingester-zone-a was downscaled at .* and is labelled to wait 1h0m0s between zone downscales/);
+    assert.match(
+      denied.out,
+      /statefulset ingester-zone-a was downscaled at .* and is labelled to wait 1h0m0s between zone downscales/,
+    );
   });
 
   // rollout-operator's own scenario (its integration manifests use
@@ -138,18 +207,30 @@ describe('prepare-downscale webhook', () => {
     await seedZoneTracker(kube, namespace);
     const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
     assert.ok(scaled.ok, scaled.out);
-    const tracker = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'rollout-operator-zone-tracker' });
+    const tracker = await kube.get<ConfigMap>(resources.configMaps, {
+      namespace,
+      name: 'rollout-operator-zone-tracker',
+    });
     // RFC3339 in whole seconds, as rollout-operator writes it.
-    const recorded = Date.parse((JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled);
+    const recorded = Date.parse(
+      (JSON.parse(tracker.data!['ingester-zone-a']!) as { lastDownscaled: string }).lastDownscaled,
+    );
     const early = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
     if (Date.now() < recorded + minTimeS * 1000) {
       assert.equal(early.ok, false, 'inside min-time');
-      assert.doesNotMatch(early.out, /counted from/, 'no clock evidence with one replica and no step: the stamp is taken at its word');
+      assert.doesNotMatch(
+        early.out,
+        /counted from/,
+        'no clock evidence with one replica and no step: the stamp is taken at its word',
+      );
     }
     // Min-time is a wait on the clock itself: wait for it (plus the second the stamp's rounding can hide) to pass.
     const due = recorded + (minTimeS + 1) * 1000;
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())));
     const allowed = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
-    assert.ok(allowed.ok, `zone b refused ${((Date.now() - recorded) / 1000).toFixed(1)} s after zone a's recorded downscale: ${allowed.out}`);
+    assert.ok(
+      allowed.ok,
+      `zone b refused ${((Date.now() - recorded) / 1000).toFixed(1)} s after zone a's recorded downscale: ${allowed.out}`,
+    );
   });
 });

@@ -61,9 +61,15 @@ interface StsOptions {
 
 function sts(o: StsOptions = {}): StatefulSet {
   const name = o.name ?? STS;
-  const labels: Record<string, string> = { ...(o.prepare === false ? {} : { 'grafana.com/prepare-downscale': 'true' }), ...o.labels };
+  const labels: Record<string, string> = {
+    ...(o.prepare === false ? {} : { 'grafana.com/prepare-downscale': 'true' }),
+    ...o.labels,
+  };
   if (o.group !== null) labels['rollout-group'] = o.group ?? 'ingester';
-  const spec: Record<string, unknown> = { serviceName: o.serviceName ?? 'nginx', template: { metadata: { labels: { name } } } };
+  const spec: Record<string, unknown> = {
+    serviceName: o.serviceName ?? 'nginx',
+    template: { metadata: { labels: { name } } },
+  };
   if (o.replicas !== undefined) spec.replicas = o.replicas;
   return {
     apiVersion: o.apiVersion ?? 'apps/v1',
@@ -72,7 +78,11 @@ function sts(o: StsOptions = {}): StatefulSet {
       name,
       namespace: NS,
       labels,
-      annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare-shutdown', 'grafana.com/prepare-downscale-http-port': '8080', ...o.annotations },
+      annotations: {
+        'grafana.com/prepare-downscale-http-path': 'prepare-shutdown',
+        'grafana.com/prepare-downscale-http-port': '8080',
+        ...o.annotations,
+      },
     },
     spec,
     status: o.status ?? { replicas: 3, updatedReplicas: 3 },
@@ -84,7 +94,16 @@ function pod(name: string, stsName: string, ready = true): Pod {
     metadata: { name, namespace: NS, labels: { name: stsName } },
     status: {
       phase: ready ? 'Running' : 'Pending',
-      containerStatuses: [{ name: 'c', image: 'i', imageID: '', restartCount: 0, ready, state: ready ? { running: {} } : { waiting: {} } }],
+      containerStatuses: [
+        {
+          name: 'c',
+          image: 'i',
+          imageID: '',
+          restartCount: 0,
+          ready,
+          state: ready ? { running: {} } : { waiting: {} },
+        },
+      ],
     },
   };
 }
@@ -111,11 +130,19 @@ function scale(replicas: number) {
   return { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: STS, namespace: NS }, spec: { replicas } };
 }
 
-const prefix = (from: number, to: number, resource = 'statefulsets') => `downscale of ${resource}/${STS} in ${NS} from ${from} to ${to} replicas`;
+const prefix = (from: number, to: number, resource = 'statefulsets') =>
+  `downscale of ${resource}/${STS} in ${NS} from ${from} to ${to} replicas`;
 const denied = (from: number, to: number, because: string) => `${prefix(from, to)} is not allowed because ${because}`;
-const allowedMessage = (from: number, to: number) => `${prefix(from, to)} is allowed -- all pods successfully prepared for shutdown.`;
+const allowedMessage = (from: number, to: number) =>
+  `${prefix(from, to)} is allowed -- all pods successfully prepared for shutdown.`;
 const url = (i: number, path = 'prepare-shutdown') => `http://${STS}-${i}.nginx.${NS}.svc.cluster.local.:8080/${path}`;
-const downscale = (from: number, to: number): Downscale => ({ resource: 'statefulsets', name: STS, namespace: NS, from, to });
+const downscale = (from: number, to: number): Downscale => ({
+  resource: 'statefulsets',
+  name: STS,
+  namespace: NS,
+  from,
+  to,
+});
 
 // ------------------------------------------------------------------ a test shell
 
@@ -174,12 +201,33 @@ function run(world: World, req: AdmissionRequestV1): Run {
     } else {
       lastDownscales = lastDownscalesFromAnnotations(group);
     }
-    const othersPods = new Map(group.map((s) => [s.metadata?.name ?? '', world.pods.filter((p) => matches(podSelector(s), p.metadata?.labels))]));
-    const checked = groupChecks({ downscale: d, mode: world.mode, self: d.name, others: group, othersPods, lastDownscales, now: NOW });
+    const othersPods = new Map(
+      group.map((s) => [s.metadata?.name ?? '', world.pods.filter((p) => matches(podSelector(s), p.metadata?.labels))]),
+    );
+    const checked = groupChecks({
+      downscale: d,
+      mode: world.mode,
+      self: d.name,
+      others: group,
+      othersPods,
+      lastDownscales,
+      now: NOW,
+    });
     if (checked.kind === 'deny') return finish(toAdmissionDecision(checked));
   }
-  const existingPods = new Set(world.pods.filter((p) => matches(podSelector(self), p.metadata?.labels)).map((p) => p.metadata?.name ?? ''));
-  const eps = endpoints({ sts: d.name, namespace: d.namespace, serviceName: info.info.serviceName, port: info.info.port, path: info.info.path, from: d.from, to: d.to, existingPods });
+  const existingPods = new Set(
+    world.pods.filter((p) => matches(podSelector(self), p.metadata?.labels)).map((p) => p.metadata?.name ?? ''),
+  );
+  const eps = endpoints({
+    sts: d.name,
+    namespace: d.namespace,
+    serviceName: info.info.serviceName,
+    port: info.info.port,
+    path: info.info.path,
+    from: d.from,
+    to: d.to,
+    existingPods,
+  });
   out.skipped = eps.skipped;
   const call = (u: string, method: string): CallResult => {
     (method === 'POST' ? out.posts : out.deletes).push(u);
@@ -197,22 +245,36 @@ function run(world: World, req: AdmissionRequestV1): Run {
   else if (world.mode === 'annotation') {
     const patch = lastDownscaleAnnotationPatch(NOW);
     const target = world.statefulSets.find((s) => s.metadata?.name === d.name);
-    if (target?.metadata) target.metadata.annotations = { ...target.metadata.annotations, ...patch.metadata.annotations };
+    if (target?.metadata)
+      target.metadata.annotations = { ...target.metadata.annotations, ...patch.metadata.annotations };
     out.recorded = true;
   } else {
     world.zones = recordDownscale(world.zones, d.name, NOW);
     out.recorded = true;
   }
-  const final = afterRecord({ downscale: d, mode: world.mode, call: eps.call, ...(recordError !== undefined ? { recordError } : {}) });
+  const final = afterRecord({
+    downscale: d,
+    mode: world.mode,
+    call: eps.call,
+    ...(recordError !== undefined ? { recordError } : {}),
+  });
   if (final.kind === 'deny') for (const ep of final.undo) call(ep.url, 'DELETE');
   return finish(toAdmissionDecision(final));
 }
 
 /** rollout-operator's world: the StatefulSet under test and a sibling in the same group, all pods ready. */
-function rolloutOperatorWorld(mode: TrackerMode, from: number, extra: Partial<World> = {}, siblings: StatefulSet[] = []): World {
+function rolloutOperatorWorld(
+  mode: TrackerMode,
+  from: number,
+  extra: Partial<World> = {},
+  siblings: StatefulSet[] = [],
+): World {
   const sibling = sts({ name: `${STS}-1`, status: { replicas: 3, updatedReplicas: 3 } });
   const all = [sts({ replicas: from }), sibling, ...siblings];
-  const pods = [...podsOf(STS, from), ...all.slice(1).flatMap((s) => podsOf(s.metadata?.name ?? '', s.status?.replicas ?? 0))];
+  const pods = [
+    ...podsOf(STS, from),
+    ...all.slice(1).flatMap((s) => podsOf(s.metadata?.name ?? '', s.status?.replicas ?? 0)),
+  ];
   return { mode, statefulSets: all, pods, zones: mode === 'zone-tracker' ? {} : undefined, ...extra };
 }
 
@@ -261,33 +323,57 @@ for (const mode of MODES) {
         labels: { 'grafana.com/min-time-between-zones-downscale': '12h' },
         annotations: mode === 'annotation' ? { 'grafana.com/last-downscale': NOW_TEXT } : {},
       });
-      const world = rolloutOperatorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: `{"lastDownscaled":"${NOW_TEXT}"}` } } : {}, [busy]);
+      const world = rolloutOperatorWorld(
+        mode,
+        3,
+        mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: `{"lastDownscaled":"${NOW_TEXT}"}` } } : {},
+        [busy],
+      );
       const r = run(world, stsRequest(3, 1));
       assert.deepEqual(r.decision, {
         allowed: false,
-        status: { message: denied(3, 1, `statefulset ${STS}-2 was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`) },
+        status: {
+          message: denied(
+            3,
+            1,
+            `statefulset ${STS}-2 was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`,
+          ),
+        },
       });
       assert.deepEqual([r.posts, r.deletes, r.recorded], [[], [], false]);
     });
 
     it('TestInvalidDownscale: a pod failing to prepare → DELETE to every endpoint, deny, nothing recorded', () => {
-      const world = rolloutOperatorWorld(mode, 5, { answer: (u, method) => (method === 'POST' && u === url(3) ? 500 : 200) });
+      const world = rolloutOperatorWorld(mode, 5, {
+        answer: (u, method) => (method === 'POST' && u === url(3) ? 500 : 200),
+      });
       const r = run(world, stsRequest(5, 3));
-      assert.deepEqual(r.decision, { allowed: false, status: { message: denied(5, 3, 'one or more pods failed to prepare for shutdown.') } });
+      assert.deepEqual(r.decision, {
+        allowed: false,
+        status: { message: denied(5, 3, 'one or more pods failed to prepare for shutdown.') },
+      });
       assert.deepEqual(r.posts, [url(4), url(3)]);
       assert.deepEqual(r.deletes, [url(4), url(3)]);
       assert.equal(r.recorded, false);
     });
 
     it('a transport error counts as a failure too', () => {
-      const r = run(rolloutOperatorWorld(mode, 5, { answer: (u, m) => (m === 'POST' && u === url(4) ? new Error('dial tcp: no such host') : 200) }), stsRequest(5, 3));
+      const r = run(
+        rolloutOperatorWorld(mode, 5, {
+          answer: (u, m) => (m === 'POST' && u === url(4) ? new Error('dial tcp: no such host') : 200),
+        }),
+        stsRequest(5, 3),
+      );
       assert.equal(r.decision.allowed, false);
       assert.deepEqual(r.deletes, [url(4), url(3)]);
     });
 
     it('TestFailLastDownscaleAttr: recording fails → DELETE to every endpoint, deny', () => {
       const r = run(rolloutOperatorWorld(mode, 5, { recordFails: true }), stsRequest(5, 3));
-      const because = mode === 'annotation' ? 'adding an annotation to the statefulset failed.' : 'setting downscale timestamp in the zone ConfigMap failed.';
+      const because =
+        mode === 'annotation'
+          ? 'adding an annotation to the statefulset failed.'
+          : 'setting downscale timestamp in the zone ConfigMap failed.';
       assert.deepEqual(r.decision, { allowed: false, status: { message: denied(5, 3, because) } });
       assert.deepEqual(r.posts, [url(4), url(3)]);
       assert.deepEqual(r.deletes, [url(4), url(3)]);
@@ -311,15 +397,23 @@ for (const mode of MODES) {
     it('TestDownscaleAnotherStsHasNonUpdatedReplicas: deny with the counts', () => {
       const rolling = sts({ name: `${STS}-2`, status: { replicas: 3, updatedReplicas: 2 } });
       const r = run(rolloutOperatorWorld(mode, 3, {}, [rolling]), stsRequest(3, 1));
-      assert.deepEqual(r.decision, { allowed: false, status: { message: denied(3, 1, `statefulset ${STS}-2 has 1 non-updated replicas and 0 non-ready replicas`) } });
+      assert.deepEqual(r.decision, {
+        allowed: false,
+        status: { message: denied(3, 1, `statefulset ${STS}-2 has 1 non-updated replicas and 0 non-ready replicas`) },
+      });
       assert.deepEqual(r.posts, []);
     });
 
     it('a sibling with a non-ready pod denies', () => {
       const world = rolloutOperatorWorld(mode, 3);
-      world.pods = world.pods.map((p) => (p.metadata?.name === `${STS}-1-2` ? pod(`${STS}-1-2`, `${STS}-1`, false) : p));
+      world.pods = world.pods.map((p) =>
+        p.metadata?.name === `${STS}-1-2` ? pod(`${STS}-1-2`, `${STS}-1`, false) : p,
+      );
       const r = run(world, stsRequest(3, 1));
-      assert.deepEqual(r.decision, { allowed: false, status: { message: denied(3, 1, `statefulset ${STS}-1 has 0 non-updated replicas and 1 non-ready replicas`) } });
+      assert.deepEqual(r.decision, {
+        allowed: false,
+        status: { message: denied(3, 1, `statefulset ${STS}-1 has 0 non-updated replicas and 1 non-ready replicas`) },
+      });
     });
 
     it('#72: pods that do not exist yet are skipped, the rest prepared', () => {
@@ -340,14 +434,31 @@ for (const mode of MODES) {
       const world = rolloutOperatorWorld(mode, 3);
       world.statefulSets = [];
       const r = run(world, request(scale(3), scale(2)));
-      assert.deepEqual(r.decision, { allowed: true, warnings: [`statefulsets.apps "${STS}" not found, allowing the change`] });
+      assert.deepEqual(r.decision, {
+        allowed: true,
+        warnings: [`statefulsets.apps "${STS}" not found, allowing the change`],
+      });
     });
 
     it('a parse error of a last downscale denies with the mode message', () => {
-      const bad = sts({ name: `${STS}-2`, annotations: mode === 'annotation' ? { 'grafana.com/last-downscale': 'yesterday' } : {} });
-      const world = rolloutOperatorWorld(mode, 3, mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: '{"lastDownscaled":"yesterday"}' } } : {}, [bad]);
-      const because = mode === 'annotation' ? 'parsing downscale annotations failed.' : 'parsing parsing downscale timestamps from the zone ConfigMap failed.';
-      assert.deepEqual(run(world, stsRequest(3, 1)).decision, { allowed: false, status: { message: denied(3, 1, because) } });
+      const bad = sts({
+        name: `${STS}-2`,
+        annotations: mode === 'annotation' ? { 'grafana.com/last-downscale': 'yesterday' } : {},
+      });
+      const world = rolloutOperatorWorld(
+        mode,
+        3,
+        mode === 'zone-tracker' ? { zones: { [`${STS}-2`]: '{"lastDownscaled":"yesterday"}' } } : {},
+        [bad],
+      );
+      const because =
+        mode === 'annotation'
+          ? 'parsing downscale annotations failed.'
+          : 'parsing parsing downscale timestamps from the zone ConfigMap failed.';
+      assert.deepEqual(run(world, stsRequest(3, 1)).decision, {
+        allowed: false,
+        status: { message: denied(3, 1, because) },
+      });
     });
 
     it('without a rollout group no group check runs', () => {
@@ -362,7 +473,13 @@ for (const mode of MODES) {
 }
 
 describe('TestCheckReplicasChange (firstChecks)', { timeout: 10000 }, () => {
-  const cases: [string, number | null | undefined, number | null | undefined, ReturnType<typeof firstChecks>['kind'], string | undefined][] = [
+  const cases: [
+    string,
+    number | null | undefined,
+    number | null | undefined,
+    ReturnType<typeof firstChecks>['kind'],
+    string | undefined,
+  ][] = [
     ['both nil', undefined, null, 'allow', undefined],
     ['old nil', undefined, 3, 'allow', 'old/new replicas is nil, allowing the change'],
     ['new nil', 3, null, 'allow', 'old/new replicas is nil, allowing the change'],
@@ -375,7 +492,8 @@ describe('TestCheckReplicasChange (firstChecks)', { timeout: 10000 }, () => {
     it(name, () => {
       const outcome = firstChecks(request(sts({ replicas: from }), sts({ replicas: to })));
       assert.equal(outcome.kind, kind);
-      if (outcome.kind === 'allow') assert.deepEqual(outcome, warning === undefined ? { kind: 'allow' } : { kind: 'allow', warning });
+      if (outcome.kind === 'allow')
+        assert.deepEqual(outcome, warning === undefined ? { kind: 'allow' } : { kind: 'allow', warning });
     });
   }
 
@@ -424,8 +542,20 @@ describe('TestCheckReplicasChange (firstChecks)', { timeout: 10000 }, () => {
 
 describe('TestGetStatefulSetPrepareInfo (stsInfo)', { timeout: 10000 }, () => {
   it('reads label, annotations, group and serviceName', () => {
-    assert.deepEqual(readPrepareInfo(sts()), { prepareDownscale: true, port: '8080', path: 'prepare-shutdown', rolloutGroup: 'ingester', serviceName: 'nginx' });
-    assert.deepEqual(readPrepareInfo({}), { prepareDownscale: false, port: '', path: '', rolloutGroup: '', serviceName: '' });
+    assert.deepEqual(readPrepareInfo(sts()), {
+      prepareDownscale: true,
+      port: '8080',
+      path: 'prepare-shutdown',
+      rolloutGroup: 'ingester',
+      serviceName: 'nginx',
+    });
+    assert.deepEqual(readPrepareInfo({}), {
+      prepareDownscale: false,
+      port: '',
+      path: '',
+      rolloutGroup: '',
+      serviceName: '',
+    });
     assert.equal(readPrepareInfo(sts({ labels: { 'grafana.com/prepare-downscale': 'True' } })).prepareDownscale, false);
   });
 
@@ -433,40 +563,74 @@ describe('TestGetStatefulSetPrepareInfo (stsInfo)', { timeout: 10000 }, () => {
     const d = downscale(3, 1);
     const info = { port: '8080', path: 'prepare-shutdown', rolloutGroup: 'ingester', serviceName: 'nginx' };
     assert.deepEqual(stsInfo(sts(), d), { kind: 'proceed', downscale: d, info, next: 'group-checks' });
-    assert.deepEqual(stsInfo(sts({ group: null }), d), { kind: 'proceed', downscale: d, info: { ...info, rolloutGroup: '' }, next: 'prepare-pods' });
+    assert.deepEqual(stsInfo(sts({ group: null }), d), {
+      kind: 'proceed',
+      downscale: d,
+      info: { ...info, rolloutGroup: '' },
+      next: 'prepare-pods',
+    });
   });
 
   it('not labelled: allowed; #306 annotation instead of label: allowed with a warning', () => {
     assert.deepEqual(stsInfo(sts({ prepare: false }), downscale(3, 1)), { kind: 'allow' });
-    assert.deepEqual(stsInfo(sts({ prepare: false, annotations: { 'grafana.com/prepare-downscale': 'true' } }), downscale(3, 1)), {
-      kind: 'allow',
-      warning: 'grafana.com/prepare-downscale is set as an annotation, but it must be a label: pods were not prepared for shutdown',
-    });
+    assert.deepEqual(
+      stsInfo(sts({ prepare: false, annotations: { 'grafana.com/prepare-downscale': 'true' } }), downscale(3, 1)),
+      {
+        kind: 'allow',
+        warning:
+          'grafana.com/prepare-downscale is set as an annotation, but it must be a label: pods were not prepared for shutdown',
+      },
+    );
   });
 
   it('a negative replica count is denied before any pod is prepared (was: every pod prepared for shutdown, then allowed; the apiserver rejects the object anyway)', () => {
-    assert.deepEqual(stsInfo(sts(), downscale(3, -1)), { kind: 'deny', message: denied(3, -1, 'the new replica count -1 is negative: no pod was prepared for shutdown.') });
-    assert.deepEqual(stsInfo(sts({ prepare: false }), downscale(3, -1)), { kind: 'allow' }, 'not ours to judge without the opt-in: the apiserver refuses it');
+    assert.deepEqual(stsInfo(sts(), downscale(3, -1)), {
+      kind: 'deny',
+      message: denied(3, -1, 'the new replica count -1 is negative: no pod was prepared for shutdown.'),
+    });
+    assert.deepEqual(
+      stsInfo(sts({ prepare: false }), downscale(3, -1)),
+      { kind: 'allow' },
+      'not ours to judge without the opt-in: the apiserver refuses it',
+    );
   });
 
   it('missing configuration denies with the exact messages', () => {
     const d = downscale(3, 1);
     const noPort = sts({ annotations: { 'grafana.com/prepare-downscale-http-port': '' } });
-    assert.deepEqual(stsInfo(noPort, d), { kind: 'deny', message: denied(3, 1, 'the grafana.com/prepare-downscale-http-port annotation is not set or empty.') });
+    assert.deepEqual(stsInfo(noPort, d), {
+      kind: 'deny',
+      message: denied(3, 1, 'the grafana.com/prepare-downscale-http-port annotation is not set or empty.'),
+    });
     const noPath = sts();
     delete noPath.metadata?.annotations?.['grafana.com/prepare-downscale-http-path'];
-    assert.deepEqual(stsInfo(noPath, d), { kind: 'deny', message: denied(3, 1, 'the grafana.com/prepare-downscale-http-path annotation is not set or empty.') });
-    assert.deepEqual(stsInfo(sts({ serviceName: '' }), d), { kind: 'deny', message: denied(3, 1, 'the serviceName is not set or empty.') });
+    assert.deepEqual(stsInfo(noPath, d), {
+      kind: 'deny',
+      message: denied(3, 1, 'the grafana.com/prepare-downscale-http-path annotation is not set or empty.'),
+    });
+    assert.deepEqual(stsInfo(sts({ serviceName: '' }), d), {
+      kind: 'deny',
+      message: denied(3, 1, 'the serviceName is not set or empty.'),
+    });
   });
 });
 
 describe('executor failures (fail closed)', { timeout: 10000 }, () => {
   it('each has rollout-operator message', () => {
     const d = downscale(5, 3);
-    assert.equal(executorFailed(d, { kind: 'list-statefulsets' }).message, denied(5, 3, 'finding other statefulsets failed.'));
+    assert.equal(
+      executorFailed(d, { kind: 'list-statefulsets' }).message,
+      denied(5, 3, 'finding other statefulsets failed.'),
+    );
     assert.equal(executorFailed(d, { kind: 'load-zones' }).message, denied(5, 3, 'loading zones failed.'));
-    assert.equal(executorFailed(d, { kind: 'list-pods' }).message, denied(5, 3, 'an error occurred while checking whether StatefulSets have non-updated replicas'));
-    assert.equal(executorFailed(d, { kind: 'group-locked', statefulSet: 'zone-b' }).message, denied(5, 3, 'statefulset zone-b is already in process of updating replicas'));
+    assert.equal(
+      executorFailed(d, { kind: 'list-pods' }).message,
+      denied(5, 3, 'an error occurred while checking whether StatefulSets have non-updated replicas'),
+    );
+    assert.equal(
+      executorFailed(d, { kind: 'group-locked', statefulSet: 'zone-b' }).message,
+      denied(5, 3, 'statefulset zone-b is already in process of updating replicas'),
+    );
   });
 
   it('selectors', () => {
@@ -475,7 +639,10 @@ describe('executor failures (fail closed)', { timeout: 10000 }, () => {
   });
 
   it('an undecodable zone ConfigMap is a load failure', () => {
-    const r = run({ mode: 'zone-tracker', statefulSets: [sts({ replicas: 3 })], pods: [], zones: { x: 'not json' } }, stsRequest(3, 1));
+    const r = run(
+      { mode: 'zone-tracker', statefulSets: [sts({ replicas: 3 })], pods: [], zones: { x: 'not json' } },
+      stsRequest(3, 1),
+    );
     assert.deepEqual(r.decision, { allowed: false, status: { message: denied(3, 1, 'loading zones failed.') } });
   });
 });
@@ -490,11 +657,15 @@ describe('groupChecks (min-time, rollout in progress)', { timeout: 10000 }, () =
     lastDownscales,
     now,
   });
-  const labelled = (name: string, minTime: string) => sts({ name, labels: { 'grafana.com/min-time-between-zones-downscale': minTime } });
+  const labelled = (name: string, minTime: string) =>
+    sts({ name, labels: { 'grafana.com/min-time-between-zones-downscale': minTime } });
 
-  it('uses the OTHER StatefulSet\'s label; self is never checked', () => {
+  it("uses the OTHER StatefulSet's label; self is never checked", () => {
     const others = [sts({ labels: { 'grafana.com/min-time-between-zones-downscale': '12h' } }), sts({ name: 'b' })];
-    const last = new Map<string, LastDownscale>([[STS, NOW], ['b', NOW]]);
+    const last = new Map<string, LastDownscale>([
+      [STS, NOW],
+      ['b', NOW],
+    ]);
     assert.deepEqual(groupChecks(base('annotation', others, last)), { kind: 'ok' });
   });
 
@@ -512,7 +683,11 @@ describe('groupChecks (min-time, rollout in progress)', { timeout: 10000 }, () =
   });
 
   it('lastDownscalesFromAnnotations parses only the annotated', () => {
-    const m = lastDownscalesFromAnnotations([sts({ name: 'a', annotations: { 'grafana.com/last-downscale': NOW_TEXT } }), sts({ name: 'b' }), sts({ name: 'c', annotations: { 'grafana.com/last-downscale': 'x' } })]);
+    const m = lastDownscalesFromAnnotations([
+      sts({ name: 'a', annotations: { 'grafana.com/last-downscale': NOW_TEXT } }),
+      sts({ name: 'b' }),
+      sts({ name: 'c', annotations: { 'grafana.com/last-downscale': 'x' } }),
+    ]);
     assert.deepEqual([...m.keys()], ['a', 'c']);
     assert.equal(m.get('a'), NOW);
     assert.equal(typeof m.get('c'), 'object');
@@ -521,7 +696,16 @@ describe('groupChecks (min-time, rollout in progress)', { timeout: 10000 }, () =
 
 describe('TestCreateEndpoints', { timeout: 10000 }, () => {
   const all = new Set(Array.from({ length: 10 }, (_, i) => `${STS}-${i}`));
-  const input = { sts: STS, namespace: NS, serviceName: 'nginx', port: '8080', path: 'prepare-shutdown', from: 5, to: 2, existingPods: all };
+  const input = {
+    sts: STS,
+    namespace: NS,
+    serviceName: 'nginx',
+    port: '8080',
+    path: 'prepare-shutdown',
+    from: 5,
+    to: 2,
+    existingPods: all,
+  };
 
   it('ordinals from-1 down to to, with the default cluster domain and its trailing dot', () => {
     assert.deepEqual(endpoints(input), {
@@ -531,49 +715,88 @@ describe('TestCreateEndpoints', { timeout: 10000 }, () => {
   });
 
   it('a custom cluster domain', () => {
-    assert.equal(endpoints({ ...input, clusterDomain: 'example.org', from: 1, to: 0 }).call[0]?.url, `http://${STS}-0.nginx.${NS}.svc.example.org:8080/prepare-shutdown`);
+    assert.equal(
+      endpoints({ ...input, clusterDomain: 'example.org', from: 1, to: 0 }).call[0]?.url,
+      `http://${STS}-0.nginx.${NS}.svc.example.org:8080/prepare-shutdown`,
+    );
   });
 
   it('a leading slash in the path does not produce // (fix over rollout-operator)', () => {
-    assert.deepEqual(endpoints({ ...input, path: '/ingester/prepare-shutdown', from: 1, to: 0 }).call.map((e) => e.url), [url(0, 'ingester/prepare-shutdown')]);
+    assert.deepEqual(
+      endpoints({ ...input, path: '/ingester/prepare-shutdown', from: 1, to: 0 }).call.map((e) => e.url),
+      [url(0, 'ingester/prepare-shutdown')],
+    );
   });
 
   it('#72: missing pods skipped', () => {
     const out = endpoints({ ...input, existingPods: new Set([`${STS}-3`]) });
-    assert.deepEqual(out.call.map((e) => e.pod), [`${STS}-3`]);
+    assert.deepEqual(
+      out.call.map((e) => e.pod),
+      [`${STS}-3`],
+    );
     assert.deepEqual(out.skipped, [`${STS}-4`, `${STS}-2`]);
   });
 
   it('property: call and skipped partition the removed ordinals, descending, never //', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 40 }), fc.array(fc.nat(45)), fc.stringMatching(/^\/{0,3}[a-z/]{0,10}$/), (a, b, present, path) => {
-        const [from, to] = a >= b ? [a, b] : [b, a];
-        const existingPods = new Set(present.map((i) => `${STS}-${i}`));
-        const out = endpoints({ ...input, from, to, path, existingPods });
-        const ordinals = [...out.call.map((e) => e.index), ...out.skipped.map((p) => Number(p.slice(STS.length + 1)))].sort((x, y) => y - x);
-        assert.deepEqual(ordinals, Array.from({ length: from - to }, (_, i) => from - 1 - i));
-        assert.deepEqual(out.call.map((e) => e.index), [...out.call.map((e) => e.index)].sort((x, y) => y - x));
-        for (const e of out.call) {
-          assert.ok(existingPods.has(e.pod));
-          assert.ok(!e.url.includes(':8080//'));
-        }
-        for (const p of out.skipped) assert.ok(!existingPods.has(p));
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.array(fc.nat(45)),
+        fc.stringMatching(/^\/{0,3}[a-z/]{0,10}$/),
+        (a, b, present, path) => {
+          const [from, to] = a >= b ? [a, b] : [b, a];
+          const existingPods = new Set(present.map((i) => `${STS}-${i}`));
+          const out = endpoints({ ...input, from, to, path, existingPods });
+          const ordinals = [
+            ...out.call.map((e) => e.index),
+            ...out.skipped.map((p) => Number(p.slice(STS.length + 1))),
+          ].sort((x, y) => y - x);
+          assert.deepEqual(
+            ordinals,
+            Array.from({ length: from - to }, (_, i) => from - 1 - i),
+          );
+          assert.deepEqual(
+            out.call.map((e) => e.index),
+            [...out.call.map((e) => e.index)].sort((x, y) => y - x),
+          );
+          for (const e of out.call) {
+            assert.ok(existingPods.has(e.pod));
+            assert.ok(!e.url.includes(':8080//'));
+          }
+          for (const p of out.skipped) assert.ok(!existingPods.has(p));
+        },
+      ),
     );
   });
 });
 
 describe('afterPrepare / afterRecord', { timeout: 10000 }, () => {
   const d = downscale(3, 1);
-  const eps = endpoints({ sts: STS, namespace: NS, serviceName: 'nginx', port: '8080', path: 'p', from: 3, to: 1, existingPods: new Set([`${STS}-1`, `${STS}-2`]) }).call;
+  const eps = endpoints({
+    sts: STS,
+    namespace: NS,
+    serviceName: 'nginx',
+    port: '8080',
+    path: 'p',
+    from: 3,
+    to: 1,
+    existingPods: new Set([`${STS}-1`, `${STS}-2`]),
+  }).call;
 
   it('2xx is success, anything else or a transport error is not', () => {
-    assert.deepEqual([200, 204, 299, 199, 300, 404, 500].map((status) => callSucceeded({ url: 'u', status })), [true, true, true, false, false, false, false]);
+    assert.deepEqual(
+      [200, 204, 299, 199, 300, 404, 500].map((status) => callSucceeded({ url: 'u', status })),
+      [true, true, true, false, false, false, false],
+    );
     assert.equal(callSucceeded({ url: 'u', error: 'timeout' }), false);
   });
 
   it('all 2xx → record; nothing to call → record', () => {
-    assert.deepEqual(afterPrepare({ downscale: d, call: eps, results: eps.map((e) => ({ url: e.url, status: 204 })) }), { kind: 'record' });
+    assert.deepEqual(
+      afterPrepare({ downscale: d, call: eps, results: eps.map((e) => ({ url: e.url, status: 204 })) }),
+      { kind: 'record' },
+    );
     assert.deepEqual(afterPrepare({ downscale: d, call: [], results: [] }), { kind: 'record' });
   });
 
@@ -586,7 +809,10 @@ describe('afterPrepare / afterRecord', { timeout: 10000 }, () => {
   });
 
   it('final allow message, and the record failure messages', () => {
-    assert.deepEqual(afterRecord({ downscale: d, mode: 'annotation', call: eps }), { kind: 'allow', message: allowedMessage(3, 1) });
+    assert.deepEqual(afterRecord({ downscale: d, mode: 'annotation', call: eps }), {
+      kind: 'allow',
+      message: allowedMessage(3, 1),
+    });
     assert.deepEqual(afterRecord({ downscale: d, mode: 'zone-tracker', call: eps, recordError: 'x' }), {
       kind: 'deny',
       message: denied(3, 1, 'setting downscale timestamp in the zone ConfigMap failed.'),
@@ -595,17 +821,29 @@ describe('afterPrepare / afterRecord', { timeout: 10000 }, () => {
   });
 
   it('annotation patch', () => {
-    assert.deepEqual(lastDownscaleAnnotationPatch(NOW + 999), { metadata: { annotations: { 'grafana.com/last-downscale': NOW_TEXT } } });
+    assert.deepEqual(lastDownscaleAnnotationPatch(NOW + 999), {
+      metadata: { annotations: { 'grafana.com/last-downscale': NOW_TEXT } },
+    });
   });
 
   it('toAdmissionDecision', () => {
-    assert.deepEqual(toAdmissionDecision({ kind: 'allow', warning: 'w', message: 'm' }), { allowed: true, warnings: ['w'], status: { message: 'm' } });
-    assert.deepEqual(toAdmissionDecision({ kind: 'deny', message: 'no' }), { allowed: false, status: { message: 'no' } });
+    assert.deepEqual(toAdmissionDecision({ kind: 'allow', warning: 'w', message: 'm' }), {
+      allowed: true,
+      warnings: ['w'],
+      status: { message: 'm' },
+    });
+    assert.deepEqual(toAdmissionDecision({ kind: 'deny', message: 'no' }), {
+      allowed: false,
+      status: { message: 'no' },
+    });
   });
 });
 
 describe('zone tracker', { timeout: 10000 }, () => {
-  const groupOf = (minTime: string) => [STS, 'zone-b', 'zone-c'].map((name) => sts({ name, labels: { 'grafana.com/min-time-between-zones-downscale': minTime } }));
+  const groupOf = (minTime: string) =>
+    [STS, 'zone-b', 'zone-c'].map((name) =>
+      sts({ name, labels: { 'grafana.com/min-time-between-zones-downscale': minTime } }),
+    );
   const check = (data: Record<string, string> | undefined, now: number, minTime = '12h') => {
     const zones = parseZoneTracker(data);
     assert.ok(!('error' in zones));
@@ -627,8 +865,20 @@ describe('zone tracker', { timeout: 10000 }, () => {
     const out = check(data, NOW);
     assert.equal(out.kind, 'deny');
     if (out.kind === 'deny') {
-      assert.equal(out.message, denied(3, 1, `statefulset zone-b was downscaled at ${goTimeString(NOW - 2 * HOUR)} and is labelled to wait 12h0m0s between zone downscales`));
-      assert.deepEqual(out.block, { reason: 'min-time', statefulSet: 'zone-b', lastDownscale: NOW - 2 * HOUR, minTime: 12 * HOUR });
+      assert.equal(
+        out.message,
+        denied(
+          3,
+          1,
+          `statefulset zone-b was downscaled at ${goTimeString(NOW - 2 * HOUR)} and is labelled to wait 12h0m0s between zone downscales`,
+        ),
+      );
+      assert.deepEqual(out.block, {
+        reason: 'min-time',
+        statefulSet: 'zone-b',
+        lastDownscale: NOW - 2 * HOUR,
+        minTime: 12 * HOUR,
+      });
     }
     assert.deepEqual(check(data, NOW + 10 * HOUR + 1000), { kind: 'ok' });
     // Exactly min time after: no longer blocked (now - last < min is the rule).
@@ -642,7 +892,15 @@ describe('zone tracker', { timeout: 10000 }, () => {
     assert.deepEqual(data, { [STS]: entry(NOW), 'zone-b': entry(NOW), 'zone-c': entry(NOW) });
     const out = check(data, NOW + HOUR);
     assert.equal(out.kind, 'deny');
-    if (out.kind === 'deny') assert.equal(out.message, denied(3, 1, `statefulset zone-b was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`));
+    if (out.kind === 'deny')
+      assert.equal(
+        out.message,
+        denied(
+          3,
+          1,
+          `statefulset zone-b was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`,
+        ),
+      );
   });
 
   it('TestLoadZonesEmptyConfigMap: no data, no zones, nothing blocks', () => {
@@ -655,15 +913,29 @@ describe('zone tracker', { timeout: 10000 }, () => {
   });
 
   it('parseZoneTracker decodes as encoding/json does', () => {
-    const zones = parseZoneTracker({ a: `{"lastDownscaled":"${NOW_TEXT}","extra":1}`, b: 'null', c: '{"LastDownscaled":"x"}', d: '{}' });
+    const zones = parseZoneTracker({
+      a: `{"lastDownscaled":"${NOW_TEXT}","extra":1}`,
+      b: 'null',
+      c: '{"LastDownscaled":"x"}',
+      d: '{}',
+    });
     assert.ok(zones instanceof Map);
-    assert.deepEqual(Object.fromEntries(zones), { a: { lastDownscaled: NOW_TEXT }, b: { lastDownscaled: '' }, c: { lastDownscaled: 'x' }, d: { lastDownscaled: '' } });
-    for (const raw of ['[]', '"s"', '{"lastDownscaled":5}', '{']) assert.ok('error' in parseZoneTracker({ z: raw }), raw);
+    assert.deepEqual(Object.fromEntries(zones), {
+      a: { lastDownscaled: NOW_TEXT },
+      b: { lastDownscaled: '' },
+      c: { lastDownscaled: 'x' },
+      d: { lastDownscaled: '' },
+    });
+    for (const raw of ['[]', '"s"', '{"lastDownscaled":5}', '{'])
+      assert.ok('error' in parseZoneTracker({ z: raw }), raw);
   });
 
   it('an entry without a parseable time blocks with the tracker parse message', () => {
     const out = check({ 'zone-b': '{}' }, NOW);
-    assert.equal(out.kind === 'deny' && out.message, denied(3, 1, 'parsing parsing downscale timestamps from the zone ConfigMap failed.'));
+    assert.equal(
+      out.kind === 'deny' && out.message,
+      denied(3, 1, 'parsing parsing downscale timestamps from the zone ConfigMap failed.'),
+    );
   });
 
   it('TestSetDownscaled: sets or adds the entry, input untouched', () => {
@@ -689,7 +961,16 @@ describe('RFC3339', { timeout: 10000 }, () => {
     assert.equal(parseRfc3339('2024-01-02T05:04:05+02:00'), NOW);
     assert.equal(parseRfc3339('2024-01-02T03:04:05.5Z'), NOW + 500);
     assert.equal(parseRfc3339('2024-02-29T00:00:00Z'), Date.UTC(2024, 1, 29));
-    for (const bad of ['', '2024-01-02 03:04:05Z', '2024-01-02t03:04:05z', '2023-02-29T00:00:00Z', '2024-01-02T24:00:00Z', '2024-01-02T03:04:60Z', '2024-01-02T03:04:05', '2024-13-01T00:00:00Z']) {
+    for (const bad of [
+      '',
+      '2024-01-02 03:04:05Z',
+      '2024-01-02t03:04:05z',
+      '2023-02-29T00:00:00Z',
+      '2024-01-02T24:00:00Z',
+      '2024-01-02T03:04:60Z',
+      '2024-01-02T03:04:05',
+      '2024-13-01T00:00:00Z',
+    ]) {
       assert.equal(typeof parseRfc3339(bad), 'object', bad);
     }
   });
@@ -706,7 +987,7 @@ describe('RFC3339', { timeout: 10000 }, () => {
 });
 
 describe('goTimeString', () => {
-  it('prints a UTC instant as Go\'s time.Time String does', () => {
+  it("prints a UTC instant as Go's time.Time String does", () => {
     assert.equal(goTimeString(Date.parse('2024-01-02T03:04:05Z')), '2024-01-02 03:04:05 +0000 UTC');
     assert.equal(goTimeString(Date.parse('2024-01-02T03:04:05.120Z')), '2024-01-02 03:04:05.12 +0000 UTC');
   });
@@ -720,23 +1001,66 @@ describe('prepare-downscale: the parent of a /scale request', () => {
     namespace: 'ns',
     resource: { group: 'apps', version: 'v1', resource: 'statefulsets' },
     subResource: 'scale',
-    oldObject: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'ingester-zone-a', namespace: 'ns' }, spec: { replicas: 3 } },
-    object: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'ingester-zone-a', namespace: 'ns' }, spec: { replicas: 2 } },
+    oldObject: {
+      apiVersion: 'autoscaling/v1',
+      kind: 'Scale',
+      metadata: { name: 'ingester-zone-a', namespace: 'ns' },
+      spec: { replicas: 3 },
+    },
+    object: {
+      apiVersion: 'autoscaling/v1',
+      kind: 'Scale',
+      metadata: { name: 'ingester-zone-a', namespace: 'ns' },
+      spec: { replicas: 2 },
+    },
   });
-  const handler = (client: KubeClient, cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined) =>
-    prepareDownscaleHandler({ client, clock: new FakeClock(), log: nopLogger, mode: 'annotation', zoneTrackerConfigMap: 'zones', clusterDomain: 'cluster.local.', podTimeoutMs: 200, identity: 'test', ...(cachedStatefulSet ? { cachedStatefulSet } : {}) });
+  const handler = (
+    client: KubeClient,
+    cachedStatefulSet?: (namespace: string, name: string) => StatefulSet | undefined,
+  ) =>
+    prepareDownscaleHandler({
+      client,
+      clock: new FakeClock(),
+      log: nopLogger,
+      mode: 'annotation',
+      zoneTrackerConfigMap: 'zones',
+      clusterDomain: 'cluster.local.',
+      podTimeoutMs: 200,
+      identity: 'test',
+      ...(cachedStatefulSet ? { cachedStatefulSet } : {}),
+    });
   const never = new AbortController().signal;
 
   it('denies, saying to retry, when the parent cannot be read (rollout-operator allows and downscales unprepared)', async () => {
     for (const failure of ['transport', 'server-error'] as const) {
       const decision = await handler(failingClient(failure).client)(scaleRequest(), never);
       assert.equal(decision.allowed, false, failure);
-      assert.match(decision.status?.message ?? '', /^downscale of statefulsets\/ingester-zone-a in ns from 3 to 2 replicas is not allowed because the StatefulSet could not be read to check grafana\.com\/prepare-downscale \(.+\); retry$/);
+      assert.match(
+        decision.status?.message ?? '',
+        /^downscale of statefulsets\/ingester-zone-a in ns from 3 to 2 replicas is not allowed because the StatefulSet could not be read to check grafana\.com\/prepare-downscale \(.+\); retry$/,
+      );
     }
   });
 
   it('allows, with a warning, when the parent does not exist', async () => {
-    const notFound = new Proxy({}, { get: (_t, p) => (p === 'then' ? undefined : () => Promise.reject(new KubeApiError({ code: 404, reason: 'NotFound', message: 'statefulsets.apps "ingester-zone-a" not found', method: 'GET', path: '/x' }))) }) as unknown as KubeClient;
+    const notFound = new Proxy(
+      {},
+      {
+        get: (_t, p) =>
+          p === 'then'
+            ? undefined
+            : () =>
+                Promise.reject(
+                  new KubeApiError({
+                    code: 404,
+                    reason: 'NotFound',
+                    message: 'statefulsets.apps "ingester-zone-a" not found',
+                    method: 'GET',
+                    path: '/x',
+                  }),
+                ),
+      },
+    ) as unknown as KubeClient;
     const decision = await handler(notFound)(scaleRequest(), never);
     assert.equal(decision.allowed, true);
     assert.match(decision.warnings?.[0] ?? '', /not found, allowing the change$/);
@@ -744,8 +1068,13 @@ describe('prepare-downscale: the parent of a /scale request', () => {
 
   it('reads a cached parent without calling the API', async () => {
     const { client, calls } = failingClient('transport');
-    const unlabelled: StatefulSet = { metadata: { name: 'ingester-zone-a', namespace: 'ns', labels: {} }, spec: { replicas: 3 } } as StatefulSet;
-    const decision = await handler(client, (namespace, name) => (namespace === 'ns' && name === 'ingester-zone-a' ? unlabelled : undefined))(scaleRequest(), never);
+    const unlabelled: StatefulSet = {
+      metadata: { name: 'ingester-zone-a', namespace: 'ns', labels: {} },
+      spec: { replicas: 3 },
+    } as StatefulSet;
+    const decision = await handler(client, (namespace, name) =>
+      namespace === 'ns' && name === 'ingester-zone-a' ? unlabelled : undefined,
+    )(scaleRequest(), never);
     assert.equal(decision.allowed, true, JSON.stringify(decision));
     assert.deepEqual(calls, []);
   });

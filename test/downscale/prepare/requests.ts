@@ -5,20 +5,50 @@ import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
 import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
 
 /** A zone of the group `ingester`, labelled for prepare-downscale; no pods (replicas 0 in the cluster), so no pod is called. */
-export function zone(namespace: string, name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): StatefulSet {
+export function zone(
+  namespace: string,
+  name: string,
+  extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): StatefulSet {
   return {
     metadata: {
       name,
       namespace,
       labels: { 'rollout-group': 'ingester', 'grafana.com/prepare-downscale': 'true', ...extra.labels },
-      annotations: { 'grafana.com/prepare-downscale-http-path': 'prepare-shutdown', 'grafana.com/prepare-downscale-http-port': '8080', ...extra.annotations },
+      annotations: {
+        'grafana.com/prepare-downscale-http-path': 'prepare-shutdown',
+        'grafana.com/prepare-downscale-http-port': '8080',
+        ...extra.annotations,
+      },
     },
-    spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
+    spec: {
+      replicas: 0,
+      serviceName: name,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] },
+      },
+    },
   };
 }
 
 /** The UPDATE of `set` from `from` to `to` replicas, as the apiserver sends it. */
 export function downscaleRequest(namespace: string, set: StatefulSet, from: number, to: number): AdmissionRequestV1 {
-  const at = (replicas: number) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', ...set, spec: { ...set.spec, replicas } });
-  return { uid: `uid-${from}-${to}`, resource: { group: 'apps', version: 'v1', resource: 'statefulsets' }, name: set.metadata!.name!, namespace, operation: 'UPDATE', oldObject: at(from), object: at(to), dryRun: false };
+  const at = (replicas: number) => ({
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    ...set,
+    spec: { ...set.spec, replicas },
+  });
+  return {
+    uid: `uid-${from}-${to}`,
+    resource: { group: 'apps', version: 'v1', resource: 'statefulsets' },
+    name: set.metadata!.name!,
+    namespace,
+    operation: 'UPDATE',
+    oldObject: at(from),
+    object: at(to),
+    dryRun: false,
+  };
 }

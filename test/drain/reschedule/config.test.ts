@@ -38,12 +38,18 @@ function errors(input: RescheduleConfigInput): string[] {
 
 describe('parseLabelSelector', { timeout: 10000 }, () => {
   it('reads every operator', () => {
-    assert.deepEqual(selector('app=couchbase').requirements, [{ key: 'app', operator: 'Equals', values: ['couchbase'] }]);
-    assert.deepEqual(selector('app==couchbase').requirements, [{ key: 'app', operator: 'Equals', values: ['couchbase'] }]);
+    assert.deepEqual(selector('app=couchbase').requirements, [
+      { key: 'app', operator: 'Equals', values: ['couchbase'] },
+    ]);
+    assert.deepEqual(selector('app==couchbase').requirements, [
+      { key: 'app', operator: 'Equals', values: ['couchbase'] },
+    ]);
     assert.deepEqual(selector('tier!=x').requirements, [{ key: 'tier', operator: 'NotEquals', values: ['x'] }]);
     assert.deepEqual(selector('app in (a,b)').requirements, [{ key: 'app', operator: 'In', values: ['a', 'b'] }]);
     assert.deepEqual(selector('app notin (a)').requirements, [{ key: 'app', operator: 'NotIn', values: ['a'] }]);
-    assert.deepEqual(selector('couchbase.com/cluster').requirements, [{ key: 'couchbase.com/cluster', operator: 'Exists', values: [] }]);
+    assert.deepEqual(selector('couchbase.com/cluster').requirements, [
+      { key: 'couchbase.com/cluster', operator: 'Exists', values: [] },
+    ]);
     assert.deepEqual(selector('!legacy').requirements, [{ key: 'legacy', operator: 'DoesNotExist', values: [] }]);
   });
 
@@ -101,10 +107,13 @@ describe('parseLabelSelector', { timeout: 10000 }, () => {
 
   it('never throws, whatever the text', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', 'b', '=', '!', '(', ')', ',', ' ', 'in', 'notin', '/', '.', '-', '<') }), (text) => {
-        const parsed = parseLabelSelector(text);
-        assert.equal(typeof parsed.ok, 'boolean');
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', 'b', '=', '!', '(', ')', ',', ' ', 'in', 'notin', '/', '.', '-', '<') }),
+        (text) => {
+          const parsed = parseLabelSelector(text);
+          assert.equal(typeof parsed.ok, 'boolean');
+        },
+      ),
     );
   });
 });
@@ -141,11 +150,21 @@ describe('matchesLabelSelector', { timeout: 10000 }, () => {
 
   const key = fc.constantFrom('app', 'tier', 'example.com/role');
   const value = fc.constantFrom('', 'a', 'b', 'couchbase');
-  const requirement: fc.Arbitrary<LabelRequirement> = fc.oneof(
-    fc.record({ key, operator: fc.constantFrom('Equals' as const, 'NotEquals' as const), values: fc.tuple(value) }),
-    fc.record({ key, operator: fc.constantFrom('In' as const, 'NotIn' as const), values: fc.array(value, { minLength: 1, maxLength: 3 }) }),
-    fc.record({ key, operator: fc.constantFrom('Exists' as const, 'DoesNotExist' as const), values: fc.constant([]) }),
-  ).map((r) => ({ key: r.key, operator: r.operator, values: [...r.values] })); // plain objects, as the parser builds
+  const requirement: fc.Arbitrary<LabelRequirement> = fc
+    .oneof(
+      fc.record({ key, operator: fc.constantFrom('Equals' as const, 'NotEquals' as const), values: fc.tuple(value) }),
+      fc.record({
+        key,
+        operator: fc.constantFrom('In' as const, 'NotIn' as const),
+        values: fc.array(value, { minLength: 1, maxLength: 3 }),
+      }),
+      fc.record({
+        key,
+        operator: fc.constantFrom('Exists' as const, 'DoesNotExist' as const),
+        values: fc.constant([]),
+      }),
+    )
+    .map((r) => ({ key: r.key, operator: r.operator, values: [...r.values] })); // plain objects, as the parser builds
   const labels = fc.dictionary(key, value, { maxKeys: 3 });
 
   it('formatLabelSelector reads back to the same requirements', () => {
@@ -163,13 +182,24 @@ describe('matchesLabelSelector', { timeout: 10000 }, () => {
     fc.assert(
       fc.property(fc.array(requirement, { maxLength: 4 }), labels, (requirements, l) => {
         const all = matchesLabelSelector({ requirements }, l);
-        assert.equal(all, requirements.every((r) => matchesLabelSelector({ requirements: [r] }, l)));
+        assert.equal(
+          all,
+          requirements.every((r) => matchesLabelSelector({ requirements: [r] }, l)),
+        );
         for (const r of requirements) {
           const flipped: Record<string, LabelRequirement['operator']> = {
-            Equals: 'NotEquals', NotEquals: 'Equals', In: 'NotIn', NotIn: 'In', Exists: 'DoesNotExist', DoesNotExist: 'Exists',
+            Equals: 'NotEquals',
+            NotEquals: 'Equals',
+            In: 'NotIn',
+            NotIn: 'In',
+            Exists: 'DoesNotExist',
+            DoesNotExist: 'Exists',
           };
           const negation = { ...r, operator: flipped[r.operator] ?? r.operator };
-          assert.notEqual(matchesLabelSelector({ requirements: [r] }, l), matchesLabelSelector({ requirements: [negation] }, l));
+          assert.notEqual(
+            matchesLabelSelector({ requirements: [r] }, l),
+            matchesLabelSelector({ requirements: [negation] }, l),
+          );
         }
       }),
     );
@@ -177,7 +207,7 @@ describe('matchesLabelSelector', { timeout: 10000 }, () => {
 });
 
 describe('parseRescheduleConfig', { timeout: 10000 }, () => {
-  it('defaults are the reference hook\'s', () => {
+  it("defaults are the reference hook's", () => {
     const c = config();
     assert.deepEqual(c.selectors.map(formatLabelSelector), ['app=couchbase']);
     assert.deepEqual(c.annotation, { key: 'cao.couchbase.com/reschedule', value: 'true' });
@@ -198,7 +228,10 @@ describe('parseRescheduleConfig', { timeout: 10000 }, () => {
   });
 
   it('reads the annotation as key=value, splitting at the first =', () => {
-    assert.deepEqual(config({ annotation: 'example.com/move = a=b' }).annotation, { key: 'example.com/move', value: 'a=b' });
+    assert.deepEqual(config({ annotation: 'example.com/move = a=b' }).annotation, {
+      key: 'example.com/move',
+      value: 'a=b',
+    });
     assert.match(errors({ annotation: 'cao.couchbase.com/reschedule' })[0] ?? '', /expected key=value/);
     assert.match(errors({ annotation: 'cao.couchbase.com/reschedule=' })[0] ?? '', /value must not be empty/);
     assert.match(errors({ annotation: 'Not A Key=true' })[0] ?? '', /annotation key "Not A Key"/);
@@ -225,7 +258,7 @@ describe('parseRescheduleConfig', { timeout: 10000 }, () => {
     assert.match(errors({ recordTtl: 90_000.5 })[0] ?? '', /must be between 1m and 24h/);
   });
 
-  it('refuses an unparsable track flag instead of reading it as false (the reference\'s quirk)', () => {
+  it("refuses an unparsable track flag instead of reading it as false (the reference's quirk)", () => {
     assert.equal(config({ track: 'false' }).track, false);
     assert.equal(config({ track: 'True' }).track, true);
     assert.equal(config({ track: false }).track, false);

@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
 import type { Node, Pod } from '../../../src/runtime/kube/types.ts';
-import { parseRescheduleConfig, type RescheduleConfig, type RescheduleConfigInput } from '../../../src/drain/reschedule/config.ts';
+import {
+  parseRescheduleConfig,
+  type RescheduleConfig,
+  type RescheduleConfigInput,
+} from '../../../src/drain/reschedule/config.ts';
 import {
   DRY_RUN_SUFFIX,
   DRY_RUN_WARNING,
@@ -54,13 +58,25 @@ interface PodOptions {
 
 function pod(o: PodOptions = {}): Pod {
   return {
-    metadata: { name: o.name ?? NAME, namespace: NS, uid: o.uid ?? 'uid-new', labels: o.labels ?? { app: 'couchbase' }, annotations: o.annotations ?? {} },
+    metadata: {
+      name: o.name ?? NAME,
+      namespace: NS,
+      uid: o.uid ?? 'uid-new',
+      labels: o.labels ?? { app: 'couchbase' },
+      annotations: o.annotations ?? {},
+    },
     spec: { containers: [], ...(o.node === '' ? {} : { nodeName: o.node ?? 'node-a' }) },
   };
 }
 
 function node(name: string, o: { cordoned?: boolean; taints?: string[] } = {}): Node {
-  return { metadata: { name }, spec: { unschedulable: o.cordoned ?? false, taints: (o.taints ?? []).map((key) => ({ key, effect: 'NoSchedule' })) } };
+  return {
+    metadata: { name },
+    spec: {
+      unschedulable: o.cordoned ?? false,
+      taints: (o.taints ?? []).map((key) => ({ key, effect: 'NoSchedule' })),
+    },
+  };
 }
 
 function facts(o: Partial<EvictionFacts> = {}): EvictionFacts {
@@ -105,7 +121,11 @@ function setRecords(e: UpdateRecordsEffect): TrackingRecord[] {
   });
 }
 
-const removedKeys = (e: UpdateRecordsEffect) => Object.entries(e.patch.data).filter(([, v]) => v === null).map(([k]) => k).sort();
+const removedKeys = (e: UpdateRecordsEffect) =>
+  Object.entries(e.patch.data)
+    .filter(([, v]) => v === null)
+    .map(([k]) => k)
+    .sort();
 
 // A tiny cluster the effects are applied to, for end-to-end scenarios.
 class World {
@@ -156,7 +176,7 @@ class World {
   }
 }
 
-describe('decideReschedule: the reference hook\'s unit cases', { timeout: 10000 }, () => {
+describe("decideReschedule: the reference hook's unit cases", { timeout: 10000 }, () => {
   it('a missing pod: 404 "Pod no longer exists", nothing to do', () => {
     const d = decide({ pod: { kind: 'not-found' } });
     assert.deepEqual(d.answer, { allowed: false, status: failure(404, 'Pod no longer exists') });
@@ -165,13 +185,19 @@ describe('decideReschedule: the reference hook\'s unit cases', { timeout: 10000 
   });
 
   it('a pod without the label: allowed at once, without looking at records', () => {
-    const d = decide({ pod: found(pod({ labels: { app: 'nginx' } })), records: { kind: 'failed', error: 'boom', transient: true } });
+    const d = decide({
+      pod: found(pod({ labels: { app: 'nginx' } })),
+      records: { kind: 'failed', error: 'boom', transient: true },
+    });
     assert.deepEqual(d.answer, { allowed: true });
     assert.deepEqual(d.effects, []);
   });
 
   it('an annotated pod: 429 "Pod waiting to be rescheduled"', () => {
-    const d = decide({ pod: found(pod({ uid: 'uid-a', annotations: { [ANNOTATION]: 'true' } })), records: stored(rec({ uid: 'uid-a' })) });
+    const d = decide({
+      pod: found(pod({ uid: 'uid-a', annotations: { [ANNOTATION]: 'true' } })),
+      records: stored(rec({ uid: 'uid-a' })),
+    });
     assert.deepEqual(d.answer, { allowed: false, status: failure(429, 'Pod waiting to be rescheduled') });
     assert.deepEqual(d.effects, []);
   });
@@ -181,7 +207,10 @@ describe('decideReschedule: the reference hook\'s unit cases', { timeout: 10000 
     assert.equal(d.outcome, 'reschedule-requested');
     assert.equal(d.answer.allowed, false);
     assert.deepEqual(d.answer.status, failure(429, 'Reschedule annotation added to pod'));
-    assert.deepEqual(d.effects.map((e) => e.kind), ['update-records', 'annotate-pod']);
+    assert.deepEqual(
+      d.effects.map((e) => e.kind),
+      ['update-records', 'annotate-pod'],
+    );
     assert.deepEqual(setRecords(recordsEffect(d)), [
       { uid: 'uid-new', pod: NAME, node: 'node-a', requestedAt: NOW, refreshedAt: NOW, requestedBy: 'kubectl-user' },
     ]);
@@ -200,7 +229,10 @@ describe('decideReschedule: the reference hook\'s unit cases', { timeout: 10000 
     });
     assert.equal(d.outcome, 'replaced');
     assert.deepEqual(d.answer.status, failure(404, 'Pod has been rescheduled with the same name'));
-    assert.deepEqual(d.effects.map((e) => e.kind), ['update-records']);
+    assert.deepEqual(
+      d.effects.map((e) => e.kind),
+      ['update-records'],
+    );
     assert.deepEqual(recordsEffect(d).patch.data, { 'uid-old': null });
   });
 
@@ -212,20 +244,34 @@ describe('decideReschedule: the reference hook\'s unit cases', { timeout: 10000 
   });
 
   it('tracking off: annotate only, 429', () => {
-    const d = decide({ config: config({ track: false }), records: { kind: 'failed', error: 'never read', transient: true } });
+    const d = decide({
+      config: config({ track: false }),
+      records: { kind: 'failed', error: 'never read', transient: true },
+    });
     assert.deepEqual(d.answer.status, failure(429, 'Reschedule annotation added to pod'));
-    assert.deepEqual(d.effects.map((e) => e.kind), ['annotate-pod']);
+    assert.deepEqual(
+      d.effects.map((e) => e.kind),
+      ['annotate-pod'],
+    );
   });
 
-  it('tracking off: an old pod\'s record is never used', () => {
-    const d = decide({ config: config({ track: false }), pod: found(pod({ node: 'node-b' })), podNode: nodeFound(node('node-b')), records: stored(rec()) });
+  it("tracking off: an old pod's record is never used", () => {
+    const d = decide({
+      config: config({ track: false }),
+      pod: found(pod({ node: 'node-b' })),
+      podNode: nodeFound(node('node-b')),
+      records: stored(rec()),
+    });
     assert.equal(d.outcome, 'reschedule-requested');
   });
 });
 
 describe('decideReschedule: scope and identity', { timeout: 10000 }, () => {
   it('a namespace out of scope is allowed before anything is read', () => {
-    const d = decide({ config: config({ namespaces: 'other' }), pod: { kind: 'failed', error: 'not read', transient: true } });
+    const d = decide({
+      config: config({ namespaces: 'other' }),
+      pod: { kind: 'failed', error: 'not read', transient: true },
+    });
     assert.deepEqual(d.answer, { allowed: true });
     assert.equal(d.outcome, 'not-in-scope');
   });
@@ -233,7 +279,10 @@ describe('decideReschedule: scope and identity', { timeout: 10000 }, () => {
   it('a label selector picks pods', () => {
     const c = config({ selectors: ['app in (couchbase,kafka),tier!=test'] });
     assert.equal(decide({ config: c, pod: found(pod({ labels: { app: 'kafka' } })) }).outcome, 'reschedule-requested');
-    assert.equal(decide({ config: c, pod: found(pod({ labels: { app: 'kafka', tier: 'test' } })) }).outcome, 'not-selected');
+    assert.equal(
+      decide({ config: c, pod: found(pod({ labels: { app: 'kafka', tier: 'test' } })) }).outcome,
+      'not-selected',
+    );
   });
 
   it('a precondition UID of an earlier pod is allowed: the API server answers 409', () => {
@@ -255,10 +304,15 @@ describe('decideReschedule: scope and identity', { timeout: 10000 }, () => {
 
   it('a custom annotation is what is written and compared', () => {
     const c = config({ annotation: 'example.com/move=now' });
-    assert.equal(decide({ config: c, pod: found(pod({ annotations: { 'example.com/move': 'now' } })) }).outcome, 'waiting');
+    assert.equal(
+      decide({ config: c, pod: found(pod({ annotations: { 'example.com/move': 'now' } })) }).outcome,
+      'waiting',
+    );
     const d = decide({ config: c });
     const annotate = d.effects.find((e) => e.kind === 'annotate-pod');
-    assert.deepEqual(annotate?.kind === 'annotate-pod' && annotate.patch.metadata.annotations, { 'example.com/move': 'now' });
+    assert.deepEqual(annotate?.kind === 'annotate-pod' && annotate.patch.metadata.annotations, {
+      'example.com/move': 'now',
+    });
   });
 
   it('a found pod without a UID cannot be tracked: 429, retried', () => {
@@ -277,7 +331,7 @@ describe('decideReschedule: API errors', { timeout: 10000 }, () => {
     assert.match(d.answer.warnings?.[0] ?? '', /request timed out; the eviction can be retried/);
   });
 
-  it('a permanent failure (RBAC) keeps the reference\'s 500, to stop the drain loudly', () => {
+  it("a permanent failure (RBAC) keeps the reference's 500, to stop the drain loudly", () => {
     const d = decide({ pod: { kind: 'failed', error: 'pods "cb-0000" is forbidden', transient: false } });
     assert.deepEqual(d.answer.status, failure(500, 'Failed to get pod'));
   });
@@ -290,31 +344,56 @@ describe('decideReschedule: API errors', { timeout: 10000 }, () => {
   });
 
   it('unreadable records do not matter for a pod already waiting', () => {
-    const d = decide({ pod: found(pod({ annotations: { [ANNOTATION]: 'true' } })), records: { kind: 'failed', error: 'x', transient: true } });
+    const d = decide({
+      pod: found(pod({ annotations: { [ANNOTATION]: 'true' } })),
+      records: { kind: 'failed', error: 'x', transient: true },
+    });
     assert.deepEqual(d.answer.status, failure(429, 'Pod waiting to be rescheduled'));
     assert.equal(d.logWarnings.length, 1);
   });
 
-  it('effect failures answer with the reference\'s messages, 429 when transient', () => {
+  it("effect failures answer with the reference's messages, 429 when transient", () => {
     const d = decide();
     const [records, annotate] = d.effects;
     assert.ok(records && annotate);
-    assert.deepEqual(effectFailed(records, { error: 'timeout', transient: true }).status, failure(429, 'Failed to add annotation to rescheduled pods tracking resource'));
-    assert.deepEqual(effectFailed(annotate, { error: 'conflict', transient: true }).status, failure(429, 'Failed to add reschedule annotation to pod'));
-    assert.deepEqual(effectFailed(annotate, { error: 'forbidden', transient: false }).status, failure(500, 'Failed to add reschedule annotation to pod'));
-    const replaced = decide({ pod: found(pod({ node: 'node-b' })), podNode: nodeFound(node('node-b')), records: stored(rec()) });
-    assert.deepEqual(effectFailed(recordsEffect(replaced), { error: 'x', transient: true }).status, failure(429, MESSAGES.failedRemoveRecord));
+    assert.deepEqual(
+      effectFailed(records, { error: 'timeout', transient: true }).status,
+      failure(429, 'Failed to add annotation to rescheduled pods tracking resource'),
+    );
+    assert.deepEqual(
+      effectFailed(annotate, { error: 'conflict', transient: true }).status,
+      failure(429, 'Failed to add reschedule annotation to pod'),
+    );
+    assert.deepEqual(
+      effectFailed(annotate, { error: 'forbidden', transient: false }).status,
+      failure(500, 'Failed to add reschedule annotation to pod'),
+    );
+    const replaced = decide({
+      pod: found(pod({ node: 'node-b' })),
+      podNode: nodeFound(node('node-b')),
+      records: stored(rec()),
+    });
+    assert.deepEqual(
+      effectFailed(recordsEffect(replaced), { error: 'x', transient: true }).status,
+      failure(429, MESSAGES.failedRemoveRecord),
+    );
   });
 
   it('apiErrorIsTransient: only errors a retry cannot fix are permanent', () => {
-    for (const code of [undefined, 401, 404, 409, 429, 500, 502, 503, 504]) assert.equal(apiErrorIsTransient(code), true, String(code));
+    for (const code of [undefined, 401, 404, 409, 429, 500, 502, 503, 504])
+      assert.equal(apiErrorIsTransient(code), true, String(code));
     for (const code of [400, 403, 405, 415, 422]) assert.equal(apiErrorIsTransient(code), false, String(code));
   });
 });
 
 describe('decideReschedule: same-name replacement, tracked by UID', { timeout: 10000 }, () => {
   const replacement = (o: Partial<RescheduleInput> = {}) =>
-    decide({ pod: found(pod({ uid: 'uid-new', node: 'node-b' })), podNode: nodeFound(node('node-b')), records: stored(rec()), ...o });
+    decide({
+      pod: found(pod({ uid: 'uid-new', node: 'node-b' })),
+      podNode: nodeFound(node('node-b')),
+      records: stored(rec()),
+      ...o,
+    });
 
   it('an expired record releases nothing: the replacement is asked to move', () => {
     const d = replacement({ records: stored(rec({ refreshedAt: NOW - HOUR })) });
@@ -323,18 +402,34 @@ describe('decideReschedule: same-name replacement, tracked by UID', { timeout: 1
   });
 
   it('a record stamped far in the future releases nothing', () => {
-    assert.equal(replacement({ records: stored(rec({ requestedAt: NOW + 2 * HOUR, refreshedAt: NOW + 2 * HOUR })) }).outcome, 'reschedule-requested');
+    assert.equal(
+      replacement({ records: stored(rec({ requestedAt: NOW + 2 * HOUR, refreshedAt: NOW + 2 * HOUR })) }).outcome,
+      'reschedule-requested',
+    );
   });
 
   it('a replacement back on the recorded node is not released', () => {
-    const d = decide({ pod: found(pod({ uid: 'uid-new', node: 'node-a' })), podNode: nodeFound(node('node-a', { cordoned: true })), records: stored(rec()) });
+    const d = decide({
+      pod: found(pod({ uid: 'uid-new', node: 'node-a' })),
+      podNode: nodeFound(node('node-a', { cordoned: true })),
+      records: stored(rec()),
+    });
     assert.equal(d.outcome, 'reschedule-requested');
   });
 
   it('a replacement on a cordoned or drain-tainted node is not released', () => {
-    assert.equal(replacement({ podNode: nodeFound(node('node-b', { cordoned: true })) }).outcome, 'reschedule-requested');
-    assert.equal(replacement({ podNode: nodeFound(node('node-b', { taints: ['karpenter.sh/disrupted'] })) }).outcome, 'reschedule-requested');
-    assert.equal(replacement({ podNode: nodeFound(node('node-b', { taints: ['example.com/other'] })) }).outcome, 'replaced');
+    assert.equal(
+      replacement({ podNode: nodeFound(node('node-b', { cordoned: true })) }).outcome,
+      'reschedule-requested',
+    );
+    assert.equal(
+      replacement({ podNode: nodeFound(node('node-b', { taints: ['karpenter.sh/disrupted'] })) }).outcome,
+      'reschedule-requested',
+    );
+    assert.equal(
+      replacement({ podNode: nodeFound(node('node-b', { taints: ['example.com/other'] })) }).outcome,
+      'replaced',
+    );
   });
 
   it('an unknown node state never releases: 429, retried', () => {
@@ -342,12 +437,18 @@ describe('decideReschedule: same-name replacement, tracked by UID', { timeout: 1
     assert.equal(missing.outcome, 'node-lookup-failed');
     assert.deepEqual(missing.answer.status, failure(429, "Failed to get the pod's node"));
     assert.deepEqual(missing.effects, []);
-    assert.equal(replacement({ podNode: { kind: 'failed', error: 'x', transient: true } }).outcome, 'node-lookup-failed');
+    assert.equal(
+      replacement({ podNode: { kind: 'failed', error: 'x', transient: true } }).outcome,
+      'node-lookup-failed',
+    );
     assert.equal(replacement({ podNode: nodeFound(node('node-c')) }).outcome, 'node-lookup-failed');
   });
 
   it('a replacement not yet scheduled, or on a deleted node, is released', () => {
-    assert.equal(replacement({ pod: found(pod({ uid: 'uid-new', node: '' })), podNode: undefined }).outcome, 'replaced');
+    assert.equal(
+      replacement({ pod: found(pod({ uid: 'uid-new', node: '' })), podNode: undefined }).outcome,
+      'replaced',
+    );
     assert.equal(replacement({ podNode: { kind: 'not-found' } }).outcome, 'replaced');
   });
 
@@ -360,27 +461,52 @@ describe('decideReschedule: same-name replacement, tracked by UID', { timeout: 1
   });
 
   it('every earlier pod of the name is removed with the release', () => {
-    const d = replacement({ records: stored(rec(), rec({ uid: 'uid-older', node: 'node-b', refreshedAt: NOW - 30 * MINUTE })) });
+    const d = replacement({
+      records: stored(rec(), rec({ uid: 'uid-older', node: 'node-b', refreshedAt: NOW - 30 * MINUTE })),
+    });
     assert.equal(d.outcome, 'replaced');
     assert.deepEqual(removedKeys(recordsEffect(d)), ['uid-old', 'uid-older']);
-    assert.match(d.answer.warnings?.[0] ?? '', /uid uid-old on node node-a\) was replaced by uid uid-new on node node-b/);
+    assert.match(
+      d.answer.warnings?.[0] ?? '',
+      /uid uid-old on node node-a\) was replaced by uid uid-new on node node-b/,
+    );
   });
 });
 
 describe('decideReschedule: record refresh and garbage', { timeout: 10000 }, () => {
   const waitingPod = found(pod({ uid: 'uid-a', annotations: { [ANNOTATION]: 'true' } }));
 
-  it('a waiting pod\'s record is refreshed from half its TTL on, keeping requestedAt', () => {
-    assert.deepEqual(decide({ pod: waitingPod, records: stored(rec({ uid: 'uid-a', refreshedAt: NOW - 29 * MINUTE })) }).effects, []);
-    const d = decide({ pod: waitingPod, records: stored(rec({ uid: 'uid-a', requestedAt: NOW - 50 * MINUTE, refreshedAt: NOW - 30 * MINUTE, requestedBy: 'first' })) });
+  it("a waiting pod's record is refreshed from half its TTL on, keeping requestedAt", () => {
+    assert.deepEqual(
+      decide({ pod: waitingPod, records: stored(rec({ uid: 'uid-a', refreshedAt: NOW - 29 * MINUTE })) }).effects,
+      [],
+    );
+    const d = decide({
+      pod: waitingPod,
+      records: stored(
+        rec({ uid: 'uid-a', requestedAt: NOW - 50 * MINUTE, refreshedAt: NOW - 30 * MINUTE, requestedBy: 'first' }),
+      ),
+    });
     assert.deepEqual(d.answer.status, failure(429, MESSAGES.podWaiting));
-    assert.deepEqual(setRecords(recordsEffect(d)), [{ uid: 'uid-a', pod: NAME, node: 'node-a', requestedAt: NOW - 50 * MINUTE, refreshedAt: NOW, requestedBy: 'first' }]);
+    assert.deepEqual(setRecords(recordsEffect(d)), [
+      {
+        uid: 'uid-a',
+        pod: NAME,
+        node: 'node-a',
+        requestedAt: NOW - 50 * MINUTE,
+        refreshedAt: NOW,
+        requestedBy: 'first',
+      },
+    ]);
   });
 
   it('a pod annotated by someone else gets a record, so its replacement is known', () => {
     const d = decide({ pod: waitingPod });
     assert.equal(d.outcome, 'waiting');
-    assert.deepEqual(setRecords(recordsEffect(d)).map((r) => r.uid), ['uid-a']);
+    assert.deepEqual(
+      setRecords(recordsEffect(d)).map((r) => r.uid),
+      ['uid-a'],
+    );
   });
 
   it('malformed records are ignored with a warning and removed on the next write; newer formats are kept', () => {
@@ -390,7 +516,8 @@ describe('decideReschedule: record refresh and garbage', { timeout: 10000 }, () 
       records: {
         kind: 'found',
         data: {
-          'uid-old': '{"v":1,"pod":"cb-0000","uid":"uid-old","node":"node-a","requestedAt":"yesterday","refreshedAt":"now"}',
+          'uid-old':
+            '{"v":1,"pod":"cb-0000","uid":"uid-old","node":"node-a","requestedAt":"yesterday","refreshedAt":"now"}',
           junk: 'true',
           'uid-next': JSON.stringify({ v: 2, anything: true }),
           'uid-gone': encodeRecord(rec({ uid: 'uid-gone', pod: 'cb-0009', refreshedAt: NOW - 2 * HOUR })).value,
@@ -422,20 +549,38 @@ describe('decideReschedule: dry run', { timeout: 10000 }, () => {
     assert.deepEqual(d.effects, []);
     assert.equal(d.answer.allowed, true);
     assert.equal(d.answer.warnings?.[0], DRY_RUN_WARNING);
-    assert.match(d.answer.warnings?.[1] ?? '', /would be refused \(429\) and the pod annotated cao.couchbase.com\/reschedule=true/);
+    assert.match(
+      d.answer.warnings?.[1] ?? '',
+      /would be refused \(429\) and the pod annotated cao.couchbase.com\/reschedule=true/,
+    );
   });
 
   it('a waiting pod is allowed too (a 429 would loop kubectl drain --dry-run=server forever)', () => {
-    const d = decide({ eviction: facts({ requestDryRun: true }), pod: found(pod({ annotations: { [ANNOTATION]: 'true' } })) });
+    const d = decide({
+      eviction: facts({ requestDryRun: true }),
+      pod: found(pod({ annotations: { [ANNOTATION]: 'true' } })),
+    });
     assert.equal(d.answer.allowed, true);
     assert.deepEqual(d.effects, []);
   });
 
-  it('other denials keep their code, with the reference\'s suffix and warning', () => {
+  it("other denials keep their code, with the reference's suffix and warning", () => {
     const gone = decide({ eviction: kubectlDryRun, pod: { kind: 'not-found' } });
-    assert.deepEqual(gone.answer, { allowed: false, status: failure(404, `Pod no longer exists${DRY_RUN_SUFFIX}`), warnings: [DRY_RUN_WARNING] });
-    const replaced = decide({ eviction: kubectlDryRun, pod: found(pod({ node: 'node-b' })), podNode: nodeFound(node('node-b')), records: stored(rec()) });
-    assert.deepEqual(replaced.answer.status, failure(404, `Pod has been rescheduled with the same name${DRY_RUN_SUFFIX}`));
+    assert.deepEqual(gone.answer, {
+      allowed: false,
+      status: failure(404, `Pod no longer exists${DRY_RUN_SUFFIX}`),
+      warnings: [DRY_RUN_WARNING],
+    });
+    const replaced = decide({
+      eviction: kubectlDryRun,
+      pod: found(pod({ node: 'node-b' })),
+      podNode: nodeFound(node('node-b')),
+      records: stored(rec()),
+    });
+    assert.deepEqual(
+      replaced.answer.status,
+      failure(404, `Pod has been rescheduled with the same name${DRY_RUN_SUFFIX}`),
+    );
     assert.deepEqual(replaced.effects, [], 'the record is not consumed');
     const transient = decide({ eviction: kubectlDryRun, pod: { kind: 'failed', error: 'x', transient: true } });
     assert.deepEqual(transient.answer.status, failure(429, `Failed to get pod${DRY_RUN_SUFFIX}`));
@@ -465,7 +610,7 @@ describe('readEviction', { timeout: 10000 }, () => {
     ...o,
   });
 
-  it('reads kubectl\'s body dry run, the UID precondition and the requester', () => {
+  it("reads kubectl's body dry run, the UID precondition and the requester", () => {
     const r = readEviction(request());
     assert.ok(r.ok);
     assert.deepEqual(r.facts, {
@@ -479,7 +624,14 @@ describe('readEviction', { timeout: 10000 }, () => {
   });
 
   it('takes name and namespace from the request, the body only filling gaps', () => {
-    const r = readEviction(request({ name: 'from-url', namespace: undefined, dryRun: true, object: { metadata: { name: 'x', namespace: 'from-body' } } }));
+    const r = readEviction(
+      request({
+        name: 'from-url',
+        namespace: undefined,
+        dryRun: true,
+        object: { metadata: { name: 'x', namespace: 'from-body' } },
+      }),
+    );
     assert.ok(r.ok);
     assert.equal(r.facts.name, 'from-url');
     assert.equal(r.facts.namespace, 'from-body');
@@ -532,7 +684,11 @@ describe('tracking records', { timeout: 10000 }, () => {
       ['uid-old', JSON.stringify({ ...good, node: 7 }), /node is not a string/],
       ['uid-old', JSON.stringify({ ...good, requestedAt: 1735787045000 }), /requestedAt is not an RFC 3339/],
       ['uid-old', JSON.stringify({ ...good, refreshedAt: '2025-01-02 03:04:05' }), /refreshedAt is not an RFC 3339/],
-      ['uid-old', JSON.stringify({ ...good, refreshedAt: '2000-01-01T00:00:00Z' }), /refreshedAt is before requestedAt/],
+      [
+        'uid-old',
+        JSON.stringify({ ...good, refreshedAt: '2000-01-01T00:00:00Z' }),
+        /refreshedAt is before requestedAt/,
+      ],
       ['uid-old', JSON.stringify({ ...good, requestedBy: 5 }), /requestedBy is not a string/],
     ];
     for (const [key, value, problem] of cases) {
@@ -558,7 +714,9 @@ describe('tracking records', { timeout: 10000 }, () => {
   });
 
   it('newTrackingConfigMap holds only the records set', () => {
-    const effect = recordsEffect(decide({ records: stored(rec({ uid: 'uid-x', pod: 'cb-0009', refreshedAt: NOW - 2 * HOUR })) }));
+    const effect = recordsEffect(
+      decide({ records: stored(rec({ uid: 'uid-x', pod: 'cb-0009', refreshedAt: NOW - 2 * HOUR })) }),
+    );
     const cm = newTrackingConfigMap(effect);
     assert.equal(cm.metadata?.name, 'stateward-reschedule-tracking');
     assert.equal(cm.metadata?.namespace, NS);
@@ -616,7 +774,7 @@ describe('scenarios: a drain against a simulated operator', { timeout: 10000 }, 
     assert.equal(w.evict(NAME).outcome, 'reschedule-requested');
   });
 
-  it('Karpenter retrying with the old UID is left to the API server\'s 409', () => {
+  it("Karpenter retrying with the old UID is left to the API server's 409", () => {
     const w = world();
     w.evict(NAME, { preconditionUid: 'uid-1' });
     w.recreate(NAME, 'uid-2', 'node-b');
@@ -641,10 +799,12 @@ const arbRecord: fc.Arbitrary<TrackingRecord> = fc
   })
   .map(({ uid, pod: p, node: n, age }) => ({ uid, pod: p, node: n, requestedAt: NOW - age, refreshedAt: NOW - age }));
 
-const arbRecordsData = fc.tuple(
-  fc.array(arbRecord, { maxLength: 4 }),
-  fc.dictionary(fc.constantFrom('junk', 'uid-9'), fc.constantFrom('true', '{}', '{"v":9}'), { maxKeys: 2 }),
-).map(([records, junk]) => ({ ...junk, ...Object.fromEntries(records.map((r) => [r.uid, encodeRecord(r).value])) }));
+const arbRecordsData = fc
+  .tuple(
+    fc.array(arbRecord, { maxLength: 4 }),
+    fc.dictionary(fc.constantFrom('junk', 'uid-9'), fc.constantFrom('true', '{}', '{"v":9}'), { maxKeys: 2 }),
+  )
+  .map(([records, junk]) => ({ ...junk, ...Object.fromEntries(records.map((r) => [r.uid, encodeRecord(r).value])) }));
 
 const arbRecords: fc.Arbitrary<RecordsLookup> = fc.oneof(
   arbRecordsData.map((data): RecordsLookup => ({ kind: 'found', data })),
@@ -655,7 +815,12 @@ const arbRecords: fc.Arbitrary<RecordsLookup> = fc.oneof(
 const arbPodOptions = fc.record({
   uid: fc.constantFrom(...UIDS),
   node: fc.constantFrom(...NODES),
-  labels: fc.constantFrom<Record<string, string>>({ app: 'couchbase' }, { app: 'couchbase', tier: 'data' }, { app: 'nginx' }, {}),
+  labels: fc.constantFrom<Record<string, string>>(
+    { app: 'couchbase' },
+    { app: 'couchbase', tier: 'data' },
+    { app: 'nginx' },
+    {},
+  ),
   annotations: fc.constantFrom<Record<string, string>>({}, { [ANNOTATION]: 'true' }, { [ANNOTATION]: 'false' }),
 });
 
@@ -667,7 +832,13 @@ const arbPodLookup: fc.Arbitrary<PodLookup> = fc.oneof(
 
 const arbNodeLookup: fc.Arbitrary<NodeLookup | undefined> = fc.oneof(
   fc.constant(undefined),
-  fc.record({ name: fc.constantFrom('node-a', 'node-b'), cordoned: fc.boolean(), taints: fc.subarray(['karpenter.sh/disrupted', 'example.com/x']) }).map((o) => nodeFound(node(o.name, o))),
+  fc
+    .record({
+      name: fc.constantFrom('node-a', 'node-b'),
+      cordoned: fc.boolean(),
+      taints: fc.subarray(['karpenter.sh/disrupted', 'example.com/x']),
+    })
+    .map((o) => nodeFound(node(o.name, o))),
   fc.constant<NodeLookup>({ kind: 'not-found' }),
   fc.constant<NodeLookup>({ kind: 'failed', error: 'x', transient: true }),
 );
@@ -678,9 +849,17 @@ const arbFacts = fc.record({
   preconditionUid: fc.option(fc.constantFrom(...UIDS), { nil: undefined }),
 });
 
-const arbConfig = fc.constantFrom(CONFIG, config({ track: false }), config({ namespaces: 'other' }), config({ recordTtl: '10m' }));
+const arbConfig = fc.constantFrom(
+  CONFIG,
+  config({ track: false }),
+  config({ namespaces: 'other' }),
+  config({ recordTtl: '10m' }),
+);
 
-function inputOf(f: { requestDryRun: boolean; deleteOptionsDryRun: string[]; preconditionUid: string | undefined }, rest: Omit<RescheduleInput, 'eviction' | 'now'>): RescheduleInput {
+function inputOf(
+  f: { requestDryRun: boolean; deleteOptionsDryRun: string[]; preconditionUid: string | undefined },
+  rest: Omit<RescheduleInput, 'eviction' | 'now'>,
+): RescheduleInput {
   const eviction = facts({ requestDryRun: f.requestDryRun, deleteOptionsDryRun: f.deleteOptionsDryRun });
   if (f.preconditionUid !== undefined) eviction.preconditionUid = f.preconditionUid;
   return { ...rest, eviction, now: NOW };
@@ -705,14 +884,21 @@ describe('properties', { timeout: 10000 }, () => {
         const p = pod({ ...o, labels: { app: 'couchbase' } });
         // Records may exist for other pod names, and for this very pod (its own UID).
         const others = recs.filter((r) => r.pod !== NAME || r.uid === o.uid);
-        const d = decideReschedule({ eviction: facts(), pod: found(p), podNode: n, records: stored(...others), config: CONFIG, now: NOW });
+        const d = decideReschedule({
+          eviction: facts(),
+          pod: found(p),
+          podNode: n,
+          records: stored(...others),
+          config: CONFIG,
+          now: NOW,
+        });
         assert.equal(d.answer.allowed, false);
         assert.equal(d.answer.status?.code, 429, JSON.stringify(d.answer));
       }),
     );
   });
 
-  it('a stale record of another UID (expired, on the pod\'s own node, without a node, or the pod on a draining node) never releases a present pod', () => {
+  it("a stale record of another UID (expired, on the pod's own node, without a node, or the pod on a draining node) never releases a present pod", () => {
     const arbStale = fc
       .record({
         o: arbPodOptions,
@@ -736,29 +922,47 @@ describe('properties', { timeout: 10000 }, () => {
         return { p, record, podNode: nodeFound(node(nodeName, { cordoned: why === 'draining-node' })) };
       });
     fc.assert(
-      fc.property(arbStale, fc.array(arbRecord.filter((r) => r.pod !== NAME), { maxLength: 2 }), fc.boolean(), ({ p, record, podNode }, others, dryRun) => {
-        const d = decideReschedule({
-          eviction: facts({ requestDryRun: dryRun }),
-          pod: found(p),
-          podNode,
-          records: stored(...others.filter((r) => r.uid !== record.uid), record),
-          config: CONFIG,
-          now: NOW,
-        });
-        assert.notEqual(d.answer.status?.code, 404, JSON.stringify(d.answer));
-        if (!dryRun) assert.equal(d.answer.allowed, false);
-      }),
+      fc.property(
+        arbStale,
+        fc.array(
+          arbRecord.filter((r) => r.pod !== NAME),
+          { maxLength: 2 },
+        ),
+        fc.boolean(),
+        ({ p, record, podNode }, others, dryRun) => {
+          const d = decideReschedule({
+            eviction: facts({ requestDryRun: dryRun }),
+            pod: found(p),
+            podNode,
+            records: stored(...others.filter((r) => r.uid !== record.uid), record),
+            config: CONFIG,
+            now: NOW,
+          });
+          assert.notEqual(d.answer.status?.code, 404, JSON.stringify(d.answer));
+          if (!dryRun) assert.equal(d.answer.allowed, false);
+        },
+      ),
     );
   });
 
   it('an unselected pod is always allowed, with nothing done', () => {
     const unselected = fc.constantFrom<Record<string, string>>({ app: 'nginx' }, {}, { tier: 'couchbase' });
     fc.assert(
-      fc.property(arbFacts, arbPodOptions, unselected, arbNodeLookup, arbRecords, arbConfig, (f, o, labels, n, r, c) => {
-        const d = decideReschedule(inputOf(f, { pod: found(pod({ ...o, labels })), podNode: n, records: r, config: c }));
-        assert.deepEqual(d.answer.allowed, true);
-        assert.deepEqual(d.effects, []);
-      }),
+      fc.property(
+        arbFacts,
+        arbPodOptions,
+        unselected,
+        arbNodeLookup,
+        arbRecords,
+        arbConfig,
+        (f, o, labels, n, r, c) => {
+          const d = decideReschedule(
+            inputOf(f, { pod: found(pod({ ...o, labels })), podNode: n, records: r, config: c }),
+          );
+          assert.deepEqual(d.answer.allowed, true);
+          assert.deepEqual(d.effects, []);
+        },
+      ),
     );
   });
 
@@ -779,13 +983,24 @@ describe('properties', { timeout: 10000 }, () => {
   it('a release always consumes the releasing record; asking to move always records before annotating', () => {
     fc.assert(
       fc.property(arbPodOptions, arbNodeLookup, arbRecordsData, (o, n, data) => {
-        const d = decideReschedule({ eviction: facts(), pod: found(pod({ ...o, labels: { app: 'couchbase' } })), podNode: n, records: { kind: 'found', data }, config: CONFIG, now: NOW });
+        const d = decideReschedule({
+          eviction: facts(),
+          pod: found(pod({ ...o, labels: { app: 'couchbase' } })),
+          podNode: n,
+          records: { kind: 'found', data },
+          config: CONFIG,
+          now: NOW,
+        });
         if (d.outcome === 'replaced') {
           const removed = removedKeys(recordsEffect(d));
           const released = decodeRecords(data).records.filter((r) => r.pod === NAME && r.uid !== o.uid);
           assert.ok(released.length > 0 && released.every((r) => removed.includes(r.uid)));
         }
-        if (d.outcome === 'reschedule-requested') assert.deepEqual(d.effects.map((e) => e.kind), ['update-records', 'annotate-pod']);
+        if (d.outcome === 'reschedule-requested')
+          assert.deepEqual(
+            d.effects.map((e) => e.kind),
+            ['update-records', 'annotate-pod'],
+          );
       }),
     );
   });
@@ -817,7 +1032,8 @@ describe('properties', { timeout: 10000 }, () => {
           if (a.kind === 'tick') w.now += a.ms;
           else if (a.kind === 'cordon') w.nodes.set(a.node, node(a.node, { cordoned: a.on }));
           else if (a.kind === 'delete') w.pods.delete(a.name);
-          else if (a.kind === 'recreate') w.pods.set(a.name, pod({ name: a.name, uid: `${a.name}-uid-${++serial}`, node: a.node }));
+          else if (a.kind === 'recreate')
+            w.pods.set(a.name, pod({ name: a.name, uid: `${a.name}-uid-${++serial}`, node: a.node }));
           else {
             const before = w.pods.get(a.name);
             const d = w.evict(a.name, a.dryRun ? { deleteOptionsDryRun: ['All'] } : {});
@@ -829,13 +1045,15 @@ describe('properties', { timeout: 10000 }, () => {
             const onDrainingNode = w.nodes.get(before.spec?.nodeName ?? '')?.spec?.unschedulable === true;
             if (onDrainingNode) assert.notEqual(d.answer.status?.code, 404, 'released a pod on a draining node');
             if (!a.dryRun) assert.equal(d.answer.allowed, false, 'a managed pod is never simply evicted');
-            if (d.outcome === 'reschedule-requested' && !a.dryRun) assert.equal(w.pods.get(a.name)?.metadata?.annotations?.[ANNOTATION], 'true');
+            if (d.outcome === 'reschedule-requested' && !a.dryRun)
+              assert.equal(w.pods.get(a.name)?.metadata?.annotations?.[ANNOTATION], 'true');
           }
         }
       }),
       { numRuns: 300 },
     );
     // Not vacuous: the histories did reach the interesting paths.
-    for (const outcome of ['replaced', 'reschedule-requested', 'waiting', 'pod-gone']) assert.ok(seen.has(outcome), `${outcome} never reached: ${[...seen].join(', ')}`);
+    for (const outcome of ['replaced', 'reschedule-requested', 'waiting', 'pod-gone'])
+      assert.ok(seen.has(outcome), `${outcome} never reached: ${[...seen].join(', ')}`);
   });
 });

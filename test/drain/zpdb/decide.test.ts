@@ -39,23 +39,48 @@ interface PodOptions {
   readyConditionAt?: number;
 }
 
-function statefulSet(name: string, replicas = 3, statusReplicas = replicas, labels: Record<string, string> = GROUP): StatefulSet {
+function statefulSet(
+  name: string,
+  replicas = 3,
+  statusReplicas = replicas,
+  labels: Record<string, string> = GROUP,
+): StatefulSet {
   return {
     metadata: { name, namespace: NS, uid: `${name}-uid`, labels },
-    spec: { replicas, selector: { matchLabels: { name } }, serviceName: name, template: { metadata: { labels: { name, ...GROUP } } } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { name } },
+      serviceName: name,
+      template: { metadata: { labels: { name, ...GROUP } } },
+    },
     status: { replicas: statusReplicas },
   };
 }
 
-const readyContainer = { name: 'c', image: 'i', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-07-01T00:00:00Z' } } };
+const readyContainer = {
+  name: 'c',
+  image: 'i',
+  imageID: '',
+  ready: true,
+  restartCount: 0,
+  state: { running: { startedAt: '2026-07-01T00:00:00Z' } },
+};
 const unreadyContainer = { ...readyContainer, ready: false };
 
 function pod(name: string, owner: string, state: PodState = 'ready', options: PodOptions = {}): Pod {
   const readyAgo = options.readyAgo === undefined ? 3600 : options.readyAgo;
   const annotations: Record<string, string> = {};
   if (options.annotation !== undefined) annotations[READY_TIME_ANNOTATION] = options.annotation;
-  else if (readyAgo !== null && (state === 'ready' || state === 'terminating')) annotations[READY_TIME_ANNOTATION] = formatRfc3339(NOW - readyAgo * SEC);
-  const phase = { ready: 'Running', unready: 'Running', failed: 'Failed', pending: 'Pending', succeeded: 'Succeeded', terminating: 'Running' }[state];
+  else if (readyAgo !== null && (state === 'ready' || state === 'terminating'))
+    annotations[READY_TIME_ANNOTATION] = formatRfc3339(NOW - readyAgo * SEC);
+  const phase = {
+    ready: 'Running',
+    unready: 'Running',
+    failed: 'Failed',
+    pending: 'Pending',
+    succeeded: 'Succeeded',
+    terminating: 'Running',
+  }[state];
   return {
     metadata: {
       name,
@@ -63,13 +88,21 @@ function pod(name: string, owner: string, state: PodState = 'ready', options: Po
       uid: `${name}-uid`,
       labels: { name: owner, ...GROUP },
       annotations,
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner, uid: `${owner}-uid`, controller: true }],
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner, uid: `${owner}-uid`, controller: true },
+      ],
       ...(state === 'terminating' ? { deletionTimestamp: formatRfc3339(NOW - SEC) } : {}),
     },
     status: {
       phase,
       containerStatuses: [state === 'unready' ? unreadyContainer : readyContainer],
-      ...(options.readyConditionAt !== undefined ? { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: formatRfc3339(options.readyConditionAt) }] } : {}),
+      ...(options.readyConditionAt !== undefined
+        ? {
+            conditions: [
+              { type: 'Ready', status: 'True', lastTransitionTime: formatRfc3339(options.readyConditionAt) },
+            ],
+          }
+        : {}),
     },
   };
 }
@@ -82,7 +115,9 @@ class World {
 
   constructor(zones: string[] = ['a', 'b', 'c'], replicas = 3) {
     this.statefulSets = zones.map((z) => statefulSet(`ingester-zone-${z}`, replicas));
-    this.pods = zones.flatMap((z) => Array.from({ length: replicas }, (_, i) => pod(`ingester-zone-${z}-${i}`, `ingester-zone-${z}`)));
+    this.pods = zones.flatMap((z) =>
+      Array.from({ length: replicas }, (_, i) => pod(`ingester-zone-${z}-${i}`, `ingester-zone-${z}`)),
+    );
   }
 
   get(name: string): Pod {
@@ -106,7 +141,11 @@ class World {
     return this.statefulSets.find((s) => s.metadata?.name === name)!;
   }
 
-  evict(name: string, config: ZpdbConfig, options: { now?: number; override?: number; dryRun?: boolean; record?: boolean } = {}): EvictionDecision {
+  evict(
+    name: string,
+    config: ZpdbConfig,
+    options: { now?: number; override?: number; dryRun?: boolean; record?: boolean } = {},
+  ): EvictionDecision {
     const now = options.now ?? NOW;
     const decision = decideEviction({
       pod: this.get(name),
@@ -118,19 +157,26 @@ class World {
       ...(options.override !== undefined ? { maxUnavailableZeroOverride: options.override } : {}),
       ...(options.dryRun ? { dryRun: true } : {}),
     });
-    if (decision.allowed && decision.record && options.record !== false) this.pending = recordEviction(this.pending, decision.record, now);
+    if (decision.allowed && decision.record && options.record !== false)
+      this.pending = recordEviction(this.pending, decision.record, now);
     return decision;
   }
 }
 
 function zpdb(spec: Record<string, unknown>, name = 'ingester-rollout'): ZpdbConfig {
-  const r = parseZpdb({ apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace: NS }, spec: { selector: { matchLabels: GROUP }, ...spec } });
+  const r = parseZpdb({
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name, namespace: NS },
+    spec: { selector: { matchLabels: GROUP }, ...spec },
+  });
   assert.ok('config' in r, JSON.stringify(r));
   return r.config;
 }
 
 const maxUnavailable = (n: number) => zpdb({ maxUnavailable: n });
-const partitioned = (n: number, extra: Record<string, unknown> = {}) => zpdb({ maxUnavailable: n, podNamePartitionRegex: PARTITION_REGEX, ...extra });
+const partitioned = (n: number, extra: Record<string, unknown> = {}) =>
+  zpdb({ maxUnavailable: n, podNamePartitionRegex: PARTITION_REGEX, ...extra });
 
 function assertAllowed(d: EvictionDecision, message?: string): void {
   assert.equal(d.allowed, true, JSON.stringify(d));
@@ -145,17 +191,33 @@ describe('before the budget', { timeout: 10000 }, () => {
   it('a pod that is finished, pending or terminating is let go with a warning (TestPodEviction_PodNotReady)', () => {
     for (const state of ['failed', 'pending', 'succeeded', 'terminating'] as const) {
       const w = new World().set('ingester-zone-a-0', state);
-      assert.deepEqual(w.evict('ingester-zone-a-0', maxUnavailable(0)), { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' }, state);
+      assert.deepEqual(
+        w.evict('ingester-zone-a-0', maxUnavailable(0)),
+        { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' },
+        state,
+      );
       assert.equal(w.pending.size, 0, 'not recorded');
     }
   });
 
   it('a pod outside every ZPDB is allowed (TestPodEviction_PodNotInScope); several ZPDBs deny 400', () => {
     const w = new World();
-    const snapshot = { pod: w.get('ingester-zone-a-0'), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW };
-    assert.deepEqual(admitEviction({ ...snapshot, configs: [zpdb({ selector: { matchLabels: { 'rollout-group': 'other' } } })] }), { allowed: true, reason: 'pod-not-in-scope' });
+    const snapshot = {
+      pod: w.get('ingester-zone-a-0'),
+      statefulSets: w.statefulSets,
+      pods: w.pods,
+      pendingEvictions: w.pending,
+      now: NOW,
+    };
+    assert.deepEqual(
+      admitEviction({ ...snapshot, configs: [zpdb({ selector: { matchLabels: { 'rollout-group': 'other' } } })] }),
+      { allowed: true, reason: 'pod-not-in-scope' },
+    );
     assert.deepEqual(admitEviction({ ...snapshot, configs: [maxUnavailable(1), zpdb({}, 'second')] }), {
-      allowed: false, code: 400, reason: 'cfg-not-found', message: 'multiple zoned pod disruption budgets found for pod',
+      allowed: false,
+      code: 400,
+      reason: 'cfg-not-found',
+      message: 'multiple zoned pod disruption budgets found for pod',
     });
     const scope = evictionScope(w.get('ingester-zone-a-0'), [maxUnavailable(1)]);
     assert.equal(scope.kind, 'in-scope');
@@ -163,20 +225,50 @@ describe('before the budget', { timeout: 10000 }, () => {
 
   it('an ignorable pod is allowed even under several ZPDBs, as rollout-operator orders its checks', () => {
     const w = new World().set('ingester-zone-a-0', 'failed');
-    const d = admitEviction({ pod: w.get('ingester-zone-a-0'), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, configs: [maxUnavailable(1), zpdb({}, 'second')] });
+    const d = admitEviction({
+      pod: w.get('ingester-zone-a-0'),
+      statefulSets: w.statefulSets,
+      pods: w.pods,
+      pendingEvictions: w.pending,
+      now: NOW,
+      configs: [maxUnavailable(1), zpdb({}, 'second')],
+    });
     assert.equal(d.allowed && d.reason, 'pod-not-ready');
   });
 
   it('the owner must be a StatefulSet that exists (TestPodEviction_PodWithNoOwner)', () => {
     const w = new World();
-    const orphan = { ...w.get('ingester-zone-a-0'), metadata: { ...w.get('ingester-zone-a-0').metadata, ownerReferences: [] } };
-    const input = { config: maxUnavailable(1), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW };
+    const orphan = {
+      ...w.get('ingester-zone-a-0'),
+      metadata: { ...w.get('ingester-zone-a-0').metadata, ownerReferences: [] },
+    };
+    const input = {
+      config: maxUnavailable(1),
+      statefulSets: w.statefulSets,
+      pods: w.pods,
+      pendingEvictions: w.pending,
+      now: NOW,
+    };
     assertDenied(decideEviction({ ...input, pod: orphan }), 500, 'unable to find a StatefulSet pod owner');
-    const fromReplicaSet = { ...orphan, metadata: { ...orphan.metadata, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs-uid', controller: true }] } };
-    assertDenied(decideEviction({ ...input, pod: fromReplicaSet }), 500, 'pod owner is not a StatefulSet - ingester-zone-a-0 has owner rs (ReplicaSet)');
+    const fromReplicaSet = {
+      ...orphan,
+      metadata: {
+        ...orphan.metadata,
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs-uid', controller: true }],
+      },
+    };
+    assertDenied(
+      decideEviction({ ...input, pod: fromReplicaSet }),
+      500,
+      'pod owner is not a StatefulSet - ingester-zone-a-0 has owner rs (ReplicaSet)',
+    );
     const w2 = new World();
     w2.statefulSets = w2.statefulSets.filter((s) => s.metadata?.name !== 'ingester-zone-a');
-    assertDenied(w2.evict('ingester-zone-a-0', maxUnavailable(1)), 500, 'unable to find StatefulSet ingester-zone-a by name: statefulsets.apps "ingester-zone-a" not found');
+    assertDenied(
+      w2.evict('ingester-zone-a-0', maxUnavailable(1)),
+      500,
+      'unable to find StatefulSet ingester-zone-a by name: statefulsets.apps "ingester-zone-a" not found',
+    );
   });
 
   it('maxUnavailable 0 denies 403 (TestPodEviction_MaxUnavailableEq0, _MaxUnavailablePercentageEq0)', () => {
@@ -194,34 +286,76 @@ describe('before the budget', { timeout: 10000 }, () => {
 
   it('a pod name the partition regex does not match denies 400', () => {
     const w = new World(['a', 'b']);
-    assertDenied(w.evict('ingester-zone-a-0', zpdb({ podNamePartitionRegex: 'mimir-([0-9]+)' })), 400, 'failed to extract partition from pod Name regular expression');
+    assertDenied(
+      w.evict('ingester-zone-a-0', zpdb({ podNamePartitionRegex: 'mimir-([0-9]+)' })),
+      400,
+      'failed to extract partition from pod Name regular expression',
+    );
   });
 });
 
 describe('an invalid budget fails closed', { timeout: 10000 }, () => {
   /** What the eviction webhook keeps of a budget parseZpdb refuses. */
-  function broken(spec: Record<string, unknown>, name = 'broken', selector: unknown = { matchLabels: GROUP }): InvalidZpdb {
-    const obj = { apiVersion: 'rollout-operator.grafana.com/v1', kind: 'ZoneAwarePodDisruptionBudget', metadata: { name, namespace: NS }, spec: { selector, ...spec } };
+  function broken(
+    spec: Record<string, unknown>,
+    name = 'broken',
+    selector: unknown = { matchLabels: GROUP },
+  ): InvalidZpdb {
+    const obj = {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name, namespace: NS },
+      spec: { selector, ...spec },
+    };
     const r = parseZpdb(obj);
     assert.ok('error' in r, JSON.stringify(r));
     return invalidZpdb(obj, r.error);
   }
-  const admit = (w: World, name: string, configs: ZpdbConfig[], invalid: InvalidZpdb[], extra: { dryRun?: boolean } = {}) => {
-    const d = admitEviction({ pod: w.get(name), statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, configs, invalid, ...extra });
+  const admit = (
+    w: World,
+    name: string,
+    configs: ZpdbConfig[],
+    invalid: InvalidZpdb[],
+    extra: { dryRun?: boolean } = {},
+  ) => {
+    const d = admitEviction({
+      pod: w.get(name),
+      statefulSets: w.statefulSets,
+      pods: w.pods,
+      pendingEvictions: w.pending,
+      now: NOW,
+      configs,
+      invalid,
+      ...extra,
+    });
     if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
     return d;
   };
-  const SELECTED = 'ZoneAwarePodDisruptionBudget ns/broken is invalid, evictions of the pods it selects are denied until it is fixed: ';
+  const SELECTED =
+    'ZoneAwarePodDisruptionBudget ns/broken is invalid, evictions of the pods it selects are denied until it is fixed: ';
 
   it('denies 403 every eviction of the pods it selects, naming the budget and the problem (was: ignored, three evictions across two zones allowed)', () => {
     const w = new World(['a', 'b']);
     const invalid = [broken({ maxUnavailable: -1 })];
     for (const name of ['ingester-zone-a-0', 'ingester-zone-a-1', 'ingester-zone-b-0']) {
       const d = admit(w, name, [], invalid);
-      assert.deepEqual(d, { allowed: false, code: 403, reason: 'invalid-zpdb', message: `${SELECTED}invalid value: max unavailable must be 0 <= val, got -1` }, name);
+      assert.deepEqual(
+        d,
+        {
+          allowed: false,
+          code: 403,
+          reason: 'invalid-zpdb',
+          message: `${SELECTED}invalid value: max unavailable must be 0 <= val, got -1`,
+        },
+        name,
+      );
     }
     assert.equal(w.pending.size, 0, 'nothing recorded');
-    assert.deepEqual(admit(w, 'ingester-zone-a-0', [], invalid, { dryRun: true }), admit(w, 'ingester-zone-a-0', [], invalid), 'a dry run answers as the eviction would');
+    assert.deepEqual(
+      admit(w, 'ingester-zone-a-0', [], invalid, { dryRun: true }),
+      admit(w, 'ingester-zone-a-0', [], invalid),
+      'a dry run answers as the eviction would',
+    );
     // Fixed: the budget applies again.
     assertAllowed(admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], []));
     assertDenied(admit(w, 'ingester-zone-b-0', [maxUnavailable(1)], []), 429, '1 pod not ready in ingester-zone-a');
@@ -231,7 +365,11 @@ describe('an invalid budget fails closed', { timeout: 10000 }, () => {
     const w = new World(['a', 'b']);
     const invalid = [broken({ podNamePartitionRegex: 'ingester-zone-[a-z]-[0-9]+' })];
     const d = admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], invalid);
-    assertDenied(d, 403, `${SELECTED}invalid value: regex is not valid, got regular expression requires at least one subexpression`);
+    assertDenied(
+      d,
+      403,
+      `${SELECTED}invalid value: regex is not valid, got regular expression requires at least one subexpression`,
+    );
     const elsewhere = [broken({ maxUnavailable: -1 }, 'broken', { matchLabels: { 'rollout-group': 'store-gateway' } })];
     assertAllowed(admit(w, 'ingester-zone-a-0', [maxUnavailable(1)], elsewhere), 'zpdb met across 2 zones');
     assert.deepEqual(admit(w, 'ingester-zone-b-0', [], elsewhere), { allowed: true, reason: 'pod-not-in-scope' });
@@ -240,7 +378,11 @@ describe('an invalid budget fails closed', { timeout: 10000 }, () => {
   it('still lets finished, pending and terminating pods go (evicting them takes nothing down)', () => {
     for (const state of ['failed', 'pending', 'succeeded', 'terminating'] as const) {
       const w = new World().set('ingester-zone-a-0', state);
-      assert.deepEqual(admit(w, 'ingester-zone-a-0', [], [broken({ maxUnavailable: -1 })]), { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' }, state);
+      assert.deepEqual(
+        admit(w, 'ingester-zone-a-0', [], [broken({ maxUnavailable: -1 })]),
+        { allowed: true, reason: 'pod-not-ready', warning: 'pod is not ready' },
+        state,
+      );
     }
   });
 
@@ -255,21 +397,59 @@ describe('an invalid budget fails closed', { timeout: 10000 }, () => {
       'ZoneAwarePodDisruptionBudget ns/broken is invalid, its selector cannot be read, so evictions of StatefulSet pods in namespace ns are denied until it is fixed: ' +
         'invalid value: selector is not valid, got .spec.selector.matchLabels accessor error: contains non-string value in the map under key "rollout-group": 7 is of the type int64, expected string',
     );
-    const other = { ...w.get('ingester-zone-a-0'), metadata: { ...w.get('ingester-zone-a-0').metadata, labels: { app: 'other' } } };
+    const other = {
+      ...w.get('ingester-zone-a-0'),
+      metadata: { ...w.get('ingester-zone-a-0').metadata, labels: { app: 'other' } },
+    };
     assert.equal(evictionScope(other, [], [unreadable]).kind, 'decided', 'any label');
-    const fromReplicaSet: Pod = { ...other, metadata: { ...other.metadata, name: 'web-1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'web-uid', controller: true }] } };
-    assert.deepEqual(evictionScope(fromReplicaSet, [], [unreadable]), { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } }, 'not a StatefulSet pod');
+    const fromReplicaSet: Pod = {
+      ...other,
+      metadata: {
+        ...other.metadata,
+        name: 'web-1',
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'web-uid', controller: true }],
+      },
+    };
+    assert.deepEqual(
+      evictionScope(fromReplicaSet, [], [unreadable]),
+      { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } },
+      'not a StatefulSet pod',
+    );
     const inOtherNamespace: Pod = { ...other, metadata: { ...other.metadata, namespace: 'elsewhere' } };
-    assert.deepEqual(evictionScope(inOtherNamespace, [], [unreadable]), { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } }, 'another namespace');
+    assert.deepEqual(
+      evictionScope(inOtherNamespace, [], [unreadable]),
+      { kind: 'decided', decision: { allowed: true, reason: 'pod-not-in-scope' } },
+      'another namespace',
+    );
     // No spec at all: nothing to read a selector from either.
-    const noSpec = invalidZpdb({ kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'empty', namespace: NS } }, 'no spec found in unstructured object');
-    assertDenied(admit(w, 'ingester-zone-b-0', [], [noSpec]), 403, 'ZoneAwarePodDisruptionBudget ns/empty is invalid, its selector cannot be read, so evictions of StatefulSet pods in namespace ns are denied until it is fixed: no spec found in unstructured object');
+    const noSpec = invalidZpdb(
+      { kind: 'ZoneAwarePodDisruptionBudget', metadata: { name: 'empty', namespace: NS } },
+      'no spec found in unstructured object',
+    );
+    assertDenied(
+      admit(w, 'ingester-zone-b-0', [], [noSpec]),
+      403,
+      'ZoneAwarePodDisruptionBudget ns/empty is invalid, its selector cannot be read, so evictions of StatefulSet pods in namespace ns are denied until it is fixed: no spec found in unstructured object',
+    );
   });
 
   it('names the first of several invalid budgets and counts the others', () => {
     const w = new World(['a', 'b']);
-    const d = admit(w, 'ingester-zone-a-0', [], [broken({ maxUnavailable: -1 }, 'zz'), broken({ maxUnavailable: -2 }, 'aa'), broken({ maxUnavailablePercentage: 200 }, 'mm')]);
-    assertDenied(d, 403, 'ZoneAwarePodDisruptionBudget ns/aa is invalid, evictions of the pods it selects are denied until it is fixed: invalid value: max unavailable must be 0 <= val, got -2 (and 2 more invalid budgets: mm, zz)');
+    const d = admit(
+      w,
+      'ingester-zone-a-0',
+      [],
+      [
+        broken({ maxUnavailable: -1 }, 'zz'),
+        broken({ maxUnavailable: -2 }, 'aa'),
+        broken({ maxUnavailablePercentage: 200 }, 'mm'),
+      ],
+    );
+    assertDenied(
+      d,
+      403,
+      'ZoneAwarePodDisruptionBudget ns/aa is invalid, evictions of the pods it selects are denied until it is fixed: invalid value: max unavailable must be 0 <= val, got -2 (and 2 more invalid budgets: mm, zz)',
+    );
   });
 });
 
@@ -278,16 +458,32 @@ describe('zone mode', { timeout: 10000 }, () => {
     const w = new World();
     const d = w.evict('ingester-zone-a-0', maxUnavailable(1));
     assertAllowed(d, 'zpdb met across 3 zones');
-    assert.deepEqual(d.allowed && d.record, { uid: 'ingester-zone-a-0-uid', name: 'ingester-zone-a-0', allowedAt: NOW });
+    assert.deepEqual(d.allowed && d.record, {
+      uid: 'ingester-zone-a-0-uid',
+      name: 'ingester-zone-a-0',
+      allowedAt: NOW,
+    });
     assert.ok(w.pending.has('ingester-zone-a-0-uid'), 'recorded in the eviction cache');
 
     const failedInZone = () => new World().set('ingester-zone-a-2', 'failed');
-    assertDenied(failedInZone().evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+    assertDenied(
+      failedInZone().evict('ingester-zone-a-0', maxUnavailable(1)),
+      429,
+      '1 pod not ready in ingester-zone-a',
+    );
     assertAllowed(failedInZone().evict('ingester-zone-a-0', maxUnavailable(2)));
 
     const failedElsewhere = () => failedInZone().set('ingester-zone-c-2', 'failed');
-    assertDenied(failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-c');
-    assertDenied(failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(2)), 429, '1 pod not ready in ingester-zone-c');
+    assertDenied(
+      failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(1)),
+      429,
+      '1 pod not ready in ingester-zone-c',
+    );
+    assertDenied(
+      failedElsewhere().evict('ingester-zone-a-0', maxUnavailable(2)),
+      429,
+      '1 pod not ready in ingester-zone-c',
+    );
 
     const missing = new World();
     missing.sts('ingester-zone-b').status!.replicas = 4;
@@ -297,7 +493,15 @@ describe('zone mode', { timeout: 10000 }, () => {
   it('the rollout controller path records, then the next delete in the zone is denied (TestPodEviction_Allowed_ViaMarkPodAsDeleted)', () => {
     const w = new World();
     const ask = (name: string) => {
-      const d = decideRolloutDelete({ pod: w.get(name), configs: [maxUnavailable(1)], statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, rolloutMaxUnavailable: 1 });
+      const d = decideRolloutDelete({
+        pod: w.get(name),
+        configs: [maxUnavailable(1)],
+        statefulSets: w.statefulSets,
+        pods: w.pods,
+        pendingEvictions: w.pending,
+        now: NOW,
+        rolloutMaxUnavailable: 1,
+      });
       if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
       return d;
     };
@@ -309,14 +513,26 @@ describe('zone mode', { timeout: 10000 }, () => {
   it('the override applies only when maxUnavailable is 0 (TestPodEviction_MultiZoneClassicOverrideHasNoEffectWhenNotZero, _MaxUnavailableEq0_Override)', () => {
     const w = new World();
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1), { override: 0 }));
-    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(1), { override: 2 }), 429, '1 pod not ready in ingester-zone-a');
+    assertDenied(
+      w.evict('ingester-zone-b-0', maxUnavailable(1), { override: 2 }),
+      429,
+      '1 pod not ready in ingester-zone-a',
+    );
 
     const zero = new World();
     const d = zero.evict('ingester-zone-a-0', maxUnavailable(0), { override: 1 });
     assertAllowed(d);
     assert.ok(zero.pending.has('ingester-zone-a-0-uid'));
-    assertDenied(new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: 0 }), 403, 'max unavailable = 0');
-    assertDenied(new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: -3 }), 403, 'max unavailable = 0');
+    assertDenied(
+      new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: 0 }),
+      403,
+      'max unavailable = 0',
+    );
+    assertDenied(
+      new World().evict('ingester-zone-a-0', maxUnavailable(0), { override: -3 }),
+      403,
+      'max unavailable = 0',
+    );
   });
 
   it('e2e MaxUnavailableEq1: a-0 goes, then a-1 and b-0 wait, until a-0 is back', () => {
@@ -338,7 +554,7 @@ describe('zone mode', { timeout: 10000 }, () => {
     assertDenied(w.evict('ingester-zone-b-1', maxUnavailable(2)), 429, '2 pods not ready in ingester-zone-a');
   });
 
-  it('a percentage budget uses the evicted pod\'s StatefulSet', () => {
+  it("a percentage budget uses the evicted pod's StatefulSet", () => {
     const w = new World(['a', 'b'], 4);
     const half = zpdb({ maxUnavailablePercentage: 50 });
     assertAllowed(w.evict('ingester-zone-a-0', half));
@@ -349,13 +565,21 @@ describe('zone mode', { timeout: 10000 }, () => {
   it('messages name both not-ready and unknown pods', () => {
     const w = new World().set('ingester-zone-a-1', 'unready');
     w.sts('ingester-zone-a').spec!.replicas = 5;
-    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(3)), 429, '1 pod not ready, 2 pods unknown in ingester-zone-a');
+    assertDenied(
+      w.evict('ingester-zone-a-0', maxUnavailable(3)),
+      429,
+      '1 pod not ready, 2 pods unknown in ingester-zone-a',
+    );
   });
 
   it('an eviction cache entry expires after two minutes', () => {
     const w = new World();
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)));
-    assertDenied(w.evict('ingester-zone-b-0', maxUnavailable(1), { now: NOW + EVICTION_CACHE_TTL_MS - 1, record: false }), 429, '1 pod not ready in ingester-zone-a');
+    assertDenied(
+      w.evict('ingester-zone-b-0', maxUnavailable(1), { now: NOW + EVICTION_CACHE_TTL_MS - 1, record: false }),
+      429,
+      '1 pod not ready in ingester-zone-a',
+    );
     assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1), { now: NOW + EVICTION_CACHE_TTL_MS }));
     assert.deepEqual([...w.pending.keys()], ['ingester-zone-b-0-uid'], 'expired entries are dropped when recording');
   });
@@ -372,13 +596,17 @@ describe('zone mode', { timeout: 10000 }, () => {
   it('a recreated pod (new UID, same name) is judged on its own state', () => {
     const w = new World();
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)));
-    w.pods = w.pods.map((p) => (p.metadata?.name === 'ingester-zone-a-0' ? { ...p, metadata: { ...p.metadata, uid: 'new-uid' } } : p));
+    w.pods = w.pods.map((p) =>
+      p.metadata?.name === 'ingester-zone-a-0' ? { ...p, metadata: { ...p.metadata, uid: 'new-uid' } } : p,
+    );
     assertAllowed(w.evict('ingester-zone-b-0', maxUnavailable(1)));
   });
 
   it('the owner counts as a zone even when the selector misses it (rollout-operator crashes)', () => {
     const w = new World();
-    w.statefulSets = w.statefulSets.map((s) => (s.metadata?.name === 'ingester-zone-a' ? { ...s, metadata: { ...s.metadata, labels: {} } } : s));
+    w.statefulSets = w.statefulSets.map((s) =>
+      s.metadata?.name === 'ingester-zone-a' ? { ...s, metadata: { ...s.metadata, labels: {} } } : s,
+    );
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)), 'zpdb met across 3 zones');
     w.set('ingester-zone-a-1', 'unready');
     assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
@@ -386,7 +614,10 @@ describe('zone mode', { timeout: 10000 }, () => {
 
   it('StatefulSets and pods of other namespaces are ignored', () => {
     const w = new World();
-    const elsewhere = { ...statefulSet('ingester-zone-z'), metadata: { ...statefulSet('ingester-zone-z').metadata, namespace: 'other' } };
+    const elsewhere = {
+      ...statefulSet('ingester-zone-z'),
+      metadata: { ...statefulSet('ingester-zone-z').metadata, namespace: 'other' },
+    };
     w.statefulSets.push(elsewhere);
     assertAllowed(w.evict('ingester-zone-a-0', maxUnavailable(1)), 'zpdb met across 3 zones');
   });
@@ -398,8 +629,17 @@ describe('partition mode', { timeout: 10000 }, () => {
     assertAllowed(w().evict('ingester-zone-a-0', partitioned(1)), 'zpdb met for partition 0 across 3 zones');
     // Another partition unavailable, in the same zone, then in another zone too.
     assertAllowed(w().set('ingester-zone-a-1', 'failed').evict('ingester-zone-a-0', partitioned(1)));
-    assertAllowed(w().set('ingester-zone-a-1', 'failed').set('ingester-zone-c-2', 'failed').evict('ingester-zone-a-0', partitioned(1)));
-    assertDenied(w().set('ingester-zone-b-0', 'failed').evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod not ready in partition 0');
+    assertAllowed(
+      w()
+        .set('ingester-zone-a-1', 'failed')
+        .set('ingester-zone-c-2', 'failed')
+        .evict('ingester-zone-a-0', partitioned(1)),
+    );
+    assertDenied(
+      w().set('ingester-zone-b-0', 'failed').evict('ingester-zone-a-0', partitioned(1)),
+      429,
+      '1 pod not ready in partition 0',
+    );
 
     // A missing pod is charged to its own partition, known from its name
     // (<sts>-<ordinal>); rollout-operator charges it to every partition.
@@ -408,7 +648,14 @@ describe('partition mode', { timeout: 10000 }, () => {
     assertAllowed(missing.evict('ingester-zone-a-0', partitioned(1)), 'zpdb met for partition 0 across 3 zones');
     const gone = w().remove('ingester-zone-b-0');
     assertDenied(gone.evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod unknown in partition 0');
-    assertDenied(gone.evict('ingester-zone-a-0', zpdb({ maxUnavailable: 1, podNamePartitionRegex: 'ingester(-foo)?-zone-[a-z]-([0-9]+)', podNameRegexGroup: 2 })), 429, '1 pod unknown in partition 0');
+    assertDenied(
+      gone.evict(
+        'ingester-zone-a-0',
+        zpdb({ maxUnavailable: 1, podNamePartitionRegex: 'ingester(-foo)?-zone-[a-z]-([0-9]+)', podNameRegexGroup: 2 }),
+      ),
+      429,
+      '1 pod unknown in partition 0',
+    );
     assertAllowed(gone.evict('ingester-zone-a-1', partitioned(1)), 'zpdb met for partition 1 across 3 zones');
   });
 
@@ -446,10 +693,14 @@ describe('partition mode', { timeout: 10000 }, () => {
     assertAllowed(w.evict('ingester-zone-b-0', partitioned(1)));
   });
 
-  it('other pods of the partition in the evicted pod\'s own zone count too (rollout-operator skips that zone)', () => {
+  it("other pods of the partition in the evicted pod's own zone count too (rollout-operator skips that zone)", () => {
     const onePartition = zpdb({ maxUnavailable: 1, podNamePartitionRegex: '(ingester)-zone-[a-z]-[0-9]+' });
     assertAllowed(new World().evict('ingester-zone-a-0', onePartition));
-    assertDenied(new World().set('ingester-zone-a-1', 'unready').evict('ingester-zone-a-0', onePartition), 429, '1 pod not ready in partition ingester');
+    assertDenied(
+      new World().set('ingester-zone-a-1', 'unready').evict('ingester-zone-a-0', onePartition),
+      429,
+      '1 pod not ready in partition ingester',
+    );
   });
 });
 
@@ -466,11 +717,17 @@ describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
   });
 
   it('a peer that is not running and ready is not ready', () => {
-    assertDenied(two().set('ingester-zone-b-0', 'unready').evict('ingester-zone-a-0', delayed('0s')), 429, peerNotReady);
+    assertDenied(
+      two().set('ingester-zone-b-0', 'unready').evict('ingester-zone-a-0', delayed('0s')),
+      429,
+      peerNotReady,
+    );
   });
 
   it('without a delay a ready peer is ready, annotation or not', () => {
-    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', partitioned(1)));
+    assertAllowed(
+      two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', partitioned(1)),
+    );
   });
 
   it('a pending eviction beats an old annotation', () => {
@@ -480,24 +737,50 @@ describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
   });
 
   it('no annotation: not ready while a delay is configured', () => {
-    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+    assertDenied(
+      two().set('ingester-zone-b-0', 'ready', { readyAgo: null }).evict('ingester-zone-a-0', delayed('1m')),
+      429,
+      peerNotReady,
+    );
   });
 
   it('no annotation but a Ready condition: ready since its transition (Stateward writes no annotation)', () => {
-    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 2 * 60 * SEC }).evict('ingester-zone-a-0', delayed('1m')));
-    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 30 * SEC }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+    assertAllowed(
+      two()
+        .set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 2 * 60 * SEC })
+        .evict('ingester-zone-a-0', delayed('1m')),
+    );
+    assertDenied(
+      two()
+        .set('ingester-zone-b-0', 'ready', { readyAgo: null, readyConditionAt: NOW - 30 * SEC })
+        .evict('ingester-zone-a-0', delayed('1m')),
+      429,
+      peerNotReady,
+    );
   });
 
   it('an annotation older than the delay: ready', () => {
-    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600 }).evict('ingester-zone-a-0', delayed('1m')));
+    assertAllowed(
+      two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600 }).evict('ingester-zone-a-0', delayed('1m')),
+    );
   });
 
   it('an annotation inside the delay window: not ready', () => {
-    assertDenied(two().set('ingester-zone-b-0', 'ready', { readyAgo: 0 }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+    assertDenied(
+      two().set('ingester-zone-b-0', 'ready', { readyAgo: 0 }).evict('ingester-zone-a-0', delayed('1m')),
+      429,
+      peerNotReady,
+    );
   });
 
   it('a malformed annotation counts as now: not ready', () => {
-    assertDenied(two().set('ingester-zone-b-0', 'ready', { annotation: 'not-a-timestamp' }).evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
+    assertDenied(
+      two()
+        .set('ingester-zone-b-0', 'ready', { annotation: 'not-a-timestamp' })
+        .evict('ingester-zone-a-0', delayed('1m')),
+      429,
+      peerNotReady,
+    );
   });
 
   it('becomes ready once the clock is strictly past annotation + delay', () => {
@@ -512,7 +795,11 @@ describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
     assertDenied(w.evict('ingester-zone-a-0', delayed('1m')), 429, peerNotReady);
     assertAllowed(w.evict('ingester-zone-a-0', delayed('1m'), { now: NOW + MIN }));
     // A transition older than the annotation changes nothing.
-    assertAllowed(two().set('ingester-zone-b-0', 'ready', { readyAgo: 3600, readyConditionAt: NOW - HOUR * 2 }).evict('ingester-zone-a-0', delayed('1m')));
+    assertAllowed(
+      two()
+        .set('ingester-zone-b-0', 'ready', { readyAgo: 3600, readyConditionAt: NOW - HOUR * 2 })
+        .evict('ingester-zone-a-0', delayed('1m')),
+    );
   });
 
   it('another partition is unaffected by a recovering peer', () => {
@@ -523,7 +810,15 @@ describe('crossZoneEvictionDelay (TestIsReady_*)', { timeout: 10000 }, () => {
 
 describe('rollout controller check', { timeout: 10000 }, () => {
   const ask = (w: World, name: string, configs: ZpdbConfig[], rolloutMaxUnavailable: number) => {
-    const d = decideRolloutDelete({ pod: w.get(name), configs, statefulSets: w.statefulSets, pods: w.pods, pendingEvictions: w.pending, now: NOW, rolloutMaxUnavailable });
+    const d = decideRolloutDelete({
+      pod: w.get(name),
+      configs,
+      statefulSets: w.statefulSets,
+      pods: w.pods,
+      pendingEvictions: w.pending,
+      now: NOW,
+      rolloutMaxUnavailable,
+    });
     if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
     return d;
   };
@@ -564,8 +859,9 @@ const ZONES = ['a', 'b', 'c', 'd'];
 const SLOTS = 5;
 
 // Mostly healthy pods, so that allowed evictions are common enough to check.
-const rarely = <T,>(usual: T, unusual: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(usual), weight: 12 }, { arbitrary: unusual, weight: 1 });
-const perSlot = <T,>(arb: fc.Arbitrary<T>) => fc.array(arb, { minLength: 4 * SLOTS, maxLength: 4 * SLOTS });
+const rarely = <T>(usual: T, unusual: fc.Arbitrary<T>) =>
+  fc.oneof({ arbitrary: fc.constant(usual), weight: 12 }, { arbitrary: unusual, weight: 1 });
+const perSlot = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { minLength: 4 * SLOTS, maxLength: 4 * SLOTS });
 
 const scenario = fc.record({
   partitionMode: fc.boolean(),
@@ -575,10 +871,16 @@ const scenario = fc.record({
   slots: perSlot(rarely<Slot>('ready', fc.constantFrom(...DISRUPTED))),
   pending: perSlot(rarely(false, fc.constant(true))),
   readyAgo: perSlot(fc.oneof(fc.constant(3600), fc.integer({ min: 0, max: 600 }), fc.constant(null))),
-  budget: fc.oneof(fc.record({ count: fc.integer({ min: 0, max: 3 }) }), fc.record({ percentage: fc.integer({ min: 0, max: 100 }) })),
+  budget: fc.oneof(
+    fc.record({ count: fc.integer({ min: 0, max: 3 }) }),
+    fc.record({ percentage: fc.integer({ min: 0, max: 100 }) }),
+  ),
   delaySeconds: fc.constantFrom(0, 0, 30, 120),
   target: fc.record({ zone: fc.integer({ min: 0, max: 3 }), ordinal: fc.integer({ min: 0, max: SLOTS - 1 }) }),
-  shuffleKeys: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 4 * SLOTS + 4, maxLength: 4 * SLOTS + 4 }),
+  shuffleKeys: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), {
+    minLength: 4 * SLOTS + 4,
+    maxLength: 4 * SLOTS + 4,
+  }),
 });
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
 
@@ -594,9 +896,14 @@ interface Built {
 }
 
 function build(s: Scenario): Built | undefined {
-  const budget = 'count' in s.budget ? { maxUnavailable: s.budget.count } : { maxUnavailablePercentage: s.budget.percentage };
+  const budget =
+    'count' in s.budget ? { maxUnavailable: s.budget.count } : { maxUnavailablePercentage: s.budget.percentage };
   const spec = s.partitionMode
-    ? { maxUnavailable: 'count' in s.budget ? s.budget.count : 1, podNamePartitionRegex: PARTITION_REGEX, ...(s.delaySeconds ? { crossZoneEvictionDelay: `${s.delaySeconds}s` } : {}) }
+    ? {
+        maxUnavailable: 'count' in s.budget ? s.budget.count : 1,
+        podNamePartitionRegex: PARTITION_REGEX,
+        ...(s.delaySeconds ? { crossZoneEvictionDelay: `${s.delaySeconds}s` } : {}),
+      }
     : budget;
   const config = zpdb(spec);
   const statefulSets: StatefulSet[] = [];
@@ -608,7 +915,8 @@ function build(s: Scenario): Built | undefined {
     const state: Slot = i < SLOTS ? s.slots[index(z, i)]! : 'missing';
     const ago = s.readyAgo[index(z, i)];
     const isPending = s.pending[index(z, i)]!;
-    const available = state === 'ready' && !isPending && (delayMs === 0 || (ago !== null && ago !== undefined && ago * SEC > delayMs));
+    const available =
+      state === 'ready' && !isPending && (delayMs === 0 || (ago !== null && ago !== undefined && ago * SEC > delayMs));
     return { state, available };
   };
   for (let z = 0; z < s.zones; z++) {
@@ -628,7 +936,12 @@ function build(s: Scenario): Built | undefined {
   const expected = (z: number) => Math.max(s.specReplicas[z]!, Math.max(0, s.specReplicas[z]! + s.statusDelta[z]!));
   const present = (z: number, i: number) => i < s.specReplicas[z]! && slot(z, i).state !== 'missing';
   return {
-    statefulSets, pods, pending, config, target, expected,
+    statefulSets,
+    pods,
+    pending,
+    config,
+    target,
+    expected,
     slot: (z, i) => (present(z, i) ? slot(z, i) : { state: 'missing', available: false }),
   };
 }
@@ -642,90 +955,125 @@ function effectiveMax(s: Scenario, b: Built): number {
 }
 
 function shuffled<T>(items: readonly T[], keys: readonly number[]): T[] {
-  return items.map((item, i) => ({ item, key: keys[i % keys.length]! + i * 1e-9 })).sort((a, b) => a.key - b.key).map((x) => x.item);
+  return items
+    .map((item, i) => ({ item, key: keys[i % keys.length]! + i * 1e-9 }))
+    .sort((a, b) => a.key - b.key)
+    .map((x) => x.item);
 }
 
 describe('properties', { timeout: 10000 }, () => {
   it('an allowed eviction never leaves more than maxUnavailable unavailable pods in the zone (partition), and never while another zone is disrupted', () => {
-    fc.assert(fc.property(scenario, (s) => {
-      fc.pre(s.target.zone < s.zones);
-      const b = build(s);
-      fc.pre(b !== undefined);
-      const d = decideEviction({ pod: b.target, config: b.config, statefulSets: b.statefulSets, pods: b.pods, pendingEvictions: b.pending, now: NOW });
-      const targetState = b.slot(s.target.zone, s.target.ordinal).state;
-      if (targetState === 'failed' || targetState === 'pending' || targetState === 'terminating') {
-        assert.equal(d.allowed && d.reason, 'pod-not-ready');
-        return;
-      }
-      const max = effectiveMax(s, b);
-      if (max === 0) {
-        assert.equal(!d.allowed && d.code, 403);
-        return;
-      }
-      if (!d.allowed) {
-        assert.ok(d.code === 429, JSON.stringify(d));
-        return;
-      }
-      const others = Array.from({ length: s.zones }, (_, z) => z).filter((z) => z !== s.target.zone);
-      if (!s.partitionMode) {
-        for (const z of others) {
-          for (let i = 0; i < b.expected(z); i++) assert.ok(b.slot(z, i).available, `zone ${z} pod ${i} unavailable, yet ${JSON.stringify(d)}`);
+    fc.assert(
+      fc.property(scenario, (s) => {
+        fc.pre(s.target.zone < s.zones);
+        const b = build(s);
+        fc.pre(b !== undefined);
+        const d = decideEviction({
+          pod: b.target,
+          config: b.config,
+          statefulSets: b.statefulSets,
+          pods: b.pods,
+          pendingEvictions: b.pending,
+          now: NOW,
+        });
+        const targetState = b.slot(s.target.zone, s.target.ordinal).state;
+        if (targetState === 'failed' || targetState === 'pending' || targetState === 'terminating') {
+          assert.equal(d.allowed && d.reason, 'pod-not-ready');
+          return;
         }
-        let unavailable = 1; // the evicted pod
-        for (let i = 0; i < b.expected(s.target.zone); i++) if (i !== s.target.ordinal && !b.slot(s.target.zone, i).available) unavailable++;
-        assert.ok(unavailable <= max, `${unavailable} unavailable in own zone with budget ${max}`);
-      } else {
-        // One pod per partition per zone: the peer is the pod with the same ordinal.
-        let unavailable = 1;
-        for (const z of others) if (!b.slot(z, s.target.ordinal).available) unavailable++;
-        assert.ok(unavailable <= max, `${unavailable} unavailable in partition ${s.target.ordinal} with budget ${max}`);
-        if (max === 1) for (const z of others) assert.ok(b.slot(z, s.target.ordinal).available);
-      }
-    }), { numRuns: 2000 });
+        const max = effectiveMax(s, b);
+        if (max === 0) {
+          assert.equal(!d.allowed && d.code, 403);
+          return;
+        }
+        if (!d.allowed) {
+          assert.ok(d.code === 429, JSON.stringify(d));
+          return;
+        }
+        const others = Array.from({ length: s.zones }, (_, z) => z).filter((z) => z !== s.target.zone);
+        if (!s.partitionMode) {
+          for (const z of others) {
+            for (let i = 0; i < b.expected(z); i++)
+              assert.ok(b.slot(z, i).available, `zone ${z} pod ${i} unavailable, yet ${JSON.stringify(d)}`);
+          }
+          let unavailable = 1; // the evicted pod
+          for (let i = 0; i < b.expected(s.target.zone); i++)
+            if (i !== s.target.ordinal && !b.slot(s.target.zone, i).available) unavailable++;
+          assert.ok(unavailable <= max, `${unavailable} unavailable in own zone with budget ${max}`);
+        } else {
+          // One pod per partition per zone: the peer is the pod with the same ordinal.
+          let unavailable = 1;
+          for (const z of others) if (!b.slot(z, s.target.ordinal).available) unavailable++;
+          assert.ok(
+            unavailable <= max,
+            `${unavailable} unavailable in partition ${s.target.ordinal} with budget ${max}`,
+          );
+          if (max === 1) for (const z of others) assert.ok(b.slot(z, s.target.ordinal).available);
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('the decision is deterministic: the order of StatefulSets, pods and cache entries does not matter', () => {
-    fc.assert(fc.property(scenario, (s) => {
-      fc.pre(s.target.zone < s.zones);
-      const b = build(s);
-      fc.pre(b !== undefined);
-      const input = { pod: b.target, config: b.config, statefulSets: b.statefulSets, pods: b.pods, pendingEvictions: b.pending, now: NOW };
-      const first = decideEviction(input);
-      assert.deepEqual(decideEviction(input), first);
-      const reordered = {
-        ...input,
-        statefulSets: shuffled(b.statefulSets, s.shuffleKeys),
-        pods: shuffled(b.pods, s.shuffleKeys.slice(4)),
-        pendingEvictions: new Map(shuffled([...b.pending], s.shuffleKeys)),
-      };
-      assert.deepEqual(decideEviction(reordered), first);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(scenario, (s) => {
+        fc.pre(s.target.zone < s.zones);
+        const b = build(s);
+        fc.pre(b !== undefined);
+        const input = {
+          pod: b.target,
+          config: b.config,
+          statefulSets: b.statefulSets,
+          pods: b.pods,
+          pendingEvictions: b.pending,
+          now: NOW,
+        };
+        const first = decideEviction(input);
+        assert.deepEqual(decideEviction(input), first);
+        const reordered = {
+          ...input,
+          statefulSets: shuffled(b.statefulSets, s.shuffleKeys),
+          pods: shuffled(b.pods, s.shuffleKeys.slice(4)),
+          pendingEvictions: new Map(shuffled([...b.pending], s.shuffleKeys)),
+        };
+        assert.deepEqual(decideEviction(reordered), first);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('evictions racing ahead of pod state changes never exceed the budget (only the eviction cache moves)', () => {
-    fc.assert(fc.property(
-      fc.boolean(),
-      fc.integer({ min: 2, max: 4 }),
-      fc.integer({ min: 1, max: 4 }),
-      fc.integer({ min: 1, max: 3 }),
-      fc.array(fc.record({ zone: fc.integer({ min: 0, max: 3 }), ordinal: fc.integer({ min: 0, max: 3 }) }), { minLength: 1, maxLength: 30 }),
-      (partitionMode, zones, replicas, max, requests) => {
-        const w = new World(ZONES.slice(0, zones), replicas);
-        const config = partitionMode ? partitioned(max) : maxUnavailable(max);
-        for (const r of requests) {
-          if (r.zone >= zones || r.ordinal >= replicas) continue;
-          w.evict(`ingester-zone-${ZONES[r.zone]!}-${r.ordinal}`, config);
-          const evicted = [...w.pending.keys()].map((uid) => uid.replace(/-uid$/, ''));
-          if (partitionMode) {
-            const perPartition = Map.groupBy(evicted, (name) => name.replace(/^.*-/, ''));
-            for (const [p, names] of perPartition) assert.ok(names.length <= max, `partition ${p}: ${names.join(', ')}`);
-          } else {
-            const perZone = Map.groupBy(evicted, (name) => name.replace(/-\d+$/, ''));
-            assert.ok(perZone.size <= 1, `zones disrupted at once: ${[...perZone.keys()].join(', ')}`);
-            for (const [zone, names] of perZone) assert.ok(names.length <= max, `${zone}: ${names.join(', ')}`);
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.integer({ min: 2, max: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(fc.record({ zone: fc.integer({ min: 0, max: 3 }), ordinal: fc.integer({ min: 0, max: 3 }) }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        (partitionMode, zones, replicas, max, requests) => {
+          const w = new World(ZONES.slice(0, zones), replicas);
+          const config = partitionMode ? partitioned(max) : maxUnavailable(max);
+          for (const r of requests) {
+            if (r.zone >= zones || r.ordinal >= replicas) continue;
+            w.evict(`ingester-zone-${ZONES[r.zone]!}-${r.ordinal}`, config);
+            const evicted = [...w.pending.keys()].map((uid) => uid.replace(/-uid$/, ''));
+            if (partitionMode) {
+              const perPartition = Map.groupBy(evicted, (name) => name.replace(/^.*-/, ''));
+              for (const [p, names] of perPartition)
+                assert.ok(names.length <= max, `partition ${p}: ${names.join(', ')}`);
+            } else {
+              const perZone = Map.groupBy(evicted, (name) => name.replace(/-\d+$/, ''));
+              assert.ok(perZone.size <= 1, `zones disrupted at once: ${[...perZone.keys()].join(', ')}`);
+              for (const [zone, names] of perZone) assert.ok(names.length <= max, `${zone}: ${names.join(', ')}`);
+            }
           }
-        }
-      },
-    ), { numRuns: 500 });
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

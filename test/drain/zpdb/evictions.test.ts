@@ -31,11 +31,16 @@ function pod(name: string, owner: string, o: { uid?: string; ready?: boolean; te
       namespace: NS,
       uid: o.uid ?? `uid-${name}`,
       labels: { ...labels, zone: owner },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner, uid: `uid-${owner}`, controller: true }],
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', name: owner, uid: `uid-${owner}`, controller: true },
+      ],
       ...(o.terminating ? { deletionTimestamp: '2026-11-25T00:00:00Z' } : {}),
     },
     spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'i' }] },
-    status: { phase: 'Running', containerStatuses: [{ name: 'c', image: 'i', imageID: '', restartCount: 0, ready, state: { running: {} } }] },
+    status: {
+      phase: 'Running',
+      containerStatuses: [{ name: 'c', image: 'i', imageID: '', restartCount: 0, ready, state: { running: {} } }],
+    },
   };
 }
 
@@ -59,28 +64,58 @@ function budgets(cached: Pod[], live: (name: string) => Pod | undefined): { budg
     get: (_type: unknown, { name }: { name: string }) => {
       reads.push(name);
       const found = live(name);
-      if (!found) return Promise.reject(new KubeApiError({ code: 404, reason: 'NotFound', message: `pods "${name}" not found`, method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` }));
+      if (!found)
+        return Promise.reject(
+          new KubeApiError({
+            code: 404,
+            reason: 'NotFound',
+            message: `pods "${name}" not found`,
+            method: 'GET',
+            path: `/api/v1/namespaces/${NS}/pods/${name}`,
+          }),
+        );
       return Promise.resolve(found);
     },
   } as unknown as KubeClient;
-  const indexers = { [INDEX.podsByOwner]: indexByOwnerUid, [INDEX.orphanPods]: (p: Pod) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']) };
+  const indexers = {
+    [INDEX.podsByOwner]: indexByOwnerUid,
+    [INDEX.orphanPods]: (p: Pod) => (p.metadata?.ownerReferences?.some((r) => r.controller) ? [] : ['']),
+  };
   const caches = {
     pods: [fakeInformer<Pod>(cached, { indexers })],
     statefulSets: [fakeInformer<StatefulSet>(sets)],
     zpdbs: [fakeInformer<ZoneAwarePodDisruptionBudget>([zpdb])],
     ledgers: [fakeInformer<Lease>([])],
   };
-  return { budgets: new ZpdbBudgets({ client, clock: new FakeClock(), log: nopLogger, registry: new Registry(), caches }), reads };
+  return {
+    budgets: new ZpdbBudgets({ client, clock: new FakeClock(), log: nopLogger, registry: new Registry(), caches }),
+    reads,
+  };
 }
 
-const eviction = (name: string): AdmissionRequestV1 => ({ uid: 'u', kind: { group: 'policy', version: 'v1', kind: 'Eviction' }, resource: { group: '', version: 'v1', resource: 'pods' }, subResource: 'eviction', name, namespace: NS, operation: 'CREATE', userInfo: { username: 'test' }, object: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: NS } } });
+const eviction = (name: string): AdmissionRequestV1 => ({
+  uid: 'u',
+  kind: { group: 'policy', version: 'v1', kind: 'Eviction' },
+  resource: { group: '', version: 'v1', resource: 'pods' },
+  subResource: 'eviction',
+  name,
+  namespace: NS,
+  operation: 'CREATE',
+  userInfo: { username: 'test' },
+  object: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: NS } },
+});
 
 describe('pod-eviction webhook: which pod is judged', () => {
   it('a pod the cache shows terminating is read again: a Running replacement is judged under the budget (denied while zone b is down)', async () => {
     // The cache is behind: it still shows the evicted a-0 going, while the
     // API server already has its replacement Running and Ready. Zone b has a
     // pod down, so evicting the replacement would take a second zone down.
-    const cached = [pod('ingester-zone-a-0', 'ingester-zone-a', { terminating: true }), pod('ingester-zone-a-1', 'ingester-zone-a'), pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }), pod('ingester-zone-b-1', 'ingester-zone-b')];
+    const cached = [
+      pod('ingester-zone-a-0', 'ingester-zone-a', { terminating: true }),
+      pod('ingester-zone-a-1', 'ingester-zone-a'),
+      pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }),
+      pod('ingester-zone-b-1', 'ingester-zone-b'),
+    ];
     const replacement = pod('ingester-zone-a-0', 'ingester-zone-a', { uid: 'uid-replacement' });
     const { budgets: b, reads } = budgets(cached, () => replacement);
     const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
@@ -92,14 +127,24 @@ describe('pod-eviction webhook: which pod is judged', () => {
 
   it('a pod still terminating when read again goes without a budget, as Kubernetes lets it', async () => {
     const going = pod('ingester-zone-a-0', 'ingester-zone-a', { terminating: true });
-    const cached = [going, pod('ingester-zone-a-1', 'ingester-zone-a'), pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }), pod('ingester-zone-b-1', 'ingester-zone-b')];
+    const cached = [
+      going,
+      pod('ingester-zone-a-1', 'ingester-zone-a'),
+      pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }),
+      pod('ingester-zone-b-1', 'ingester-zone-b'),
+    ];
     const { budgets: b } = budgets(cached, () => going);
     const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
     assert.equal(decision.allowed, true);
   });
 
   it('a pod gone by the time it is read again is 404 (kubectl drain counts it evicted)', async () => {
-    const cached = [pod('ingester-zone-a-0', 'ingester-zone-a', { terminating: true }), pod('ingester-zone-a-1', 'ingester-zone-a'), pod('ingester-zone-b-0', 'ingester-zone-b'), pod('ingester-zone-b-1', 'ingester-zone-b')];
+    const cached = [
+      pod('ingester-zone-a-0', 'ingester-zone-a', { terminating: true }),
+      pod('ingester-zone-a-1', 'ingester-zone-a'),
+      pod('ingester-zone-b-0', 'ingester-zone-b'),
+      pod('ingester-zone-b-1', 'ingester-zone-b'),
+    ];
     const { budgets: b } = budgets(cached, () => undefined);
     const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
     assert.equal(decision.allowed, false);
@@ -107,7 +152,12 @@ describe('pod-eviction webhook: which pod is judged', () => {
   });
 
   it('a Running pod is judged from the cache alone: no read', async () => {
-    const cached = [pod('ingester-zone-a-0', 'ingester-zone-a'), pod('ingester-zone-a-1', 'ingester-zone-a'), pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }), pod('ingester-zone-b-1', 'ingester-zone-b')];
+    const cached = [
+      pod('ingester-zone-a-0', 'ingester-zone-a'),
+      pod('ingester-zone-a-1', 'ingester-zone-a'),
+      pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }),
+      pod('ingester-zone-b-1', 'ingester-zone-b'),
+    ];
     const { budgets: b, reads } = budgets(cached, () => assert.fail('no read expected'));
     const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
     assert.deepEqual(reads, []);

@@ -33,7 +33,12 @@ function baseRequest(overrides: Record<string, unknown> = {}) {
   };
 }
 
-function serve(body: Buffer | string, handler: AdmissionHandler = allow, contentType: string | undefined = 'application/json', signal = never) {
+function serve(
+  body: Buffer | string,
+  handler: AdmissionHandler = allow,
+  contentType: string | undefined = 'application/json',
+  signal = never,
+) {
   return serveAdmission({ contentType, body: typeof body === 'string' ? Buffer.from(body) : body, signal }, handler);
 }
 
@@ -53,7 +58,14 @@ function recordingLogger() {
 
 describe('serveAdmission: bad input', { timeout: 10000 }, () => {
   it('refuses a missing or different content type with 400 "wrong content type"', async () => {
-    for (const contentType of [undefined, '', 'text/plain', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/yaml']) {
+    for (const contentType of [
+      undefined,
+      '',
+      'text/plain',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON',
+      'application/yaml',
+    ]) {
       const result = await serveAdmission({ contentType, body: review(), signal: never }, allow);
       assert.equal(result.status, 400, String(contentType));
       assert.equal(result.body, 'wrong content type\n');
@@ -74,7 +86,14 @@ describe('serveAdmission: bad input', { timeout: 10000 }, () => {
   });
 
   it('answers 400 for JSON that is not an object, or lacks kind or apiVersion', async () => {
-    for (const body of ['null', '42', '"x"', '[]', '{"apiVersion":"admission.k8s.io/v1"}', '{"kind":"AdmissionReview"}']) {
+    for (const body of [
+      'null',
+      '42',
+      '"x"',
+      '[]',
+      '{"apiVersion":"admission.k8s.io/v1"}',
+      '{"kind":"AdmissionReview"}',
+    ]) {
       const result = await serve(body);
       assert.equal(result.status, 400, body);
       assert.match(result.body, /^Request could not be decoded: /, body);
@@ -87,7 +106,9 @@ describe('serveAdmission: bad input', { timeout: 10000 }, () => {
     assert.equal(apps.body, 'Unsupported group version kind: apps/v1, Kind=Deployment\n');
     const core = await serve(JSON.stringify({ apiVersion: 'v1', kind: 'Pod' }));
     assert.equal(core.body, 'Unsupported group version kind: /v1, Kind=Pod\n');
-    const wrongKind = await serve(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionRequest', request: baseRequest() }));
+    const wrongKind = await serve(
+      JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionRequest', request: baseRequest() }),
+    );
     assert.equal(wrongKind.body, 'Unsupported group version kind: admission.k8s.io/v1, Kind=AdmissionRequest\n');
     const v2 = await serve(review('admission.k8s.io/v2'));
     assert.equal(v2.status, 400);
@@ -112,7 +133,11 @@ describe('serveAdmission: bad input', { timeout: 10000 }, () => {
     assert.equal(numericUid.status, 400);
     assert.match(numericUid.body, /^Request could not be decoded: request.uid/);
     // A uid is echoed in the answer: a huge one is refused rather than sent back (issue 16: 7 MiB uids).
-    assert.equal((await serve(review('admission.k8s.io/v1', baseRequest({ uid: 'u'.repeat(1024) })), () => ({ allowed: true }))).status, 200);
+    assert.equal(
+      (await serve(review('admission.k8s.io/v1', baseRequest({ uid: 'u'.repeat(1024) })), () => ({ allowed: true })))
+        .status,
+      200,
+    );
     const hugeUid = await serve(review('admission.k8s.io/v1', baseRequest({ uid: 'u'.repeat(1025) })), spy);
     assert.equal(hugeUid.status, 400);
     assert.equal(hugeUid.body, 'Request could not be decoded: request.uid is longer than 1024 characters\n');
@@ -161,12 +186,25 @@ describe('serveAdmission: round trip', { timeout: 10000 }, () => {
 
   it('logs every decision at debug with the request identity', async () => {
     const { lines, log } = recordingLogger();
-    await serveAdmission({ contentType: 'application/json', body: review(), signal: never }, () => ({ allowed: false, status: { message: 'no' } }), log);
+    await serveAdmission(
+      { contentType: 'application/json', body: review(), signal: never },
+      () => ({ allowed: false, status: { message: 'no' } }),
+      log,
+    );
     const line = lines.find((l) => l.level === 'debug');
     assert.ok(line);
     assert.deepEqual(
       { ...line.fields },
-      { uid: 'abc-123', username: 'alice', resource: 'statefulsets', name: 'ingester-zone-a', namespace: 'cortex', operation: 'UPDATE', decision: 'denied', message: 'no' },
+      {
+        uid: 'abc-123',
+        username: 'alice',
+        resource: 'statefulsets',
+        name: 'ingester-zone-a',
+        namespace: 'cortex',
+        operation: 'UPDATE',
+        decision: 'denied',
+        message: 'no',
+      },
     );
   });
 });
@@ -174,9 +212,13 @@ describe('serveAdmission: round trip', { timeout: 10000 }, () => {
 describe('serveAdmission: handler failures', { timeout: 10000 }, () => {
   it('answers 500 when the handler throws, synchronously or not, and logs it', async () => {
     const { lines, log } = recordingLogger();
-    const sync = await serveAdmission({ contentType: 'application/json', body: review(), signal: never }, () => {
-      throw new Error('boom');
-    }, log);
+    const sync = await serveAdmission(
+      { contentType: 'application/json', body: review(), signal: never },
+      () => {
+        throw new Error('boom');
+      },
+      log,
+    );
     assert.equal(sync.status, 500);
     assert.match(sync.body, /boom/);
     const rejected = await serve(review(), () => Promise.reject(new Error('later boom')));
@@ -193,11 +235,16 @@ describe('serveAdmission: handler failures', { timeout: 10000 }, () => {
   it('answers 500 at the deadline without waiting for a handler that never settles', async () => {
     const controller = new AbortController();
     let handlerSignal: AbortSignal | undefined;
-    const pending = serve(review(), (_request, signal) => {
-      handlerSignal = signal;
-      controller.abort();
-      return new Promise(() => {});
-    }, 'application/json', controller.signal);
+    const pending = serve(
+      review(),
+      (_request, signal) => {
+        handlerSignal = signal;
+        controller.abort();
+        return new Promise(() => {});
+      },
+      'application/json',
+      controller.signal,
+    );
     const result = await pending;
     assert.equal(result.status, 500);
     assert.equal(result.body, `${HANDLER_DEADLINE_MESSAGE}\n`);
@@ -206,10 +253,15 @@ describe('serveAdmission: handler failures', { timeout: 10000 }, () => {
 
   it('answers 500 without calling the handler when the deadline already passed', async () => {
     let called = false;
-    const result = await serve(review(), () => {
-      called = true;
-      return { allowed: true };
-    }, 'application/json', AbortSignal.abort());
+    const result = await serve(
+      review(),
+      () => {
+        called = true;
+        return { allowed: true };
+      },
+      'application/json',
+      AbortSignal.abort(),
+    );
     assert.equal(result.status, 500);
     assert.equal(called, false);
   });
@@ -267,9 +319,19 @@ describe('serveAdmission: property', { timeout: 10000 }, () => {
     const handler: AdmissionHandler = (request) => ({ allowed: request.operation === 'UPDATE' });
     const body = fc.oneof(
       fc.json(),
-      fc.jsonValue().map((request) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request })),
       fc
-        .record({ uid: fc.oneof(fc.string(), fc.jsonValue()), operation: fc.jsonValue(), resource: fc.jsonValue(), name: fc.jsonValue() }, { requiredKeys: [] })
+        .jsonValue()
+        .map((request) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request })),
+      fc
+        .record(
+          {
+            uid: fc.oneof(fc.string(), fc.jsonValue()),
+            operation: fc.jsonValue(),
+            resource: fc.jsonValue(),
+            name: fc.jsonValue(),
+          },
+          { requiredKeys: [] },
+        )
         .map((request) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1beta1', kind: 'AdmissionReview', request })),
     );
     await fc.assert(

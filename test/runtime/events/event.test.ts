@@ -17,7 +17,14 @@ import type { EventFacts, ObjectRef } from '../../../src/runtime/events/event.ts
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-const sts: ObjectRef = { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'mimir', name: 'ingester-zone-a', uid: 'u-1', resourceVersion: '42' };
+const sts: ObjectRef = {
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
+  namespace: 'mimir',
+  name: 'ingester-zone-a',
+  uid: 'u-1',
+  resourceVersion: '42',
+};
 const node: ObjectRef = { apiVersion: 'v1', kind: 'Node', name: 'node-1' };
 
 function facts(over: Partial<EventFacts> = {}): EventFacts {
@@ -88,12 +95,18 @@ describe('event names and namespaces', () => {
 
   it('always yields a valid Event name (property)', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ minLength: 1, maxLength: 300 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 300 })), (name) => {
-        const out = eventName(name, 'fedcba9876543210');
-        assert.ok(out.length <= 253, out);
-        assert.match(out, DNS_SUBDOMAIN);
-        assert.ok(out.endsWith('.fedcba9876543210'));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ minLength: 1, maxLength: 300 }),
+          fc.string({ unit: 'binary', minLength: 1, maxLength: 300 }),
+        ),
+        (name) => {
+          const out = eventName(name, 'fedcba9876543210');
+          assert.ok(out.length <= 253, out);
+          assert.match(out, DNS_SUBDOMAIN);
+          assert.ok(out.endsWith('.fedcba9876543210'));
+        },
+      ),
     );
   });
 

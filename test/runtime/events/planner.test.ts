@@ -42,7 +42,9 @@ describe('EventPlanner', () => {
     assert.equal(p.observe(occ('k', 'x'), T0 + INTERVAL - 1).outcome, 'coalesce');
     const plan = p.observe(occ('k', 'x'), T0 + INTERVAL);
     assert.equal(plan.outcome, 'patch');
-    assert.deepEqual(plan.writes, [{ op: 'patch', key: 'k', name: 'e1', namespace: 'ns', payload: 'e1', count: 3, lastObservedTime: T0 + INTERVAL }]);
+    assert.deepEqual(plan.writes, [
+      { op: 'patch', key: 'k', name: 'e1', namespace: 'ns', payload: 'e1', count: 3, lastObservedTime: T0 + INTERVAL },
+    ]);
     assert.equal(p.pendingCount, 0);
     // The next repeat waits for 30 s after that patch.
     assert.deepEqual(p.observe(occ('k', 'x'), T0 + INTERVAL + 1).dueAt, T0 + 2 * INTERVAL);
@@ -62,10 +64,13 @@ describe('EventPlanner', () => {
     p.observe(occ('k', 'e1'), T0);
     p.observe(occ('k', 'x'), T0 + SEC); // coalesced; due() is never called
     const plan = p.observe(occ('k', 'e2'), T0 + SEC + WINDOW + 1);
-    assert.deepEqual(plan.writes.map((w) => [w.op, w.name, w.op === 'patch' ? w.count : 1]), [
-      ['patch', 'e1', 2],
-      ['create', 'e2', 1],
-    ]);
+    assert.deepEqual(
+      plan.writes.map((w) => [w.op, w.name, w.op === 'patch' ? w.count : 1]),
+      [
+        ['patch', 'e1', 2],
+        ['create', 'e2', 1],
+      ],
+    );
   });
 
   it('lets an object burst 25 creates, then one per 5 minutes; series patches are free', () => {
@@ -93,7 +98,10 @@ describe('EventPlanner', () => {
     const drained = p.drain(T0 + 4);
     assert.deepEqual(
       drained.map((w) => [w.name, w.count]),
-      [['ea', 2], ['eb', 3]],
+      [
+        ['ea', 2],
+        ['eb', 3],
+      ],
     );
     assert.equal(p.pendingCount, 0);
     assert.deepEqual(p.due(T0 + 10 * MIN), []);
@@ -184,7 +192,10 @@ const dt = fc.oneof(
   fc.integer({ min: 5 * MIN, max: 8 * MIN }), // around the end of a series
 );
 const steps = (keys: number, spams: number, delta: fc.Arbitrary<number> = dt) =>
-  fc.array(fc.record({ dt: delta, key: fc.integer({ min: 0, max: keys - 1 }), spam: fc.integer({ min: 0, max: spams - 1 }) }), { maxLength: 150, size: 'max' });
+  fc.array(
+    fc.record({ dt: delta, key: fc.integer({ min: 0, max: keys - 1 }), spam: fc.integer({ min: 0, max: spams - 1 }) }),
+    { maxLength: 150, size: 'max' },
+  );
 const noSpam: Partial<PlannerLimits> = { spamBurst: 1_000_000 };
 
 describe('EventPlanner properties', () => {
@@ -220,7 +231,10 @@ describe('EventPlanner properties', () => {
           const times = observed.filter((o) => o.key === key).map((o) => o.t);
           const gaps = times.slice(1).filter((t, i) => t - times[i]! > WINDOW).length;
           const span = list.at(-1)!.t - list[0]!.t;
-          assert.ok(list.length <= 1 + Math.floor(span / INTERVAL) + gaps, `${key}: ${list.length} writes over ${span} ms with ${gaps} gaps`);
+          assert.ok(
+            list.length <= 1 + Math.floor(span / INTERVAL) + gaps,
+            `${key}: ${list.length} writes over ${span} ms with ${gaps} gaps`,
+          );
         }
       }),
     );
@@ -251,9 +265,12 @@ describe('EventPlanner properties', () => {
             if (i === 0 || o.t - list[i - 1]!.t > WINDOW) runs.push(1);
             else runs[runs.length - 1]! += 1;
           });
-          const finals = [...groupBy(writes.filter((x) => x.w.key === key), (x) => x.w.name).values()].map((ws) =>
-            Math.max(...ws.map((x) => (x.w.op === 'patch' ? x.w.count : 1))),
-          );
+          const finals = [
+            ...groupBy(
+              writes.filter((x) => x.w.key === key),
+              (x) => x.w.name,
+            ).values(),
+          ].map((ws) => Math.max(...ws.map((x) => (x.w.op === 'patch' ? x.w.count : 1))));
           assert.deepEqual(finals, runs);
         }
       }),
@@ -279,7 +296,10 @@ describe('EventPlanner properties', () => {
           }
           for (let i = 0; i < creates.length; i++) {
             for (let j = i; j < creates.length; j++) {
-              assert.ok((j - i + 1) * refill <= burst * refill + (creates[j]! - creates[i]!), `creates ${i}..${j} over budget`);
+              assert.ok(
+                (j - i + 1) * refill <= burst * refill + (creates[j]! - creates[i]!),
+                `creates ${i}..${j} over budget`,
+              );
             }
           }
         }

@@ -26,12 +26,23 @@ describe('event recorder against the API server', () => {
     });
     t.after(() => recorder.stop());
     const regarding = { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: 'subject', uid: cm.metadata!.uid! };
-    for (let i = 0; i < 20; i++) recorder.event(regarding, 'Warning', 'InvalidAnnotation', 'Validate', 'annotation rollout-max-unavailable="abc" is not a number; using 1');
+    for (let i = 0; i < 20; i++)
+      recorder.event(
+        regarding,
+        'Warning',
+        'InvalidAnnotation',
+        'Validate',
+        'annotation rollout-max-unavailable="abc" is not a number; using 1',
+      );
     await recorder.flush();
-    const events = await waitFor('one Event with a series of 20', async () => {
-      const list = await kube.list<Event>(resources.events, { namespace });
-      return list.items.length === 1 && list.items[0]!.series?.count === 20 ? list.items : undefined;
-    }, { timeoutMs: 10_000 });
+    const events = await waitFor(
+      'one Event with a series of 20',
+      async () => {
+        const list = await kube.list<Event>(resources.events, { namespace });
+        return list.items.length === 1 && list.items[0]!.series?.count === 20 ? list.items : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
     const event = events[0]!;
     assert.equal(event.regarding?.uid, cm.metadata!.uid);
     assert.equal(event.reason, 'InvalidAnnotation');

@@ -13,7 +13,14 @@ const SEC = 1000;
 const MIN = 60 * SEC;
 const T0 = Date.UTC(2026, 10, 22, 1, 2, 3, 123);
 
-const sts: ObjectRef = { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'mimir', name: 'ingester-zone-a', uid: 'uid-sts', resourceVersion: '7' };
+const sts: ObjectRef = {
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
+  namespace: 'mimir',
+  name: 'ingester-zone-a',
+  uid: 'uid-sts',
+  resourceVersion: '7',
+};
 const pod: ObjectRef = { apiVersion: 'v1', kind: 'Pod', namespace: 'mimir', name: 'ingester-zone-a-0' };
 const node: ObjectRef = { apiVersion: 'v1', kind: 'Node', name: 'node-1', uid: 'uid-node' };
 
@@ -32,7 +39,10 @@ function httpError(code: number): Error {
 /** RFC 7386 JSON merge patch. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    typeof target === 'object' && target !== null && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -64,7 +74,13 @@ class FakeSink implements EventSink {
   }
 
   async create(namespace: string, event: EventsV1EventJson) {
-    const call: Call = { op: 'create', namespace, name: event.metadata.name, body: structuredClone(event), at: this.clock.now() };
+    const call: Call = {
+      op: 'create',
+      namespace,
+      name: event.metadata.name,
+      body: structuredClone(event),
+      at: this.clock.now(),
+    };
     await this.inject(call);
     const key = `${namespace}/${event.metadata.name}`;
     if (this.stored.has(key)) throw httpError(409);
@@ -115,18 +131,21 @@ function setup(limits: Partial<EventRecorderLimits> = {}) {
     const m = registry.getSingleMetric(name);
     assert.ok(m, `metric ${name} is registered`);
     const { values } = await m.get();
-    return values.filter((v) => Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want)).reduce((sum, v) => sum + v.value, 0);
+    return values
+      .filter((v) => Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want))
+      .reduce((sum, v) => sum + v.value, 0);
   };
   return { clock, sink, registry, logs, recorder, metric };
 }
 
-const blocked = (r: EventRecorder, note = 'zone b is not ready') => r.event(sts, 'Warning', 'RolloutBlocked', 'Rollout', note, pod);
+const blocked = (r: EventRecorder, note = 'zone b is not ready') =>
+  r.event(sts, 'Warning', 'RolloutBlocked', 'Rollout', note, pod);
 
 describe('EventRecorder', () => {
-  it('writes an events.k8s.io/v1 Event off the caller\'s path', async () => {
+  it("writes an events.k8s.io/v1 Event off the caller's path", async () => {
     const { sink, recorder, metric } = setup();
     blocked(recorder);
-    assert.equal(sink.calls.length, 0, 'no API call on the caller\'s stack');
+    assert.equal(sink.calls.length, 0, "no API call on the caller's stack");
     await recorder.flush();
 
     assert.equal(sink.calls.length, 1);
@@ -189,7 +208,10 @@ describe('EventRecorder', () => {
     await clock.advance(SEC);
     blocked(recorder);
     await clock.advance(29 * SEC); // the coalesced repeat is written at 30 s
-    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 2, lastObservedTime: microTime(T0 + SEC) } }]);
+    assert.deepEqual(
+      sink.patches.map((c) => c.body),
+      [{ series: { count: 2, lastObservedTime: microTime(T0 + SEC) } }],
+    );
 
     await clock.advance(6 * MIN);
     blocked(recorder);
@@ -214,7 +236,10 @@ describe('EventRecorder', () => {
     await clock.advance(29 * SEC);
     await recorder.flush();
     // Timestamps written to the API are wall-clock ones: the repeat happened after the step.
-    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 2, lastObservedTime: microTime(T0 + 60 * MIN + SEC) } }]);
+    assert.deepEqual(
+      sink.patches.map((c) => c.body),
+      [{ series: { count: 2, lastObservedTime: microTime(T0 + 60 * MIN + SEC) } }],
+    );
   });
 
   it('a wall clock stepping backwards does not hold back a series patch that is due (no stall)', async () => {
@@ -225,11 +250,14 @@ describe('EventRecorder', () => {
     clock.step(-60 * MIN);
     await clock.advance(29 * SEC); // the coalesced repeat is due 30 s after the create, in real time
     await recorder.flush();
-    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 2, lastObservedTime: microTime(T0 + SEC) } }]);
+    assert.deepEqual(
+      sink.patches.map((c) => c.body),
+      [{ series: { count: 2, lastObservedTime: microTime(T0 + SEC) } }],
+    );
     assert.equal(sink.patches[0]!.at, T0 + 30 * SEC - 60 * MIN);
   });
 
-  it('drops creates beyond an object\'s spam budget, but keeps patching its existing series', async () => {
+  it("drops creates beyond an object's spam budget, but keeps patching its existing series", async () => {
     const { clock, sink, recorder, metric } = setup();
     for (let i = 0; i < 30; i++) recorder.event(sts, 'Warning', `Reason${i}`, 'Rollout', 'n');
     await recorder.flush();
@@ -258,7 +286,10 @@ describe('EventRecorder', () => {
     blocked(recorder);
     await recorder.flush();
 
-    assert.deepEqual(sink.calls.map((c) => c.op), ['create', 'patch', 'create']);
+    assert.deepEqual(
+      sink.calls.map((c) => c.op),
+      ['create', 'patch', 'create'],
+    );
     const recreated = sink.calls[2]!.body as EventsV1EventJson;
     assert.equal(recreated.metadata.name, sink.calls[0]!.name);
     assert.deepEqual(recreated.series, { count: 2, lastObservedTime: microTime(T0 + 30 * SEC) });
@@ -277,7 +308,10 @@ describe('EventRecorder', () => {
     await clock.advance(1);
     await clock.advance(2 * SEC);
     await recorder.flush();
-    assert.deepEqual(sink.calls.map((c) => c.at - T0), [0, 1000, 3000]);
+    assert.deepEqual(
+      sink.calls.map((c) => c.at - T0),
+      [0, 1000, 3000],
+    );
     assert.equal(sink.stored.size, 1);
     assert.equal(await metric('stateward_events_dropped_total'), 0);
     assert.equal(logs.filter((l) => l.msg.includes('retrying')).length, 2);
@@ -300,11 +334,14 @@ describe('EventRecorder', () => {
     await clock.advance(MIN);
     await flushed;
     assert.equal(sink.calls.length, 1 + 5);
-    assert.deepEqual(sink.calls.slice(1).map((c) => c.at - T0), [0, 1000, 3000, 7000, 15000]);
+    assert.deepEqual(
+      sink.calls.slice(1).map((c) => c.at - T0),
+      [0, 1000, 3000, 7000, 15000],
+    );
     assert.equal(await metric('stateward_events_dropped_total', { cause: 'api-error' }), 2);
   });
 
-  it('after a 403 says so once and drops that namespace\'s Events without calls for 5 minutes', async () => {
+  it("after a 403 says so once and drops that namespace's Events without calls for 5 minutes", async () => {
     const { clock, sink, recorder, metric, logs } = setup();
     sink.fault = () => httpError(403);
     blocked(recorder);
@@ -404,7 +441,10 @@ describe('EventRecorder', () => {
     assert.equal(logs.filter((l) => l.msg.includes('queue full')).length, 1);
     release();
     await recorder.flush();
-    assert.deepEqual(sink.creates.map((c) => (c.body as EventsV1EventJson).reason), ['R0', 'R3', 'R4', 'R5']);
+    assert.deepEqual(
+      sink.creates.map((c) => (c.body as EventsV1EventJson).reason),
+      ['R0', 'R3', 'R4', 'R5'],
+    );
   });
 
   it('folds a due series count into its create when that is still queued', async () => {
@@ -420,11 +460,17 @@ describe('EventRecorder', () => {
     await clock.advance(30 * SEC); // the patch is due while the create still waits
     release();
     await recorder.flush();
-    assert.deepEqual(sink.calls.map((c) => [c.op, (c.body as EventsV1EventJson).reason ?? 'patch']), [
-      ['create', 'Slow'],
-      ['create', 'RolloutBlocked'],
-    ]);
-    assert.deepEqual((sink.calls[1]!.body as EventsV1EventJson).series, { count: 2, lastObservedTime: microTime(T0 + SEC) });
+    assert.deepEqual(
+      sink.calls.map((c) => [c.op, (c.body as EventsV1EventJson).reason ?? 'patch']),
+      [
+        ['create', 'Slow'],
+        ['create', 'RolloutBlocked'],
+      ],
+    );
+    assert.deepEqual((sink.calls[1]!.body as EventsV1EventJson).series, {
+      count: 2,
+      lastObservedTime: microTime(T0 + SEC),
+    });
   });
 
   it('on stop writes pending repeats at once, gives retries one last try and refuses new events', async () => {
@@ -438,7 +484,10 @@ describe('EventRecorder', () => {
     await clock.advance(0); // its first try fails; it waits 1 s to retry
 
     await recorder.stop(); // no clock advance needed
-    assert.deepEqual(sink.patches.map((c) => c.body), [{ series: { count: 3, lastObservedTime: microTime(T0 + SEC) } }]);
+    assert.deepEqual(
+      sink.patches.map((c) => c.body),
+      [{ series: { count: 3, lastObservedTime: microTime(T0 + SEC) } }],
+    );
     assert.equal(sink.calls.filter((c) => (c.body as EventsV1EventJson).reason === 'Failing').length, 2);
     assert.equal(await metric('stateward_events_dropped_total', { cause: 'api-error' }), 1);
 
@@ -453,7 +502,13 @@ describe('EventRecorder', () => {
     const sink = new FakeSink(clock);
     const registry = new Registry();
     const make = (controller: string, withRegistry: boolean) =>
-      new EventRecorder({ sink, clock, reportingController: controller, reportingInstance: 'p', ...(withRegistry ? { registry } : {}) });
+      new EventRecorder({
+        sink,
+        clock,
+        reportingController: controller,
+        reportingInstance: 'p',
+        ...(withRegistry ? { registry } : {}),
+      });
     const a = make('stateward.dev/rollout', true);
     const b = make('stateward.dev/webhook', true);
     const c = make('stateward.dev/other', false);
@@ -469,15 +524,37 @@ describe('EventRecorder', () => {
   it('checks its identity at construction', () => {
     const clock = new FakeClock(T0);
     const sink = new FakeSink(clock);
-    assert.throws(() => new EventRecorder({ sink, clock, reportingController: 'not a name', reportingInstance: 'p' }), /qualified name/);
-    assert.throws(() => new EventRecorder({ sink, clock, reportingController: 'stateward.dev/x', reportingInstance: '' }), /reportingInstance/);
-    assert.throws(() => new EventRecorder({ sink, clock, reportingController: 'stateward.dev/x', reportingInstance: 'p', limits: { queueSize: 0 } }), /queueSize/);
+    assert.throws(
+      () => new EventRecorder({ sink, clock, reportingController: 'not a name', reportingInstance: 'p' }),
+      /qualified name/,
+    );
+    assert.throws(
+      () => new EventRecorder({ sink, clock, reportingController: 'stateward.dev/x', reportingInstance: '' }),
+      /reportingInstance/,
+    );
+    assert.throws(
+      () =>
+        new EventRecorder({
+          sink,
+          clock,
+          reportingController: 'stateward.dev/x',
+          reportingInstance: 'p',
+          limits: { queueSize: 0 },
+        }),
+      /queueSize/,
+    );
   });
 
   it('cuts an over-long reportingInstance to the 128 bytes the API allows', async () => {
     const clock = new FakeClock(T0);
     const sink = new FakeSink(clock);
-    const recorder = new EventRecorder({ sink, clock, reportingController: 'stateward.dev/x', reportingInstance: `${'a'.repeat(150)}-xyz12`, registry: new Registry() });
+    const recorder = new EventRecorder({
+      sink,
+      clock,
+      reportingController: 'stateward.dev/x',
+      reportingInstance: `${'a'.repeat(150)}-xyz12`,
+      registry: new Registry(),
+    });
     blocked(recorder);
     await recorder.flush();
     const instance = (sink.creates[0]!.body as EventsV1EventJson).reportingInstance;
@@ -487,7 +564,11 @@ describe('EventRecorder', () => {
 
   it('end to end: writes stay within 1 + T/30s + gaps per event, and counts add up (property)', async () => {
     const step = fc.record({
-      dt: fc.oneof(fc.integer({ min: 0, max: 3 * SEC }), fc.integer({ min: 0, max: 2 * MIN }), fc.integer({ min: 6 * MIN, max: 7 * MIN })),
+      dt: fc.oneof(
+        fc.integer({ min: 0, max: 3 * SEC }),
+        fc.integer({ min: 0, max: 2 * MIN }),
+        fc.integer({ min: 6 * MIN, max: 7 * MIN }),
+      ),
       reason: fc.constantFrom('A', 'B', 'C'),
     });
     await fc.assert(
@@ -505,10 +586,15 @@ describe('EventRecorder', () => {
         const total = [...sink.stored.values()].reduce((sum, e) => sum + (e.series?.count ?? 1), 0);
         assert.equal(total, steps.length);
         for (const [reason, times] of seen) {
-          const calls = sink.calls.filter((c) => [...sink.stored.values()].some((e) => e.metadata.name === c.name && e.reason === reason));
+          const calls = sink.calls.filter((c) =>
+            [...sink.stored.values()].some((e) => e.metadata.name === c.name && e.reason === reason),
+          );
           const gaps = times.slice(1).filter((t, i) => t - times[i]! > 6 * MIN).length;
           const span = calls.at(-1)!.at - calls[0]!.at;
-          assert.ok(calls.length <= 1 + Math.floor(span / (30 * SEC)) + gaps, `${reason}: ${calls.length} writes over ${span} ms, ${gaps} gaps`);
+          assert.ok(
+            calls.length <= 1 + Math.floor(span / (30 * SEC)) + gaps,
+            `${reason}: ${calls.length} writes over ${span} ms, ${gaps} gaps`,
+          );
         }
       }),
       { numRuns: 40 },

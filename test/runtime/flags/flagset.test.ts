@@ -26,13 +26,29 @@ function operatorFlags() {
     tlsEnabled: fs.bool('server-tls.enabled', false, 'Enable TLS server for webhook connections.'),
     tlsPort: fs.int('server-tls.port', 8443, 'Port of the TLS server.'),
     tlsRequestTimeout: fs.duration('server-tls.request-timeout', 10_000, 'TLS server request timeout.'),
-    certExpiration: fs.promDuration('server-tls.self-signed-cert.expiration', 365 * 86_400_000, 'Certificate lifetime.'),
-    certSecretName: fs.string('server-tls.self-signed-cert.secret-name', 'rollout-operator-self-signed-certificate', 'Secret name.'),
+    certExpiration: fs.promDuration(
+      'server-tls.self-signed-cert.expiration',
+      365 * 86_400_000,
+      'Certificate lifetime.',
+    ),
+    certSecretName: fs.string(
+      'server-tls.self-signed-cert.secret-name',
+      'rollout-operator-self-signed-certificate',
+      'Secret name.',
+    ),
     updateCABundle: fs.bool('webhooks.update-ca-bundle', true, 'Update the CA bundle of webhooks.'),
     useZoneTracker: fs.bool('use-zone-tracker', false, 'Use the zone tracker.'),
-    zoneTrackerConfigMap: fs.string('zone-tracker.config-map-name', 'rollout-operator-zone-tracker', 'Zone tracker ConfigMap.'),
+    zoneTrackerConfigMap: fs.string(
+      'zone-tracker.config-map-name',
+      'rollout-operator-zone-tracker',
+      'Zone tracker ConfigMap.',
+    ),
     zpdbPatchTimeout: fs.duration('zpdb.pod-ready-annotation-patch-timeout', 5_000, 'Pod annotation patch timeout.'),
-    excludedPaths: fs.stringList('server.cluster-validation.http.excluded-paths', [], 'Paths exempt from cluster validation.'),
+    excludedPaths: fs.stringList(
+      'server.cluster-validation.http.excluded-paths',
+      [],
+      'Paths exempt from cluster validation.',
+    ),
   };
   return { fs, flags };
 }
@@ -69,13 +85,20 @@ describe('FlagSet: rollout-operator command lines', () => {
     [['-server-tls.port', '8443'], 'server-tls.port', 8443],
     [['-server-tls.request-timeout=10s'], 'server-tls.request-timeout', 10_000],
     [['-server-tls.self-signed-cert.expiration=1y'], 'server-tls.self-signed-cert.expiration', 31_536_000_000],
-    [['-server-tls.self-signed-cert.secret-name=rollout-operator-self-signed-certificate'], 'server-tls.self-signed-cert.secret-name', 'rollout-operator-self-signed-certificate'],
+    [
+      ['-server-tls.self-signed-cert.secret-name=rollout-operator-self-signed-certificate'],
+      'server-tls.self-signed-cert.secret-name',
+      'rollout-operator-self-signed-certificate',
+    ],
     [['-webhooks.update-ca-bundle=false'], 'webhooks.update-ca-bundle', false],
     [['-use-zone-tracker'], 'use-zone-tracker', true],
     [['-zone-tracker.config-map-name=x'], 'zone-tracker.config-map-name', 'x'],
     [['-zpdb.pod-ready-annotation-patch-timeout=5s'], 'zpdb.pod-ready-annotation-patch-timeout', 5_000],
-    [['-server.cluster-validation.http.excluded-paths=admission/no-downscale,admission/prepare-downscale'],
-      'server.cluster-validation.http.excluded-paths', ['admission/no-downscale', 'admission/prepare-downscale']],
+    [
+      ['-server.cluster-validation.http.excluded-paths=admission/no-downscale,admission/prepare-downscale'],
+      'server.cluster-validation.http.excluded-paths',
+      ['admission/no-downscale', 'admission/prepare-downscale'],
+    ],
   ];
   for (const [argv, name, expected] of rows) {
     it(`${argv.join(' ')} sets ${name}`, () => {
@@ -108,7 +131,10 @@ describe('FlagSet: syntax', () => {
   }
 
   const equivalent: [string, string[]][] = [
-    ['-n=5', ['-n=5']], ['--n=5', ['--n=5']], ['-n 5', ['-n', '5']], ['--n 5', ['--n', '5']],
+    ['-n=5', ['-n=5']],
+    ['--n=5', ['--n=5']],
+    ['-n 5', ['-n', '5']],
+    ['--n 5', ['--n', '5']],
   ];
   for (const [label, argv] of equivalent) {
     it(`${label} sets the int`, () => {
@@ -119,8 +145,18 @@ describe('FlagSet: syntax', () => {
   }
 
   for (const [text, expected] of [
-    ['true', true], ['false', false], ['1', true], ['0', false], ['t', true], ['f', false], ['T', true], ['F', false],
-    ['TRUE', true], ['FALSE', false], ['True', true], ['False', false],
+    ['true', true],
+    ['false', false],
+    ['1', true],
+    ['0', false],
+    ['t', true],
+    ['f', false],
+    ['T', true],
+    ['F', false],
+    ['TRUE', true],
+    ['FALSE', false],
+    ['True', true],
+    ['False', false],
   ] as const) {
     it(`-b=${text} sets the bool to ${expected}`, () => {
       const { fs, b } = tiny();
@@ -189,7 +225,14 @@ describe('FlagSet: syntax', () => {
   });
 
   for (const [text, expected] of [
-    ['0x10', 16], ['0X1f', 31], ['0o17', 15], ['017', 15], ['0b101', 5], ['1_000', 1000], ['+8', 8], ['-0x10', -16],
+    ['0x10', 16],
+    ['0X1f', 31],
+    ['0o17', 15],
+    ['017', 15],
+    ['0b101', 5],
+    ['1_000', 1000],
+    ['+8', 8],
+    ['-0x10', -16],
   ] as const) {
     it(`ints accept Go syntax: ${text} = ${expected}`, () => {
       const { fs, n } = tiny();
@@ -198,7 +241,14 @@ describe('FlagSet: syntax', () => {
     });
   }
 
-  for (const [text, expected] of [['1.5', 1.5], ['.5', 0.5], ['1e3', 1000], ['-2', -2], ['+Inf', Infinity], ['0x1p-2', 0.25]] as const) {
+  for (const [text, expected] of [
+    ['1.5', 1.5],
+    ['.5', 0.5],
+    ['1e3', 1000],
+    ['-2', -2],
+    ['+Inf', Infinity],
+    ['0x1p-2', 0.25],
+  ] as const) {
     it(`floats accept Go syntax: ${text} = ${expected}`, () => {
       const fs = new FlagSet('t');
       const f = fs.float('f', 0, 'a float');
@@ -271,56 +321,62 @@ describe('FlagSet: help', () => {
     fs.duration('frac', 1_500, 'Fractional.');
     fs.duration('none', 0, 'No default.');
     fs.promDuration('server-tls.self-signed-cert.expiration', 365 * 86_400_000, 'Certificate lifetime.');
-    fs.stringList('server.cluster-validation.http.excluded-paths', ['admission/no-downscale', 'admission/prepare-downscale'],
-      'Paths exempt from validation.\nComma-separated.');
+    fs.stringList(
+      'server.cluster-validation.http.excluded-paths',
+      ['admission/no-downscale', 'admission/prepare-downscale'],
+      'Paths exempt from validation.\nComma-separated.',
+    );
     fs.enumString('log.level', 'debug', ['debug', 'info'], 'Log level.', { env: 'LOG_LEVEL' });
     fs.string('quote', 'say "hi"\n', 'Quoted.');
-    assert.equal(fs.usage(), [
-      'Usage of stateward:',
-      '  -frac duration',
-      '    \tFractional. (default 1.5s)',
-      '  -huge float',
-      '    \tA huge number. (default 1e+21)',
-      '  -kubernetes.client-qps float',
-      '    \tClient QPS. (default 5)',
-      '  -kubernetes.client-timeout duration',
-      '    \tClient timeout. (default 5m0s)',
-      '  -kubernetes.cluster-domain string',
-      '    \tCluster domain. (default "cluster.local.")',
-      '  -kubernetes.config-file file',
-      '    \tPath to the kubeconfig file, if any.',
-      '  -kubernetes.namespace string',
-      '    \tNamespace to manage. (env NAMESPACE)',
-      '  -log.level string',
-      '    \tLog level. (default "debug") (env LOG_LEVEL)',
-      '  -long duration',
-      '    \tLong. (default 1h0m0s)',
-      '  -none duration',
-      '    \tNo default.',
-      '  -quote string',
-      '    \tQuoted. (default "say \\"hi\\"\\n")',
-      '  -ratio float',
-      '    \tA ratio. (default 0.5)',
-      '  -retries int',
-      '    \tRetries.',
-      '  -server-tls.enabled',
-      '    \tEnable the TLS server.',
-      '  -server-tls.request-timeout duration',
-      '    \tRequest timeout. (default 10s)',
-      '  -server-tls.self-signed-cert.expiration value',
-      '    \tCertificate lifetime. (default 1y)',
-      '  -server.cluster-validation.http.excluded-paths value',
-      '    \tPaths exempt from validation.',
-      '    \tComma-separated. (default admission/no-downscale,admission/prepare-downscale)',
-      '  -server.port int',
-      '    \tHTTP port. (default 8001)',
-      '  -short duration',
-      '    \tShort. (default 5ms)',
-      '  -v\tVerbose output.',
-      '  -webhooks.update-ca-bundle',
-      '    \tPatch the CA bundle. (default true)',
-      '',
-    ].join('\n'));
+    assert.equal(
+      fs.usage(),
+      [
+        'Usage of stateward:',
+        '  -frac duration',
+        '    \tFractional. (default 1.5s)',
+        '  -huge float',
+        '    \tA huge number. (default 1e+21)',
+        '  -kubernetes.client-qps float',
+        '    \tClient QPS. (default 5)',
+        '  -kubernetes.client-timeout duration',
+        '    \tClient timeout. (default 5m0s)',
+        '  -kubernetes.cluster-domain string',
+        '    \tCluster domain. (default "cluster.local.")',
+        '  -kubernetes.config-file file',
+        '    \tPath to the kubeconfig file, if any.',
+        '  -kubernetes.namespace string',
+        '    \tNamespace to manage. (env NAMESPACE)',
+        '  -log.level string',
+        '    \tLog level. (default "debug") (env LOG_LEVEL)',
+        '  -long duration',
+        '    \tLong. (default 1h0m0s)',
+        '  -none duration',
+        '    \tNo default.',
+        '  -quote string',
+        '    \tQuoted. (default "say \\"hi\\"\\n")',
+        '  -ratio float',
+        '    \tA ratio. (default 0.5)',
+        '  -retries int',
+        '    \tRetries.',
+        '  -server-tls.enabled',
+        '    \tEnable the TLS server.',
+        '  -server-tls.request-timeout duration',
+        '    \tRequest timeout. (default 10s)',
+        '  -server-tls.self-signed-cert.expiration value',
+        '    \tCertificate lifetime. (default 1y)',
+        '  -server.cluster-validation.http.excluded-paths value',
+        '    \tPaths exempt from validation.',
+        '    \tComma-separated. (default admission/no-downscale,admission/prepare-downscale)',
+        '  -server.port int',
+        '    \tHTTP port. (default 8001)',
+        '  -short duration',
+        '    \tShort. (default 5ms)',
+        '  -v\tVerbose output.',
+        '  -webhooks.update-ca-bundle',
+        '    \tPatch the CA bundle. (default true)',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('an unnamed flag set has a plain header', () => {
@@ -343,7 +399,10 @@ describe('FlagSet: errors', () => {
     [['-server.port', '8.5'], 'invalid value "8.5" for flag -server.port: parse error'],
     [['-server.port='], 'invalid value "" for flag -server.port: parse error'],
     [['-server.port=a"b'], 'invalid value "a\\"b" for flag -server.port: parse error'],
-    [['-server.port=99999999999999999999'], 'invalid value "99999999999999999999" for flag -server.port: value out of range'],
+    [
+      ['-server.port=99999999999999999999'],
+      'invalid value "99999999999999999999" for flag -server.port: value out of range',
+    ],
     [['-kubernetes.client-qps=fast'], 'invalid value "fast" for flag -kubernetes.client-qps: parse error'],
     [['-kubernetes.client-qps=1e400'], 'invalid value "1e400" for flag -kubernetes.client-qps: value out of range'],
     [['-server-tls.enabled=x'], 'invalid boolean value "x" for -server-tls.enabled: parse error'],
@@ -351,12 +410,18 @@ describe('FlagSet: errors', () => {
     [['--use-zone-tracker=yes'], 'invalid boolean value "yes" for -use-zone-tracker: parse error'],
     [['-kubernetes.client-timeout=1'], 'invalid value "1" for flag -kubernetes.client-timeout: parse error'],
     [['-reconcile.interval', '1d'], 'invalid value "1d" for flag -reconcile.interval: parse error'],
-    [['-server-tls.self-signed-cert.expiration=1.5h'],
-      'invalid value "1.5h" for flag -server-tls.self-signed-cert.expiration: unknown unit "." in duration "1.5h"'],
-    [['-server-tls.self-signed-cert.expiration=1h1d'],
-      'invalid value "1h1d" for flag -server-tls.self-signed-cert.expiration: not a valid duration string: "1h1d"'],
-    [['-server-tls.self-signed-cert.expiration='],
-      'invalid value "" for flag -server-tls.self-signed-cert.expiration: empty duration string'],
+    [
+      ['-server-tls.self-signed-cert.expiration=1.5h'],
+      'invalid value "1.5h" for flag -server-tls.self-signed-cert.expiration: unknown unit "." in duration "1.5h"',
+    ],
+    [
+      ['-server-tls.self-signed-cert.expiration=1h1d'],
+      'invalid value "1h1d" for flag -server-tls.self-signed-cert.expiration: not a valid duration string: "1h1d"',
+    ],
+    [
+      ['-server-tls.self-signed-cert.expiration='],
+      'invalid value "" for flag -server-tls.self-signed-cert.expiration: empty duration string',
+    ],
     [['-log.level=trace'], 'invalid value "trace" for flag -log.level: must be one of debug, info, warn, error'],
     [['-log.format', 'JSON'], 'invalid value "JSON" for flag -log.format: must be one of logfmt, json'],
     [['-server.port=1', '-x', '-y'], 'flag provided but not defined: -x'],
@@ -371,13 +436,20 @@ describe('FlagSet: errors', () => {
 
   it('refuses integers a JavaScript number cannot hold exactly (Go would accept them)', () => {
     const { fs } = operatorFlags();
-    assert.equal(parseError(fs, ['-server.port=9007199254740992']),
-      'invalid value "9007199254740992" for flag -server.port: value out of range');
+    assert.equal(
+      parseError(fs, ['-server.port=9007199254740992']),
+      'invalid value "9007199254740992" for flag -server.port: value out of range',
+    );
   });
 
-  it('reports a custom type\'s own error text', () => {
+  it("reports a custom type's own error text", () => {
     const fs = new FlagSet('t');
-    fs.value('mode', 'a', 'mode', { parse: () => { throw new Error('modes are a or b'); }, format: String });
+    fs.value('mode', 'a', 'mode', {
+      parse: () => {
+        throw new Error('modes are a or b');
+      },
+      format: String,
+    });
     assert.equal(parseError(fs, ['-mode=c']), 'invalid value "c" for flag -mode: modes are a or b');
   });
 });
@@ -417,10 +489,14 @@ describe('FlagSet: environment fallback', () => {
   });
 
   it('an invalid variable is an error naming the variable and the flag', () => {
-    assert.equal(parseError(envFlags().fs, [], { PORT: 'http' }),
-      'invalid value "http" for environment variable PORT (flag -server.port): parse error');
-    assert.equal(parseError(envFlags().fs, [], { TLS: 'yes' }),
-      'invalid value "yes" for environment variable TLS (flag -server-tls.enabled): parse error');
+    assert.equal(
+      parseError(envFlags().fs, [], { PORT: 'http' }),
+      'invalid value "http" for environment variable PORT (flag -server.port): parse error',
+    );
+    assert.equal(
+      parseError(envFlags().fs, [], { TLS: 'yes' }),
+      'invalid value "yes" for environment variable TLS (flag -server-tls.enabled): parse error',
+    );
   });
 
   it('an invalid variable does not matter when the command line sets the flag', () => {
@@ -471,12 +547,17 @@ describe('FlagSet: properties', () => {
   type Kind = (typeof kinds)[number];
 
   const validValue: Record<Kind, fc.Arbitrary<string>> = {
-    int: fc.oneof(fc.integer().map(String), fc.integer({ min: 0 }).map((n) => '0x' + n.toString(16))),
+    int: fc.oneof(
+      fc.integer().map(String),
+      fc.integer({ min: 0 }).map((n) => '0x' + n.toString(16)),
+    ),
     float: fc.double({ noNaN: true }).map(String),
     string: fc.string(),
     duration: fc.tuple(fc.nat(1000), fc.constantFrom('ns', 'us', 'ms', 's', 'm', 'h')).map(([n, u]) => `${n}${u}`),
     // Under 292 of any unit stays within Prometheus' ~292-year range.
-    promDuration: fc.tuple(fc.nat(291), fc.constantFrom('ms', 's', 'm', 'h', 'd', 'w', 'y')).map(([n, u]) => `${n}${u}`),
+    promDuration: fc
+      .tuple(fc.nat(291), fc.constantFrom('ms', 's', 'm', 'h', 'd', 'w', 'y'))
+      .map(([n, u]) => `${n}${u}`),
     enum: fc.constantFrom('a', 'b', 'c'),
     stringList: fc.array(fc.stringMatching(/^[a-z/]*$/)).map((items) => items.join(',')),
   };
@@ -490,13 +571,20 @@ describe('FlagSet: properties', () => {
     const fs = new FlagSet('p');
     const handles = specs.map(({ name, kind }): Flag<unknown> => {
       switch (kind) {
-        case 'int': return fs.int(name, 0, '');
-        case 'float': return fs.float(name, 0, '');
-        case 'string': return fs.string(name, '', '');
-        case 'duration': return fs.duration(name, 0, '');
-        case 'promDuration': return fs.promDuration(name, 0, '');
-        case 'enum': return fs.enumString(name, 'a', ['a', 'b', 'c'], '');
-        case 'stringList': return fs.stringList(name, [], '');
+        case 'int':
+          return fs.int(name, 0, '');
+        case 'float':
+          return fs.float(name, 0, '');
+        case 'string':
+          return fs.string(name, '', '');
+        case 'duration':
+          return fs.duration(name, 0, '');
+        case 'promDuration':
+          return fs.promDuration(name, 0, '');
+        case 'enum':
+          return fs.enumString(name, 'a', ['a', 'b', 'c'], '');
+        case 'stringList':
+          return fs.stringList(name, [], '');
       }
     });
     return { fs, handles };
@@ -509,42 +597,59 @@ describe('FlagSet: properties', () => {
   }
 
   it('-name=value and -name value parse identically for non-boolean flags', () => {
-    const scenario = table.chain((specs) => fc.record({
-      specs: fc.constant(specs),
-      uses: fc.array(
-        fc.nat(specs.length - 1).chain((index) => fc.record({
-          index: fc.constant(index),
-          dashes: fc.constantFrom('-', '--'),
-          value: fc.oneof(validValue[specs[index]!.kind], fc.string()),
-        })),
-        { maxLength: 6 },
-      ),
-      rest: fc.array(fc.string(), { maxLength: 2 }),
-    }));
-    fc.assert(fc.property(scenario, ({ specs, uses, rest }) => {
-      const joined = uses.map((u) => `${u.dashes}${specs[u.index]!.name}=${u.value}`);
-      const split = uses.flatMap((u) => [`${u.dashes}${specs[u.index]!.name}`, u.value]);
-      assert.deepEqual(outcome(specs, [...joined, '--', ...rest]), outcome(specs, [...split, '--', ...rest]));
-    }));
+    const scenario = table.chain((specs) =>
+      fc.record({
+        specs: fc.constant(specs),
+        uses: fc.array(
+          fc.nat(specs.length - 1).chain((index) =>
+            fc.record({
+              index: fc.constant(index),
+              dashes: fc.constantFrom('-', '--'),
+              value: fc.oneof(validValue[specs[index]!.kind], fc.string()),
+            }),
+          ),
+          { maxLength: 6 },
+        ),
+        rest: fc.array(fc.string(), { maxLength: 2 }),
+      }),
+    );
+    fc.assert(
+      fc.property(scenario, ({ specs, uses, rest }) => {
+        const joined = uses.map((u) => `${u.dashes}${specs[u.index]!.name}=${u.value}`);
+        const split = uses.flatMap((u) => [`${u.dashes}${specs[u.index]!.name}`, u.value]);
+        assert.deepEqual(outcome(specs, [...joined, '--', ...rest]), outcome(specs, [...split, '--', ...rest]));
+      }),
+    );
   });
 
   it('valid values always parse, and the last occurrence wins', () => {
-    const scenario = table.chain((specs) => fc.record({
-      specs: fc.constant(specs),
-      index: fc.nat(specs.length - 1),
-    })).chain(({ specs, index }) => fc.record({
-      specs: fc.constant(specs),
-      index: fc.constant(index),
-      values: fc.array(validValue[specs[index]!.kind], { minLength: 1, maxLength: 3 }),
-    }));
-    fc.assert(fc.property(scenario, ({ specs, index, values }) => {
-      const name = specs[index]!.name;
-      const many = outcome(specs, values.map((v) => `-${name}=${v}`));
-      const last = outcome(specs, [`-${name}`, values.at(-1)!]);
-      assert.equal(many.result.kind, 'ok');
-      // An empty list value keeps the previous one (dskit), so compare only non-empty lists.
-      if (specs[index]!.kind !== 'stringList' || values.at(-1) !== '') assert.deepEqual(many.values, last.values);
-      assert.equal(many.set[index], true);
-    }));
+    const scenario = table
+      .chain((specs) =>
+        fc.record({
+          specs: fc.constant(specs),
+          index: fc.nat(specs.length - 1),
+        }),
+      )
+      .chain(({ specs, index }) =>
+        fc.record({
+          specs: fc.constant(specs),
+          index: fc.constant(index),
+          values: fc.array(validValue[specs[index]!.kind], { minLength: 1, maxLength: 3 }),
+        }),
+      );
+    fc.assert(
+      fc.property(scenario, ({ specs, index, values }) => {
+        const name = specs[index]!.name;
+        const many = outcome(
+          specs,
+          values.map((v) => `-${name}=${v}`),
+        );
+        const last = outcome(specs, [`-${name}`, values.at(-1)!]);
+        assert.equal(many.result.kind, 'ok');
+        // An empty list value keeps the previous one (dskit), so compare only non-empty lists.
+        if (specs[index]!.kind !== 'stringList' || values.at(-1) !== '') assert.deepEqual(many.values, last.values);
+        assert.equal(many.set[index], true);
+      }),
+    );
   });
 });

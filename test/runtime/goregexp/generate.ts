@@ -20,7 +20,10 @@ interface Case {
 }
 
 const handWritten: Case[] = [
-  { p: '([a-z]+-)*zone-([a-z])-(\\d+)', in: ['ingester-zone-a-0', 'mimir-ingester-zone-b-12', 'zone-c-3', 'ingester-zone-a-', 'ingester-zone-ab-1', 'x'] },
+  {
+    p: '([a-z]+-)*zone-([a-z])-(\\d+)',
+    in: ['ingester-zone-a-0', 'mimir-ingester-zone-b-12', 'zone-c-3', 'ingester-zone-a-', 'ingester-zone-ab-1', 'x'],
+  },
   { p: '[a-z\\-]+-zone-[a-z]-([0-9]+)', in: ['ingester-zone-a-0', 'a-zone-b-11', 'zone-a-0'] },
   { p: '(.*)-zone-.*-(\\d+)', in: ['ingester-zone-a-0', 'a-zone-b-zone-c-11'] },
   { p: 'ingester(-foo)?-zone-[a-z]-([0-9]+)', in: ['ingester-foo-zone-a-0', 'ingester-zone-a-1', 'foo'] },
@@ -79,13 +82,46 @@ const handWritten: Case[] = [
   { p: '(?:a|b|)+', in: ['ab'] },
   { p: 'a\\bb|\\Ba', in: ['ab', 'a'] },
   { p: '((((((((((a))))))))))', in: ['a'] },
-  { p: '(((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))))))))))))))))))))', in: ['a'] },
+  {
+    p: '(((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))))))))))))))))))))',
+    in: ['a'],
+  },
   // Refused by Go: the errors, word for word.
   ...[
-    '(?=a)', '(?!a)', '(?<=a)b', '(?<!a)b', '(a)\\1', '\\8', '\\C', '\\Z', '\\e', '\\cA', '\\x{110000}',
-    '(?P<>a)', '(?P<a-b>a)', '(?P<é>a)', '(?P<n', '(?x)a b', '(?z)a', '(?i',
-    'a{1001}', '(a{500}){500}', '((a{100}){100}){100}', 'a{2,1}',
-    '[[:foo:]]', '\\p{Foo}', '[z-a]', '[a', '[]', '(a', 'a)', 'a**', 'a*+', '*a', '?', 'x\\',
+    '(?=a)',
+    '(?!a)',
+    '(?<=a)b',
+    '(?<!a)b',
+    '(a)\\1',
+    '\\8',
+    '\\C',
+    '\\Z',
+    '\\e',
+    '\\cA',
+    '\\x{110000}',
+    '(?P<>a)',
+    '(?P<a-b>a)',
+    '(?P<é>a)',
+    '(?P<n',
+    '(?x)a b',
+    '(?z)a',
+    '(?i',
+    'a{1001}',
+    '(a{500}){500}',
+    '((a{100}){100}){100}',
+    'a{2,1}',
+    '[[:foo:]]',
+    '\\p{Foo}',
+    '[z-a]',
+    '[a',
+    '[]',
+    '(a',
+    'a)',
+    'a**',
+    'a*+',
+    '*a',
+    '?',
+    'x\\',
     '('.repeat(1001) + ')'.repeat(1001),
     '(?P<n>a)(?P<n>b)(',
   ].map((p) => ({ p, in: [] })),
@@ -107,7 +143,20 @@ const ATOMS: [string, Sampler][] = [
   ['[^a]', () => pick(['b', '-', '1'])],
   ['\\d', () => '1'],
 ];
-const QUANTIFIERS: [string, number, number][] = [['', 1, 1], ['', 1, 1], ['', 1, 1], ['*', 0, 3], ['+', 1, 3], ['?', 0, 1], ['*?', 0, 3], ['+?', 1, 3], ['??', 0, 1], ['{0,2}', 0, 2], ['{1,3}', 1, 3], ['{2}', 2, 2]];
+const QUANTIFIERS: [string, number, number][] = [
+  ['', 1, 1],
+  ['', 1, 1],
+  ['', 1, 1],
+  ['*', 0, 3],
+  ['+', 1, 3],
+  ['?', 0, 1],
+  ['*?', 0, 3],
+  ['+?', 1, 3],
+  ['??', 0, 1],
+  ['{0,2}', 0, 2],
+  ['{1,3}', 1, 3],
+  ['{2}', 2, 2],
+];
 
 function expression(depth: number): { source: string; sample: Sampler } {
   const branches: { source: string; sample: Sampler }[] = [];
@@ -137,18 +186,26 @@ const drawn: Case[] = [];
 for (let i = 0; i < 150; i++) {
   const e = expression(0);
   const inputs = new Set([e.sample(), e.sample()]);
-  while (inputs.size < 6) inputs.add(Array.from({ length: Math.floor(random() * 7) }, () => pick(['a', 'b', '-', '1'])).join(''));
+  while (inputs.size < 6)
+    inputs.add(Array.from({ length: Math.floor(random() * 7) }, () => pick(['a', 'b', '-', '1'])).join(''));
   drawn.push({ p: e.source, in: [...inputs] });
 }
 
 // ---------------------------------------------------------------- Go
 
 const here = import.meta.dirname;
-const go = spawnSync('go', ['run', 'go-results.go'], { cwd: here, input: JSON.stringify([...handWritten, ...drawn]), encoding: 'utf8', maxBuffer: 64 << 20 });
+const go = spawnSync('go', ['run', 'go-results.go'], {
+  cwd: here,
+  input: JSON.stringify([...handWritten, ...drawn]),
+  encoding: 'utf8',
+  maxBuffer: 64 << 20,
+});
 if (go.status !== 0) {
   console.error(go.stderr);
   process.exit(1);
 }
 const results = JSON.parse(go.stdout) as unknown[];
 writeFileSync(join(here, 'go-results.json'), `${JSON.stringify(results, null, 0).replaceAll('},{', '},\n{')}\n`);
-console.log(`wrote ${results.length} patterns' results (${go.stdout.length} bytes) with ${spawnSync('go', ['version'], { encoding: 'utf8' }).stdout.trim()}`);
+console.log(
+  `wrote ${results.length} patterns' results (${go.stdout.length} bytes) with ${spawnSync('go', ['version'], { encoding: 'utf8' }).stdout.trim()}`,
+);

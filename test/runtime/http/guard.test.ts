@@ -26,11 +26,18 @@ interface Exchange {
  * Opens a connection, writes `parts` (a string each, `gapMs` apart), and
  * collects what comes back until the server closes or `deadlineMs` passes.
  */
-function exchange(port: number, secure: boolean, parts: string[], options: { gapMs?: number; deadlineMs?: number } = {}): Promise<Exchange> {
+function exchange(
+  port: number,
+  secure: boolean,
+  parts: string[],
+  options: { gapMs?: number; deadlineMs?: number } = {},
+): Promise<Exchange> {
   const { gapMs = 0, deadlineMs = 5000 } = options;
   return new Promise((resolve) => {
     const started = performance.now();
-    const socket: Socket = secure ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false }) : tcpConnect(port, '127.0.0.1');
+    const socket: Socket = secure
+      ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false })
+      : tcpConnect(port, '127.0.0.1');
     let data = '';
     let index = 0;
     let timer: NodeJS.Timeout | undefined;
@@ -70,14 +77,27 @@ async function plainServer(t: TestContext, limits = LIMITS) {
 async function webhookServer(t: TestContext, extra: { maxInflightBodyBytes?: number; maxConnections?: number } = {}) {
   const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
   const registry = new Registry();
-  const server = new WebhookServer({ port: 0, host: '127.0.0.1', requestTimeoutMs: LIMITS.requestTimeoutMs, idleTimeoutMs: LIMITS.idleTimeoutMs, maxConnections: extra.maxConnections ?? 50, maxInflightBodyBytes: extra.maxInflightBodyBytes, registry, tls });
+  const server = new WebhookServer({
+    port: 0,
+    host: '127.0.0.1',
+    requestTimeoutMs: LIMITS.requestTimeoutMs,
+    idleTimeoutMs: LIMITS.idleTimeoutMs,
+    maxConnections: extra.maxConnections ?? 50,
+    maxInflightBodyBytes: extra.maxInflightBodyBytes,
+    registry,
+    tls,
+  });
   server.handle('/admission/test', () => ({ allowed: true }));
   const port = await server.listen();
   t.after(() => server.close(100));
   return { port, registry, server };
 }
 
-const review = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u-1', operation: 'UPDATE', resource: { group: 'apps', version: 'v1', resource: 'statefulsets' } } });
+const review = JSON.stringify({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: { uid: 'u-1', operation: 'UPDATE', resource: { group: 'apps', version: 'v1', resource: 'statefulsets' } },
+});
 const goodReview = `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${review.length}\r\nConnection: close\r\n\r\n${review}`;
 
 async function answersGoodRequests(plainPort: number | undefined, webhookPort: number | undefined): Promise<void> {
@@ -95,9 +115,24 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     const hooks = await webhookServer(t);
     const cases: [number, boolean, string, RegExp][] = [
       [plain.port, false, 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 404/],
-      [hooks.port, true, 'POST // HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 404/],
-      [plain.port, false, 'GET http://a:99999/metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 400[^]*malformed port/],
-      [hooks.port, true, 'POST http://[::1/admission/no-downscale HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', /^HTTP\/1\.1 400[^]*unclosed IPv6/],
+      [
+        hooks.port,
+        true,
+        'POST // HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+        /^HTTP\/1\.1 404/,
+      ],
+      [
+        plain.port,
+        false,
+        'GET http://a:99999/metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+        /^HTTP\/1\.1 400[^]*malformed port/,
+      ],
+      [
+        hooks.port,
+        true,
+        'POST http://[::1/admission/no-downscale HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+        /^HTTP\/1\.1 400[^]*unclosed IPv6/,
+      ],
     ];
     for (const [port, secure, request, expected] of cases) {
       const reply = await exchange(port, secure, [request]);
@@ -117,17 +152,26 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
   it('closes a connection that sends nothing after the request timeout, on both servers', async (t) => {
     const plain = await plainServer(t);
     const hooks = await webhookServer(t);
-    for (const [port, secure] of [[plain.port, false], [hooks.port, true]] as const) {
+    for (const [port, secure] of [
+      [plain.port, false],
+      [hooks.port, true],
+    ] as const) {
       const reply = await exchange(port, secure, []);
       assert.ok(reply.closedAfterMs !== undefined, `${secure ? 'TLS' : 'plain'} connection still open after 5 s`);
       // Not before the timeout; after it, within Node's connection check interval (≤ 1 s) plus
       // what a loaded two-core CI machine adds to timers — the point is that it closes at all.
-      assert.ok(reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 3000, `closed after ${reply.closedAfterMs} ms`);
+      assert.ok(
+        reply.closedAfterMs >= LIMITS.requestTimeoutMs - 50 && reply.closedAfterMs < LIMITS.requestTimeoutMs + 3000,
+        `closed after ${reply.closedAfterMs} ms`,
+      );
       // Two deadlines race here, both at the request timeout: the socket's inactivity timeout
       // (closes silently) and Node's request-deadline check (answers 408 first). Which one wins
       // depends on timer order on a loaded machine (clean-clone CI got the 408 once); either is a
       // correct end for a client that sent nothing, but never anything else, and never twice.
-      assert.ok(['', 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'].includes(reply.data), JSON.stringify(reply.data));
+      assert.ok(
+        ['', 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'].includes(reply.data),
+        JSON.stringify(reply.data),
+      );
     }
   });
 
@@ -135,31 +179,58 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     const plain = await plainServer(t);
     const reply = await exchange(plain.port, false, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n']);
     assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 200']);
-    assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.idleTimeoutMs + 2500, `closed after ${reply.closedAfterMs} ms`);
+    assert.ok(
+      reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.idleTimeoutMs + 2500,
+      `closed after ${reply.closedAfterMs} ms`,
+    );
   });
 
   it('cuts a client that sends its headers too slowly at the request timeout, with one 408', async (t) => {
     const plain = await plainServer(t);
     const hooks = await webhookServer(t);
-    const slow = 'GET /healthz HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split('');
-    for (const [port, secure] of [[plain.port, false], [hooks.port, true]] as const) {
+    const slow =
+      'GET /healthz HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split(
+        '',
+      );
+    for (const [port, secure] of [
+      [plain.port, false],
+      [hooks.port, true],
+    ] as const) {
       const reply = await exchange(port, secure, slow, { gapMs: 40 });
-      assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 1500, `closed after ${reply.closedAfterMs} ms`);
+      assert.ok(
+        reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 1500,
+        `closed after ${reply.closedAfterMs} ms`,
+      );
       assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 408']);
     }
   });
 
   it('answers a body that never completes once (408) and closes the connection', async (t) => {
     const hooks = await webhookServer(t);
-    const reply = await exchange(hooks.port, true, ['POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"apiVersion"'], { deadlineMs: 4000 });
+    const reply = await exchange(
+      hooks.port,
+      true,
+      [
+        'POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"apiVersion"',
+      ],
+      { deadlineMs: 4000 },
+    );
     assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 408']);
-    assert.ok(reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 2500, `closed after ${reply.closedAfterMs} ms`);
+    assert.ok(
+      reply.closedAfterMs !== undefined && reply.closedAfterMs < LIMITS.requestTimeoutMs + 2500,
+      `closed after ${reply.closedAfterMs} ms`,
+    );
   });
 
   it('answers early without reading the body only once: the rest of the connection is not parsed as a new request', async (t) => {
     const plain = await plainServer(t);
     // /healthz does not read bodies; the half-sent one must not earn a second answer (a 408, or a 400 for its bytes).
-    const reply = await exchange(plain.port, false, ['POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n'], { deadlineMs: 4000 });
+    const reply = await exchange(
+      plain.port,
+      false,
+      ['POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n'],
+      { deadlineMs: 4000 },
+    );
     assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 200']);
     assert.ok(reply.closedAfterMs !== undefined, 'connection closed');
   });
@@ -170,7 +241,10 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     // Let the three be accepted before the fourth arrives.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const refused = await exchange(hooks.port, false, [], { deadlineMs: 3000 });
-    assert.ok(refused.closedAfterMs !== undefined && refused.closedAfterMs < 300, `the fourth connection closed after ${refused.closedAfterMs} ms`);
+    assert.ok(
+      refused.closedAfterMs !== undefined && refused.closedAfterMs < 300,
+      `the fourth connection closed after ${refused.closedAfterMs} ms`,
+    );
     await Promise.all(held);
     assert.match(await hooks.registry.metrics(), /stateward_http_connections_refused_total\{server="https"\} [1-9]/);
     await answersGoodRequests(undefined, hooks.port);
@@ -181,21 +255,45 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     const hooks = await webhookServer(t, { maxInflightBodyBytes: budget });
     const large = MAX_ADMISSION_BODY_BYTES - 100;
     // A large body held open: half of it sent, the rest never.
-    const holding = exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\n\r\n${' '.repeat(1000)}`], { deadlineMs: 3000 });
+    const holding = exchange(
+      hooks.port,
+      true,
+      [
+        `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\n\r\n${' '.repeat(1000)}`,
+      ],
+      { deadlineMs: 3000 },
+    );
     await new Promise((resolve) => setTimeout(resolve, 150));
     const started = performance.now();
-    const declared = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`]);
+    const declared = await exchange(hooks.port, true, [
+      `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`,
+    ]);
     assert.deepEqual(statusLines(declared.data), ['HTTP/1.1 503']);
     assert.ok(performance.now() - started < 400, 'refused without waiting for the body');
     // Chunked: refused once the chunks it sent no longer fit.
     const chunk = 'a'.repeat(1024 * 1024);
-    const chunked = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`, ...[0, 1, 2].map(() => `${chunk.length.toString(16)}\r\n${chunk}\r\n`)], { gapMs: 20 });
+    const chunked = await exchange(
+      hooks.port,
+      true,
+      [
+        `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        ...[0, 1, 2].map(() => `${chunk.length.toString(16)}\r\n${chunk}\r\n`),
+      ],
+      { gapMs: 20 },
+    );
     assert.deepEqual(statusLines(chunked.data), ['HTTP/1.1 503']);
     // Small reviews still fit beside the held body.
     await answersGoodRequests(undefined, hooks.port);
     await holding;
     // The held body's share came back when its connection ended.
-    const whole = await exchange(hooks.port, true, [`POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\nConnection: close\r\n\r\n${' '.repeat(large - review.length)}${review}`], { deadlineMs: 10_000 });
+    const whole = await exchange(
+      hooks.port,
+      true,
+      [
+        `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\nConnection: close\r\n\r\n${' '.repeat(large - review.length)}${review}`,
+      ],
+      { deadlineMs: 10_000 },
+    );
     assert.deepEqual(statusLines(whole.data), ['HTTP/1.1 200']);
   });
 });

@@ -5,7 +5,12 @@ import { HttpServer, routeName } from '../../../src/runtime/http/server.ts';
 
 async function started(ready: () => boolean) {
   const registry = new Registry();
-  const server = new HttpServer({ port: 0, host: '127.0.0.1', registry, notReady: () => (ready() ? undefined : 'caches are still syncing') });
+  const server = new HttpServer({
+    port: 0,
+    host: '127.0.0.1',
+    registry,
+    notReady: () => (ready() ? undefined : 'caches are still syncing'),
+  });
   const port = await server.listen();
   return { server, registry, url: (path: string) => `http://127.0.0.1:${port}${path}` };
 }
@@ -29,7 +34,10 @@ describe('HTTP server', () => {
     const response = await fetch(url('/metrics'));
     assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
     const body = await response.text();
-    assert.match(body, /rollout_operator_request_duration_seconds_count\{method="GET",route="ready",status_code="200",ws="false"\} 1/);
+    assert.match(
+      body,
+      /rollout_operator_request_duration_seconds_count\{method="GET",route="ready",status_code="200",ws="false"\} 1/,
+    );
   });
 
   it('turns a failing handler into a 500, not a crash', async (t) => {

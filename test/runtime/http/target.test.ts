@@ -54,8 +54,20 @@ describe('request targets', () => {
     const targets = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 200 }),
       fc.string({ maxLength: 200 }).map((s) => `/${s}`),
-      fc.tuple(fc.constantFrom('http://', 'https://', 'HTTP://', 'x+y.z://', '//'), fc.string({ maxLength: 60 }), fc.constantFrom('', ':', ':0', ':65535', ':65536', ':99999', ':-1', ':8a'), fc.string({ maxLength: 60 })).map((parts) => parts.join('')),
-      fc.tuple(fc.constantFrom('http://[', 'http://[::1', 'http://[::1]', 'http://[fe80::1%25eth0]'), fc.string({ maxLength: 40 })).map((parts) => parts.join('')),
+      fc
+        .tuple(
+          fc.constantFrom('http://', 'https://', 'HTTP://', 'x+y.z://', '//'),
+          fc.string({ maxLength: 60 }),
+          fc.constantFrom('', ':', ':0', ':65535', ':65536', ':99999', ':-1', ':8a'),
+          fc.string({ maxLength: 60 }),
+        )
+        .map((parts) => parts.join('')),
+      fc
+        .tuple(
+          fc.constantFrom('http://[', 'http://[::1', 'http://[::1]', 'http://[fe80::1%25eth0]'),
+          fc.string({ maxLength: 40 }),
+        )
+        .map((parts) => parts.join('')),
     );
     fc.assert(
       fc.property(targets, (target) => {

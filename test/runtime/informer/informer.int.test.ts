@@ -30,13 +30,21 @@ async function metricValue(registry: Registry, name: string, labels: Record<stri
 }
 
 /** The cache must equal a fresh list: same keys at the same resourceVersions. */
-async function assertCacheMatchesList(informer: Informer<ConfigMap>, kube: KubeClient, namespace: string): Promise<void> {
-  await waitFor('informer cache to equal a fresh list', async () => {
-    const fresh = await kube.list<ConfigMap>(resources.configMaps, { namespace });
-    const want = new Map(fresh.items.map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
-    const got = new Map(informer.list().map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
-    return want.size === got.size && [...want].every(([k, v]) => got.get(k) === v);
-  }, { timeoutMs: 60_000, intervalMs: 250 });
+async function assertCacheMatchesList(
+  informer: Informer<ConfigMap>,
+  kube: KubeClient,
+  namespace: string,
+): Promise<void> {
+  await waitFor(
+    'informer cache to equal a fresh list',
+    async () => {
+      const fresh = await kube.list<ConfigMap>(resources.configMaps, { namespace });
+      const want = new Map(fresh.items.map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
+      const got = new Map(informer.list().map((c) => [c.metadata!.name!, c.metadata!.resourceVersion]));
+      return want.size === got.size && [...want].every(([k, v]) => got.get(k) === v);
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
 }
 
 function configMap(namespace: string, name: string, value: string, labels: Record<string, string> = {}): ConfigMap {
@@ -49,7 +57,13 @@ describe('informer', () => {
     const kube = client();
     await kube.create(resources.configMaps, configMap(namespace, 'a', '1', { tier: 'x', suite: 'informer' }));
     await kube.create(resources.configMaps, configMap(namespace, 'b', '1', { tier: 'y', suite: 'informer' }));
-    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, labelSelector: 'suite=informer', indexers: { tier: indexByLabel('tier') } });
+    const informer = new Informer<ConfigMap>({
+      client: kube,
+      type: resources.configMaps,
+      namespace,
+      labelSelector: 'suite=informer',
+      indexers: { tier: indexByLabel('tier') },
+    });
     const seen: string[] = [];
     informer.addHandlers({
       onAdd: (o, initial) => seen.push(`add ${o.metadata?.name} ${initial}`),
@@ -60,14 +74,24 @@ describe('informer', () => {
     t.after(() => informer.stop());
     await informer.waitForSync();
     assert.deepEqual(seen.sort(), ['add a true', 'add b true']);
-    assert.equal(informer.get(namespace, 'a')?.metadata?.managedFields, undefined, 'managedFields dropped by the default transform');
-    await kube.patch(resources.configMaps, { namespace, name: 'a' }, 'merge', { data: { v: '2' }, metadata: { labels: { tier: 'y' } } });
+    assert.equal(
+      informer.get(namespace, 'a')?.metadata?.managedFields,
+      undefined,
+      'managedFields dropped by the default transform',
+    );
+    await kube.patch(resources.configMaps, { namespace, name: 'a' }, 'merge', {
+      data: { v: '2' },
+      metadata: { labels: { tier: 'y' } },
+    });
     await waitFor('the update', () => seen.length === 3, { timeoutMs: 10_000 });
     await kube.create(resources.configMaps, configMap(namespace, 'c', '1', { suite: 'informer' }));
     await kube.delete(resources.configMaps, { namespace, name: 'b' });
     await waitFor('update, add and delete events', () => seen.length === 5, { timeoutMs: 10_000 });
     assert.deepEqual(seen.slice(2), ['update a 1->2', 'add c false', 'delete b']);
-    assert.deepEqual(informer.byIndex('tier', 'y').map((o) => o.metadata?.name), ['a']);
+    assert.deepEqual(
+      informer.byIndex('tier', 'y').map((o) => o.metadata?.name),
+      ['a'],
+    );
     assert.deepEqual(informer.byIndex('tier', 'x'), []);
   });
 
@@ -82,9 +106,13 @@ describe('informer', () => {
     t.after(() => informer.stop());
     await informer.waitForSync();
     const n = 50;
-    for (let i = 1; i <= n; i++) await kube.patch(resources.configMaps, { namespace, name: 'busy' }, 'merge', { data: { v: String(i) } });
+    for (let i = 1; i <= n; i++)
+      await kube.patch(resources.configMaps, { namespace, name: 'busy' }, 'merge', { data: { v: String(i) } });
     await waitFor(`${n} updates`, () => values.length >= n, { timeoutMs: 20_000 });
-    assert.deepEqual(values, Array.from({ length: n }, (_, i) => String(i + 1)));
+    assert.deepEqual(
+      values,
+      Array.from({ length: n }, (_, i) => String(i + 1)),
+    );
   });
 
   it('survives an apiserver restart with etcd compacted meanwhile: relists on 410 and loses no update', async (t) => {
@@ -92,7 +120,13 @@ describe('informer', () => {
     const kube = client();
     for (let i = 0; i < 10; i++) await kube.create(resources.configMaps, configMap(namespace, `cm-${i}`, '0'));
     const registry = new Registry();
-    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, metrics: informerMetrics(registry), backoff: { initialMs: 200, maxMs: 2000 } });
+    const informer = new Informer<ConfigMap>({
+      client: kube,
+      type: resources.configMaps,
+      namespace,
+      metrics: informerMetrics(registry),
+      backoff: { initialMs: 200, maxMs: 2000 },
+    });
     const latest = new Map<string, string>();
     const deleted = new Set<string>();
     informer.addHandlers({
@@ -109,7 +143,8 @@ describe('informer', () => {
     await cluster.startComponent('apiserver');
     // Write while the informer is still reconnecting.
     const writer = client(cluster.kubeConfig());
-    for (let i = 0; i < 10; i++) await writer.patch(resources.configMaps, { namespace, name: `cm-${i}` }, 'merge', { data: { v: `final-${i}` } });
+    for (let i = 0; i < 10; i++)
+      await writer.patch(resources.configMaps, { namespace, name: `cm-${i}` }, 'merge', { data: { v: `final-${i}` } });
     await writer.delete(resources.configMaps, { namespace, name: 'cm-0' });
     await writer.create(resources.configMaps, configMap(namespace, 'cm-new', 'new'));
 
@@ -117,7 +152,10 @@ describe('informer', () => {
     for (let i = 1; i < 10; i++) assert.equal(latest.get(`cm-${i}`), `final-${i}`, `cm-${i} final value observed`);
     assert.equal(latest.get('cm-new'), 'new');
     assert.ok(deleted.has('cm-0'), 'deletion observed');
-    assert.ok((await metricValue(registry, 'stateward_informer_watch_restarts_total', { reason: 'gone' })) >= 1, 'a 410 Gone was met and answered with a relist');
+    assert.ok(
+      (await metricValue(registry, 'stateward_informer_watch_restarts_total', { reason: 'gone' })) >= 1,
+      'a 410 Gone was met and answered with a relist',
+    );
     assert.ok((await metricValue(registry, 'stateward_informer_relists_total', {})) >= 2);
   });
 
@@ -129,16 +167,29 @@ describe('informer', () => {
     t.after(() => proxy.close());
     const viaProxy = cluster.kubeConfig().withServer(`https://127.0.0.1:${port}`);
     const registry = new Registry();
-    const informer = new Informer<ConfigMap>({ client: client(viaProxy, 3000), type: resources.configMaps, namespace, idleTimeoutMs: 3000, metrics: informerMetrics(registry), backoff: { initialMs: 100, maxMs: 500 } });
+    const informer = new Informer<ConfigMap>({
+      client: client(viaProxy, 3000),
+      type: resources.configMaps,
+      namespace,
+      idleTimeoutMs: 3000,
+      metrics: informerMetrics(registry),
+      backoff: { initialMs: 100, maxMs: 500 },
+    });
     informer.start();
     t.after(() => informer.stop());
     await informer.waitForSync();
     // Seeing a change proves the watch stream is established through the proxy.
     await client().create(resources.configMaps, configMap(namespace, 'before-blackhole', 'x'));
-    await waitFor('the watch to deliver an event', () => informer.get(namespace, 'before-blackhole'), { timeoutMs: 10_000 });
+    await waitFor('the watch to deliver an event', () => informer.get(namespace, 'before-blackhole'), {
+      timeoutMs: 10_000,
+    });
     assert.ok(proxy.blackholeExisting() >= 1, 'the watch connection went through the proxy');
     await client().create(resources.configMaps, configMap(namespace, 'after-blackhole', 'x'));
-    await waitFor('the informer to see an object created after its connection died', () => informer.get(namespace, 'after-blackhole'), { timeoutMs: 20_000 });
+    await waitFor(
+      'the informer to see an object created after its connection died',
+      () => informer.get(namespace, 'after-blackhole'),
+      { timeoutMs: 20_000 },
+    );
     assert.ok((await metricValue(registry, 'stateward_informer_watch_restarts_total', { reason: 'idle' })) >= 1);
   });
 
@@ -147,11 +198,20 @@ describe('informer', () => {
     const kube = client();
     await kube.create(resources.configMaps, configMap(namespace, 'wanted', 'big-data', { pick: 'yes' }));
     await kube.create(resources.configMaps, configMap(namespace, 'other', 'x', { pick: 'no' }));
-    const informer = new Informer<KubeObject>({ client: kube, type: resources.configMaps, namespace, labelSelector: 'pick=yes', metadataOnly: true });
+    const informer = new Informer<KubeObject>({
+      client: kube,
+      type: resources.configMaps,
+      namespace,
+      labelSelector: 'pick=yes',
+      metadataOnly: true,
+    });
     informer.start();
     t.after(() => informer.stop());
     await informer.waitForSync();
-    assert.deepEqual(informer.list().map((o) => o.metadata?.name), ['wanted']);
+    assert.deepEqual(
+      informer.list().map((o) => o.metadata?.name),
+      ['wanted'],
+    );
     const cached = informer.get(namespace, 'wanted') as KubeObject & { data?: unknown };
     assert.equal(cached.data, undefined, 'no data in a metadata-only cache');
     assert.equal(cached.metadata?.labels?.['pick'], 'yes');
@@ -165,32 +225,64 @@ describe('informer', () => {
     const group = `${namespace}.stateward.test`;
     const type = { group, version: 'v1', resource: 'widgets', kind: 'Widget', namespaced: true };
     const kube = client();
-    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, backoff: { initialMs: 100, maxMs: 500 } });
+    const informer = new Informer<KubeObject>({
+      client: kube,
+      type,
+      namespace,
+      optional: true,
+      backoff: { initialMs: 100, maxMs: 500 },
+    });
     informer.start();
     t.after(() => informer.stop());
     await informer.waitForSync(AbortSignal.timeout(10_000));
     assert.equal(informer.size, 0);
     const crd = join(cluster.state.stateDir, `crd-${namespace}.json`);
-    await writeFile(crd, JSON.stringify({
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `widgets.${group}` },
-      spec: { group, scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
-    }));
+    await writeFile(
+      crd,
+      JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `widgets.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
+      }),
+    );
     const applied = await kubectl(cluster, 'apply', '-f', crd);
     assert.ok(applied.ok, applied.out);
     t.after(() => kubectl(cluster, 'delete', '-f', crd, '--wait=false'));
-    await waitFor('a widget created', () => kube.create(type, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace } }).catch(() => undefined), { timeoutMs: 30_000 });
+    await waitFor(
+      'a widget created',
+      () =>
+        kube
+          .create(type, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace } })
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
     await waitFor('the informer to see it', () => informer.get(namespace, 'w1'), { timeoutMs: 15_000 });
   });
 
   it('syncs a metadata-only cache of an empty collection (the server sends "items": null)', async (t) => {
     const namespace = await cluster.namespace(t);
-    const informer = new Informer<KubeObject>({ client: client(), type: resources.secrets, namespace, metadataOnly: true });
+    const informer = new Informer<KubeObject>({
+      client: client(),
+      type: resources.secrets,
+      namespace,
+      metadataOnly: true,
+    });
     informer.start();
     t.after(() => informer.stop());
     await informer.waitForSync(AbortSignal.timeout(10_000));
     assert.equal(informer.size, 0);
   });
 });
-

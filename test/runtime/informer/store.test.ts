@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { IndexedStore, indexByLabel, indexByOwnerUid, objectKey, stripManagedFields } from '../../../src/runtime/informer/store.ts';
+import {
+  IndexedStore,
+  indexByLabel,
+  indexByOwnerUid,
+  objectKey,
+  stripManagedFields,
+} from '../../../src/runtime/informer/store.ts';
 import type { KubeObject } from '../../../src/runtime/kube/types.ts';
 
 const object = (name: string, zone: string, owners: string[]): KubeObject => ({
-  metadata: { name, namespace: 'ns', labels: { zone }, ownerReferences: owners.map((uid) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', name: uid, uid })) },
+  metadata: {
+    name,
+    namespace: 'ns',
+    labels: { zone },
+    ownerReferences: owners.map((uid) => ({ apiVersion: 'apps/v1', kind: 'StatefulSet', name: uid, uid })),
+  },
 });
 
 describe('IndexedStore', () => {
@@ -16,21 +27,31 @@ describe('IndexedStore', () => {
       zone: fc.constantFrom('z1', 'z2'),
       owners: fc.subarray(['u1', 'u2', 'u3']),
     });
-    fc.assert(fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
-      const store = new IndexedStore<KubeObject>({ zone: indexByLabel('zone'), owner: indexByOwnerUid });
-      for (const o of ops) {
-        if (o.del) store.delete(`ns/${o.name}`);
-        else store.set(`ns/${o.name}`, object(o.name, o.zone, o.owners));
-      }
-      for (const zone of ['z1', 'z2']) {
-        const want = store.list().filter((x) => x.metadata?.labels?.['zone'] === zone).map(objectKey).sort();
-        assert.deepEqual(store.byIndex('zone', zone).map(objectKey).sort(), want);
-      }
-      for (const uid of ['u1', 'u2', 'u3']) {
-        const want = store.list().filter((x) => x.metadata?.ownerReferences?.some((r) => r.uid === uid)).map(objectKey).sort();
-        assert.deepEqual(store.byIndex('owner', uid).map(objectKey).sort(), want);
-      }
-    }));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const store = new IndexedStore<KubeObject>({ zone: indexByLabel('zone'), owner: indexByOwnerUid });
+        for (const o of ops) {
+          if (o.del) store.delete(`ns/${o.name}`);
+          else store.set(`ns/${o.name}`, object(o.name, o.zone, o.owners));
+        }
+        for (const zone of ['z1', 'z2']) {
+          const want = store
+            .list()
+            .filter((x) => x.metadata?.labels?.['zone'] === zone)
+            .map(objectKey)
+            .sort();
+          assert.deepEqual(store.byIndex('zone', zone).map(objectKey).sort(), want);
+        }
+        for (const uid of ['u1', 'u2', 'u3']) {
+          const want = store
+            .list()
+            .filter((x) => x.metadata?.ownerReferences?.some((r) => r.uid === uid))
+            .map(objectKey)
+            .sort();
+          assert.deepEqual(store.byIndex('owner', uid).map(objectKey).sort(), want);
+        }
+      }),
+    );
   });
 
   it('names an unknown index in its error, and survives an index function that throws', () => {
@@ -45,7 +66,10 @@ describe('IndexedStore', () => {
   });
 
   it('strips managedFields without touching the rest', () => {
-    const o = { metadata: { name: 'x', managedFields: [{ manager: 'kubectl' }], labels: { a: 'b' } }, spec: { replicas: 3 } };
+    const o = {
+      metadata: { name: 'x', managedFields: [{ manager: 'kubectl' }], labels: { a: 'b' } },
+      spec: { replicas: 3 },
+    };
     assert.deepEqual(stripManagedFields(o), { metadata: { name: 'x', labels: { a: 'b' } }, spec: { replicas: 3 } });
     assert.equal(o.metadata.managedFields.length, 1, 'the input is not mutated');
   });

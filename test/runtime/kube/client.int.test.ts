@@ -10,12 +10,21 @@ import { PerKeyTokenBuckets } from '../../../src/runtime/workqueue/tokenbucket.t
 import { testCluster } from '../../cluster/testing.ts';
 
 const cluster = testCluster();
-const client = (options: Partial<ConstructorParameters<typeof KubeClient>[0]> = {}) => new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000, ...options });
+const client = (options: Partial<ConstructorParameters<typeof KubeClient>[0]> = {}) =>
+  new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000, ...options });
 
 function sts(namespace: string, name: string): StatefulSet {
   return {
     metadata: { name, namespace, labels: { app: name } },
-    spec: { replicas: 0, serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
+    spec: {
+      replicas: 0,
+      serviceName: name,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] },
+      },
+    },
   };
 }
 
@@ -23,18 +32,33 @@ describe('KubeClient', () => {
   it('creates, reads, lists with selectors, updates with optimistic concurrency and deletes', async (t) => {
     const namespace = await cluster.namespace(t);
     const kube = client();
-    const created = await kube.create<ConfigMap>(resources.configMaps, { metadata: { name: 'a', namespace, labels: { pick: 'yes' } }, data: { k: '1' } });
+    const created = await kube.create<ConfigMap>(resources.configMaps, {
+      metadata: { name: 'a', namespace, labels: { pick: 'yes' } },
+      data: { k: '1' },
+    });
     assert.equal(created.kind, 'ConfigMap');
     assert.equal(typeof created.metadata?.creationTimestamp, 'string', 'timestamps stay strings');
     await kube.create(resources.configMaps, { metadata: { name: 'b', namespace } });
     const picked = await kube.list<ConfigMap>(resources.configMaps, { namespace, labelSelector: 'pick=yes' });
-    assert.deepEqual(picked.items.map((c) => c.metadata?.name), ['a']);
+    assert.deepEqual(
+      picked.items.map((c) => c.metadata?.name),
+      ['a'],
+    );
     const updated = await kube.update<ConfigMap>(resources.configMaps, { ...created, data: { k: '2' } });
     assert.equal(updated.data?.['k'], '2');
-    await assert.rejects(kube.update(resources.configMaps, { ...created, data: { k: '3' } }), (e) => isConflict(e), 'a stale resourceVersion is a conflict');
-    await assert.rejects(kube.create(resources.configMaps, { metadata: { name: 'a', namespace } }), (e) => isAlreadyExists(e));
+    await assert.rejects(
+      kube.update(resources.configMaps, { ...created, data: { k: '3' } }),
+      (e) => isConflict(e),
+      'a stale resourceVersion is a conflict',
+    );
+    await assert.rejects(kube.create(resources.configMaps, { metadata: { name: 'a', namespace } }), (e) =>
+      isAlreadyExists(e),
+    );
     await kube.delete(resources.configMaps, { namespace, name: 'a' }, { uid: created.metadata!.uid! });
-    await assert.rejects(kube.get(resources.configMaps, { namespace, name: 'a' }), (e) => isNotFound(e) && e instanceof KubeApiError && e.reason === 'NotFound');
+    await assert.rejects(
+      kube.get(resources.configMaps, { namespace, name: 'a' }),
+      (e) => isNotFound(e) && e instanceof KubeApiError && e.reason === 'NotFound',
+    );
   });
 
   it('patches with merge, strategic merge, JSON patch and server-side apply', async (t) => {
@@ -44,15 +68,27 @@ describe('KubeClient', () => {
     const where = { namespace, name: 'db' };
     await kube.patch(resources.statefulSets, where, 'merge', { metadata: { annotations: { a: 'merge' } } });
     // Strategic merge merges the containers list by name instead of replacing it.
-    await kube.patch(resources.statefulSets, where, 'strategic', { spec: { template: { spec: { containers: [{ name: 'sidecar', image: 'example.invalid/s:1' }] } } } });
+    await kube.patch(resources.statefulSets, where, 'strategic', {
+      spec: { template: { spec: { containers: [{ name: 'sidecar', image: 'example.invalid/s:1' }] } } },
+    });
     await kube.patch(resources.statefulSets, where, 'json', [{ op: 'replace', path: '/spec/replicas', value: 2 }]);
-    const applied = await kube.apply<StatefulSet>(resources.statefulSets, { metadata: { name: 'db', namespace, labels: { owner: 'stateward' } } }, { fieldManager: 'stateward-test' });
+    const applied = await kube.apply<StatefulSet>(
+      resources.statefulSets,
+      { metadata: { name: 'db', namespace, labels: { owner: 'stateward' } } },
+      { fieldManager: 'stateward-test' },
+    );
     assert.equal(applied.metadata?.annotations?.['a'], 'merge');
     assert.deepEqual(applied.spec?.template.spec?.containers.map((c) => c.name).sort(), ['c', 'sidecar']);
     assert.equal(applied.spec?.replicas, 2);
     assert.equal(applied.metadata?.labels?.['owner'], 'stateward');
-    assert.ok(applied.metadata?.managedFields?.some((f) => f.manager === 'stateward-test'), 'field manager recorded');
-    await assert.rejects(kube.patch(resources.statefulSets, where, 'json', [{ op: 'test', path: '/spec/replicas', value: 7 }]), (e) => e instanceof KubeApiError && e.code === 422);
+    assert.ok(
+      applied.metadata?.managedFields?.some((f) => f.manager === 'stateward-test'),
+      'field manager recorded',
+    );
+    await assert.rejects(
+      kube.patch(resources.statefulSets, where, 'json', [{ op: 'test', path: '/spec/replicas', value: 7 }]),
+      (e) => e instanceof KubeApiError && e.code === 422,
+    );
   });
 
   it('refuses at once, naming the API group, a request whose rate-limit token would come after its deadline', async (t) => {
@@ -77,7 +113,10 @@ describe('KubeClient', () => {
     await kube.get(resources.serviceAccounts, { namespace, name: 'default' });
     await cluster.pauseComponent('apiserver');
     try {
-      await assert.rejects(kube.get(resources.serviceAccounts, { namespace, name: 'default' }), (e) => e instanceof KubeApiError && e.reason === 'Timeout' && e.code === 0);
+      await assert.rejects(
+        kube.get(resources.serviceAccounts, { namespace, name: 'default' }),
+        (e) => e instanceof KubeApiError && e.reason === 'Timeout' && e.code === 0,
+      );
     } finally {
       await cluster.resumeComponent('apiserver');
     }

@@ -19,7 +19,11 @@ import { resources } from '../../../src/runtime/kube/types.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
 import { Operator } from '../../../src/runtime/operator.ts';
 
-const REFUSAL = JSON.stringify({ cluster_validation_error_message: 'rejected request with wrong cluster validation label "mimir" - it should be one of [prod]', route: 'api' });
+const REFUSAL = JSON.stringify({
+  cluster_validation_error_message:
+    'rejected request with wrong cluster validation label "mimir" - it should be one of [prod]',
+  route: 'api',
+});
 
 describe('X-Cluster on Kubernetes API requests', () => {
   let server: Server;
@@ -52,14 +56,17 @@ describe('X-Cluster on Kubernetes API requests', () => {
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const kubeConfig = () => parseKubeConfig(stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: url } }],
-    users: [{ name: 'u', user: { token: 't' } }],
-    contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
-    'current-context': 'ctx',
-  }));
+  const kubeConfig = () =>
+    parseKubeConfig(
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: url } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'ctx',
+      }),
+    );
 
   it("the operator's client sends X-Cluster: -kubernetes.namespace on every request, with validation off", async () => {
     const fs = new FlagSet('stateward');
@@ -68,12 +75,23 @@ describe('X-Cluster on Kubernetes API requests', () => {
     assert.equal(parsed.kind, 'ok');
     const config = flags.read();
     assert.equal(config.clusterValidation.enabled, false);
-    const operator = new Operator({ config, kubeConfig: kubeConfig(), logger: nopLogger, registry: new Registry(), capabilities: [], version: 'test' });
+    const operator = new Operator({
+      config,
+      kubeConfig: kubeConfig(),
+      logger: nopLogger,
+      registry: new Registry(),
+      capabilities: [],
+      version: 'test',
+    });
     try {
       const before = seen.length;
       await operator.client.list(resources.pods, { namespace: 'kafka' });
       await operator.client.create(resources.configMaps, { metadata: { name: 'x', namespace: 'kafka' } });
-      for await (const event of operator.client.watch(resources.pods, { namespace: 'mimir', signal: AbortSignal.timeout(5000) })) assert.equal(event.type, 'ADDED');
+      for await (const event of operator.client.watch(resources.pods, {
+        namespace: 'mimir',
+        signal: AbortSignal.timeout(5000),
+      }))
+        assert.equal(event.type, 'ADDED');
       const requests = seen.slice(before);
       assert.equal(requests.length, 3);
       for (const r of requests) assert.deepEqual(r.cluster, ['mimir'], `${r.method} ${r.url}`);
@@ -84,22 +102,45 @@ describe('X-Cluster on Kubernetes API requests', () => {
 
   it("fails a request whose X-Cluster the server refuses (dskit's 511 with JSON), counts it as rollout-operator does, and leaves other 511s alone", async () => {
     const registry = new Registry();
-    const client = new KubeClient({ kubeConfig: kubeConfig(), timeoutMs: 5000, metrics: apiClientMetrics(registry), cluster: { label: 'mimir', rejections: clusterRejections(registry, nopLogger) } });
+    const client = new KubeClient({
+      kubeConfig: kubeConfig(),
+      timeoutMs: 5000,
+      metrics: apiClientMetrics(registry),
+      cluster: { label: 'mimir', rejections: clusterRejections(registry, nopLogger) },
+    });
     try {
-      const refused = await client.list(resources.pods, { namespace: 'refused' }).then(() => undefined, (error: unknown) => error);
+      const refused = await client.list(resources.pods, { namespace: 'refused' }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       assert.ok(refused instanceof KubeApiError);
       assert.equal(refused.code, 511);
       assert.equal(refused.reason, 'ClusterValidationRejected');
-      assert.equal(refused.statusMessage, 'request rejected by the server: rejected request with wrong cluster validation label "mimir" - it should be one of [prod]');
-      const proxy = await client.list(resources.pods, { namespace: 'proxy' }).then(() => undefined, (error: unknown) => error);
+      assert.equal(
+        refused.statusMessage,
+        'request rejected by the server: rejected request with wrong cluster validation label "mimir" - it should be one of [prod]',
+      );
+      const proxy = await client.list(resources.pods, { namespace: 'proxy' }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       assert.ok(proxy instanceof KubeApiError);
       assert.notEqual(proxy.reason, 'ClusterValidationRejected');
       const watch = client.watch(resources.pods, { namespace: 'refused', signal: AbortSignal.timeout(5000) });
-      await assert.rejects(watch.next(), (error: unknown) => error instanceof KubeApiError && error.reason === 'ClusterValidationRejected');
+      await assert.rejects(
+        watch.next(),
+        (error: unknown) => error instanceof KubeApiError && error.reason === 'ClusterValidationRejected',
+      );
       const metrics = await registry.metrics();
-      assert.match(metrics, /^rollout_operator_client_invalid_cluster_validation_label_requests_total\{method="api",protocol="http",request_cluster="mimir"\} 2$/m);
+      assert.match(
+        metrics,
+        /^rollout_operator_client_invalid_cluster_validation_label_requests_total\{method="api",protocol="http",request_cluster="mimir"\} 2$/m,
+      );
       // The API client's own histogram sees the answer as it came, as rollout-operator's inner instrumentation does.
-      assert.match(metrics, /^rollout_operator_kubernetes_api_client_request_duration_seconds_count\{path="core\/v1\/pods collection",method="GET",status_code="511"\} 2$/m);
+      assert.match(
+        metrics,
+        /^rollout_operator_kubernetes_api_client_request_duration_seconds_count\{path="core\/v1\/pods collection",method="GET",status_code="511"\} 2$/m,
+      );
     } finally {
       await client.close();
     }

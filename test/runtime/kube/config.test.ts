@@ -28,9 +28,15 @@ describe('loadKubeConfig', () => {
 
   it('explains each way a kubeconfig can be wrong', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kc-'));
-    assert.throws(() => loadKubeConfig({ configFile: join(dir, 'missing'), apiUrl: 'https://x' }), /cannot read it: ENOENT/);
+    assert.throws(
+      () => loadKubeConfig({ configFile: join(dir, 'missing'), apiUrl: 'https://x' }),
+      /cannot read it: ENOENT/,
+    );
     await writeFile(join(dir, 'bad-context'), kubeconfig.replace('current-context: ctx', 'current-context: nope'));
-    assert.throws(() => loadKubeConfig({ configFile: join(dir, 'bad-context'), apiUrl: 'https://x' }), /current-context "nope" is not defined/);
+    assert.throws(
+      () => loadKubeConfig({ configFile: join(dir, 'bad-context'), apiUrl: 'https://x' }),
+      /current-context "nope" is not defined/,
+    );
     await writeFile(join(dir, 'ok'), kubeconfig);
     assert.throws(() => loadKubeConfig({ configFile: join(dir, 'ok'), apiUrl: 'not a url' }), /not a URL/);
     assert.throws(() => loadKubeConfig({ configFile: join(dir, 'ok'), apiUrl: 'ftp://x' }), /must be http or https/);
@@ -41,7 +47,10 @@ describe('loadKubeConfig', () => {
     const root = await mkdtemp(join(tmpdir(), 'sa-'));
     const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
     const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
-    assert.throws(() => loadKubeConfig({ configFile: '', apiUrl: '', env, serviceAccountDir: dir }), /no ServiceAccount token/);
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: '', env, serviceAccountDir: dir }),
+      /no ServiceAccount token/,
+    );
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'token'), 'tok');
     await writeFile(join(dir, 'ca.crt'), '');

@@ -1,12 +1,30 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { errorFromResponse, isAlreadyExists, isConflict, isGone, isNotFound, isRetryable, isTooManyRequests, KubeApiError } from '../../../src/runtime/kube/errors.ts';
+import {
+  errorFromResponse,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isNotFound,
+  isRetryable,
+  isTooManyRequests,
+  KubeApiError,
+} from '../../../src/runtime/kube/errors.ts';
 
-const status = (code: number, reason: string, message: string, details: object = {}) => JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, details });
+const status = (code: number, reason: string, message: string, details: object = {}) =>
+  JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, details });
 
 describe('KubeApiError', () => {
   it('reads code, reason, message and causes from a Status body', () => {
-    const error = errorFromResponse('PUT', '/apis/apps/v1/namespaces/ns/statefulsets/s', 422, status(422, 'Invalid', 'spec.replicas: Invalid value', { causes: [{ field: 'spec.replicas', reason: 'FieldValueInvalid' }] }), null);
+    const error = errorFromResponse(
+      'PUT',
+      '/apis/apps/v1/namespaces/ns/statefulsets/s',
+      422,
+      status(422, 'Invalid', 'spec.replicas: Invalid value', {
+        causes: [{ field: 'spec.replicas', reason: 'FieldValueInvalid' }],
+      }),
+      null,
+    );
     assert.equal(error.code, 422);
     assert.equal(error.reason, 'Invalid');
     assert.equal(error.statusMessage, 'spec.replicas: Invalid value');
@@ -15,9 +33,20 @@ describe('KubeApiError', () => {
   });
 
   it('takes Retry-After from the header, else from the Status details', () => {
-    assert.equal(errorFromResponse('POST', '/x', 429, status(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3 }), '7').retryAfterSeconds, 7);
-    assert.equal(errorFromResponse('POST', '/x', 429, status(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3 }), null).retryAfterSeconds, 3);
-    assert.equal(errorFromResponse('POST', '/x', 429, '', 'Wed, 21 Oct 2026 07:28:00 GMT').retryAfterSeconds, undefined);
+    assert.equal(
+      errorFromResponse('POST', '/x', 429, status(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3 }), '7')
+        .retryAfterSeconds,
+      7,
+    );
+    assert.equal(
+      errorFromResponse('POST', '/x', 429, status(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3 }), null)
+        .retryAfterSeconds,
+      3,
+    );
+    assert.equal(
+      errorFromResponse('POST', '/x', 429, '', 'Wed, 21 Oct 2026 07:28:00 GMT').retryAfterSeconds,
+      undefined,
+    );
   });
 
   it('survives a body that is not a Status (a proxy page, nothing at all)', () => {
@@ -37,7 +66,11 @@ describe('KubeApiError', () => {
     assert.ok(isGone(of(500, 'Expired')), 'an Expired reason counts as gone whatever the code');
     assert.ok(isTooManyRequests(of(429, 'TooManyRequests')));
     assert.ok(isRetryable(of(503, 'ServiceUnavailable')));
-    assert.ok(isRetryable(new KubeApiError({ code: 0, reason: 'NetworkError', message: 'ECONNREFUSED', method: 'GET', path: '/x' })));
+    assert.ok(
+      isRetryable(
+        new KubeApiError({ code: 0, reason: 'NetworkError', message: 'ECONNREFUSED', method: 'GET', path: '/x' }),
+      ),
+    );
     assert.ok(!isRetryable(of(403, 'Forbidden')));
     assert.ok(!isNotFound(new Error('404')), 'plain errors are not API errors');
   });

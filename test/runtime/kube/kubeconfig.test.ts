@@ -16,14 +16,24 @@ import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
-import { inClusterKubeConfig, KubeConfigError, parseKubeConfig, type CredentialOptions, type KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
+import {
+  inClusterKubeConfig,
+  KubeConfigError,
+  parseKubeConfig,
+  type CredentialOptions,
+  type KubeConfig,
+} from '../../../src/runtime/kube/kubeconfig.ts';
 import { createCa, issue, type Pem } from '../../cluster/pki.ts';
 import { params } from '../../fuzz/support.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 
 /** A kubeconfig with one cluster, one user and one context, as YAML. */
-function config(user: Record<string, unknown>, cluster: Record<string, unknown> = { server: 'https://10.0.0.1:6443' }, extra: Record<string, unknown> = {}): string {
+function config(
+  user: Record<string, unknown>,
+  cluster: Record<string, unknown> = { server: 'https://10.0.0.1:6443' },
+  extra: Record<string, unknown> = {},
+): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
@@ -82,10 +92,17 @@ after(() => rm(dir, { recursive: true, force: true }));
 
 describe('parseKubeConfig', () => {
   it('reads clusters, users, contexts and the current context as kubectl does', () => {
-    const kc = parseKubeConfig(config(
-      { token: 'secret', as: 'bob', 'as-uid': '42' },
-      { server: 'https://10.0.0.1:6443//', 'certificate-authority-data': b64('ca'), 'insecure-skip-tls-verify': false, 'tls-server-name': 'kubernetes' },
-    ));
+    const kc = parseKubeConfig(
+      config(
+        { token: 'secret', as: 'bob', 'as-uid': '42' },
+        {
+          server: 'https://10.0.0.1:6443//',
+          'certificate-authority-data': b64('ca'),
+          'insecure-skip-tls-verify': false,
+          'tls-server-name': 'kubernetes',
+        },
+      ),
+    );
     assert.equal(kc.getCurrentContext(), 'ctx');
     assert.deepEqual(kc.getCurrentContextObject(), { name: 'ctx', cluster: 'c', user: 'u', namespace: 'ns' });
     const cluster = kc.getCurrentCluster()!;
@@ -103,7 +120,9 @@ describe('parseKubeConfig', () => {
   });
 
   it('reads YAML 1.1 booleans, leaves timestamps and times as strings, and takes an empty file as an empty config', () => {
-    const kc = parseKubeConfig('clusters:\n- name: c\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: yes\n    tls-server-name: 2024-01-01\ncontexts:\n- name: t\n  context: {cluster: c, user: 1:20}\n');
+    const kc = parseKubeConfig(
+      'clusters:\n- name: c\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: yes\n    tls-server-name: 2024-01-01\ncontexts:\n- name: t\n  context: {cluster: c, user: 1:20}\n',
+    );
     assert.equal(kc.getCluster('c')?.skipTLSVerify, true);
     assert.equal(kc.getCluster('c')?.tlsServerName, '2024-01-01');
     assert.equal(kc.getContextObject('t')?.user, '1:20');
@@ -111,18 +130,29 @@ describe('parseKubeConfig', () => {
     assert.deepEqual([empty.clusters, empty.users, empty.contexts, empty.currentContext], [[], [], [], '']);
   });
 
-  it('resolves relative paths against the file\'s directory, exec commands only when they are paths', () => {
-    const kc = parseKubeConfig(config(
-      { 'client-certificate': 'certs/client.crt', 'client-key': '/abs/client.key', tokenFile: 'token', exec: { command: './bin/plugin', apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } },
-      { server: 'https://x', 'certificate-authority': '../ca.crt' },
-    ), { baseDir: '/etc/kube' });
+  it("resolves relative paths against the file's directory, exec commands only when they are paths", () => {
+    const kc = parseKubeConfig(
+      config(
+        {
+          'client-certificate': 'certs/client.crt',
+          'client-key': '/abs/client.key',
+          tokenFile: 'token',
+          exec: { command: './bin/plugin', apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' },
+        },
+        { server: 'https://x', 'certificate-authority': '../ca.crt' },
+      ),
+      { baseDir: '/etc/kube' },
+    );
     assert.equal(kc.getCurrentCluster()?.caFile, '/etc/ca.crt');
     const user = kc.getCurrentUser()!;
     assert.equal(user.certFile, '/etc/kube/certs/client.crt');
     assert.equal(user.keyFile, '/abs/client.key');
     assert.equal(user.tokenFile, '/etc/kube/token');
     assert.equal(user.exec?.command, '/etc/kube/bin/plugin');
-    const inPath = parseKubeConfig(config({ exec: { command: 'aws', apiVersion: 'client.authentication.k8s.io/v1beta1' } }), { baseDir: '/etc/kube' });
+    const inPath = parseKubeConfig(
+      config({ exec: { command: 'aws', apiVersion: 'client.authentication.k8s.io/v1beta1' } }),
+      { baseDir: '/etc/kube' },
+    );
     assert.equal(inPath.getCurrentUser()?.exec?.command, 'aws');
     // Without a directory (text that is no file), paths stay as written.
     assert.equal(parseKubeConfig(config({ tokenFile: 'token' })).getCurrentUser()?.tokenFile, 'token');
@@ -143,11 +173,20 @@ describe('parseKubeConfig', () => {
       [config({ token: 12345 }), /^user "u": token must be a string, not a number$/],
       [config({ 'client-key-data': 'not base64!' }), /^user "u": client-key-data is not base64$/],
       [config({ exec: { command: 'x', args: [1] } }), /^user "u": exec: args\[0\] must be a string, not a number$/],
-      [config({}, { server: 'https://x', 'insecure-skip-tls-verify': 'true' }), /^cluster "c": insecure-skip-tls-verify must be true or false, not a string$/],
+      [
+        config({}, { server: 'https://x', 'insecure-skip-tls-verify': 'true' }),
+        /^cluster "c": insecure-skip-tls-verify must be true or false, not a string$/,
+      ],
       ['contexts: [{name: ctx}]\n', /^context "ctx": context is missing$/],
-      ['contexts: [{name: ctx, context: {cluster: c, namespace: [ns]}}]\n', /^context "ctx": namespace must be a string, not a list$/],
+      [
+        'contexts: [{name: ctx, context: {cluster: c, namespace: [ns]}}]\n',
+        /^context "ctx": namespace must be a string, not a list$/,
+      ],
       ['users: [{name: "a\\nb", user: {token: [1]}}]\n', /^user "a\\nb": token must be a string/],
-      ['a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n', /alias/i],
+      [
+        'a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n',
+        /alias/i,
+      ],
     ];
     for (const [text, expected] of cases) assert.match(await failure(() => parseKubeConfig(text)), expected, text);
   });
@@ -158,9 +197,18 @@ describe('confirmUsable', () => {
 
   it('checks only the context in use: broken entries elsewhere do not matter', () => {
     const text = stringify({
-      clusters: [{ name: 'c', cluster: { server: 'https://x' } }, { name: 'broken', cluster: { 'proxy-url': 'http://proxy' } }],
-      users: [{ name: 'u', user: { token: 't' } }, { name: 'gcp', user: { 'auth-provider': { name: 'gcp' } } }],
-      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }, { name: 'bad', context: { cluster: 'broken', user: 'gcp' } }],
+      clusters: [
+        { name: 'c', cluster: { server: 'https://x' } },
+        { name: 'broken', cluster: { 'proxy-url': 'http://proxy' } },
+      ],
+      users: [
+        { name: 'u', user: { token: 't' } },
+        { name: 'gcp', user: { 'auth-provider': { name: 'gcp' } } },
+      ],
+      contexts: [
+        { name: 'ctx', context: { cluster: 'c', user: 'u' } },
+        { name: 'bad', context: { cluster: 'broken', user: 'gcp' } },
+      ],
       'current-context': 'ctx',
     });
     parseKubeConfig(text).confirmUsable();
@@ -169,36 +217,78 @@ describe('confirmUsable', () => {
   it('refuses auth-provider users, naming the user and suggesting an exec plugin', async () => {
     for (const name of ['gcp', 'azure', 'oidc']) {
       const message = await failure(usable(config({ 'auth-provider': { name, config: { 'access-token': 'x' } } })));
-      assert.match(message, new RegExp(`^user "u" uses auth-provider "${name}", which Stateward does not support .*exec credential plugin`));
+      assert.match(
+        message,
+        new RegExp(`^user "u" uses auth-provider "${name}", which Stateward does not support .*exec credential plugin`),
+      );
     }
   });
 
   it('refuses what Stateward does not support and what kubectl refuses', async () => {
     const cases: [string, RegExp][] = [
-      [config({}, { server: 'https://x', 'proxy-url': 'socks5://proxy:1080' }), /^cluster "c" uses proxy-url, which Stateward does not support/],
+      [
+        config({}, { server: 'https://x', 'proxy-url': 'socks5://proxy:1080' }),
+        /^cluster "c" uses proxy-url, which Stateward does not support/,
+      ],
       [config({}, { 'certificate-authority-data': b64('ca') }), /^cluster "c" has no server$/],
       [config({}, { server: '10.0.0.1:6443' }), /^cluster "c": server "10.0.0.1:6443" is not an http or https URL$/],
-      [config({}, { server: 'https://x', 'certificate-authority-data': b64('ca'), 'certificate-authority': '/ca' }), /both set/],
-      [config({}, { server: 'https://x', 'certificate-authority-data': b64('ca'), 'insecure-skip-tls-verify': true }), /insecure-skip-tls-verify cannot both be set/],
+      [
+        config({}, { server: 'https://x', 'certificate-authority-data': b64('ca'), 'certificate-authority': '/ca' }),
+        /both set/,
+      ],
+      [
+        config({}, { server: 'https://x', 'certificate-authority-data': b64('ca'), 'insecure-skip-tls-verify': true }),
+        /insecure-skip-tls-verify cannot both be set/,
+      ],
       [config({ token: 't', username: 'a', password: 'b' }), /^user "u" has more than one authentication method/],
-      [config({ 'client-certificate-data': b64('cert') }), /^user "u": a client certificate needs client-key or client-key-data$/],
+      [
+        config({ 'client-certificate-data': b64('cert') }),
+        /^user "u": a client certificate needs client-key or client-key-data$/,
+      ],
       [config({ 'client-key-data': b64('key') }), /^user "u": a client key needs client-certificate/],
       [config({ as: 'bob', 'as-groups': ['admins'] }), /as-groups and as-user-extra are not supported/],
       [config({ 'as-uid': '1' }), /as-uid needs as/],
       [config({ token: 'abc\n' }), /^user "u": token contains a line break or a NUL character$/],
-      [config({ exec: { apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } }), /exec needs a command/],
-      [config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1alpha1' } }), /exec apiVersion "client.authentication.k8s.io\/v1alpha1" is not supported/],
+      [
+        config({ exec: { apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } }),
+        /exec needs a command/,
+      ],
+      [
+        config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1alpha1' } }),
+        /exec apiVersion "client.authentication.k8s.io\/v1alpha1" is not supported/,
+      ],
       [config({ exec: { command: 'x' } }), /exec apiVersion is missing/],
-      [config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1' } }), /interactiveMode must be set/],
-      [config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Always' } }), /needs a terminal/],
-      [config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1beta1', env: [{ value: 'v' }] } }), /env has a variable without a name/],
-      [config({ 'client-certificate': '/nonexistent/client.crt', 'client-key': '/nonexistent/client.key' }), /^user "u": client-certificate: cannot read \/nonexistent\/client.crt: ENOENT$/],
+      [
+        config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1' } }),
+        /interactiveMode must be set/,
+      ],
+      [
+        config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Always' } }),
+        /needs a terminal/,
+      ],
+      [
+        config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1beta1', env: [{ value: 'v' }] } }),
+        /env has a variable without a name/,
+      ],
+      [
+        config({ 'client-certificate': '/nonexistent/client.crt', 'client-key': '/nonexistent/client.key' }),
+        /^user "u": client-certificate: cannot read \/nonexistent\/client.crt: ENOENT$/,
+      ],
       [config({ tokenFile: '/nonexistent/token' }), /^user "u": tokenFile: cannot read \/nonexistent\/token: ENOENT$/],
-      [stringify({ clusters: [{ name: 'c', cluster: { server: 'https://x' } }], contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'ghost' } }], 'current-context': 'ctx' }), /^context "ctx" names user "ghost", which is not defined$/],
+      [
+        stringify({
+          clusters: [{ name: 'c', cluster: { server: 'https://x' } }],
+          contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'ghost' } }],
+          'current-context': 'ctx',
+        }),
+        /^context "ctx" names user "ghost", which is not defined$/,
+      ],
     ];
     for (const [text, expected] of cases) assert.match(await failure(usable(text)), expected, text);
     // v1beta1 defaults interactiveMode to IfAvailable, as client-go does.
-    parseKubeConfig(config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1beta1' } })).confirmUsable();
+    parseKubeConfig(
+      config({ exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1beta1' } }),
+    ).confirmUsable();
   });
 
   it('refuses an auth-provider even when nobody called confirmUsable (never silently unauthenticated)', async () => {
@@ -209,10 +299,12 @@ describe('confirmUsable', () => {
 
 describe('applyToHTTPSOptions', () => {
   it('gives a client certificate, the CA, the server name and no bearer header for certificate users', async () => {
-    const kc = parseKubeConfig(config(
-      { 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.client.key) },
-      { server: 'https://x', 'certificate-authority-data': b64(pki.ca.cert), 'tls-server-name': 'kubernetes' },
-    ));
+    const kc = parseKubeConfig(
+      config(
+        { 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.client.key) },
+        { server: 'https://x', 'certificate-authority-data': b64(pki.ca.cert), 'tls-server-name': 'kubernetes' },
+      ),
+    );
     kc.confirmUsable();
     const options = await apply(kc);
     assert.equal(String(options.ca), pki.ca.cert);
@@ -227,7 +319,13 @@ describe('applyToHTTPSOptions', () => {
     await writeFile(join(dir, 'ca.crt'), pki.ca.cert);
     await writeFile(join(dir, 'client.crt'), pki.client.cert);
     await writeFile(join(dir, 'client.key'), pki.client.key);
-    const kc = parseKubeConfig(config({ 'client-certificate': 'client.crt', 'client-key': 'client.key' }, { server: 'https://x', 'certificate-authority': 'ca.crt' }), { baseDir: dir });
+    const kc = parseKubeConfig(
+      config(
+        { 'client-certificate': 'client.crt', 'client-key': 'client.key' },
+        { server: 'https://x', 'certificate-authority': 'ca.crt' },
+      ),
+      { baseDir: dir },
+    );
     kc.confirmUsable();
     const options = await apply(kc);
     assert.equal(String(options.ca), pki.ca.cert);
@@ -235,17 +333,29 @@ describe('applyToHTTPSOptions', () => {
   });
 
   it('sends a bearer token, basic auth and impersonation headers; skips verification only when asked', async () => {
-    assert.deepEqual((await apply(parseKubeConfig(config({ token: 'abc', as: 'bob', 'as-uid': '7' })))).headers, { Authorization: 'Bearer abc', 'Impersonate-User': 'bob', 'Impersonate-Uid': '7' });
-    assert.deepEqual((await apply(parseKubeConfig(config({ username: 'admin', password: 'pw' })))).headers, { Authorization: `Basic ${b64('admin:pw')}` });
-    const insecure = await apply(parseKubeConfig(config({}, { server: 'https://x', 'insecure-skip-tls-verify': true })));
+    assert.deepEqual((await apply(parseKubeConfig(config({ token: 'abc', as: 'bob', 'as-uid': '7' })))).headers, {
+      Authorization: 'Bearer abc',
+      'Impersonate-User': 'bob',
+      'Impersonate-Uid': '7',
+    });
+    assert.deepEqual((await apply(parseKubeConfig(config({ username: 'admin', password: 'pw' })))).headers, {
+      Authorization: `Basic ${b64('admin:pw')}`,
+    });
+    const insecure = await apply(
+      parseKubeConfig(config({}, { server: 'https://x', 'insecure-skip-tls-verify': true })),
+    );
     assert.equal(insecure.rejectUnauthorized, false);
     assert.deepEqual(insecure.headers, {});
   });
 
   it('names a certificate or key that TLS cannot use, and never quotes it', async () => {
-    const badCa = parseKubeConfig(config({ token: 't' }, { server: 'https://x', 'certificate-authority-data': b64('not a certificate') }));
+    const badCa = parseKubeConfig(
+      config({ token: 't' }, { server: 'https://x', 'certificate-authority-data': b64('not a certificate') }),
+    );
     assert.match(await failure(() => apply(badCa)), /^cluster "c": the certificate authority is not usable/);
-    const mismatched = parseKubeConfig(config({ 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.other.key) }));
+    const mismatched = parseKubeConfig(
+      config({ 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.other.key) }),
+    );
     const message = await failure(() => apply(mismatched));
     assert.match(message, /^user "u": the client certificate and key are not usable/);
     assert.ok(!message.includes('PRIVATE KEY'));
@@ -253,7 +363,7 @@ describe('applyToHTTPSOptions', () => {
 });
 
 describe('token files', () => {
-  it('re-reads a rotated token after 50 s (client-go\'s period), at once after a 401, and keeps the last one while the file is unreadable', async () => {
+  it("re-reads a rotated token after 50 s (client-go's period), at once after a 401, and keeps the last one while the file is unreadable", async () => {
     const clock = new TestClock();
     const token = join(dir, 'rotating-token');
     await writeFile(token, 'first\n');
@@ -283,7 +393,10 @@ describe('token files', () => {
     const sub = await mkdtemp(join(dir, 'rotate-'));
     await writeFile(join(sub, 'c.crt'), pki.client.cert);
     await writeFile(join(sub, 'c.key'), pki.client.key);
-    const kc = parseKubeConfig(config({ 'client-certificate': 'c.crt', 'client-key': 'c.key' }), { baseDir: sub, clock });
+    const kc = parseKubeConfig(config({ 'client-certificate': 'c.crt', 'client-key': 'c.key' }), {
+      baseDir: sub,
+      clock,
+    });
     assert.equal(String((await apply(kc)).cert as Buffer), pki.client.cert);
     await writeFile(join(sub, 'c.crt'), pki.other.cert);
     clock.advance(30_000);
@@ -299,8 +412,14 @@ describe('token files', () => {
   it('an empty token file is an error, unless a token is given too', async () => {
     const token = join(dir, 'empty-token');
     await writeFile(token, '  \n');
-    assert.match(await failure(() => parseKubeConfig(config({ tokenFile: token })).confirmUsable()), /tokenFile .* is empty/);
-    assert.equal((await apply(parseKubeConfig(config({ tokenFile: token, token: 'fallback' })))).headers['Authorization'], 'Bearer fallback');
+    assert.match(
+      await failure(() => parseKubeConfig(config({ tokenFile: token })).confirmUsable()),
+      /tokenFile .* is empty/,
+    );
+    assert.equal(
+      (await apply(parseKubeConfig(config({ tokenFile: token, token: 'fallback' })))).headers['Authorization'],
+      'Bearer fallback',
+    );
   });
 });
 
@@ -323,7 +442,7 @@ describe('inClusterKubeConfig', () => {
     assert.equal(options.headers['Authorization'], 'Bearer sa-token-2');
   });
 
-  it('without a usable ca.crt or namespace file: the system\'s roots and no namespace, as client-go', async () => {
+  it("without a usable ca.crt or namespace file: the system's roots and no namespace, as client-go", async () => {
     const sa = await mkdtemp(join(dir, 'sa-'));
     await writeFile(join(sa, 'token'), 't');
     await writeFile(join(sa, 'ca.crt'), '');
@@ -347,7 +466,9 @@ describe('exec credential plugins', () => {
   }
 
   /** A plugin that counts its runs in a file and answers token "tok-<run>" (plus what `status` adds). */
-  async function countingPlugin(status = ''): Promise<{ command: string; runs: () => Promise<number>; info: () => Promise<unknown> }> {
+  async function countingPlugin(
+    status = '',
+  ): Promise<{ command: string; runs: () => Promise<number>; info: () => Promise<unknown> }> {
     const count = join(dir, `count-${n}`);
     const info = join(dir, `info-${n}`);
     const command = await script(
@@ -355,21 +476,43 @@ describe('exec credential plugins', () => {
         `printf '%s' "$KUBERNETES_EXEC_INFO" > "${info}"\n` +
         `printf '{"apiVersion":"${V1}","kind":"ExecCredential","status":{"token":"tok-%s-%s-%s"${status}}}' "$n" "$1" "$GREETING"`,
     );
-    return { command, runs: async () => Number((await readFile(count, 'utf8')).trim()), info: async () => JSON.parse(await readFile(info, 'utf8')) as unknown };
+    return {
+      command,
+      runs: async () => Number((await readFile(count, 'utf8')).trim()),
+      info: async () => JSON.parse(await readFile(info, 'utf8')) as unknown,
+    };
   }
 
-  const execUser = (command: string, more: Record<string, unknown> = {}) => ({ exec: { command, apiVersion: V1, interactiveMode: 'Never', args: ['arg'], env: [{ name: 'GREETING', value: 'hi' }], ...more } });
+  const execUser = (command: string, more: Record<string, unknown> = {}) => ({
+    exec: {
+      command,
+      apiVersion: V1,
+      interactiveMode: 'Never',
+      args: ['arg'],
+      env: [{ name: 'GREETING', value: 'hi' }],
+      ...more,
+    },
+  });
 
   it('runs the plugin with its args, env and KUBERNETES_EXEC_INFO, and caches the token until it expires', async () => {
     const clock = new TestClock();
     const plugin = await countingPlugin(',"expirationTimestamp":"2030-01-01T00:10:00Z"');
-    const kc = parseKubeConfig(config(execUser(plugin.command, { provideClusterInfo: true }), { server: 'https://10.0.0.1:6443', 'certificate-authority-data': b64(pki.ca.cert) }), { clock });
+    const kc = parseKubeConfig(
+      config(execUser(plugin.command, { provideClusterInfo: true }), {
+        server: 'https://10.0.0.1:6443',
+        'certificate-authority-data': b64(pki.ca.cert),
+      }),
+      { clock },
+    );
     kc.confirmUsable();
     assert.equal((await apply(kc)).headers['Authorization'], 'Bearer tok-1-arg-hi');
     assert.deepEqual(await plugin.info(), {
       apiVersion: V1,
       kind: 'ExecCredential',
-      spec: { interactive: false, cluster: { server: 'https://10.0.0.1:6443', 'certificate-authority-data': b64(pki.ca.cert) } },
+      spec: {
+        interactive: false,
+        cluster: { server: 'https://10.0.0.1:6443', 'certificate-authority-data': b64(pki.ca.cert) },
+      },
     });
     // Concurrent requests share one run; a cached credential runs nothing.
     const all = await Promise.all(Array.from({ length: 5 }, () => apply(kc)));
@@ -401,14 +544,18 @@ describe('exec credential plugins', () => {
     assert.equal((await apply(kc)).headers['Authorization'], 'Bearer tok-2-arg-hi');
   });
 
-  it('resolves a relative command against the kubeconfig\'s directory', async () => {
+  it("resolves a relative command against the kubeconfig's directory", async () => {
     const plugin = await countingPlugin();
     const kc = parseKubeConfig(config(execUser(`./${plugin.command.split('/').at(-1)!}`)), { baseDir: dir });
     assert.equal((await apply(kc)).headers['Authorization'], 'Bearer tok-1-arg-hi');
   });
 
   it('uses a client certificate and key from the plugin', async () => {
-    const credential = JSON.stringify({ apiVersion: V1, kind: 'ExecCredential', status: { clientCertificateData: pki.other.cert, clientKeyData: pki.other.key } });
+    const credential = JSON.stringify({
+      apiVersion: V1,
+      kind: 'ExecCredential',
+      status: { clientCertificateData: pki.other.cert, clientKeyData: pki.other.key },
+    });
     const command = await script(`cat <<'EOF'\n${credential}\nEOF`);
     const kc = parseKubeConfig(config(execUser(command)));
     const options = await apply(kc);
@@ -427,7 +574,9 @@ describe('exec credential plugins', () => {
   it('reports a failing plugin with its exit code and last stderr line, and tries again on the next request', async () => {
     const flag = join(dir, 'fail-once');
     await writeFile(flag, '');
-    const command = await script(`if [ -e "${flag}" ]; then rm "${flag}"; echo 'token: leaked-secret' ; echo 'error: please run login first' >&2; exit 3; fi\nprintf '{"apiVersion":"${V1}","kind":"ExecCredential","status":{"token":"ok"}}'`);
+    const command = await script(
+      `if [ -e "${flag}" ]; then rm "${flag}"; echo 'token: leaked-secret' ; echo 'error: please run login first' >&2; exit 3; fi\nprintf '{"apiVersion":"${V1}","kind":"ExecCredential","status":{"token":"ok"}}'`,
+    );
     const kc = parseKubeConfig(config(execUser(command)));
     const message = await failure(() => apply(kc));
     assert.match(message, /^exec plugin ".*" of user "u" failed with exit code 3: error: please run login first$/);
@@ -439,16 +588,43 @@ describe('exec credential plugins', () => {
     const outputs: [string, RegExp][] = [
       ['secret-garbage-not-json', /its output \(\d+ bytes\) is not JSON$/],
       ['[1, 2]', /its output is a list, not an object$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"Pod","status":{"token":"secret-x"}}', /its kind is not ExecCredential$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"secret-x"}}', /configured to use API version client.authentication.k8s.io\/v1, and the plugin returned client.authentication.k8s.io\/v1beta1$/],
-      ['{"apiVersion":"secret token here","kind":"ExecCredential","status":{"token":"secret-x"}}', /the plugin returned something else$/],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"Pod","status":{"token":"secret-x"}}',
+        /its kind is not ExecCredential$/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"secret-x"}}',
+        /configured to use API version client.authentication.k8s.io\/v1, and the plugin returned client.authentication.k8s.io\/v1beta1$/,
+      ],
+      [
+        '{"apiVersion":"secret token here","kind":"ExecCredential","status":{"token":"secret-x"}}',
+        /the plugin returned something else$/,
+      ],
       ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"}', /returned no status$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}', /returned neither a token nor a client certificate and key$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":["secret-x"]}}', /status.token is not a string$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret\\nx"}}', /status.token contains a line break/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"secret-x"}}', /a client certificate or key, not both$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret-x","expirationTimestamp":"tomorrow"}}', /not an RFC 3339 time$/],
-      ['{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"secret-x","clientKeyData":"secret-y"}}', /a client certificate and key that are not usable/],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}',
+        /returned neither a token nor a client certificate and key$/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":["secret-x"]}}',
+        /status.token is not a string$/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret\\nx"}}',
+        /status.token contains a line break/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"secret-x"}}',
+        /a client certificate or key, not both$/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"secret-x","expirationTimestamp":"tomorrow"}}',
+        /not an RFC 3339 time$/,
+      ],
+      [
+        '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"secret-x","clientKeyData":"secret-y"}}',
+        /a client certificate and key that are not usable/,
+      ],
     ];
     for (const [output, expected] of outputs) {
       const command = await script(`cat <<'EOF'\n${output}\nEOF`);
@@ -476,7 +652,7 @@ describe('exec credential plugins', () => {
       }
     };
     for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.equal(alive(), false, 'the plugin\'s child was killed with it');
+    assert.equal(alive(), false, "the plugin's child was killed with it");
   });
 
   it('stops a plugin that prints too much', async () => {
@@ -486,11 +662,19 @@ describe('exec credential plugins', () => {
   });
 
   it('names a missing plugin with its install hint on one line', async () => {
-    const kc = parseKubeConfig(config(execUser('/nonexistent/kubectl-login', { installHint: 'Install it:\n  brew install kubelogin\n' })));
-    assert.match(await failure(() => apply(kc)), /^exec plugin "\/nonexistent\/kubectl-login" of user "u": executable not found: Install it: brew install kubelogin$/);
+    const kc = parseKubeConfig(
+      config(execUser('/nonexistent/kubectl-login', { installHint: 'Install it:\n  brew install kubelogin\n' })),
+    );
+    assert.match(
+      await failure(() => apply(kc)),
+      /^exec plugin "\/nonexistent\/kubectl-login" of user "u": executable not found: Install it: brew install kubelogin$/,
+    );
     const notExecutable = join(dir, 'not-executable');
     await writeFile(notExecutable, '#!/bin/sh\n');
-    assert.match(await failure(() => apply(parseKubeConfig(config(execUser(notExecutable))))), /cannot run it: EACCES$/);
+    assert.match(
+      await failure(() => apply(parseKubeConfig(config(execUser(notExecutable))))),
+      /cannot run it: EACCES$/,
+    );
   });
 });
 
@@ -500,21 +684,33 @@ describe('KubeClient with a Stateward kubeconfig', () => {
   const seen: { authorization?: string | undefined; cn?: string | undefined }[] = [];
 
   before(async () => {
-    server = createServer({ key: pki.server.key, cert: pki.server.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-      const peer = (req.socket as TLSSocket).getPeerCertificate();
-      seen.push({ authorization: req.headers.authorization, cn: String(peer?.subject?.CN) });
-      // The first exec token is "revoked": the client must run the plugin again.
-      const status = req.headers.authorization === 'Bearer tok-1' ? 401 : 200;
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(status === 401 ? JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }) : JSON.stringify({ kind: 'APIVersions', versions: ['v1'] }));
-    });
+    server = createServer(
+      { key: pki.server.key, cert: pki.server.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: false },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        seen.push({ authorization: req.headers.authorization, cn: String(peer?.subject?.CN) });
+        // The first exec token is "revoked": the client must run the plugin again.
+        const status = req.headers.authorization === 'Bearer tok-1' ? 401 : 200;
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(
+          status === 401
+            ? JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' })
+            : JSON.stringify({ kind: 'APIVersions', versions: ['v1'] }),
+        );
+      },
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('connects with mutual TLS from a client-certificate kubeconfig, verifying the server', async () => {
-    const kc = parseKubeConfig(config({ 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.client.key) }, { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': b64(pki.ca.cert) }));
+    const kc = parseKubeConfig(
+      config(
+        { 'client-certificate-data': b64(pki.client.cert), 'client-key-data': b64(pki.client.key) },
+        { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': b64(pki.ca.cert) },
+      ),
+    );
     kc.confirmUsable();
     const client = new KubeClient({ kubeConfig: kc, timeoutMs: 10_000 });
     try {
@@ -524,9 +720,15 @@ describe('KubeClient with a Stateward kubeconfig', () => {
       await client.close();
     }
     // Without the CA the server is not trusted.
-    const untrusted = new KubeClient({ kubeConfig: parseKubeConfig(config({ token: 't' }, { server: `https://127.0.0.1:${port}` })), timeoutMs: 10_000 });
+    const untrusted = new KubeClient({
+      kubeConfig: parseKubeConfig(config({ token: 't' }, { server: `https://127.0.0.1:${port}` })),
+      timeoutMs: 10_000,
+    });
     try {
-      await assert.rejects(untrusted.request('GET', '/api'), (error: Error & { reason?: string }) => error.reason === 'NetworkError');
+      await assert.rejects(
+        untrusted.request('GET', '/api'),
+        (error: Error & { reason?: string }) => error.reason === 'NetworkError',
+      );
     } finally {
       await untrusted.close();
     }
@@ -535,9 +737,17 @@ describe('KubeClient with a Stateward kubeconfig', () => {
   it('runs the exec plugin again when the server answers 401', async () => {
     const count = join(dir, 'client-count');
     const command = join(dir, 'client-plugin.sh');
-    await writeFile(command, `#!/bin/sh\nn=$(( $(cat "${count}" 2>/dev/null || echo 0) + 1 )); echo $n > "${count}"\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok-%s"}}' "$n"\n`);
+    await writeFile(
+      command,
+      `#!/bin/sh\nn=$(( $(cat "${count}" 2>/dev/null || echo 0) + 1 )); echo $n > "${count}"\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok-%s"}}' "$n"\n`,
+    );
     await chmod(command, 0o755);
-    const kc = parseKubeConfig(config({ exec: { command, apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } }, { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': b64(pki.ca.cert) }));
+    const kc = parseKubeConfig(
+      config(
+        { exec: { command, apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } },
+        { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': b64(pki.ca.cert) },
+      ),
+    );
     const client = new KubeClient({ kubeConfig: kc, timeoutMs: 10_000 });
     try {
       await assert.rejects(client.request('GET', '/api'), (error: Error & { code?: number }) => error.code === 401);
@@ -552,66 +762,131 @@ describe('KubeClient with a Stateward kubeconfig', () => {
 // ---------------------------------------------------------------- fuzzing
 
 /** Anything a field might hold instead of what belongs there. */
-const wrongValue = fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), { maxKeys: 2 }));
-const maybe = <T>(usual: fc.Arbitrary<T>) => fc.option(fc.oneof({ weight: 4, arbitrary: usual }, { weight: 1, arbitrary: wrongValue }), { nil: undefined });
+const wrongValue = fc.oneof(
+  fc.string({ maxLength: 8 }),
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 }),
+  fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), { maxKeys: 2 }),
+);
+const maybe = <T>(usual: fc.Arbitrary<T>) =>
+  fc.option(fc.oneof({ weight: 4, arbitrary: usual }, { weight: 1, arbitrary: wrongValue }), { nil: undefined });
 /** File fields name only harmless paths: files of the test's directory, or missing ones. */
 const pathValue = fc.constantFrom('ca.crt', 'client.crt', 'client.key', 'missing.pem', 'token-file', '');
 // The real CA is read when generating (pki exists by then), not when the module loads.
-const base64Value = fc.oneof(fc.constant(null).map(() => b64(pki.ca.cert)), fc.base64String({ maxLength: 12 }), fc.string({ maxLength: 6 }));
+const base64Value = fc.oneof(
+  fc.constant(null).map(() => b64(pki.ca.cert)),
+  fc.base64String({ maxLength: 12 }),
+  fc.string({ maxLength: 6 }),
+);
 
-const clusterArb = fc.record({
-  name: maybe(fc.constantFrom('c', 'd')),
-  cluster: maybe(fc.record({
-    server: maybe(fc.constantFrom('https://127.0.0.1:1', 'http://127.0.0.1:1/', 'not a url', '', 'ftp://x')),
-    'certificate-authority-data': maybe(base64Value),
-    'certificate-authority': maybe(pathValue),
-    'insecure-skip-tls-verify': maybe(fc.boolean()),
-    'tls-server-name': maybe(fc.string({ maxLength: 6 })),
-    'proxy-url': maybe(fc.constant('http://proxy:3128')),
-    extensions: maybe(fc.array(fc.record({ name: maybe(fc.constant('client.authentication.k8s.io/exec')), extension: wrongValue }), { maxLength: 1 })),
-  }, { requiredKeys: [] })),
-}, { requiredKeys: [] });
+const clusterArb = fc.record(
+  {
+    name: maybe(fc.constantFrom('c', 'd')),
+    cluster: maybe(
+      fc.record(
+        {
+          server: maybe(fc.constantFrom('https://127.0.0.1:1', 'http://127.0.0.1:1/', 'not a url', '', 'ftp://x')),
+          'certificate-authority-data': maybe(base64Value),
+          'certificate-authority': maybe(pathValue),
+          'insecure-skip-tls-verify': maybe(fc.boolean()),
+          'tls-server-name': maybe(fc.string({ maxLength: 6 })),
+          'proxy-url': maybe(fc.constant('http://proxy:3128')),
+          extensions: maybe(
+            fc.array(
+              fc.record({ name: maybe(fc.constant('client.authentication.k8s.io/exec')), extension: wrongValue }),
+              { maxLength: 1 },
+            ),
+          ),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
 
-const userArb = fc.record({
-  name: maybe(fc.constantFrom('u', 'v')),
-  user: maybe(fc.record({
-    token: maybe(fc.string({ maxLength: 8 })),
-    tokenFile: maybe(pathValue),
-    username: maybe(fc.string({ maxLength: 4 })),
-    password: maybe(fc.string({ maxLength: 4 })),
-    'client-certificate': maybe(pathValue),
-    'client-key': maybe(pathValue),
-    'client-certificate-data': maybe(base64Value),
-    'client-key-data': maybe(base64Value),
-    as: maybe(fc.string({ maxLength: 4 })),
-    'as-uid': maybe(fc.string({ maxLength: 4 })),
-    'as-groups': maybe(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
-    'auth-provider': maybe(fc.record({ name: maybe(fc.constantFrom('gcp', 'oidc')), config: wrongValue }, { requiredKeys: [] })),
-    // Never run: the property only calls applyToHTTPSOptions for users without exec.
-    exec: maybe(fc.record({
-      command: maybe(fc.constantFrom('/nonexistent/never-run', './never-run')),
-      apiVersion: maybe(fc.constantFrom('client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1', 'v1')),
-      args: maybe(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
-      env: maybe(fc.array(fc.record({ name: maybe(fc.string({ maxLength: 4 })), value: maybe(fc.string({ maxLength: 4 })) }, { requiredKeys: [] }), { maxLength: 2 })),
-      interactiveMode: maybe(fc.constantFrom('Never', 'IfAvailable', 'Always', 'Sometimes')),
-      provideClusterInfo: maybe(fc.boolean()),
-    }, { requiredKeys: [] })),
-  }, { requiredKeys: [] })),
-}, { requiredKeys: [] });
+const userArb = fc.record(
+  {
+    name: maybe(fc.constantFrom('u', 'v')),
+    user: maybe(
+      fc.record(
+        {
+          token: maybe(fc.string({ maxLength: 8 })),
+          tokenFile: maybe(pathValue),
+          username: maybe(fc.string({ maxLength: 4 })),
+          password: maybe(fc.string({ maxLength: 4 })),
+          'client-certificate': maybe(pathValue),
+          'client-key': maybe(pathValue),
+          'client-certificate-data': maybe(base64Value),
+          'client-key-data': maybe(base64Value),
+          as: maybe(fc.string({ maxLength: 4 })),
+          'as-uid': maybe(fc.string({ maxLength: 4 })),
+          'as-groups': maybe(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
+          'auth-provider': maybe(
+            fc.record({ name: maybe(fc.constantFrom('gcp', 'oidc')), config: wrongValue }, { requiredKeys: [] }),
+          ),
+          // Never run: the property only calls applyToHTTPSOptions for users without exec.
+          exec: maybe(
+            fc.record(
+              {
+                command: maybe(fc.constantFrom('/nonexistent/never-run', './never-run')),
+                apiVersion: maybe(
+                  fc.constantFrom('client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1', 'v1'),
+                ),
+                args: maybe(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
+                env: maybe(
+                  fc.array(
+                    fc.record(
+                      { name: maybe(fc.string({ maxLength: 4 })), value: maybe(fc.string({ maxLength: 4 })) },
+                      { requiredKeys: [] },
+                    ),
+                    { maxLength: 2 },
+                  ),
+                ),
+                interactiveMode: maybe(fc.constantFrom('Never', 'IfAvailable', 'Always', 'Sometimes')),
+                provideClusterInfo: maybe(fc.boolean()),
+              },
+              { requiredKeys: [] },
+            ),
+          ),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
 
-const contextArb = fc.record({
-  name: maybe(fc.constantFrom('ctx', 'other')),
-  context: maybe(fc.record({ cluster: maybe(fc.constantFrom('c', 'd', 'none')), user: maybe(fc.constantFrom('u', 'v', 'none')), namespace: maybe(fc.string({ maxLength: 6 })) }, { requiredKeys: [] })),
-}, { requiredKeys: [] });
+const contextArb = fc.record(
+  {
+    name: maybe(fc.constantFrom('ctx', 'other')),
+    context: maybe(
+      fc.record(
+        {
+          cluster: maybe(fc.constantFrom('c', 'd', 'none')),
+          user: maybe(fc.constantFrom('u', 'v', 'none')),
+          namespace: maybe(fc.string({ maxLength: 6 })),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
 
-const kubeconfigArb = fc.record({
-  apiVersion: maybe(fc.constantFrom('v1', 'v2')),
-  kind: maybe(fc.constantFrom('Config', 'Pod')),
-  clusters: maybe(fc.array(clusterArb, { maxLength: 3 })),
-  users: maybe(fc.array(userArb, { maxLength: 3 })),
-  contexts: maybe(fc.array(contextArb, { maxLength: 3 })),
-  'current-context': maybe(fc.constantFrom('ctx', 'other', '')),
-}, { requiredKeys: [] });
+const kubeconfigArb = fc.record(
+  {
+    apiVersion: maybe(fc.constantFrom('v1', 'v2')),
+    kind: maybe(fc.constantFrom('Config', 'Pod')),
+    clusters: maybe(fc.array(clusterArb, { maxLength: 3 })),
+    users: maybe(fc.array(userArb, { maxLength: 3 })),
+    contexts: maybe(fc.array(contextArb, { maxLength: 3 })),
+    'current-context': maybe(fc.constantFrom('ctx', 'other', '')),
+  },
+  { requiredKeys: [] },
+);
 
 /** Parse, check and (when no plugin could run) build request options: a KubeConfigError or success, nothing else. */
 async function exercise(text: string): Promise<void> {
@@ -622,7 +897,10 @@ async function exercise(text: string): Promise<void> {
     if (kc.getCurrentUser()?.exec) return;
     await kc.applyToHTTPSOptions({});
   } catch (error) {
-    assert.ok(error instanceof KubeConfigError, `not a KubeConfigError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    assert.ok(
+      error instanceof KubeConfigError,
+      `not a KubeConfigError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+    );
     assert.ok(!error.message.includes('\n'), `more than one line: ${error.message}`);
   }
 }
@@ -636,12 +914,56 @@ describe('fuzz: parseKubeConfig', () => {
   });
 
   it('structured kubeconfigs with wrong and missing fields: a KubeConfig or a KubeConfigError', async () => {
-    await fc.assert(fc.asyncProperty(kubeconfigArb, fc.boolean(), async (doc, json) => exercise(json ? JSON.stringify(doc) : stringify(doc))), params(800, 71));
+    await fc.assert(
+      fc.asyncProperty(kubeconfigArb, fc.boolean(), async (doc, json) =>
+        exercise(json ? JSON.stringify(doc) : stringify(doc)),
+      ),
+      params(800, 71),
+    );
   });
 
   it('arbitrary JSON values and YAML-ish text: a KubeConfig or a KubeConfigError', async () => {
-    const yamlish = fc.array(fc.constantFrom('clusters:', 'users:', '- name: c', '  cluster:', '    server: https://x', '  user: {token: t}', 'contexts: [', '{', '}', ']', ' ', '\t', '&a', '*a', '!!binary', '---', '? ', ': ', '"', "'", '#', '|', '>', '%YAML 1.1', '<<: *a', 'current-context: ctx', '\n'), { maxLength: 30 }).map((parts) => parts.join(''));
-    const text = fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 100 }), fc.jsonValue().map((v) => JSON.stringify(v)), fc.jsonValue().map((v) => stringify(v)), yamlish);
+    const yamlish = fc
+      .array(
+        fc.constantFrom(
+          'clusters:',
+          'users:',
+          '- name: c',
+          '  cluster:',
+          '    server: https://x',
+          '  user: {token: t}',
+          'contexts: [',
+          '{',
+          '}',
+          ']',
+          ' ',
+          '\t',
+          '&a',
+          '*a',
+          '!!binary',
+          '---',
+          '? ',
+          ': ',
+          '"',
+          "'",
+          '#',
+          '|',
+          '>',
+          '%YAML 1.1',
+          '<<: *a',
+          'current-context: ctx',
+          '\n',
+        ),
+        { maxLength: 30 },
+      )
+      .map((parts) => parts.join(''));
+    const text = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.string({ unit: 'binary', maxLength: 100 }),
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+      fc.jsonValue().map((v) => stringify(v)),
+      yamlish,
+    );
     await fc.assert(fc.asyncProperty(text, exercise), params(1500, 72));
   });
 });

@@ -27,14 +27,26 @@ function split(text: Buffer, cuts: number[]): { lines: string[]; chunks: Buffer[
 describe('LineSplitter (watch streams)', () => {
   it('property: any chunking gives the lines of the text, and leaves no byte of any chunk behind', () => {
     const line = fc.string({ unit: fc.constantFrom('a', 'é', '€', '😀', '{', '"'), maxLength: 12 });
-    fc.assert(fc.property(fc.array(line, { maxLength: 6 }), fc.boolean(), fc.array(fc.nat(200), { maxLength: 8 }), (parts, trailingNewline, cuts) => {
-      const text = Buffer.from(parts.join('\n') + (trailingNewline && parts.length > 0 ? '\n' : ''), 'utf8');
-      const { lines, chunks } = split(text, cuts);
-      // A stream that ends with a newline has no line after it.
-      const expected = text.toString('utf8').split('\n');
-      if (expected.at(-1) === '') expected.pop();
-      assert.deepEqual(lines, expected);
-      for (const chunk of chunks) assert.ok(chunk.every((b) => b === 0 || b === 0x0a), 'only newlines are left in a chunk');
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.array(line, { maxLength: 6 }),
+        fc.boolean(),
+        fc.array(fc.nat(200), { maxLength: 8 }),
+        (parts, trailingNewline, cuts) => {
+          const text = Buffer.from(parts.join('\n') + (trailingNewline && parts.length > 0 ? '\n' : ''), 'utf8');
+          const { lines, chunks } = split(text, cuts);
+          // A stream that ends with a newline has no line after it.
+          const expected = text.toString('utf8').split('\n');
+          if (expected.at(-1) === '') expected.pop();
+          assert.deepEqual(lines, expected);
+          for (const chunk of chunks)
+            assert.ok(
+              chunk.every((b) => b === 0 || b === 0x0a),
+              'only newlines are left in a chunk',
+            );
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

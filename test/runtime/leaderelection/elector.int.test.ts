@@ -44,13 +44,21 @@ class SteppableClock implements Clock {
 class ObservedClient extends KubeClient {
   onLease: ((lease: Lease, how: 'read' | 'written') => void) | undefined;
 
-  override async get<T extends KubeObject>(type: ResourceType, where: ObjectPath & { name: string }, options?: CallOptions): Promise<T> {
+  override async get<T extends KubeObject>(
+    type: ResourceType,
+    where: ObjectPath & { name: string },
+    options?: CallOptions,
+  ): Promise<T> {
     const got = await super.get<T>(type, where, options);
     if (type === resources.leases) this.onLease?.(got as Lease, 'read');
     return got;
   }
 
-  override async update<T extends KubeObject>(type: ResourceType, object: T, options?: Parameters<KubeClient['update']>[2]): Promise<T> {
+  override async update<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    options?: Parameters<KubeClient['update']>[2],
+  ): Promise<T> {
     const updated = await super.update<T>(type, object, options);
     if (type === resources.leases) this.onLease?.(updated as Lease, 'written');
     return updated;
@@ -71,7 +79,9 @@ async function cuttableProxy(t: TestContext): Promise<{ kubeConfig: KubeConfig; 
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
-  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
+  );
   const cut = () => {
     server.close();
     for (const s of sockets) s.destroy();
@@ -97,7 +107,11 @@ function campaign(t: TestContext, options: Omit<ElectorOptions, 'name'>): Leader
 }
 
 /** Samples both electors every few ms and counts the samples in which both believe they lead. */
-function splitBrainMonitor(t: TestContext, a: LeaderElector, b: LeaderElector): { readonly both: number; stop: () => void } {
+function splitBrainMonitor(
+  t: TestContext,
+  a: LeaderElector,
+  b: LeaderElector,
+): { readonly both: number; stop: () => void } {
   const state = { both: 0, stop: () => clearInterval(timer) };
   const timer = setInterval(() => {
     if (a.isLeader() && b.isLeader()) state.both++;
@@ -129,8 +143,14 @@ describe('leader election under wall-clock steps', { timeout: 60_000 }, () => {
     assert.equal(lease.spec?.holderIdentity, 'a');
     const lastRenew = Date.parse(lease.spec?.renewTime ?? '');
     const mustStopBy = lastRenew + timings.renewDeadlineMs + 500;
-    const stoppedAt = await waitFor('a to stop believing it leads', () => !a.isLeader() && Date.now(), { timeoutMs: Math.max(0, mustStopBy - Date.now()), intervalMs: 10 });
-    assert.ok(stoppedAt <= mustStopBy, `a stopped leading ${stoppedAt - lastRenew} ms after its last renewal (renew deadline ${timings.renewDeadlineMs} ms)`);
+    const stoppedAt = await waitFor('a to stop believing it leads', () => !a.isLeader() && Date.now(), {
+      timeoutMs: Math.max(0, mustStopBy - Date.now()),
+      intervalMs: 10,
+    });
+    assert.ok(
+      stoppedAt <= mustStopBy,
+      `a stopped leading ${stoppedAt - lastRenew} ms after its last renewal (renew deadline ${timings.renewDeadlineMs} ms)`,
+    );
 
     await waitFor('b to take over', () => b.isLeader(), { timeoutMs: 15_000, intervalMs: 10 });
     // Two more renewals of b's with a still cut off: still one leader.
@@ -147,7 +167,14 @@ describe('leader election under wall-clock steps', { timeout: 60_000 }, () => {
     // right after the standby read a fresh renewal leaves it about two and a
     // half seconds in which the lease does not change.
     const clientA = client();
-    const a = campaign(t, { client: clientA, namespace, identity: 'a', leaseDurationMs: 8000, renewDeadlineMs: 6000, retryPeriodMs: 3000 });
+    const a = campaign(t, {
+      client: clientA,
+      namespace,
+      identity: 'a',
+      leaseDurationMs: 8000,
+      renewDeadlineMs: 6000,
+      retryPeriodMs: 3000,
+    });
     await waitFor('a to lead', () => a.isLeader(), { timeoutMs: 10_000, intervalMs: 20 });
     let lastWrite: { resourceVersion: string | undefined; at: number } | undefined;
     let renewals = 0;
@@ -163,19 +190,34 @@ describe('leader election under wall-clock steps', { timeout: 60_000 }, () => {
     clientB.onLease = (lease, how) => {
       // The moment the standby has read a renewal made less than a second ago: step its clock.
       if (how !== 'read' || steppedAt !== undefined || !lastWrite) return;
-      if (lease.metadata?.resourceVersion !== lastWrite.resourceVersion || performance.now() - lastWrite.at > 1000) return;
+      if (lease.metadata?.resourceVersion !== lastWrite.resourceVersion || performance.now() - lastWrite.at > 1000)
+        return;
       clockB.step(MINUTE);
       steppedAt = renewals;
     };
-    const b = campaign(t, { client: clientB, namespace, identity: 'b', clock: clockB, leaseDurationMs: 8000, renewDeadlineMs: 6000, retryPeriodMs: 500 });
+    const b = campaign(t, {
+      client: clientB,
+      namespace,
+      identity: 'b',
+      clock: clockB,
+      leaseDurationMs: 8000,
+      renewDeadlineMs: 6000,
+      retryPeriodMs: 500,
+    });
     const monitor = splitBrainMonitor(t, a, b);
     let bLed = false;
     const watchB = setInterval(() => void (bLed ||= b.isLeader()), 5);
     t.after(() => clearInterval(watchB));
 
-    await waitFor('b to step its clock after reading a fresh renewal', () => steppedAt !== undefined, { timeoutMs: 15_000, intervalMs: 20 });
+    await waitFor('b to step its clock after reading a fresh renewal', () => steppedAt !== undefined, {
+      timeoutMs: 15_000,
+      intervalMs: 20,
+    });
     // Three more renewals of a's: b reads the lease about 18 times meanwhile.
-    await waitFor('a to renew three more times', () => renewals >= steppedAt! + 3 || bLed, { timeoutMs: 15_000, intervalMs: 20 });
+    await waitFor('a to renew three more times', () => renewals >= steppedAt! + 3 || bLed, {
+      timeoutMs: 15_000,
+      intervalMs: 20,
+    });
     clearInterval(watchB);
     monitor.stop();
     assert.equal(bLed, false, 'the standby took the lease of a live leader');

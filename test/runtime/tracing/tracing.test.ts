@@ -34,7 +34,12 @@ function openTelemetryModulesLoaded(env: Record<string, string>): string[] {
     await tracing?.shutdown();
     process.stdout.write(JSON.stringify(seen));
   `;
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '' } });
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { PATH: process.env['PATH'] ?? '' },
+  });
   assert.equal(result.status, 0, result.stderr);
   return JSON.parse(result.stdout) as string[];
 }
@@ -44,9 +49,18 @@ describe('tracing off costs nothing', () => {
     // prom-client's process CPU collector imports @opentelemetry/api (for
     // exemplars) whether or not tracing is on; the API alone is a set of
     // no-op stubs. Nothing beyond it may load while tracing is off.
-    assert.deepEqual(openTelemetryModulesLoaded({}).filter((url) => !url.includes('/@opentelemetry/api/')), []);
-    const loaded = openTelemetryModulesLoaded({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_BSP_EXPORT_TIMEOUT: '100' });
-    assert.ok(loaded.some((url) => url.includes('@opentelemetry/sdk-trace')), loaded.join('\n'));
+    assert.deepEqual(
+      openTelemetryModulesLoaded({}).filter((url) => !url.includes('/@opentelemetry/api/')),
+      [],
+    );
+    const loaded = openTelemetryModulesLoaded({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_BSP_EXPORT_TIMEOUT: '100',
+    });
+    assert.ok(
+      loaded.some((url) => url.includes('@opentelemetry/sdk-trace')),
+      loaded.join('\n'),
+    );
     // OTLP over HTTP with protobuf, the default: gRPC's exporter stays unloaded.
     assert.ok(!loaded.some((url) => url.includes('exporter-trace-otlp-grpc')), loaded.join('\n'));
   });
@@ -57,7 +71,10 @@ describe('tracing off costs nothing', () => {
   });
 
   it("refuses an exporter rollout-operator's SDK does not know, as rollout-operator refuses to start", async () => {
-    await assert.rejects(startTracing({ OTEL_TRACES_EXPORTER: 'jaeger' }, { logger: nopLogger, version: 'test' }), /OTEL_TRACES_EXPORTER/);
+    await assert.rejects(
+      startTracing({ OTEL_TRACES_EXPORTER: 'jaeger' }, { logger: nopLogger, version: 'test' }),
+      /OTEL_TRACES_EXPORTER/,
+    );
   });
 });
 
@@ -72,25 +89,35 @@ describe('spans of API and pod calls', () => {
       seen.push(req.headers);
       req.resume();
       res.writeHead(req.url?.includes('missing') ? 404 : 200, { 'content-type': 'application/json' });
-      res.end(req.url?.includes('watch=true') ? `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } })}\n` : JSON.stringify({ kind: 'PodList', items: [], metadata: {} }));
+      res.end(
+        req.url?.includes('watch=true')
+          ? `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } })}\n`
+          : JSON.stringify({ kind: 'PodList', items: [], metadata: {} }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
-    tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, { logger: createLogger({ format: 'logfmt', level: 'error', write: () => undefined }), version: 'test', exporter });
+    tracing = await startTracing(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' },
+      { logger: createLogger({ format: 'logfmt', level: 'error', write: () => undefined }), version: 'test', exporter },
+    );
   });
   after(async () => {
     await tracing?.shutdown();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const kubeConfig = () => parseKubeConfig(stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
-    users: [{ name: 'u', user: { token: 't' } }],
-    contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
-    'current-context': 'ctx',
-  }));
+  const kubeConfig = () =>
+    parseKubeConfig(
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'ctx',
+      }),
+    );
 
   it('makes one client span per API call and per pod call, children of the span they run in, with traceparent naming them', async () => {
     const t = tracer();
@@ -103,8 +130,18 @@ describe('spans of API and pod calls', () => {
       await t.span('outer', {}, async () => {
         await client.list(resources.pods, { namespace: 'mimir' });
         await assert.rejects(client.get(resources.pods, { namespace: 'mimir', name: 'missing' }));
-        for await (const event of client.watch(resources.pods, { namespace: 'mimir', signal: AbortSignal.timeout(5000) })) assert.equal(event.type, 'ADDED');
-        const answer = await pods.call({ method: 'POST', url: `http://ingester-0.ingester.mimir.svc:${port}/ingester/prepare-shutdown`, pod: { metadata: { name: 'ingester-0', namespace: 'mimir' }, status: { podIP: '127.0.0.1' } }, podName: 'ingester-0', timeoutMs: 5000 });
+        for await (const event of client.watch(resources.pods, {
+          namespace: 'mimir',
+          signal: AbortSignal.timeout(5000),
+        }))
+          assert.equal(event.type, 'ADDED');
+        const answer = await pods.call({
+          method: 'POST',
+          url: `http://ingester-0.ingester.mimir.svc:${port}/ingester/prepare-shutdown`,
+          pod: { metadata: { name: 'ingester-0', namespace: 'mimir' }, status: { podIP: '127.0.0.1' } },
+          podName: 'ingester-0',
+          timeoutMs: 5000,
+        });
         assert.ok('status' in answer && answer.status === 200);
       });
     } finally {
@@ -115,13 +152,19 @@ describe('spans of API and pod calls', () => {
     const outer = spans.find((s) => s.name === 'outer');
     assert.ok(outer);
     const calls = spans.filter((s) => s !== outer);
-    assert.deepEqual(calls.map((s) => s.name), ['HTTP GET', 'HTTP GET', 'HTTP GET', 'HTTP POST']);
+    assert.deepEqual(
+      calls.map((s) => s.name),
+      ['HTTP GET', 'HTTP GET', 'HTTP GET', 'HTTP POST'],
+    );
     for (const span of calls) {
       assert.equal(span.parentSpanContext?.spanId, outer.spanContext().spanId);
       assert.equal(span.spanContext().traceId, outer.spanContext().traceId);
     }
     // What the servers received names each client span as the parent.
-    assert.deepEqual(seen.map((h) => h['traceparent']), calls.map((s) => `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`));
+    assert.deepEqual(
+      seen.map((h) => h['traceparent']),
+      calls.map((s) => `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`),
+    );
     assert.equal(calls[0]!.attributes['http.response.status_code'], 200);
     assert.equal(calls[1]!.attributes['http.response.status_code'], 404);
     assert.equal(calls[1]!.status.code, 2, 'a failed API call fails its span');
@@ -129,12 +172,16 @@ describe('spans of API and pod calls', () => {
     assert.equal(calls[3]!.attributes['k8s.pod.name'], 'ingester-0');
   });
 
-  it('a span with incoming headers continues the caller\'s trace', async () => {
+  it("a span with incoming headers continues the caller's trace", async () => {
     const t = tracer();
     assert.ok(t);
     exporter.reset();
     const traceId = '0af7651916cd43dd8448eb211c80319c';
-    await t.span('HTTP POST - admission_pod_eviction', { kind: 'server', incoming: { traceparent: `00-${traceId}-b7ad6b7169203331-01` } }, () => Promise.resolve());
+    await t.span(
+      'HTTP POST - admission_pod_eviction',
+      { kind: 'server', incoming: { traceparent: `00-${traceId}-b7ad6b7169203331-01` } },
+      () => Promise.resolve(),
+    );
     await tracing?.flush();
     const [span] = exporter.getFinishedSpans();
     assert.equal(span?.spanContext().traceId, traceId);

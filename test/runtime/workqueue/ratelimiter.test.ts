@@ -98,7 +98,10 @@ describe('defaultControllerRateLimiter', { timeout: 10_000 }, () => {
 
 describe('backoffDelay', { timeout: 10_000 }, () => {
   it('doubles from initialMs up to maxMs', () => {
-    assert.deepEqual([1, 2, 3, 4, 5].map((n) => backoffDelay(n, { initialMs: 100, maxMs: 1000 })), [100, 200, 400, 800, 1000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5].map((n) => backoffDelay(n, { initialMs: 100, maxMs: 1000 })),
+      [100, 200, 400, 800, 1000],
+    );
     assert.equal(backoffDelay(0, { initialMs: 100, maxMs: 1000 }), 100, 'attempt 0 is the first delay too');
   });
 

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/runtime/clock.ts';
-import {
-  PerKeyTokenBuckets,
-  RateLimitExceededError,
-  TokenBucket,
-} from '../../../src/runtime/workqueue/tokenbucket.ts';
+import { PerKeyTokenBuckets, RateLimitExceededError, TokenBucket } from '../../../src/runtime/workqueue/tokenbucket.ts';
 
 /** Starts a wait and records when (fake time) it settles and how. */
 function track(clock: FakeClock, promise: Promise<void>) {
@@ -28,7 +24,10 @@ describe('TokenBucket', { timeout: 10_000 }, () => {
     assert.equal(bucket.tryTake(), false);
     const waits = [track(clock, bucket.wait()), track(clock, bucket.wait()), track(clock, bucket.wait())];
     await clock.advance(1000);
-    assert.deepEqual(waits.map((w) => w.at), [200, 400, 600]);
+    assert.deepEqual(
+      waits.map((w) => w.at),
+      [200, 400, 600],
+    );
     assert.ok(waits.every((w) => w.error === undefined));
   });
 
@@ -174,7 +173,10 @@ describe('TokenBucket', { timeout: 10_000 }, () => {
     clock.step(-60_000);
     const waited = track(clock, bucket.wait());
     await clock.advance(1000);
-    assert.ok(waited.at !== undefined && waited.error === undefined, 'the next token a second later, whatever the wall clock says');
+    assert.ok(
+      waited.at !== undefined && waited.error === undefined,
+      'the next token a second later, whatever the wall clock says',
+    );
   });
 
   it('deadlines are on the monotonic clock, so a step neither expires nor extends them', async () => {
@@ -186,7 +188,11 @@ describe('TokenBucket', { timeout: 10_000 }, () => {
     await clock.advance(200);
     assert.deepEqual(ok, { at: 60_200 });
     clock.step(-120_000);
-    await assert.rejects(bucket.wait({ deadline: clock.monotonic() + 100 }), RateLimitExceededError, 'token at 400 is past a deadline 100 ms away');
+    await assert.rejects(
+      bucket.wait({ deadline: clock.monotonic() + 100 }),
+      RateLimitExceededError,
+      'token at 400 is past a deadline 100 ms away',
+    );
   });
 });
 

@@ -292,7 +292,10 @@ describe('runWorkers', { timeout: 10_000 }, () => {
       ['poll', 1000],
     ]);
     assert.equal(errors.length, 2);
-    assert.deepEqual(errors.map(([k]) => k), ['flaky', 'flaky']);
+    assert.deepEqual(
+      errors.map(([k]) => k),
+      ['flaky', 'flaky'],
+    );
     assert.equal(queue.numRequeues('flaky'), 0, 'forgotten after the success');
     assert.equal(queue.numRequeues('poll'), 0);
     queue.shutDown();
@@ -351,7 +354,10 @@ describe('runWorkers', { timeout: 10_000 }, () => {
 
   it('rejects a bad concurrency', async () => {
     const queue = new WorkQueue({ clock: new FakeClock(0) });
-    await assert.rejects(runWorkers(queue, 0, () => undefined), RangeError);
+    await assert.rejects(
+      runWorkers(queue, 0, () => undefined),
+      RangeError,
+    );
   });
 });
 

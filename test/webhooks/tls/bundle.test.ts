@@ -19,7 +19,12 @@ describe('parseBundle', () => {
 
   it('accepts a good bundle and reports its window and names', () => {
     const r = parseBundle(good, NOW);
-    assert.deepEqual(r, { ok: true, notBefore: window.notBefore, notAfter: window.notAfter, dnsNames: ['a.ns.svc', 'a'] });
+    assert.deepEqual(r, {
+      ok: true,
+      notBefore: window.notBefore,
+      notAfter: window.notAfter,
+      dnsNames: ['a.ns.svc', 'a'],
+    });
   });
 
   it('accepts a pair without a CA (certificate files)', () => {
@@ -36,7 +41,12 @@ describe('parseBundle', () => {
   it('accepts an RSA PKCS#1 bundle like rollout-operator writes', async () => {
     const rsa = await makeBundle(['rollout-operator.ns.svc'], window, 'rsa');
     assert.match(rsa.key, /^-----BEGIN RSA PRIVATE KEY-----/);
-    assert.deepEqual(parseBundle(rsa, NOW), { ok: true, notBefore: window.notBefore, notAfter: window.notAfter, dnsNames: ['rollout-operator.ns.svc'] });
+    assert.deepEqual(parseBundle(rsa, NOW), {
+      ok: true,
+      notBefore: window.notBefore,
+      notAfter: window.notAfter,
+      dnsNames: ['rollout-operator.ns.svc'],
+    });
     const pkcs8 = createPrivateKey(rsa.key).export({ type: 'pkcs8', format: 'pem' }) as string;
     assert.equal(parseBundle({ ...rsa, key: pkcs8 }, NOW).ok, true);
   });
@@ -47,11 +57,17 @@ describe('parseBundle', () => {
   });
 
   it('rejects a key of another certificate', () => {
-    assert.deepEqual(parseBundle({ ...good, key: other.key }, NOW), { ok: false, reason: 'private key does not match the certificate' });
+    assert.deepEqual(parseBundle({ ...good, key: other.key }, NOW), {
+      ok: false,
+      reason: 'private key does not match the certificate',
+    });
   });
 
   it('rejects a certificate the CA did not sign', () => {
-    assert.deepEqual(parseBundle({ ...good, ca: other.ca }, NOW), { ok: false, reason: 'certificate is not signed by the CA' });
+    assert.deepEqual(parseBundle({ ...good, ca: other.ca }, NOW), {
+      ok: false,
+      reason: 'certificate is not signed by the CA',
+    });
   });
 
   it('rejects a CA that is not a CA', () => {

@@ -21,8 +21,11 @@ function keys(kind: KeyKind): Keys {
       ? generateKeyPairSync('rsa', { modulusLength: 2048 })
       : generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const algorithm =
-    kind === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } : { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const importAlg = kind === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } : { name: 'ECDSA', namedCurve: 'P-256' };
+    kind === 'rsa'
+      ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
+      : { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+  const importAlg =
+    kind === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } : { name: 'ECDSA', namedCurve: 'P-256' };
   return {
     pair: {
       privateKey: privateKey.toCryptoKey(importAlg, true, ['sign']),
@@ -66,7 +69,12 @@ export interface TestLeaf {
   key: string;
 }
 
-export async function makeLeaf(ca: TestCa, dnsNames: string[], window: Window, kind: KeyKind = 'ec'): Promise<TestLeaf> {
+export async function makeLeaf(
+  ca: TestCa,
+  dnsNames: string[],
+  window: Window,
+  kind: KeyKind = 'ec',
+): Promise<TestLeaf> {
   const k = keys(kind);
   const cert = await x509.X509CertificateGenerator.create({
     subject: 'CN=rollout-operator, O=test',

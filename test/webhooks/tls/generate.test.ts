@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { createServer, request } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { generateSelfSigned, serviceDnsNames, defaultDnsName, NOT_BEFORE_SLACK_MS } from '../../../src/webhooks/tls/generate.ts';
+import {
+  generateSelfSigned,
+  serviceDnsNames,
+  defaultDnsName,
+  NOT_BEFORE_SLACK_MS,
+} from '../../../src/webhooks/tls/generate.ts';
 import { sanDnsNames } from '../../../src/webhooks/tls/bundle.ts';
 
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
@@ -84,14 +89,44 @@ describe('generateSelfSigned', () => {
 
 describe('serviceDnsNames', () => {
   const table: [string, string, string | undefined, string[]][] = [
-    ['', 'mimir', undefined, ['rollout-operator', 'rollout-operator.mimir', 'rollout-operator.mimir.svc', 'rollout-operator.mimir.svc.cluster.local']],
-    ['rollout-operator.mimir.svc', 'mimir', undefined, ['rollout-operator', 'rollout-operator.mimir', 'rollout-operator.mimir.svc', 'rollout-operator.mimir.svc.cluster.local']],
+    [
+      '',
+      'mimir',
+      undefined,
+      [
+        'rollout-operator',
+        'rollout-operator.mimir',
+        'rollout-operator.mimir.svc',
+        'rollout-operator.mimir.svc.cluster.local',
+      ],
+    ],
+    [
+      'rollout-operator.mimir.svc',
+      'mimir',
+      undefined,
+      [
+        'rollout-operator',
+        'rollout-operator.mimir',
+        'rollout-operator.mimir.svc',
+        'rollout-operator.mimir.svc.cluster.local',
+      ],
+    ],
     ['hooks.loki.svc', 'mimir', undefined, ['hooks', 'hooks.loki', 'hooks.loki.svc', 'hooks.loki.svc.cluster.local']],
     ['hooks.ns.svc', 'ns', 'cluster.local.', ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.cluster.local']],
     ['hooks.ns.svc.', 'ns', undefined, ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.cluster.local']],
     ['hooks.ns.svc', 'ns', 'corp.example', ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.corp.example']],
-    ['hooks.ns.svc.cluster.local', 'ns', undefined, ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.cluster.local']],
-    ['hooks.ns.svc.corp.example', 'ns', 'corp.example', ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.corp.example']],
+    [
+      'hooks.ns.svc.cluster.local',
+      'ns',
+      undefined,
+      ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.cluster.local'],
+    ],
+    [
+      'hooks.ns.svc.corp.example',
+      'ns',
+      'corp.example',
+      ['hooks', 'hooks.ns', 'hooks.ns.svc', 'hooks.ns.svc.corp.example'],
+    ],
     ['hooks.ns.svc', 'ns', '', ['hooks', 'hooks.ns', 'hooks.ns.svc']],
     ['hooks.ns.svc.other.domain', 'ns', undefined, ['hooks.ns.svc.other.domain']],
     ['webhook.example.com', 'ns', undefined, ['webhook.example.com']],
@@ -101,7 +136,10 @@ describe('serviceDnsNames', () => {
   ];
   for (const [dnsName, ns, domain, want] of table) {
     it(`${JSON.stringify(dnsName)} in ${ns}${domain === undefined ? '' : ` (domain ${JSON.stringify(domain)})`}`, () => {
-      assert.deepEqual(domain === undefined ? serviceDnsNames(dnsName, ns) : serviceDnsNames(dnsName, ns, domain), want);
+      assert.deepEqual(
+        domain === undefined ? serviceDnsNames(dnsName, ns) : serviceDnsNames(dnsName, ns, domain),
+        want,
+      );
     });
   }
 

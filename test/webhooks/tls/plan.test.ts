@@ -46,7 +46,11 @@ describe('planCertificate', () => {
   });
 
   it('replaces, with a warning, a pair that does not parse or match', () => {
-    for (const bundle of [{ ...good, key: other.key }, { ...good, cert: 'garbage' }, { ...good, ca: other.ca }]) {
+    for (const bundle of [
+      { ...good, key: other.key },
+      { ...good, cert: 'garbage' },
+      { ...good, ca: other.ca },
+    ]) {
       const p = plan({ data: toSecretData(bundle) });
       assert.ok(p.action === 'generate-and-update', p.action);
       assert.match(p.warning ?? '', /unusable/);
@@ -72,7 +76,11 @@ describe('planCertificate', () => {
     const p = plan({ data: toSecretData(fewNames) });
     assert.ok(p.action === 'generate-and-update');
     assert.match(p.reason, /lacks DNS names hooks, hooks.ns, hooks.ns.svc.cluster.local/);
-    assert.equal(plan({ data: toSecretData(fewNames) }, NOW, HOUR, ['HOOKS.ns.svc']).action, 'reuse', 'names compare case-insensitively');
+    assert.equal(
+      plan({ data: toSecretData(fewNames) }, NOW, HOUR, ['HOOKS.ns.svc']).action,
+      'reuse',
+      'names compare case-insensitively',
+    );
   });
 
   it('reuses a valid certificate, renewing at notAfter - renewBefore', () => {
@@ -108,7 +116,9 @@ describe('planCertificate', () => {
           if (p.action !== 'reuse') return;
           reused++;
           const data = secret?.data ?? {};
-          const decoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+          const decoded = Object.fromEntries(
+            Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+          );
           const check = parseBundle(decoded, now);
           assert.ok(check.ok, 'reused bundle parses, matches and is signed by its CA');
           assert.ok(now >= check.notBefore && now < check.notAfter - renewBeforeMs, 'not expired nor due');

@@ -6,8 +6,18 @@ import { join } from 'node:path';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import type { Fields, Logger } from '../../../src/runtime/log/logger.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
-import { ensureCertificate, type CertificateStoreDeps, type EnsuredCertificate, type SecretJson } from '../../../src/webhooks/tls/store.ts';
-import { CertificateRotator, MAX_TIMER_MS, watchCertFiles, type FileCertificate } from '../../../src/webhooks/tls/rotation.ts';
+import {
+  ensureCertificate,
+  type CertificateStoreDeps,
+  type EnsuredCertificate,
+  type SecretJson,
+} from '../../../src/webhooks/tls/store.ts';
+import {
+  CertificateRotator,
+  MAX_TIMER_MS,
+  watchCertFiles,
+  type FileCertificate,
+} from '../../../src/webhooks/tls/rotation.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -25,7 +35,15 @@ function recordingLogger(onLine?: (line: LogLine) => void): { log: Logger; lines
     lines.push(line);
     onLine?.(line);
   };
-  const log: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => log, enabled: () => true, flush: () => {} };
+  const log: Logger = {
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: () => log,
+    enabled: () => true,
+    flush: () => {},
+  };
   return { log, lines };
 }
 
@@ -60,7 +78,12 @@ describe('CertificateRotator', () => {
     let ensures = 0;
     const ensure = () => {
       ensures++;
-      return ensureCertificate(deps, { org: 'o', dnsNames: ['hooks.ns.svc'], validityMs: 3 * HOUR, renewBeforeMs: HOUR });
+      return ensureCertificate(deps, {
+        org: 'o',
+        dnsNames: ['hooks.ns.svc'],
+        validityMs: 3 * HOUR,
+        renewBeforeMs: HOUR,
+      });
     };
     const rotator = new CertificateRotator({ ensure, clock });
     const first = await rotator.start();
@@ -105,7 +128,13 @@ describe('CertificateRotator', () => {
   it('wakes at most every MAX_TIMER_MS while a long-lived certificate runs', async () => {
     const clock = new FakeClock();
     let ensures = 0;
-    const bundle = { ca: 'c', cert: 'x', key: 'k', notAfter: clock.now() + 365 * DAY, renewAt: clock.now() + 335 * DAY };
+    const bundle = {
+      ca: 'c',
+      cert: 'x',
+      key: 'k',
+      notAfter: clock.now() + 365 * DAY,
+      renewAt: clock.now() + 335 * DAY,
+    };
     const rotator = new CertificateRotator({ ensure: () => (ensures++, Promise.resolve(bundle)), clock });
     await rotator.start();
     await clock.advance(MAX_TIMER_MS);
@@ -148,7 +177,10 @@ describe('CertificateRotator', () => {
     const clock = new FakeClock();
     let ensures = 0;
     const rotator = new CertificateRotator({
-      ensure: () => (ensures++, Promise.resolve({ ca: 'c', cert: 'x', key: 'k', notAfter: clock.now() + 2 * HOUR, renewAt: clock.now() + HOUR })),
+      ensure: () => (
+        ensures++,
+        Promise.resolve({ ca: 'c', cert: 'x', key: 'k', notAfter: clock.now() + 2 * HOUR, renewAt: clock.now() + HOUR })
+      ),
       clock,
     });
     await rotator.start();
@@ -186,7 +218,11 @@ describe('watchCertFiles', () => {
     const { certFile, keyFile, pair, write, first } = await setup(clock);
     const changed = signal<FileCertificate>();
     const calls: FileCertificate[] = [];
-    const w = await watchCertFiles(certFile, keyFile, (p) => (calls.push(p), changed.resolve(p)), { clock, pollMs: 10_000, fsWatch: false });
+    const w = await watchCertFiles(certFile, keyFile, (p) => (calls.push(p), changed.resolve(p)), {
+      clock,
+      pollMs: 10_000,
+      fsWatch: false,
+    });
     stops.push(() => w.stop());
     assert.equal(w.current.cert, first.cert);
     assert.equal(await w.check(), false, 'unchanged files are not a change');
@@ -207,7 +243,12 @@ describe('watchCertFiles', () => {
     const warned = signal<LogLine>();
     const { log, lines } = recordingLogger((l) => l.level === 'warn' && warned.resolve(l));
     const calls: FileCertificate[] = [];
-    const w = await watchCertFiles(certFile, keyFile, (p) => calls.push(p), { clock, pollMs: 10_000, fsWatch: false, log });
+    const w = await watchCertFiles(certFile, keyFile, (p) => calls.push(p), {
+      clock,
+      pollMs: 10_000,
+      fsWatch: false,
+      log,
+    });
     stops.push(() => w.stop());
 
     const a = await pair();
@@ -229,7 +270,10 @@ describe('watchCertFiles', () => {
     await write(a);
     assert.equal(await w.check(), true);
     assert.equal(w.current.cert, a.cert);
-    assert.deepEqual(calls.map((c) => c.cert), [a.cert]);
+    assert.deepEqual(
+      calls.map((c) => c.cert),
+      [a.cert],
+    );
     assert.doesNotMatch(JSON.stringify(lines), /PRIVATE KEY/);
   });
 
@@ -238,7 +282,10 @@ describe('watchCertFiles', () => {
     const { certFile, keyFile, pair, write } = await setup(clock);
     const second = await pair();
     const changed = signal<FileCertificate>();
-    const w = await watchCertFiles(certFile, keyFile, (p) => p.cert === second.cert && changed.resolve(p), { clock, pollMs: HOUR });
+    const w = await watchCertFiles(certFile, keyFile, (p) => p.cert === second.cert && changed.resolve(p), {
+      clock,
+      pollMs: HOUR,
+    });
     stops.push(() => w.stop());
     await write(second);
     assert.equal((await changed.promise).key, second.key);
@@ -249,7 +296,10 @@ describe('watchCertFiles', () => {
     const { certFile, keyFile, pair, write } = await setup(clock);
     const other = await pair();
     await writeFile(keyFile, other.key);
-    await assert.rejects(watchCertFiles(certFile, keyFile, () => {}, { clock, fsWatch: false }), /unusable: private key does not match/);
+    await assert.rejects(
+      watchCertFiles(certFile, keyFile, () => {}, { clock, fsWatch: false }),
+      /unusable: private key does not match/,
+    );
     await write(other);
     const w = await watchCertFiles(certFile, keyFile, () => {}, { clock, pollMs: 1000, fsWatch: false });
     assert.equal(clock.pending, 1);

@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import type { Fields, Logger } from '../../../src/runtime/log/logger.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
-import { ensureCertificate, encodeSecretData, type CertificateStoreDeps, type SecretData, type SecretJson } from '../../../src/webhooks/tls/store.ts';
+import {
+  ensureCertificate,
+  encodeSecretData,
+  type CertificateStoreDeps,
+  type SecretData,
+  type SecretJson,
+} from '../../../src/webhooks/tls/store.ts';
 import { parseBundle } from '../../../src/webhooks/tls/bundle.ts';
 
 const HOUR = 3_600_000;
@@ -81,7 +87,8 @@ class FakeSecretApi {
         this.beforeUpdate = undefined;
         hook?.();
         if (!this.secret) throw new ApiError(404, 'NotFound');
-        if (secret.metadata?.resourceVersion !== this.secret.metadata?.resourceVersion) throw new ApiError(409, 'Conflict');
+        if (secret.metadata?.resourceVersion !== this.secret.metadata?.resourceVersion)
+          throw new ApiError(409, 'Conflict');
         this.updates++;
         return this.write(data);
       },
@@ -93,7 +100,9 @@ class FakeSecretApi {
   }
 
   stored(): Record<string, string> {
-    return Object.fromEntries(Object.entries(this.secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    return Object.fromEntries(
+      Object.entries(this.secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+    );
   }
 }
 
@@ -106,7 +115,10 @@ describe('ensureCertificate', () => {
     assert.deepEqual(Object.keys(api.secret!.data!).sort(), ['ca', 'cert', 'key']);
     assert.equal(api.secret!['type'], undefined);
     const stored = api.stored();
-    assert.deepEqual({ ca: stored.ca, cert: stored.cert, key: stored.key }, { ca: out.ca, cert: out.cert, key: out.key });
+    assert.deepEqual(
+      { ca: stored.ca, cert: stored.cert, key: stored.key },
+      { ca: out.ca, cert: out.cert, key: out.key },
+    );
     assert.ok(parseBundle(stored, clock.now()).ok);
     assert.equal(out.renewAt, out.notAfter - HOUR);
   });
@@ -127,7 +139,10 @@ describe('ensureCertificate', () => {
     const api = new FakeSecretApi();
     api.barrier = 2; // both read "not found" before either writes
     const lines: LogLine[] = [];
-    const [a, b] = await Promise.all([ensureCertificate(api.deps(clock, lines), options), ensureCertificate(api.deps(clock, lines), options)]);
+    const [a, b] = await Promise.all([
+      ensureCertificate(api.deps(clock, lines), options),
+      ensureCertificate(api.deps(clock, lines), options),
+    ]);
     assert.equal(api.creates, 1);
     assert.equal(api.updates, 0);
     assert.equal(a.cert, b.cert);
@@ -143,7 +158,10 @@ describe('ensureCertificate', () => {
     const old = await ensureCertificate(api.deps(clock, []), options);
     await clock.advance(old.renewAt - clock.now());
     api.barrier = 2;
-    const [a, b] = await Promise.all([ensureCertificate(api.deps(clock, []), options), ensureCertificate(api.deps(clock, []), options)]);
+    const [a, b] = await Promise.all([
+      ensureCertificate(api.deps(clock, []), options),
+      ensureCertificate(api.deps(clock, []), options),
+    ]);
     assert.equal(api.updates, 1);
     assert.notEqual(a.cert, old.cert);
     assert.equal(a.cert, b.cert);
@@ -168,7 +186,12 @@ describe('ensureCertificate', () => {
     const clock = new FakeClock();
     const api = new FakeSecretApi();
     api.write({});
-    const narrow = await generateSelfSigned({ org: 'Acme', dnsNames: ['hooks.ns.svc'], validityMs: 3 * HOUR, now: clock.now() });
+    const narrow = await generateSelfSigned({
+      org: 'Acme',
+      dnsNames: ['hooks.ns.svc'],
+      validityMs: 3 * HOUR,
+      now: clock.now(),
+    });
     api.beforeUpdate = () => api.write(encodeSecretData(narrow));
     const out = await ensureCertificate(api.deps(clock, []), options);
     assert.notEqual(out.cert, narrow.cert);
@@ -217,7 +240,10 @@ describe('ensureCertificate', () => {
     const api = new FakeSecretApi();
     const lines: LogLine[] = [];
     api.barrier = 2;
-    const [out] = await Promise.all([ensureCertificate(api.deps(clock, lines), options), ensureCertificate(api.deps(clock, lines), options)]);
+    const [out] = await Promise.all([
+      ensureCertificate(api.deps(clock, lines), options),
+      ensureCertificate(api.deps(clock, lines), options),
+    ]);
     await clock.advance(out.renewAt - clock.now());
     await ensureCertificate(api.deps(clock, lines), options);
     api.write({ key: 'eA==' });
