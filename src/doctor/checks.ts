@@ -38,7 +38,6 @@ export {
   type WebhookConfigurationObject,
   type WebhookEntry,
   isOperatorDeployment,
-  selectorMatches,
   shellQuote,
 } from './checks/scope.ts';
 

@@ -2,6 +2,7 @@
 // name, whether it is ready in the sense rollouts, budgets, downscales and
 // restarts all share, why it is stuck, and which StatefulSet it belongs to.
 import type { Pod, StatefulSet } from '../runtime/kube/types.ts';
+import { matchLabelsSelect } from './selectors.ts';
 
 export interface PodView {
   name: string;
@@ -61,14 +62,6 @@ export function podView(pod: Pod): PodView {
   };
 }
 
-function selectorMatches(
-  selector: Record<string, string> | undefined,
-  labels: Record<string, string> | undefined,
-): boolean {
-  if (!selector || Object.keys(selector).length === 0) return false;
-  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
-}
-
 /**
  * A StatefulSet's pods: those it controls (ownerReference uid), plus orphans
  * its selector matches, which the StatefulSet controller is about to adopt.
@@ -80,6 +73,9 @@ export function podsOf(set: StatefulSet, candidates: Pod[]): Pod[] {
   return candidates.filter((pod) => {
     const controller = pod.metadata?.ownerReferences?.find((r) => r.controller);
     if (controller) return controller.uid === uid;
-    return selectorMatches(selector, pod.metadata?.labels);
+    // An empty selector would adopt every pod: it selects none here.
+    return (
+      selector !== undefined && Object.keys(selector).length > 0 && matchLabelsSelect(selector, pod.metadata?.labels)
+    );
   });
 }

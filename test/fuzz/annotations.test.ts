@@ -24,13 +24,13 @@ import { parseRfc3339 } from '../../src/vocabulary/rfc3339.ts';
 import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
 import { lastDownscalesFromAnnotations } from '../../src/downscale/mintime.ts';
 import { decodeLedger } from '../../src/drain/zpdb/ledger.ts';
+import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
 import {
   formatLabelSelector,
   matchesLabelSelector,
   parseLabelSelector,
-  parseRescheduleConfig,
   qualifiedNameProblem,
-} from '../../src/drain/reschedule/config.ts';
+} from '../../src/vocabulary/selectors.ts';
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';
 import { parseConfigKey, patternMatches, watchedConfigs } from '../../src/restarts/references.ts';
 import { formatAppliedChecksums, parseAppliedChecksums } from '../../src/restarts/plan.ts';

@@ -2,7 +2,7 @@
 // given (DoctorInput) in scope, and small helpers for names and commands.
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
 import type { KubeObject, Pod, StatefulSet, Wire } from '../../runtime/kube/types.ts';
-import { matchesLabelSelector, type LabelRequirement } from '../../drain/reschedule/config.ts';
+import type { LabelSelectorSpec } from '../../vocabulary/selectors.ts';
 import { ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
 
 // ------------------------------------------------------------------ types
@@ -23,10 +23,7 @@ export type Deployment = Wire<V1Deployment>;
 export type DaemonSet = Wire<V1DaemonSet>;
 
 /** metav1.LabelSelector as the API serves it. */
-export interface SelectorSpec {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
-}
+export type SelectorSpec = LabelSelectorSpec;
 
 export interface WebhookEntry {
   name?: string;
@@ -122,25 +119,6 @@ export const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1
 
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
-/** metav1.LabelSelector semantics; an absent selector selects everything. */
-export function selectorMatches(
-  selector: SelectorSpec | undefined,
-  labels: Readonly<Record<string, string>> | undefined,
-): boolean {
-  if (selector === undefined) return true;
-  const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({
-    key,
-    operator: 'Equals',
-    values: [value],
-  }));
-  for (const e of selector.matchExpressions ?? []) {
-    if (e.operator !== 'In' && e.operator !== 'NotIn' && e.operator !== 'Exists' && e.operator !== 'DoesNotExist')
-      return false;
-    requirements.push({ key: e.key, operator: e.operator, values: e.values ?? [] });
-  }
-  return matchesLabelSelector({ requirements }, labels);
 }
 
 /** Whether a pod is controlled by this StatefulSet. */

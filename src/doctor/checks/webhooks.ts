@@ -1,6 +1,7 @@
 // 5. Webhook configurations: CA injection labels, caBundle, namespace,
 // failure policy, and a no-downscale webhook that would guard the operator.
 import { INJECT_LABEL, NAMESPACE_LABEL } from '../../vocabulary/keys.ts';
+import { labelSelectorMatches } from '../../vocabulary/selectors.ts';
 import {
   type Scope,
   type Deployment,
@@ -15,7 +16,6 @@ import {
   nameOf,
   nsOf,
   objectName,
-  selectorMatches,
   shellQuote,
 } from './scope.ts';
 
@@ -209,7 +209,7 @@ function webhookConcerns(scope: Scope, config: WebhookConfigurationObject): bool
   return (config.webhooks ?? []).some((w) => {
     const serviceNamespace = w.clientConfig?.service?.namespace;
     if (serviceNamespace !== undefined && namespaces.includes(serviceNamespace)) return true;
-    return namespaces.some((ns) => selectorMatches(w.namespaceSelector, scope.namespaceLabels(ns)));
+    return namespaces.some((ns) => labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(ns)));
   });
 }
 
@@ -239,20 +239,20 @@ function noDownscaleSelectsOperator(
     Object.keys(w.objectSelector?.matchLabels ?? {}).length > 0 ||
     (w.objectSelector?.matchExpressions ?? []).length > 0;
   const own = operators.filter((d) => ownerNamespace === undefined || nsOf(d) === ownerNamespace);
-  const selected = own.filter((d) => selectorMatches(w.namespaceSelector, scope.namespaceLabels(nsOf(d))));
+  const selected = own.filter((d) => labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(nsOf(d))));
   if (own.length > 0) {
     const caught = selected.filter(
       (d) =>
-        selectorMatches(w.objectSelector, labelsOf(d)) ||
-        selectorMatches(w.objectSelector, d.spec?.template?.metadata?.labels),
+        labelSelectorMatches(w.objectSelector, labelsOf(d)) ||
+        labelSelectorMatches(w.objectSelector, d.spec?.template?.metadata?.labels),
     );
     if (caught.length === 0) return undefined;
     return `${hasSelector ? 'has an objectSelector that selects' : 'has no objectSelector, so it covers'} the operator's own Deployment ${caught.map((d) => `${nsOf(d)}/${nameOf(d)}`).join(', ')}`;
   }
-  if (ownerNamespace !== undefined && !selectorMatches(w.namespaceSelector, scope.namespaceLabels(ownerNamespace)))
+  if (ownerNamespace !== undefined && !labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(ownerNamespace)))
     return undefined;
   const defaults: Record<string, string>[] = [{ 'app.kubernetes.io/name': 'stateward' }, { name: 'rollout-operator' }];
-  if (!defaults.every((labels) => selectorMatches(w.objectSelector, labels))) return undefined;
+  if (!defaults.every((labels) => labelSelectorMatches(w.objectSelector, labels))) return undefined;
   return hasSelector
     ? "has an objectSelector that excludes neither app.kubernetes.io/name=stateward nor name=rollout-operator, so it covers the operator's own Deployment"
     : "has no objectSelector, so it covers the operator's own Deployment";

@@ -14,6 +14,7 @@
 import type { KubeObject, ObjectMeta, Pod, ResourceType, StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/flags/duration.ts';
 import { compileGoRegexp, type GoRegexp } from '../../runtime/goregexp.ts';
+import { matchLabelsSelect } from '../../vocabulary/selectors.ts';
 
 export const ZPDB_GROUP = 'rollout-operator.grafana.com';
 export const ZPDB_VERSION = 'v1';
@@ -401,7 +402,7 @@ export function zpdbSelects(
   config: Pick<ZpdbConfig, 'matchLabels'>,
   labels: Readonly<Record<string, string>> | undefined,
 ): boolean {
-  return Object.entries(config.matchLabels).every(([k, v]) => labels?.[k] === v);
+  return matchLabelsSelect(config.matchLabels, labels);
 }
 
 export type ZpdbLookup =

@@ -5,18 +5,20 @@ import {
   DEFAULT_DRAIN_TAINTS,
   DEFAULT_RECORD_TTL_MS,
   DEFAULT_TRACKING_CONFIG_MAP,
-  formatLabelSelector,
-  matchesLabelSelector,
   namespaceInScope,
-  parseLabelSelector,
   parseRescheduleConfig,
   podSelected,
-  qualifiedNameProblem,
-  type LabelRequirement,
-  type LabelSelector,
   type RescheduleConfig,
   type RescheduleConfigInput,
 } from '../../../src/drain/reschedule/config.ts';
+import {
+  formatLabelSelector,
+  matchesLabelSelector,
+  parseLabelSelector,
+  qualifiedNameProblem,
+  type LabelRequirement,
+  type LabelSelector,
+} from '../../../src/vocabulary/selectors.ts';
 
 function selector(text: string): LabelSelector {
   const parsed = parseLabelSelector(text);
