@@ -135,6 +135,195 @@ export function rollOrder<T extends StatefulSetView>(statefulSets: readonly T[])
   return notReady.length === 1 ? [notReady[0]!, ...sets.filter((s) => s !== notReady[0])] : sets;
 }
 
+type SetState = SetSummary['state'];
+
+/** Each StatefulSet's max-unavailable budget, by name; bad annotations are reported in `warnings`. */
+function maxUnavailableBudgets(sets: readonly StatefulSetView[], warnings: Plan['warnings']): Map<string, number> {
+  const budgets = new Map<string, number>();
+  for (const set of sets) {
+    const max = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas);
+    if (max.warning) warnings.push({ statefulSet: set.name, message: max.warning });
+    budgets.set(set.name, max.value);
+  }
+  return budgets;
+}
+
+function summarize(set: StatefulSetView, state: SetState, maxUnavailable: number): SetSummary {
+  return {
+    name: set.name,
+    replicas: set.replicas,
+    pods: set.pods.length,
+    ready: set.pods.filter((p) => p.ready).length,
+    updated: set.pods.filter((p) => !needsUpdate(set)(p)).length,
+    maxUnavailable,
+    paused: set.paused,
+    state,
+  };
+}
+
+/** Fills in plan.sets and plan.complete once the planner has decided. */
+function finishPlan(
+  plan: Plan,
+  sets: readonly StatefulSetView[],
+  budgets: ReadonlyMap<string, number>,
+  states: ReadonlyMap<string, SetState>,
+): Plan {
+  plan.sets = sets.map((s) => summarize(s, states.get(s.name) ?? 'pending', budgets.get(s.name)!));
+  // Without a current status, "every pod on its update revision" is unknown.
+  plan.complete =
+    !plan.blocked &&
+    plan.errors.length === 0 &&
+    sets.every((s) => statusPending(s) === undefined && !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)));
+  return plan;
+}
+
+/** Guarantee 3: blocks the whole group when a StatefulSet does not use OnDelete. True when blocked. */
+function blockUnlessOnDelete(plan: Plan, sets: readonly StatefulSetView[], states: Map<string, SetState>): boolean {
+  const offending = sets.find((s) => s.updateStrategy !== 'OnDelete');
+  if (!offending) return false;
+  plan.blocked = {
+    statefulSet: offending.name,
+    message: `StatefulSet ${offending.name} has ${offending.updateStrategy} update strategy while OnDelete is expected, skipping reconcile`,
+  };
+  for (const s of sets) states.set(s.name, 'blocked');
+  return true;
+}
+
+/** Guarantee 2: waits when more than one StatefulSet has not-Ready pods. True when waiting. */
+function waitIfSeveralNotReady(plan: Plan, sets: readonly StatefulSetView[], states: Map<string, SetState>): boolean {
+  const notReady = sets.filter(hasNotReadyPods);
+  if (notReady.length <= 1) return false;
+  plan.waiting = {
+    code: 'several-statefulsets-not-ready',
+    message: `waiting: ${notReady.length} StatefulSets have not-Ready pods (${notReady.map((s) => `${s.name}: ${unavailableCount(s)}`).join(', ')}); only one may be disrupted at a time`,
+  };
+  for (const s of notReady) states.set(s.name, 'waiting');
+  return true;
+}
+
+/** A paused StatefulSet is passed over; true when the group must wait for it instead. */
+function planPaused(plan: Plan, set: StatefulSetView, states: Map<string, SetState>): boolean {
+  states.set(set.name, 'paused');
+  // rollout-operator moves on past a paused StatefulSet even when that
+  // one has not-Ready pods, and so rolls a second zone while the first is
+  // disrupted. The guarantee wins here: wait until it is Ready again.
+  if (!hasNotReadyPods(set)) return false;
+  plan.waiting = {
+    code: 'paused-statefulset-not-ready',
+    statefulSet: set.name,
+    message: `waiting: paused StatefulSet ${set.name} has ${unavailableCount(set)} not-Ready pod(s); other StatefulSets are not rolled meanwhile`,
+  };
+  return true;
+}
+
+/** Old-revision pods that are not Ready (and not already going away). */
+function unavailableDeletions(set: StatefulSetView, toUpdate: readonly PodView[]): Deletion[] {
+  const deletions: Deletion[] = [];
+  for (const pod of toUpdate) {
+    if (!pod.ready && !pod.terminating) {
+      deletions.push({
+        statefulSet: set.name,
+        pod: pod.name,
+        uid: pod.uid,
+        reason: 'replace-unavailable',
+        ...(pod.stuckReason ? { detail: pod.stuckReason } : {}),
+      });
+    }
+  }
+  return deletions;
+}
+
+/** Guarantee 4: Ready old-revision pods, by ordinal, as many as the budget leaves room for. */
+function updateDeletions(
+  set: StatefulSetView,
+  toUpdate: readonly PodView[],
+  budget: number,
+  unavailable: number,
+): Deletion[] {
+  const room = Math.max(0, budget - unavailable);
+  return toUpdate
+    .filter((p) => p.ready)
+    .slice(0, room)
+    .map((pod): Deletion => ({ statefulSet: set.name, pod: pod.name, uid: pod.uid, reason: 'update' }));
+}
+
+/** Why nothing of `set` can be deleted now: its pods are terminating, or its budget is spent. */
+function rollWaiting(set: StatefulSetView, unavailable: number, budget: number): NonNullable<Plan['waiting']> {
+  const terminating = set.pods.filter((p) => p.terminating).length;
+  return terminating > 0 && terminating === unavailable
+    ? {
+        code: 'pods-terminating',
+        statefulSet: set.name,
+        message: `waiting: ${terminating} pod${terminating === 1 ? '' : 's'} of ${set.name} terminating`,
+      }
+    : {
+        code: 'max-unavailable-reached',
+        statefulSet: set.name,
+        message: `waiting: ${unavailable} pod${unavailable === 1 ? '' : 's'} not Ready in ${set.name} (max unavailable ${budget})`,
+      };
+}
+
+/** Rolls `set`, whose pods `toUpdate` are on an old revision. */
+function planRoll(
+  plan: Plan,
+  set: StatefulSetView,
+  toUpdate: readonly PodView[],
+  budget: number,
+  states: Map<string, SetState>,
+): void {
+  plan.rolling = set.name;
+  const unavailable = unavailableCount(set);
+  // Already-unavailable old pods first: replacing them costs nothing.
+  plan.deletions.push(...unavailableDeletions(set, toUpdate));
+  plan.deletions.push(...updateDeletions(set, toUpdate, budget, unavailable));
+  if (plan.deletions.length === 0) plan.waiting = rollWaiting(set, unavailable, budget);
+  states.set(set.name, plan.deletions.length > 0 ? 'rolling' : 'waiting');
+}
+
+/**
+ * Plans one StatefulSet, in roll order. True when the group stops at it
+ * (nothing after it in the order is rolled); false when it is up to date or
+ * paused and the planner moves on.
+ */
+function planStatefulSet(
+  plan: Plan,
+  set: StatefulSetView,
+  budgets: ReadonlyMap<string, number>,
+  states: Map<string, SetState>,
+): boolean {
+  if (set.paused) return planPaused(plan, set, states);
+  // Where rollout-operator fails the reconcile ("currentRevision is empty"):
+  // a StatefulSet the controller has not written a status for yet is not
+  // broken, only new (or just changed). The group waits here, as it would
+  // have stopped here; nothing after it in the order is rolled meanwhile.
+  const pending = statusPending(set);
+  if (pending) {
+    plan.waiting = { code: STATUS_PENDING_WAIT, statefulSet: set.name, message: `waiting: ${pending}` };
+    states.set(set.name, 'waiting');
+    return true;
+  }
+  const toUpdate = set.pods.filter(needsUpdate(set));
+  if (toUpdate.length > 0) {
+    planRoll(plan, set, toUpdate, budgets.get(set.name)!, states);
+    return true;
+  }
+  if (hasNotReadyPods(set)) {
+    const unavailable = unavailableCount(set);
+    plan.rolling = set.name;
+    plan.waiting = {
+      code: 'updated-pods-not-ready',
+      statefulSet: set.name,
+      message: `waiting: all pods of ${set.name} are updated but ${unavailable} ${unavailable === 1 ? 'is' : 'are'} not Ready`,
+    };
+    states.set(set.name, 'waiting');
+    return true;
+  }
+  if (set.currentRevision !== set.updateRevision)
+    plan.revisionUpdates.push({ statefulSet: set.name, revision: set.updateRevision });
+  states.set(set.name, 'up-to-date');
+  return false;
+}
+
 export function planGroup(snapshot: GroupSnapshot): Plan {
   const sets = [...snapshot.statefulSets].sort(byName);
   const plan: Plan = {
@@ -147,135 +336,13 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
     sets: [],
     complete: false,
   };
-  const budgets = new Map<string, number>();
-  for (const set of sets) {
-    const max = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas);
-    if (max.warning) plan.warnings.push({ statefulSet: set.name, message: max.warning });
-    budgets.set(set.name, max.value);
+  const budgets = maxUnavailableBudgets(sets, plan.warnings);
+  const states = new Map<string, SetState>();
+  if (blockUnlessOnDelete(plan, sets, states) || waitIfSeveralNotReady(plan, sets, states)) {
+    return finishPlan(plan, sets, budgets, states);
   }
-  const summary = (set: StatefulSetView, state: SetSummary['state']): SetSummary => ({
-    name: set.name,
-    replicas: set.replicas,
-    pods: set.pods.length,
-    ready: set.pods.filter((p) => p.ready).length,
-    updated: set.pods.filter((p) => !needsUpdate(set)(p)).length,
-    maxUnavailable: budgets.get(set.name)!,
-    paused: set.paused,
-    state,
-  });
-  const finish = (states: Map<string, SetSummary['state']>): Plan => {
-    plan.sets = sets.map((s) => summary(s, states.get(s.name) ?? 'pending'));
-    // Without a current status, "every pod on its update revision" is unknown.
-    plan.complete =
-      !plan.blocked &&
-      plan.errors.length === 0 &&
-      sets.every(
-        (s) => statusPending(s) === undefined && !hasNotReadyPods(s) && s.pods.every((p) => !needsUpdate(s)(p)),
-      );
-    return plan;
-  };
-  const states = new Map<string, SetSummary['state']>();
-
-  const offending = sets.find((s) => s.updateStrategy !== 'OnDelete');
-  if (offending) {
-    plan.blocked = {
-      statefulSet: offending.name,
-      message: `StatefulSet ${offending.name} has ${offending.updateStrategy} update strategy while OnDelete is expected, skipping reconcile`,
-    };
-    for (const s of sets) states.set(s.name, 'blocked');
-    return finish(states);
+  for (const set of rollOrder(sets)) {
+    if (planStatefulSet(plan, set, budgets, states)) break;
   }
-
-  const notReady = sets.filter(hasNotReadyPods);
-  if (notReady.length > 1) {
-    plan.waiting = {
-      code: 'several-statefulsets-not-ready',
-      message: `waiting: ${notReady.length} StatefulSets have not-Ready pods (${notReady.map((s) => `${s.name}: ${unavailableCount(s)}`).join(', ')}); only one may be disrupted at a time`,
-    };
-    for (const s of notReady) states.set(s.name, 'waiting');
-    return finish(states);
-  }
-  const order = rollOrder(sets);
-
-  for (const set of order) {
-    if (set.paused) {
-      states.set(set.name, 'paused');
-      // rollout-operator moves on past a paused StatefulSet even when that
-      // one has not-Ready pods, and so rolls a second zone while the first is
-      // disrupted. The guarantee wins here: wait until it is Ready again.
-      if (hasNotReadyPods(set)) {
-        plan.waiting = {
-          code: 'paused-statefulset-not-ready',
-          statefulSet: set.name,
-          message: `waiting: paused StatefulSet ${set.name} has ${unavailableCount(set)} not-Ready pod(s); other StatefulSets are not rolled meanwhile`,
-        };
-        return finish(states);
-      }
-      continue;
-    }
-    // Where rollout-operator fails the reconcile ("currentRevision is empty"):
-    // a StatefulSet the controller has not written a status for yet is not
-    // broken, only new (or just changed). The group waits here, as it would
-    // have stopped here; nothing after it in the order is rolled meanwhile.
-    const pending = statusPending(set);
-    if (pending) {
-      plan.waiting = { code: STATUS_PENDING_WAIT, statefulSet: set.name, message: `waiting: ${pending}` };
-      states.set(set.name, 'waiting');
-      return finish(states);
-    }
-    const toUpdate = set.pods.filter(needsUpdate(set));
-    if (toUpdate.length > 0) {
-      plan.rolling = set.name;
-      const unavailable = unavailableCount(set);
-      const budget = budgets.get(set.name)!;
-      // Already-unavailable old pods first: replacing them costs nothing.
-      for (const pod of toUpdate) {
-        if (!pod.ready && !pod.terminating) {
-          plan.deletions.push({
-            statefulSet: set.name,
-            pod: pod.name,
-            uid: pod.uid,
-            reason: 'replace-unavailable',
-            ...(pod.stuckReason ? { detail: pod.stuckReason } : {}),
-          });
-        }
-      }
-      const room = Math.max(0, budget - unavailable);
-      for (const pod of toUpdate.filter((p) => p.ready).slice(0, room)) {
-        plan.deletions.push({ statefulSet: set.name, pod: pod.name, uid: pod.uid, reason: 'update' });
-      }
-      if (plan.deletions.length === 0) {
-        const terminating = set.pods.filter((p) => p.terminating).length;
-        plan.waiting =
-          terminating > 0 && terminating === unavailable
-            ? {
-                code: 'pods-terminating',
-                statefulSet: set.name,
-                message: `waiting: ${terminating} pod${terminating === 1 ? '' : 's'} of ${set.name} terminating`,
-              }
-            : {
-                code: 'max-unavailable-reached',
-                statefulSet: set.name,
-                message: `waiting: ${unavailable} pod${unavailable === 1 ? '' : 's'} not Ready in ${set.name} (max unavailable ${budget})`,
-              };
-      }
-      states.set(set.name, plan.deletions.length > 0 ? 'rolling' : 'waiting');
-      return finish(states);
-    }
-    if (hasNotReadyPods(set)) {
-      const unavailable = unavailableCount(set);
-      plan.rolling = set.name;
-      plan.waiting = {
-        code: 'updated-pods-not-ready',
-        statefulSet: set.name,
-        message: `waiting: all pods of ${set.name} are updated but ${unavailable} ${unavailable === 1 ? 'is' : 'are'} not Ready`,
-      };
-      states.set(set.name, 'waiting');
-      return finish(states);
-    }
-    if (set.currentRevision !== set.updateRevision)
-      plan.revisionUpdates.push({ statefulSet: set.name, revision: set.updateRevision });
-    states.set(set.name, 'up-to-date');
-  }
-  return finish(states);
+  return finishPlan(plan, sets, budgets, states);
 }
