@@ -402,6 +402,20 @@ export interface WatchedConfigs {
 }
 
 /**
+ * A cheap first look, for callers that see every workload update: false
+ * means watchedConfigs would find no opt-in (no xing or Reloader annotation
+ * on the workload or its template), so its references need not be walked.
+ */
+export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'autoReloadAll'> = {}): boolean {
+  if (options.autoReloadAll) return true;
+  const relevant = (annotations: Record<string, string> | undefined) =>
+    Object.keys(annotations ?? {}).some(
+      (key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'),
+    );
+  return relevant(workload.metadata?.annotations) || relevant(workload.spec?.template?.metadata?.annotations);
+}
+
+/**
  * The configs a workload is restarted for, combining xing's and Reloader's
  * opt-ins as a union. Never throws: bad values become warnings.
  *
@@ -442,155 +456,221 @@ export interface WatchedConfigs {
  * decides, not value: an empty reload list on the metadata still stops the
  * fallback.
  */
-/**
- * A cheap first look, for callers that see every workload update: false
- * means watchedConfigs would find no opt-in (no xing or Reloader annotation
- * on the workload or its template), so its references need not be walked.
- */
-export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'autoReloadAll'> = {}): boolean {
-  if (options.autoReloadAll) return true;
-  const relevant = (annotations: Record<string, string> | undefined) =>
-    Object.keys(annotations ?? {}).some(
-      (key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'),
-    );
-  return relevant(workload.metadata?.annotations) || relevant(workload.spec?.template?.metadata?.annotations);
-}
-
 export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {}): WatchedConfigs {
   const warnings: string[] = [];
-  const meta = asRecord(workload)?.metadata;
-  const workloadName = asString(asRecord(meta)?.name) || '<unnamed>';
-  const namespace = asString(asRecord(meta)?.namespace);
+  const meta = asRecord(asRecord(workload)?.metadata);
+  const workloadName = asString(meta?.name) || '<unnamed>';
+  const namespace = asString(meta?.namespace);
   const warn = (msg: string): void => {
     warnings.push(`${workloadName}: ${msg}`);
   };
   if (namespace === '') warn('has no namespace; config keys will have an empty namespace');
 
-  const annotations = stringRecord(asRecord(meta)?.annotations);
-  const templateAnnotations = stringRecord(
-    asRecord(asRecord(asRecord(asRecord(workload)?.spec)?.template)?.metadata)?.annotations,
-  );
-  const template = asRecord(asRecord(workload)?.spec)?.template as PodTemplateSpec | undefined;
-  const references = safe(() => configReferences(template, namespace), []);
-
-  const selected = new Map<string, { kind: ConfigKind; name: string; reasons: Set<WatchReason> }>();
-  const select = (kind: ConfigKind, name: string, reason: WatchReason): void => {
-    const key = configKey(kind, namespace, name);
-    const entry = selected.get(key) ?? { kind, name, reasons: new Set<WatchReason>() };
-    entry.reasons.add(reason);
-    selected.set(key, entry);
+  const spec = asRecord(asRecord(workload)?.spec);
+  const annotations = stringRecord(meta?.annotations);
+  const templateAnnotations = stringRecord(asRecord(asRecord(spec?.template)?.metadata)?.annotations);
+  const template = spec?.template as PodTemplateSpec | undefined;
+  const selection: Selection = {
+    namespace,
+    options,
+    references: safe(() => configReferences(template, namespace), []),
+    selected: new Map(),
+    optIns: new Set(),
+    patterns: [],
+    warn,
   };
-  const optIns = new Set<WatchReason>();
-  const patterns: ReloadPattern[] = [];
 
-  // xing
+  selectForXing(selection, annotations);
+  warnUnsupported(selection, annotations, templateAnnotations);
+  selectForReloader(selection, annotations, templateAnnotations);
+  const excluded = removeExcluded(selection, annotations);
+  return watchResult(selection, excluded, warnings);
+}
+
+/** What watchedConfigs' steps share: the workload's facts, and the selection they add to. */
+interface Selection {
+  namespace: string;
+  options: WatchOptions;
+  /** The pod template's references. */
+  references: ConfigReference[];
+  /** By key. */
+  selected: Map<string, { kind: ConfigKind; name: string; reasons: Set<WatchReason> }>;
+  optIns: Set<WatchReason>;
+  patterns: ReloadPattern[];
+  warn: (msg: string) => void;
+}
+
+function select(selection: Selection, kind: ConfigKind, name: string, reason: WatchReason): void {
+  const key = configKey(kind, selection.namespace, name);
+  const entry = selection.selected.get(key) ?? { kind, name, reasons: new Set<WatchReason>() };
+  entry.reasons.add(reason);
+  selection.selected.set(key, entry);
+}
+
+function selectForXing(selection: Selection, annotations: Record<string, string>): void {
   const xing = annotations[XING_ENABLED_ANNOTATION];
   if (xing === XING_ENABLED_VALUE) {
-    optIns.add('xing');
-    for (const r of references) select(r.kind, r.name, 'xing');
+    selection.optIns.add('xing');
+    for (const r of selection.references) select(selection, r.kind, r.name, 'xing');
   } else if (xing !== undefined && xing !== 'disabled') {
-    warn(`${XING_ENABLED_ANNOTATION}=${JSON.stringify(xing)} is not "${XING_ENABLED_VALUE}"; not opted in`);
+    selection.warn(`${XING_ENABLED_ANNOTATION}=${JSON.stringify(xing)} is not "${XING_ENABLED_VALUE}"; not opted in`);
   }
+}
 
+function warnUnsupported(
+  selection: Selection,
+  annotations: Record<string, string>,
+  templateAnnotations: Record<string, string>,
+): void {
   for (const ann of RELOADER_UNSUPPORTED_ANNOTATIONS) {
     if (annotations[ann] !== undefined || templateAnnotations[ann] !== undefined)
-      warn(`${ann} is not supported (CSI SecretProviderClasses are not followed); ignored`);
+      selection.warn(`${ann} is not supported (CSI SecretProviderClasses are not followed); ignored`);
   }
+}
 
-  // Reloader, per kind
+/** Where and how one kind's Reloader opt-ins are read. */
+interface KindScope {
+  kind: ConfigKind;
+  keys: (typeof PER_KIND)[ConfigKind];
+  /** The metadata's annotations, or the pod template's when none of this kind's keys is on the metadata. */
+  source: Record<string, string>;
+  /** Appended to annotation names in warnings: which annotations were read. */
+  where: string;
+  /** The template's references of this kind. */
+  ofKind: ConfigReference[];
+  warnOnce: (msg: string) => void;
+}
+
+function selectForReloader(
+  selection: Selection,
+  annotations: Record<string, string>,
+  templateAnnotations: Record<string, string>,
+): void {
+  // One warning per message: the kind-neutral keys (auto, search) are read
+  // for each kind, and a reload list may repeat a bad entry.
   const warned = new Set<string>();
   const warnOnce = (msg: string): void => {
     if (warned.has(msg)) return;
     warned.add(msg);
-    warn(msg);
+    selection.warn(msg);
   };
   for (const kind of KINDS) {
     const keys = PER_KIND[kind];
     const onMetadata = [keys.reload, RELOADER_AUTO_ANNOTATION, keys.auto, RELOADER_SEARCH_ANNOTATION].some(
       (k) => annotations[k] !== undefined,
     );
-    const source = onMetadata ? annotations : templateAnnotations;
-    const where = onMetadata ? '' : ' (pod template)';
-    const ofKind = references.filter((r) => r.kind === kind);
+    const scope: KindScope = {
+      kind,
+      keys,
+      source: onMetadata ? annotations : templateAnnotations,
+      where: onMetadata ? '' : ' (pod template)',
+      ofKind: selection.references.filter((r) => r.kind === kind),
+      warnOnce,
+    };
+    selectByReloadList(selection, scope);
+    selectBySearch(selection, scope);
+    selectByAuto(selection, scope);
+  }
+}
 
-    // reload list
-    const list = source[keys.reload];
-    let existing: string[] | undefined;
-    const existingNames = (): string[] =>
-      (existing ??= safe(() => [...(options.configNames?.(kind, namespace) ?? [])], []));
-    if (list !== undefined) {
-      const entries = splitList(list);
-      if (entries.length > MAX_RELOAD_ENTRIES)
-        warnOnce(`${keys.reload}${where} has ${entries.length} entries; only the first ${MAX_RELOAD_ENTRIES} are read`);
-      for (const entry of entries.slice(0, MAX_RELOAD_ENTRIES)) {
-        const compiled = compileEntry(entry);
-        if ('warning' in compiled) {
-          warnOnce(`${keys.reload}${where}: entry ${JSON.stringify(entry)} ${compiled.warning}; ignored`);
-          continue;
-        }
-        optIns.add('reloader-reload-list');
-        if (isDnsSubdomain(entry)) select(kind, entry, 'reloader-reload-list');
-        if (!/^[a-z0-9-]+$/.test(entry)) {
-          patterns.push({ kind, namespace, source: entry, regex: compiled.regex });
-          for (const r of ofKind) if (compiled.regex.matchWhole(r.name)) select(kind, r.name, 'reloader-reload-list');
-          for (const name of existingNames()) {
-            if (typeof name === 'string' && compiled.regex.matchWhole(name)) select(kind, name, 'reloader-reload-list');
-          }
-        }
-      }
+function selectByReloadList(selection: Selection, scope: KindScope): void {
+  const { kind, keys, source, where, warnOnce } = scope;
+  const list = source[keys.reload];
+  if (list === undefined) return;
+  // Listed only when some entry is a pattern, and then once per kind.
+  let existing: string[] | undefined;
+  const existingNames = (): string[] =>
+    (existing ??= safe(() => [...(selection.options.configNames?.(kind, selection.namespace) ?? [])], []));
+  const entries = splitList(list);
+  if (entries.length > MAX_RELOAD_ENTRIES)
+    warnOnce(`${keys.reload}${where} has ${entries.length} entries; only the first ${MAX_RELOAD_ENTRIES} are read`);
+  for (const entry of entries.slice(0, MAX_RELOAD_ENTRIES)) {
+    const compiled = compileEntry(entry);
+    if ('warning' in compiled) {
+      warnOnce(`${keys.reload}${where}: entry ${JSON.stringify(entry)} ${compiled.warning}; ignored`);
+      continue;
     }
-
-    // search + match
-    const search = source[RELOADER_SEARCH_ANNOTATION];
-    if (search === 'true') {
-      optIns.add('reloader-search');
-      for (const r of ofKind) {
-        if (configAnnotations(options, kind, namespace, r.name)[RELOADER_MATCH_ANNOTATION] === 'true')
-          select(kind, r.name, 'reloader-search');
-      }
-    } else if (search !== undefined && search !== 'false' && search !== '') {
-      warnOnce(`${RELOADER_SEARCH_ANNOTATION}${where}=${JSON.stringify(search)} is not "true"; search mode off`);
-    }
-
-    // auto, typed auto, auto-reload-all
-    const autoRaw = source[RELOADER_AUTO_ANNOTATION] ?? '';
-    const typedRaw = source[keys.auto] ?? '';
-    const auto = parseGoBool(autoRaw);
-    const typed = parseGoBool(typedRaw);
-    if (auto === undefined)
-      warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
-    if (typed === undefined)
-      warnOnce(`${keys.auto}${where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
-    const reason: WatchReason | undefined =
-      auto === true
-        ? 'reloader-auto'
-        : typed === true
-          ? 'reloader-typed-auto'
-          : autoRaw === '' && typedRaw === '' && options.autoReloadAll === true
-            ? 'reloader-auto-all'
-            : undefined;
-    if (reason) {
-      optIns.add(reason);
-      for (const r of ofKind) select(kind, r.name, reason);
+    selection.optIns.add('reloader-reload-list');
+    if (isDnsSubdomain(entry)) select(selection, kind, entry, 'reloader-reload-list');
+    if (!/^[a-z0-9-]+$/.test(entry)) {
+      selection.patterns.push({ kind, namespace: selection.namespace, source: entry, regex: compiled.regex });
+      selectByPattern(selection, scope, compiled.regex, existingNames);
     }
   }
+}
 
-  // exclusions
+/** Referenced and existing configs of this kind whose whole name matches a reload-list pattern. */
+function selectByPattern(
+  selection: Selection,
+  { kind, ofKind }: KindScope,
+  regex: GoRegexp,
+  existingNames: () => string[],
+): void {
+  for (const r of ofKind) if (regex.matchWhole(r.name)) select(selection, kind, r.name, 'reloader-reload-list');
+  for (const name of existingNames()) {
+    if (typeof name === 'string' && regex.matchWhole(name)) select(selection, kind, name, 'reloader-reload-list');
+  }
+}
+
+function selectBySearch(selection: Selection, { kind, source, where, ofKind, warnOnce }: KindScope): void {
+  const search = source[RELOADER_SEARCH_ANNOTATION];
+  if (search === 'true') {
+    selection.optIns.add('reloader-search');
+    for (const r of ofKind) {
+      if (configAnnotations(selection.options, kind, selection.namespace, r.name)[RELOADER_MATCH_ANNOTATION] === 'true')
+        select(selection, kind, r.name, 'reloader-search');
+    }
+  } else if (search !== undefined && search !== 'false' && search !== '') {
+    warnOnce(`${RELOADER_SEARCH_ANNOTATION}${where}=${JSON.stringify(search)} is not "true"; search mode off`);
+  }
+}
+
+/** reloader.stakater.com/auto, the typed auto, and --auto-reload-all. */
+function selectByAuto(selection: Selection, { kind, keys, source, where, ofKind, warnOnce }: KindScope): void {
+  const autoRaw = source[RELOADER_AUTO_ANNOTATION] ?? '';
+  const typedRaw = source[keys.auto] ?? '';
+  const auto = parseGoBool(autoRaw);
+  const typed = parseGoBool(typedRaw);
+  if (auto === undefined)
+    warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
+  if (typed === undefined)
+    warnOnce(`${keys.auto}${where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
+  const reason: WatchReason | undefined =
+    auto === true
+      ? 'reloader-auto'
+      : typed === true
+        ? 'reloader-typed-auto'
+        : autoRaw === '' && typedRaw === '' && selection.options.autoReloadAll === true
+          ? 'reloader-auto-all'
+          : undefined;
+  if (reason) {
+    selection.optIns.add(reason);
+    for (const r of ofKind) select(selection, kind, r.name, reason);
+  }
+}
+
+/** Drops the selected configs an exclusion applies to, and says which and why. */
+function removeExcluded(selection: Selection, annotations: Record<string, string>): ExcludedConfig[] {
   const excluded: ExcludedConfig[] = [];
   const excludeLists: Record<ConfigKind, Set<string>> = {
     configmap: new Set(splitList(annotations[PER_KIND.configmap.exclude] ?? '')),
     secret: new Set(splitList(annotations[PER_KIND.secret.exclude] ?? '')),
   };
-  for (const [key, { kind, name }] of selected) {
-    if (configAnnotations(options, kind, namespace, name)[RELOADER_IGNORE_ANNOTATION] === 'true') {
+  for (const [key, { kind, name }] of selection.selected) {
+    if (configAnnotations(selection.options, kind, selection.namespace, name)[RELOADER_IGNORE_ANNOTATION] === 'true') {
       excluded.push({ key, reason: 'ignore-annotation' });
-      selected.delete(key);
+      selection.selected.delete(key);
     } else if (excludeLists[kind].has(name)) {
       excluded.push({ key, reason: 'exclude-list' });
-      selected.delete(key);
+      selection.selected.delete(key);
     }
   }
+  return excluded;
+}
 
+/** The selection in watchedConfigs' fixed order. */
+function watchResult(selection: Selection, excluded: ExcludedConfig[], warnings: string[]): WatchedConfigs {
+  const { namespace, references, selected, optIns, patterns } = selection;
   const byKey = new Map(references.map((r) => [r.key, r]));
   const configs: WatchedConfig[] = [...selected.entries()]
     .sort(([a], [b]) => compare(a, b))

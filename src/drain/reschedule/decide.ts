@@ -431,14 +431,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
   const { key: annotationKey, value: annotationValue } = config.annotation;
   const annotated = pod.metadata?.annotations?.[annotationKey] === annotationValue;
   const nodeName = pod.spec?.nodeName ?? '';
-  const annotate: AnnotatePodEffect = {
-    kind: 'annotate-pod',
-    namespace: ev.namespace,
-    name: ev.name,
-    uid,
-    patch: { metadata: { uid, annotations: { [annotationKey]: annotationValue } } },
-    failureMessage: MESSAGES.failedAnnotate,
-  };
+  const annotate = annotatePodEffect(ev, uid, config.annotation);
   const askedNow = deny(429, MESSAGES.annotationAdded, [
     `pod ${ev.namespace}/${ev.name} was annotated ${annotationKey}=${annotationValue} for its operator to move it; the eviction is refused until then`,
   ]);
@@ -459,8 +452,93 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     return done('records-lookup-failed', failed(MESSAGES.failedGetRecords, input.records));
   }
 
-  const decoded = decodeRecords(input.records.data);
-  logWarnings.push(...decoded.warnings);
+  const records = podRecords(input, input.records.data, uid, nodeName);
+  logWarnings.push(...records.warnings);
+  const { own, superseded, isLive, ownRecord, updateRecords } = records;
+
+  if (annotated) {
+    // Refresh at half-life rather than on every 5 s retry: the record must
+    // outlive the wait, without a write per retry. A missing record (someone
+    // else annotated the pod) is written so its same-name replacement is known.
+    if (own !== undefined && now - own.refreshedAt < config.recordTtlMs / 2)
+      return done('waiting', deny(429, MESSAGES.podWaiting));
+    return done('waiting', deny(429, MESSAGES.podWaiting), [
+      updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
+    ]);
+  }
+
+  // A live record of an earlier pod of this name, which lived on another node
+  // than the current pod: the evictor is following a pod we already asked to
+  // move (kubectl's retry loop re-reads pods by name).
+  const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
+  if (candidates.length > 0) {
+    const draining = nodeState(nodeName, input.podNode, config.drainTaints);
+    if (typeof draining === 'object') return done('node-lookup-failed', failed(MESSAGES.failedGetNode, draining));
+    if (!draining) {
+      const old = candidates[0];
+      const from = old !== undefined ? ` (uid ${old.uid} on node ${old.node})` : '';
+      return done(
+        'replaced',
+        deny(404, MESSAGES.replacedSameName, [
+          `pod ${ev.namespace}/${ev.name}${from} was replaced by uid ${uid} on ${nodeName === '' ? 'no node yet' : `node ${nodeName}`}; the old pod counts as evicted`,
+        ]),
+        // Consumed: the next eviction of this pod is judged afresh ("404 once").
+        [updateRecords(undefined, superseded, MESSAGES.failedRemoveRecord)],
+      );
+    }
+  }
+
+  // Record first, then annotate: a record without an annotation is harmless
+  // (the next retry annotates again), an annotation without a record would
+  // make the replacement look like a new pod to move.
+  return done('reschedule-requested', askedNow, [
+    updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
+    annotate,
+  ]);
+}
+
+function annotatePodEffect(
+  ev: EvictionFacts,
+  uid: string,
+  annotation: RescheduleConfig['annotation'],
+): AnnotatePodEffect {
+  return {
+    kind: 'annotate-pod',
+    namespace: ev.namespace,
+    name: ev.name,
+    uid,
+    patch: { metadata: { uid, annotations: { [annotation.key]: annotation.value } } },
+    failureMessage: MESSAGES.failedAnnotate,
+  };
+}
+
+/** The tracking records as they bear on one pod, and the writes that keep them. */
+interface PodRecords {
+  /** The pod's own live record, if any. */
+  own: TrackingRecord | undefined;
+  /** Records of this pod name with another UID, live or not. */
+  superseded: TrackingRecord[];
+  isLive: (r: TrackingRecord) => boolean;
+  /** The pod's record as of now, keeping the first request's time and requester. */
+  ownRecord: () => TrackingRecord;
+  /** A write setting `set` and removing `remove`, and with them every expired or malformed record. */
+  updateRecords: (
+    set: TrackingRecord | undefined,
+    remove: readonly TrackingRecord[],
+    failureMessage: string,
+  ) => UpdateRecordsEffect;
+  /** From decoding, for the operator's log. */
+  warnings: string[];
+}
+
+function podRecords(
+  input: RescheduleInput,
+  trackingData: Readonly<Record<string, string>> | undefined,
+  uid: string,
+  nodeName: string,
+): PodRecords {
+  const { eviction: ev, config, now } = input;
+  const decoded = decodeRecords(trackingData);
   const ttl = config.recordTtlMs;
   const isLive = (r: TrackingRecord) => !recordExpired(r, now, ttl);
   const own = decoded.records.find((r) => r.uid === uid && r.pod === ev.name && isLive(r));
@@ -502,45 +580,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     if (by !== undefined) record.requestedBy = by;
     return record;
   };
-
-  if (annotated) {
-    // Refresh at half-life rather than on every 5 s retry: the record must
-    // outlive the wait, without a write per retry. A missing record (someone
-    // else annotated the pod) is written so its same-name replacement is known.
-    if (own !== undefined && now - own.refreshedAt < ttl / 2) return done('waiting', deny(429, MESSAGES.podWaiting));
-    return done('waiting', deny(429, MESSAGES.podWaiting), [
-      updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
-    ]);
-  }
-
-  // A live record of an earlier pod of this name, which lived on another node
-  // than the current pod: the evictor is following a pod we already asked to
-  // move (kubectl's retry loop re-reads pods by name).
-  const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
-  if (candidates.length > 0) {
-    const draining = nodeState(nodeName, input.podNode, config.drainTaints);
-    if (typeof draining === 'object') return done('node-lookup-failed', failed(MESSAGES.failedGetNode, draining));
-    if (!draining) {
-      const old = candidates[0];
-      const from = old !== undefined ? ` (uid ${old.uid} on node ${old.node})` : '';
-      return done(
-        'replaced',
-        deny(404, MESSAGES.replacedSameName, [
-          `pod ${ev.namespace}/${ev.name}${from} was replaced by uid ${uid} on ${nodeName === '' ? 'no node yet' : `node ${nodeName}`}; the old pod counts as evicted`,
-        ]),
-        // Consumed: the next eviction of this pod is judged afresh ("404 once").
-        [updateRecords(undefined, superseded, MESSAGES.failedRemoveRecord)],
-      );
-    }
-  }
-
-  // Record first, then annotate: a record without an annotation is harmless
-  // (the next retry annotates again), an annotation without a record would
-  // make the replacement look like a new pod to move.
-  return done('reschedule-requested', askedNow, [
-    updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
-    annotate,
-  ]);
+  return { own, superseded, isLive, ownRecord, updateRecords, warnings: decoded.warnings };
 }
 
 /** true/false when known; the failure when the node could not be read. */

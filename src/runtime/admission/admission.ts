@@ -288,13 +288,45 @@ export async function serveAdmission(
   handler: AdmissionHandler,
   log: Logger = nopLogger,
 ): Promise<AdmissionHttpResponse> {
+  const decoded = decodeReview(input, log);
+  if (!decoded.ok) return decoded.response;
+  const { request } = decoded;
+  const fields = requestFields(request);
+
+  // rollout-operator's span tags for the object under review.
+  input.span?.setAttributes({
+    'object.name': fields.name,
+    'object.resource': fields.resource,
+    'object.namespace': fields.namespace,
+    'request.uid': fields.uid,
+    'request.operation': fields.operation,
+    'request.dry_run': request.dryRun === true,
+  });
+  const settled = await runHandler(handler, request, input.signal);
+  const answered = handlerDecision(settled, fields, log);
+  if (!answered.ok) return answered.response;
+  return respond(decoded, answered.decision, fields, input.span, log);
+}
+
+/** Either what was asked for, or the HTTP answer refusing the request. */
+type Refusable<T> = ({ ok: true } & T) | { ok: false; response: AdmissionHttpResponse };
+
+interface DecodedReview {
+  apiVersion: string;
+  kind: string;
+  request: AdmissionRequestV1;
+}
+
+/** The review's envelope and checked request, or the 4xx answer (Go's http.Error) refusing the body. */
+function decodeReview(input: { contentType: string | undefined; body: Buffer }, log: Logger): Refusable<DecodedReview> {
+  const refuse = (status: number, message: string) => ({ ok: false, response: textResponse(status, message) }) as const;
   if (input.body.length > MAX_ADMISSION_BODY_BYTES) {
     log.warn('admission request body too large', { bytes: input.body.length, limit: MAX_ADMISSION_BODY_BYTES });
-    return textResponse(413, `request body too large: ${input.body.length} bytes, limit ${MAX_ADMISSION_BODY_BYTES}`);
+    return refuse(413, `request body too large: ${input.body.length} bytes, limit ${MAX_ADMISSION_BODY_BYTES}`);
   }
   if (input.contentType !== JSON_TYPE) {
     log.warn('wrong content type', { contentType: input.contentType ?? '', expected: JSON_TYPE });
-    return textResponse(400, 'wrong content type');
+    return refuse(400, 'wrong content type');
   }
 
   let review: unknown;
@@ -307,20 +339,25 @@ export async function serveAdmission(
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     log.warn('request could not be decoded', { err: reason });
-    return textResponse(400, `Request could not be decoded: ${reason}`);
+    return refuse(400, `Request could not be decoded: ${reason}`);
   }
   if (!isRecord(review)) {
     log.warn('request could not be decoded', { err: 'not a JSON object' });
-    return textResponse(400, 'Request could not be decoded: body is not a JSON object');
+    return refuse(400, 'Request could not be decoded: body is not a JSON object');
   }
+  return readReview(review, log);
+}
+
+/** The checks on a review's content: its group, version and kind, then its request. */
+function readReview(review: Record<string, unknown>, log: Logger): Refusable<DecodedReview> {
+  const refuse = (message: string) => ({ ok: false, response: textResponse(400, message) }) as const;
   const { apiVersion, kind } = review;
-  if (typeof kind !== 'string' || kind === '')
-    return textResponse(400, "Request could not be decoded: Object 'Kind' is missing");
+  if (typeof kind !== 'string' || kind === '') return refuse("Request could not be decoded: Object 'Kind' is missing");
   if (typeof apiVersion !== 'string' || apiVersion === '')
-    return textResponse(400, "Request could not be decoded: Object 'apiVersion' is missing");
+    return refuse("Request could not be decoded: Object 'apiVersion' is missing");
   if (kind !== 'AdmissionReview' || !ADMISSION_API_VERSIONS.includes(apiVersion)) {
     log.warn('unsupported group version kind', { apiVersion, kind });
-    return textResponse(400, `Unsupported group version kind: ${goGroupVersion(apiVersion)}, Kind=${kind}`);
+    return refuse(`Unsupported group version kind: ${goGroupVersion(apiVersion)}, Kind=${kind}`);
   }
   if (!isRecord(review.request)) {
     const message =
@@ -328,15 +365,28 @@ export async function serveAdmission(
         ? 'AdmissionReview has no request'
         : 'Request could not be decoded: request is not an object';
     log.warn('bad admission review', { err: message });
-    return textResponse(400, message);
+    return refuse(message);
   }
   const problem = requestProblem(review.request);
   if (problem !== undefined) {
     log.warn('bad admission review', { err: problem });
-    return textResponse(400, problem);
+    return refuse(problem);
   }
-  const request = normalise(review.request);
-  const fields = {
+  return { ok: true, apiVersion, kind, request: normalise(review.request) };
+}
+
+/** What every log line about a request carries (a type, not an interface, so it is a logger's Fields). */
+type RequestFields = {
+  uid: string;
+  username: string;
+  resource: string;
+  name: string;
+  namespace: string;
+  operation: string;
+};
+
+function requestFields(request: AdmissionRequestV1): RequestFields {
+  return {
     uid: request.uid,
     username: request.userInfo?.username ?? '',
     resource: request.subResource ? `${request.resource.resource}/${request.subResource}` : request.resource.resource,
@@ -344,32 +394,40 @@ export async function serveAdmission(
     namespace: request.namespace ?? '',
     operation: request.operation,
   };
+}
 
-  // rollout-operator's span tags for the object under review.
-  input.span?.setAttributes({
-    'object.name': fields.name,
-    'object.resource': fields.resource,
-    'object.namespace': fields.namespace,
-    'request.uid': fields.uid,
-    'request.operation': fields.operation,
-    'request.dry_run': request.dryRun === true,
-  });
-  const settled = await runHandler(handler, request, input.signal);
+/** The handler's decision, or the 500 answer when it failed, timed out or returned none. */
+function handlerDecision(
+  settled: Settled,
+  fields: RequestFields,
+  log: Logger,
+): Refusable<{ decision: AdmissionDecision }> {
+  const refuse = (message: string) => ({ ok: false, response: textResponse(500, message) }) as const;
   if (!settled.ok) {
     if ('deadline' in settled) {
       log.error('admission handler did not answer before the deadline', fields);
-      return textResponse(500, HANDLER_DEADLINE_MESSAGE);
+      return refuse(HANDLER_DEADLINE_MESSAGE);
     }
     log.error('admission handler failed', { ...fields, err: settled.error });
     const reason = settled.error instanceof Error ? settled.error.message : String(settled.error);
-    return textResponse(500, `webhook handler failed: ${reason}`);
+    return refuse(`webhook handler failed: ${reason}`);
   }
   const decision = settled.value;
   if (!isRecord(decision) || typeof decision.allowed !== 'boolean') {
     log.error('admission handler returned no decision', fields);
-    return textResponse(500, 'webhook handler returned no decision');
+    return refuse('webhook handler returned no decision');
   }
+  return { ok: true, decision };
+}
 
+/** The AdmissionReview answer carrying the decision, or a 500 if it cannot be marshalled. */
+function respond(
+  { apiVersion, kind, request }: DecodedReview,
+  decision: AdmissionDecision,
+  fields: RequestFields,
+  span: Span | undefined,
+  log: Logger,
+): AdmissionHttpResponse {
   let body: string;
   try {
     const response: AdmissionResponseV1 = { uid: request.uid, ...decision };
@@ -379,7 +437,7 @@ export async function serveAdmission(
     log.error('error marshaling response', { ...fields, err: error });
     return textResponse(500, `error marshaling response: ${error instanceof Error ? error.message : String(error)}`);
   }
-  input.span?.setAttributes({
+  span?.setAttributes({
     'admission.decision': decision.allowed ? 'allowed' : 'denied',
     'admission.reason': decision.status?.reason,
     'admission.message': decision.status?.message,
