@@ -8,7 +8,8 @@ import { parseGoDuration, parsePromDuration } from '../../runtime/flags/duration
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
-import { annotationsOf, forceReplicasOverride, labelsOf, nameOf } from './keys.ts';
+import { forceReplicasOverride } from './keys.ts';
+import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { delayedDownscaleConfig } from './delay.ts';
 import { mirrorReference } from './mirror.ts';
 import {
@@ -61,11 +62,30 @@ const EXACTLY_TRUE: readonly { key: string; where: 'label' | 'annotation' }[] = 
   { key: UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY, where: 'annotation' },
 ];
 
+/** One StatefulSet's name and metadata, as the checks below read them. */
+interface ScalingMetadata {
+  sts: StatefulSet;
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
 /** Human-readable warnings about one StatefulSet's scaling labels and annotations; [] when all is well. */
 export function validateScalingMetadata(sts: StatefulSet): string[] {
-  const name = nameOf(sts);
-  const labels = labelsOf(sts);
-  const annotations = annotationsOf(sts);
+  const metadata: ScalingMetadata = { sts, name: nameOf(sts), labels: labelsOf(sts), annotations: annotationsOf(sts) };
+  return [
+    ...misplacedKeyWarnings(metadata),
+    ...exactlyTrueWarnings(metadata),
+    ...minTimeWarnings(metadata),
+    ...lastDownscaleWarnings(metadata),
+    ...forceReplicasWarnings(metadata),
+    ...mirrorWarnings(metadata),
+    ...delayedDownscaleWarnings(metadata),
+  ];
+}
+
+/** Label keys set as annotations, and annotation keys set as labels. */
+function misplacedKeyWarnings({ name, labels, annotations }: ScalingMetadata): string[] {
   const warnings: string[] = [];
   const misplaced = (
     key: string,
@@ -82,6 +102,12 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
   for (const key of SCALING_ANNOTATION_KEYS) {
     if (key in labels) warnings.push(misplaced(key, 'label', 'annotation', annotations));
   }
+  return warnings;
+}
+
+/** "True" or "TRUE" where only "true" switches the feature on. */
+function exactlyTrueWarnings({ name, labels, annotations }: ScalingMetadata): string[] {
+  const warnings: string[] = [];
   for (const { key, where } of EXACTLY_TRUE) {
     const value = (where === 'label' ? labels : annotations)[key];
     if (value !== undefined && value !== 'true' && value.toLowerCase() === 'true') {
@@ -90,7 +116,12 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
       );
     }
   }
+  return warnings;
+}
 
+/** A min-time-between-zones-downscale that is not a Go duration. */
+function minTimeWarnings({ name, labels, annotations }: ScalingMetadata): string[] {
+  const warnings: string[] = [];
   const minTime = labels[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
   if (minTime !== undefined) {
     try {
@@ -112,16 +143,23 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
       );
     }
   }
+  return warnings;
+}
 
+/** A last-downscale annotation that does not parse. */
+function lastDownscaleWarnings({ name, annotations }: ScalingMetadata): string[] {
   const last = annotations[LAST_DOWNSCALE_ANNOTATION_KEY];
-  if (last !== undefined) {
-    const parsed = parseRfc3339(last);
-    if (typeof parsed !== 'number')
-      warnings.push(
-        `${name}: annotation ${LAST_DOWNSCALE_ANNOTATION_KEY} does not parse, so downscales in its group fail: ${parsed.error}`,
-      );
-  }
+  if (last === undefined) return [];
+  const parsed = parseRfc3339(last);
+  if (typeof parsed === 'number') return [];
+  return [
+    `${name}: annotation ${LAST_DOWNSCALE_ANNOTATION_KEY} does not parse, so downscales in its group fail: ${parsed.error}`,
+  ];
+}
 
+/** A force-replicas value that does not parse, or that is set where it does not apply. */
+function forceReplicasWarnings({ sts, name, annotations }: ScalingMetadata): string[] {
+  const warnings: string[] = [];
   const force = forceReplicasOverride(sts);
   if (force !== undefined && 'warning' in force) warnings.push(force.warning);
   if (
@@ -134,7 +172,12 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
       `${name}: ${FORCE_REPLICAS_ANNOTATION_KEY} has no effect: it applies only to followers (${DOWNSCALE_LEADER_ANNOTATION_KEY}) and mirrors`,
     );
   }
+  return warnings;
+}
 
+/** A mirror reference that does not parse, and a write-back value that is not a boolean. */
+function mirrorWarnings({ sts, name, annotations }: ScalingMetadata): string[] {
+  const warnings: string[] = [];
   const mirror = mirrorReference(sts);
   if (mirror !== undefined && 'error' in mirror) warnings.push(`${name}: ${mirror.error}`);
   const writeBackValue = annotations[MIRROR_WRITE_BACK_ANNOTATION_KEY];
@@ -147,7 +190,12 @@ export function validateScalingMetadata(sts: StatefulSet): string[] {
       );
     }
   }
+  return warnings;
+}
 
+/** Delayed-downscale annotations that turn it off: unparsable, only one of the two set, or a delay of 0. */
+function delayedDownscaleWarnings({ sts, name, annotations }: ScalingMetadata): string[] {
+  const warnings: string[] = [];
   const delayed = delayedDownscaleConfig(sts);
   if (delayed !== undefined && 'error' in delayed) warnings.push(`${name}: ${delayed.error}`);
   const delayText = annotations[DELAYED_DOWNSCALE_ANNOTATION_KEY] ?? '';

@@ -19,7 +19,7 @@ import type { Clock, Timer } from '../../runtime/clock.ts';
 import { LeaseLock } from '../../runtime/leaderelection/leaselock.ts';
 import { TimestampSightings } from '../../runtime/sightings.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
-import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
+import type { AdmissionDecision, AdmissionHandler, AdmissionRequestV1 } from '../../runtime/admission/admission.ts';
 import {
   afterPrepare,
   afterRecord,
@@ -35,9 +35,14 @@ import {
   parentUnreadable,
   stsInfo,
   toAdmissionDecision,
+  type Allow,
   type CallResult,
+  type Deny,
   type Downscale,
   type Endpoint,
+  type LastDownscale,
+  type PrepareInfo,
+  type StatefulSetSource,
   type TrackerMode,
 } from './plan.ts';
 import { mapBounded, PodClient, podClient } from '../../workloads/podclient.ts';
@@ -129,76 +134,407 @@ const ownerUid = (pod: Pod) => pod.metadata?.ownerReferences?.find((r) => r.cont
  */
 const RECENTLY_ALLOWED_MS = 15_000;
 
+/** The handler is one webhook's admit, so the locks and recent allows it keeps last as long as the handler. */
 export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
-  const { client, log } = deps;
-  const podCalls = deps.podClient ?? new PodClient();
-  const sightings = deps.sightings ?? new TimestampSightings(deps.clock);
-  /** `at` is monotonic. */
-  const recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
-  const key = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
+  const webhook = new PrepareDownscaleWebhook(deps);
+  return (request, signal) => webhook.admit(request, signal);
+}
 
-  /** Groups locked in this process, when Leases may not be written (see lock()). */
-  const localLocks = new Set<string>();
-  let warnedLocal = false;
+/** What a step of a request goes on with, or the outcome that ends the request there. */
+type Step<T> = { value: T } | { outcome: Allow | Deny };
 
-  /**
-   * Not permitted to read or write Leases (an install that kept
-   * rollout-operator's Role): serialise this process's downscales of the
-   * group in memory, which is what one replica needs and what
-   * rollout-operator does.
-   */
-  function localLock(namespace: string, group: string, error: unknown): HeldLock | undefined {
-    if (!warnedLocal) {
-      warnedLocal = true;
-      log.warn(
-        'not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas',
-        { namespace, err: String(error) },
-      );
-    }
-    const key = `${namespace}/${group}`;
-    if (localLocks.has(key)) return undefined;
-    localLocks.add(key);
-    return {
-      held: () => true,
-      release: () => {
-        localLocks.delete(key);
-        return Promise.resolve();
-      },
-    };
+/** A downscale past the first checks and the StatefulSet's own: what the steps under the group lock work on. */
+interface Review {
+  downscale: Downscale;
+  /** The StatefulSet being downscaled (for a /scale request, its parent). */
+  statefulSet: StatefulSet;
+  info: PrepareInfo;
+  signal: AbortSignal;
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+const downscaleKey = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
+
+/**
+ * The prepare-downscale webhook: the state kept across requests (group locks,
+ * recent allows) and the steps of one request.
+ */
+class PrepareDownscaleWebhook {
+  private readonly deps: PrepareDownscaleDeps;
+  private readonly client: KubeClient;
+  private readonly log: Logger;
+  private readonly podCalls: PodClient;
+  private readonly sightings: TimestampSightings;
+  private readonly groupLocks: GroupLocks;
+  /** Keyed by downscaleKey; `at` is monotonic. */
+  private readonly recentlyAllowed = new Map<string, { at: number; message: string | undefined }>();
+
+  constructor(deps: PrepareDownscaleDeps) {
+    this.deps = deps;
+    this.client = deps.client;
+    this.log = deps.log;
+    this.podCalls = deps.podClient ?? new PodClient();
+    this.sightings = deps.sightings ?? new TimestampSightings(deps.clock);
+    this.groupLocks = new GroupLocks(deps);
   }
 
+  /**
+   * One StatefulSet (or /scale) update: allowed at once, or once its leaving
+   * pods are prepared and the downscale recorded; or denied.
+   */
+  async admit(request: AdmissionRequestV1, signal: AbortSignal): Promise<AdmissionDecision> {
+    const first = firstChecks(request);
+    if (first.kind === 'allow') return toAdmissionDecision(first);
+    const { downscale } = first;
+    const parent = await this.statefulSetOf(downscale, first.source, signal);
+    if ('outcome' in parent) return toAdmissionDecision(parent.outcome);
+    const statefulSet = parent.value;
+    const info = stsInfo(statefulSet, downscale);
+    if (info.kind !== 'proceed') return toAdmissionDecision(info);
+    const repeat = this.recentlyAllowedRepeat(downscale);
+    if (repeat) return toAdmissionDecision(repeat);
+    const review: Review = { downscale, statefulSet, info: info.info, signal };
+    return toAdmissionDecision(await this.checkPrepareAndRecord(review, info.next === 'group-checks'));
+  }
+
+  /**
+   * The StatefulSet whose labels decide: the old object, or for a /scale
+   * request its parent (from the cache when there, else the API).
+   */
+  private async statefulSetOf(
+    downscale: Downscale,
+    source: StatefulSetSource,
+    signal: AbortSignal,
+  ): Promise<Step<StatefulSet>> {
+    if (source.kind === 'old-object') return { value: source.statefulSet };
+    const { namespace, name } = source;
+    const cached = this.deps.cachedStatefulSet?.(namespace, name);
+    if (cached) return { value: cached };
+    try {
+      return { value: await this.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { signal }) };
+    } catch (error) {
+      const err = messageOf(error);
+      // Gone, or never readable with these permissions: allow, as rollout-operator. A read a retry can cure: deny.
+      return {
+        outcome: isNotFound(error) || isForbidden(error) ? lookupFailed(err) : parentUnreadable(downscale, err),
+      };
+    }
+  }
+
+  /** The outcome of this same downscale when this replica allowed it within RECENTLY_ALLOWED_MS (see there). */
+  private recentlyAllowedRepeat(downscale: Downscale): Allow | undefined {
+    const now = this.deps.clock.monotonic();
+    for (const [k, v] of this.recentlyAllowed) if (now - v.at > RECENTLY_ALLOWED_MS) this.recentlyAllowed.delete(k);
+    const repeat = this.recentlyAllowed.get(downscaleKey(downscale));
+    if (!repeat) return undefined;
+    return { kind: 'allow', ...(repeat.message ? { message: repeat.message } : {}) };
+  }
+
+  /** The group checks (when the StatefulSet is in a rollout group), then preparing the leaving pods and recording. */
+  private async checkPrepareAndRecord(review: Review, withGroupChecks: boolean): Promise<Allow | Deny> {
+    let held: HeldLock | undefined;
+    try {
+      if (withGroupChecks) {
+        // One downscale per group at a time, whichever replica serves it. The
+        // group is read only once the lock is held: read before, it could miss
+        // the downscale the previous holder recorded just before releasing.
+        const locked = await this.lockGroup(review);
+        if ('outcome' in locked) return locked.outcome;
+        held = locked.value;
+      }
+      const pods = await this.listPods(review);
+      if ('outcome' in pods) return pods.outcome;
+      let tracker: ConfigMap | undefined;
+      if (withGroupChecks) {
+        const checked = await this.checkGroup(review, pods.value);
+        if ('outcome' in checked) return checked.outcome;
+        tracker = checked.value;
+      }
+      return await this.prepareAndRecord(review, pods.value, held, tracker);
+    } finally {
+      await held?.release();
+    }
+  }
+
+  private async lockGroup({ downscale, info, signal }: Review): Promise<Step<HeldLock>> {
+    let held: HeldLock | undefined;
+    try {
+      held = await this.groupLocks.lock(downscale.namespace, info.rolloutGroup, signal);
+    } catch (error) {
+      return { outcome: executorFailed(downscale, { kind: 'lock-failed', error: messageOf(error) }) };
+    }
+    if (!held) return { outcome: executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }) };
+    return { value: held };
+  }
+
+  private async listPods({ downscale, signal }: Review): Promise<Step<Pod[]>> {
+    try {
+      return { value: (await this.client.list<Pod>(resources.pods, { namespace: downscale.namespace, signal })).items };
+    } catch {
+      return { outcome: executorFailed(downscale, { kind: 'list-pods' }) };
+    }
+  }
+
+  /**
+   * Denies when the rollout group forbids the downscale now; otherwise gives
+   * the zone tracker it read (zone-tracker mode), for the record to update.
+   */
+  private async checkGroup(review: Review, pods: readonly Pod[]): Promise<Step<ConfigMap | undefined>> {
+    const { downscale, info, signal } = review;
+    const { namespace } = downscale;
+    let sets: StatefulSet[];
+    try {
+      sets = (
+        await this.client.list<StatefulSet>(resources.statefulSets, {
+          namespace,
+          labelSelector: groupSelector(info.rolloutGroup),
+          signal,
+        })
+      ).items;
+    } catch {
+      return { outcome: executorFailed(downscale, { kind: 'list-statefulsets' }) };
+    }
+    const read = await this.readLastDownscales(review, sets);
+    if ('outcome' in read) return read;
+    const { lastDownscales, tracker } = read.value;
+    const othersPods = new Map(
+      sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]),
+    );
+    const countedFrom = observeLastDownscales(this.sightings, {
+      namespace,
+      statefulSets: sets.map((s) => s.metadata?.name ?? ''),
+      lastDownscales,
+      source: this.deps.mode,
+      seen: 'read',
+    });
+    const checks = groupChecks({
+      downscale,
+      mode: this.deps.mode,
+      self: downscale.name,
+      others: sets,
+      othersPods,
+      lastDownscales,
+      now: this.deps.clock.now(),
+      countedFrom,
+    });
+    if (checks.kind === 'deny') {
+      this.log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
+      return { outcome: checks };
+    }
+    return { value: tracker };
+  }
+
+  /** The group's last downscales: from the zone tracker ConfigMap (returned too) or the StatefulSets' annotations. */
+  private async readLastDownscales(
+    { downscale, signal }: Review,
+    sets: readonly StatefulSet[],
+  ): Promise<Step<{ lastDownscales: Map<string, LastDownscale>; tracker?: ConfigMap }>> {
+    if (this.deps.mode !== 'zone-tracker') return { value: { lastDownscales: lastDownscalesFromAnnotations(sets) } };
+    let tracker: ConfigMap;
+    try {
+      tracker = await this.zoneTracker(
+        downscale.namespace,
+        sets.map((s) => s.metadata?.name ?? ''),
+        signal,
+      );
+    } catch {
+      return { outcome: executorFailed(downscale, { kind: 'load-zones' }) };
+    }
+    const zones = parseZoneTracker(tracker.data);
+    const lastDownscales: Map<string, LastDownscale> =
+      'error' in zones
+        ? new Map(sets.map((s) => [s.metadata?.name ?? '', { error: String(zones.error) }]))
+        : lastDownscalesFromZones(zones);
+    return { value: { lastDownscales, tracker } };
+  }
+
+  /**
+   * Prepares the leaving pods, then records the downscale; undoes the
+   * preparation when either fails or the lock is lost.
+   */
+  private async prepareAndRecord(
+    review: Review,
+    pods: readonly Pod[],
+    held: HeldLock | undefined,
+    tracker: ConfigMap | undefined,
+  ): Promise<Allow | Deny> {
+    const { downscale, statefulSet, signal } = review;
+    const mine = pods.filter((p) => ownerUid(p) === statefulSet.metadata?.uid);
+    const podsByName = new Map(mine.map((p) => [p.metadata?.name ?? '', p]));
+    const call = this.leavingEndpoints(review, podsByName);
+    // Act only under a lock still ours (renewed within the deadline), before each irreversible step.
+    if (held && !held.held()) return executorFailed(downscale, { kind: 'lock-lost' });
+    const prepared = afterPrepare({ downscale, call, results: await this.callPods('POST', call, podsByName, signal) });
+    if (prepared.kind !== 'record') {
+      await this.callPods('DELETE', prepared.undo, podsByName, signal);
+      return prepared;
+    }
+    if (held && !held.held()) {
+      await this.callPods('DELETE', call, podsByName, signal);
+      return executorFailed(downscale, { kind: 'lock-lost' });
+    }
+    const recordError = await this.record(downscale, tracker, signal);
+    const outcome = afterRecord({
+      downscale,
+      mode: this.deps.mode,
+      call,
+      ...(recordError === undefined ? {} : { recordError }),
+    });
+    if (outcome.kind === 'deny') {
+      await this.callPods('DELETE', outcome.undo, podsByName, signal);
+      return outcome;
+    }
+    this.log.info(outcome.message ?? 'downscale allowed', {
+      statefulSet: downscale.name,
+      namespace: downscale.namespace,
+    });
+    this.recentlyAllowed.set(downscaleKey(downscale), { at: this.deps.clock.monotonic(), message: outcome.message });
+    return outcome;
+  }
+
+  /** The prepare-shutdown endpoints of the pods going away that exist. */
+  private leavingEndpoints({ downscale, info }: Review, podsByName: ReadonlyMap<string, Pod>): Endpoint[] {
+    const { call, skipped } = endpoints({
+      sts: downscale.name,
+      namespace: downscale.namespace,
+      serviceName: info.serviceName,
+      port: info.port,
+      path: info.path,
+      clusterDomain: this.deps.clusterDomain,
+      from: downscale.from,
+      to: downscale.to,
+      existingPods: new Set(podsByName.keys()),
+    });
+    if (skipped.length > 0)
+      this.log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
+    return call;
+  }
+
+  /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
+  private async callPods(
+    method: 'POST' | 'DELETE',
+    call: readonly Endpoint[],
+    pods: ReadonlyMap<string, Pod>,
+    signal: AbortSignal,
+  ): Promise<CallResult[]> {
+    return mapBounded(call, MAX_PARALLEL_CALLS, async (endpoint) => {
+      const result = await this.podCalls.call({
+        method,
+        url: endpoint.url,
+        pod: pods.get(endpoint.pod),
+        podName: endpoint.pod,
+        timeoutMs: this.deps.podTimeoutMs,
+        signal,
+      });
+      return 'error' in result ? result : { url: result.url, status: result.status };
+    });
+  }
+
+  private async zoneTracker(namespace: string, names: string[], signal: AbortSignal): Promise<ConfigMap> {
+    const where = { namespace, name: this.deps.zoneTrackerConfigMap };
+    try {
+      return await this.client.get<ConfigMap>(resources.configMaps, where, { signal });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    try {
+      return await this.client.create<ConfigMap>(
+        resources.configMaps,
+        { metadata: { ...where }, data: initialZoneTracker(names, this.deps.clock.now()) },
+        { signal },
+      );
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+      return this.client.get<ConfigMap>(resources.configMaps, where, { signal });
+    }
+  }
+
+  /** Records the downscale (annotation or zone tracker); the error message when that failed. */
+  private async record(
+    downscale: Downscale,
+    tracker: ConfigMap | undefined,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    try {
+      if (this.deps.mode === 'annotation') {
+        await this.client.patch(
+          resources.statefulSets,
+          { namespace: downscale.namespace, name: downscale.name },
+          'strategic',
+          lastDownscaleAnnotationPatch(this.deps.clock.now()),
+          { signal },
+        );
+        return undefined;
+      }
+      return await this.recordInZoneTracker(downscale, tracker, signal);
+    } catch (error) {
+      return messageOf(error);
+    }
+  }
+
+  private async recordInZoneTracker(
+    downscale: Downscale,
+    tracker: ConfigMap | undefined,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    // Optimistic concurrency: we hold the group lock, so a conflict means an outside edit; retry from fresh.
+    let current = tracker;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      current ??= await this.client.get<ConfigMap>(
+        resources.configMaps,
+        { namespace: downscale.namespace, name: this.deps.zoneTrackerConfigMap },
+        { signal },
+      );
+      try {
+        await this.client.update<ConfigMap>(
+          resources.configMaps,
+          { ...current, data: recordDownscale(current.data, downscale.name, this.deps.clock.now()) },
+          { signal },
+        );
+        return undefined;
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        current = undefined;
+      }
+    }
+    return 'the zone ConfigMap kept changing';
+  }
+}
+
+/** A group's Lease lock and whether a request of this replica holds it. */
+interface GroupLockEntry {
+  lock: LeaseLock;
+  busy: boolean;
+  /** Monotonic. */
+  lastUsed: number;
+}
+
+/** The group locks of one webhook: a Lease per group, or an in-memory lock when Leases may not be written. */
+class GroupLocks {
+  private readonly deps: Pick<PrepareDownscaleDeps, 'client' | 'clock' | 'identity' | 'log'>;
+  private readonly client: KubeClient;
+  private readonly log: Logger;
   /**
    * One LeaseLock per group, kept across requests: its observations of the
    * Lease are what let this replica judge another holder's lock expired
    * (unchanged for the lease duration on this replica's monotonic clock),
    * never a comparison of our wall clock with the holder's renewTime.
    */
-  const groupLocks = new Map<string, { lock: LeaseLock; busy: boolean; lastUsed: number }>();
+  private readonly leases = new Map<string, GroupLockEntry>();
+  /** Groups locked in this process, when Leases may not be written (see lock()). */
+  private readonly localLocks = new Set<string>();
+  private warnedLocal = false;
 
-  function groupLock(namespace: string, group: string): { lock: LeaseLock; busy: boolean; lastUsed: number } {
-    const now = deps.clock.monotonic();
-    for (const [k, v] of groupLocks) if (!v.busy && now - v.lastUsed > FORGET_LOCK_AFTER_MS) groupLocks.delete(k);
-    const key = `${namespace}/${group}`;
-    let entry = groupLocks.get(key);
-    if (!entry) {
-      const lock = new LeaseLock({
-        client,
-        namespace,
-        name: lockName(group),
-        identity: deps.identity,
-        leaseDurationMs: LOCK_DURATION_MS,
-        clock: deps.clock,
-        labels: { 'app.kubernetes.io/managed-by': 'stateward' },
-      });
-      groupLocks.set(key, (entry = { lock, busy: false, lastUsed: now }));
-    }
-    entry.lastUsed = now;
-    return entry;
+  constructor(deps: Pick<PrepareDownscaleDeps, 'client' | 'clock' | 'identity' | 'log'>) {
+    this.deps = deps;
+    this.client = deps.client;
+    this.log = deps.log;
   }
 
   /** Holds the group's Lease for this request, renewing it meanwhile; undefined when another holder has it. */
-  async function lock(namespace: string, group: string, signal: AbortSignal): Promise<HeldLock | undefined> {
-    const entry = groupLock(namespace, group);
+  async lock(namespace: string, group: string, signal: AbortSignal): Promise<HeldLock | undefined> {
+    const entry = this.leaseOf(namespace, group);
     // Another request of this replica holds it: our identity is on the Lease, but the group is busy.
     if (entry.busy) return undefined;
     entry.busy = true;
@@ -207,23 +543,50 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
       acquired = await entry.lock.tryAcquireOrRenew(signal, LOCK_CALL_TIMEOUT_MS);
     } catch (error) {
       entry.busy = false;
-      if (isForbidden(error)) return localLock(namespace, group, error);
+      if (isForbidden(error)) return this.localLock(namespace, group, error);
       throw error;
     }
     if (!acquired) {
       entry.busy = false;
       return undefined;
     }
-    // Renew while the request runs (pod calls can take a while): another
-    // replica takes over only a lock it has seen unchanged for the lease duration.
+    return this.keepRenewed(entry, group);
+  }
+
+  private leaseOf(namespace: string, group: string): GroupLockEntry {
+    const now = this.deps.clock.monotonic();
+    for (const [k, v] of this.leases) if (!v.busy && now - v.lastUsed > FORGET_LOCK_AFTER_MS) this.leases.delete(k);
+    const key = `${namespace}/${group}`;
+    let entry = this.leases.get(key);
+    if (!entry) {
+      const lock = new LeaseLock({
+        client: this.client,
+        namespace,
+        name: lockName(group),
+        identity: this.deps.identity,
+        leaseDurationMs: LOCK_DURATION_MS,
+        clock: this.deps.clock,
+        labels: { 'app.kubernetes.io/managed-by': 'stateward' },
+      });
+      this.leases.set(key, (entry = { lock, busy: false, lastUsed: now }));
+    }
+    entry.lastUsed = now;
+    return entry;
+  }
+
+  /**
+   * Renew while the request runs (pod calls can take a while): another
+   * replica takes over only a lock it has seen unchanged for the lease duration.
+   */
+  private keepRenewed(entry: GroupLockEntry, group: string): HeldLock {
     let renewing: Promise<unknown> = Promise.resolve();
     let timer: Timer | undefined;
     const renewLater = () => {
-      timer = deps.clock.setTimer(LOCK_RENEW_EVERY_MS, () => {
+      timer = this.deps.clock.setTimer(LOCK_RENEW_EVERY_MS, () => {
         renewing = entry.lock
           .tryAcquireOrRenew(AbortSignal.timeout(LOCK_CALL_TIMEOUT_MS), LOCK_CALL_TIMEOUT_MS)
           .catch((error: unknown) =>
-            log.warn('could not renew the downscale lock', { lease: lockName(group), err: String(error) }),
+            this.log.warn('could not renew the downscale lock', { lease: lockName(group), err: String(error) }),
           )
           .finally(() => {
             if (timer) renewLater();
@@ -239,7 +602,7 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
         // A renewal in flight would otherwise write after the release and keep the lock.
         await renewing;
         await entry.lock.release(5000).catch((error: unknown) =>
-          log.warn('could not release the downscale lock; it expires by itself', {
+          this.log.warn('could not release the downscale lock; it expires by itself', {
             lease: lockName(group),
             err: String(error),
           }),
@@ -249,243 +612,29 @@ export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHa
     };
   }
 
-  /** POST or DELETE to each endpoint through its pod's own IP (never another address), at most 32 at once. */
-  async function callPods(
-    method: 'POST' | 'DELETE',
-    call: readonly Endpoint[],
-    pods: ReadonlyMap<string, Pod>,
-    signal: AbortSignal,
-  ): Promise<CallResult[]> {
-    return mapBounded(call, MAX_PARALLEL_CALLS, async (endpoint) => {
-      const result = await podCalls.call({
-        method,
-        url: endpoint.url,
-        pod: pods.get(endpoint.pod),
-        podName: endpoint.pod,
-        timeoutMs: deps.podTimeoutMs,
-        signal,
-      });
-      return 'error' in result ? result : { url: result.url, status: result.status };
-    });
-  }
-
-  async function zoneTracker(namespace: string, names: string[], signal: AbortSignal): Promise<ConfigMap> {
-    const where = { namespace, name: deps.zoneTrackerConfigMap };
-    try {
-      return await client.get<ConfigMap>(resources.configMaps, where, { signal });
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-    }
-    try {
-      return await client.create<ConfigMap>(
-        resources.configMaps,
-        { metadata: { ...where }, data: initialZoneTracker(names, deps.clock.now()) },
-        { signal },
+  /**
+   * Not permitted to read or write Leases (an install that kept
+   * rollout-operator's Role): serialise this process's downscales of the
+   * group in memory, which is what one replica needs and what
+   * rollout-operator does.
+   */
+  private localLock(namespace: string, group: string, error: unknown): HeldLock | undefined {
+    if (!this.warnedLocal) {
+      this.warnedLocal = true;
+      this.log.warn(
+        'not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas',
+        { namespace, err: String(error) },
       );
-    } catch (error) {
-      if (!isAlreadyExists(error)) throw error;
-      return client.get<ConfigMap>(resources.configMaps, where, { signal });
     }
+    const key = `${namespace}/${group}`;
+    if (this.localLocks.has(key)) return undefined;
+    this.localLocks.add(key);
+    return {
+      held: () => true,
+      release: () => {
+        this.localLocks.delete(key);
+        return Promise.resolve();
+      },
+    };
   }
-
-  async function record(
-    downscale: Downscale,
-    tracker: ConfigMap | undefined,
-    signal: AbortSignal,
-  ): Promise<string | undefined> {
-    try {
-      if (deps.mode === 'annotation') {
-        await client.patch(
-          resources.statefulSets,
-          { namespace: downscale.namespace, name: downscale.name },
-          'strategic',
-          lastDownscaleAnnotationPatch(deps.clock.now()),
-          { signal },
-        );
-        return undefined;
-      }
-      // Optimistic concurrency: we hold the group lock, so a conflict means an outside edit; retry from fresh.
-      let current = tracker;
-      for (let attempt = 0; attempt < 3; attempt++) {
-        current ??= await client.get<ConfigMap>(
-          resources.configMaps,
-          { namespace: downscale.namespace, name: deps.zoneTrackerConfigMap },
-          { signal },
-        );
-        try {
-          await client.update<ConfigMap>(
-            resources.configMaps,
-            { ...current, data: recordDownscale(current.data, downscale.name, deps.clock.now()) },
-            { signal },
-          );
-          return undefined;
-        } catch (error) {
-          if (!isConflict(error)) throw error;
-          current = undefined;
-        }
-      }
-      return 'the zone ConfigMap kept changing';
-    } catch (error) {
-      return error instanceof Error ? error.message : String(error);
-    }
-  }
-
-  return async (request, signal) => {
-    const first = firstChecks(request);
-    if (first.kind === 'allow') return toAdmissionDecision(first);
-    const { downscale } = first;
-    let statefulSet: StatefulSet;
-    if (first.source.kind === 'old-object') {
-      statefulSet = first.source.statefulSet;
-    } else {
-      const { namespace, name } = first.source;
-      const cached = deps.cachedStatefulSet?.(namespace, name);
-      if (cached) statefulSet = cached;
-      else {
-        try {
-          statefulSet = await client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { signal });
-        } catch (error) {
-          const err = error instanceof Error ? error.message : String(error);
-          // Gone, or never readable with these permissions: allow, as rollout-operator. A read a retry can cure: deny.
-          return toAdmissionDecision(
-            isNotFound(error) || isForbidden(error) ? lookupFailed(err) : parentUnreadable(downscale, err),
-          );
-        }
-      }
-    }
-    const info = stsInfo(statefulSet, downscale);
-    if (info.kind !== 'proceed') return toAdmissionDecision(info);
-    const now = deps.clock.monotonic();
-    for (const [k, v] of recentlyAllowed) if (now - v.at > RECENTLY_ALLOWED_MS) recentlyAllowed.delete(k);
-    const repeat = recentlyAllowed.get(key(downscale));
-    if (repeat) return toAdmissionDecision({ kind: 'allow', ...(repeat.message ? { message: repeat.message } : {}) });
-    const { namespace } = downscale;
-    const group = info.info.rolloutGroup;
-
-    let held: HeldLock | undefined;
-    try {
-      if (info.next === 'group-checks') {
-        // One downscale per group at a time, whichever replica serves it. The
-        // group is read only once the lock is held: read before, it could miss
-        // the downscale the previous holder recorded just before releasing.
-        try {
-          held = await lock(namespace, group, signal);
-        } catch (error) {
-          return toAdmissionDecision(
-            executorFailed(downscale, {
-              kind: 'lock-failed',
-              error: error instanceof Error ? error.message : String(error),
-            }),
-          );
-        }
-        if (!held)
-          return toAdmissionDecision(executorFailed(downscale, { kind: 'group-locked', statefulSet: downscale.name }));
-      }
-      let pods: Pod[];
-      try {
-        pods = (await client.list<Pod>(resources.pods, { namespace, signal })).items;
-      } catch {
-        return toAdmissionDecision(executorFailed(downscale, { kind: 'list-pods' }));
-      }
-      let tracker: ConfigMap | undefined;
-      if (info.next === 'group-checks') {
-        let sets: StatefulSet[];
-        try {
-          sets = (
-            await client.list<StatefulSet>(resources.statefulSets, {
-              namespace,
-              labelSelector: groupSelector(group),
-              signal,
-            })
-          ).items;
-        } catch {
-          return toAdmissionDecision(executorFailed(downscale, { kind: 'list-statefulsets' }));
-        }
-        let lastDownscales;
-        if (deps.mode === 'zone-tracker') {
-          try {
-            tracker = await zoneTracker(
-              namespace,
-              sets.map((s) => s.metadata?.name ?? ''),
-              signal,
-            );
-          } catch {
-            return toAdmissionDecision(executorFailed(downscale, { kind: 'load-zones' }));
-          }
-          const zones = parseZoneTracker(tracker.data);
-          lastDownscales =
-            'error' in zones
-              ? new Map(sets.map((s) => [s.metadata?.name ?? '', { error: String(zones.error) }]))
-              : lastDownscalesFromZones(zones);
-        } else {
-          lastDownscales = lastDownscalesFromAnnotations(sets);
-        }
-        const othersPods = new Map(
-          sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]),
-        );
-        const countedFrom = observeLastDownscales(sightings, {
-          namespace,
-          statefulSets: sets.map((s) => s.metadata?.name ?? ''),
-          lastDownscales,
-          source: deps.mode,
-          seen: 'read',
-        });
-        const checks = groupChecks({
-          downscale,
-          mode: deps.mode,
-          self: downscale.name,
-          others: sets,
-          othersPods,
-          lastDownscales,
-          now: deps.clock.now(),
-          countedFrom,
-        });
-        if (checks.kind === 'deny') {
-          log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
-          return toAdmissionDecision(checks);
-        }
-      }
-      const mine = pods.filter((p) => ownerUid(p) === statefulSet.metadata?.uid);
-      const podsByName = new Map(mine.map((p) => [p.metadata?.name ?? '', p]));
-      const { call, skipped } = endpoints({
-        sts: downscale.name,
-        namespace,
-        serviceName: info.info.serviceName,
-        port: info.info.port,
-        path: info.info.path,
-        clusterDomain: deps.clusterDomain,
-        from: downscale.from,
-        to: downscale.to,
-        existingPods: new Set(podsByName.keys()),
-      });
-      if (skipped.length > 0)
-        log.info('pods that do not exist have nothing to prepare', { skipped: skipped.join(',') });
-      // Act only under a lock still ours (renewed within the deadline), before each irreversible step.
-      if (held && !held.held()) return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
-      const prepared = afterPrepare({ downscale, call, results: await callPods('POST', call, podsByName, signal) });
-      if (prepared.kind !== 'record') {
-        await callPods('DELETE', prepared.undo, podsByName, signal);
-        return toAdmissionDecision(prepared);
-      }
-      if (held && !held.held()) {
-        await callPods('DELETE', call, podsByName, signal);
-        return toAdmissionDecision(executorFailed(downscale, { kind: 'lock-lost' }));
-      }
-      const outcome = afterRecord({
-        downscale,
-        mode: deps.mode,
-        call,
-        ...(await record(downscale, tracker, signal).then((e) => (e === undefined ? {} : { recordError: e }))),
-      });
-      if (outcome.kind === 'deny') {
-        await callPods('DELETE', outcome.undo, podsByName, signal);
-        return toAdmissionDecision(outcome);
-      }
-      log.info(outcome.message ?? 'downscale allowed', { statefulSet: downscale.name, namespace });
-      recentlyAllowed.set(key(downscale), { at: deps.clock.monotonic(), message: outcome.message });
-      return toAdmissionDecision(outcome);
-    } finally {
-      await held?.release();
-    }
-  };
 }
