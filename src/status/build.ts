@@ -19,19 +19,17 @@ import { podsOf } from '../vocabulary/pods.ts';
 import { groupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
-  annotationsOf,
   delayedDownscaleConfig,
   desiredFollowerReplicas,
-  labelsOf,
   leaderFor,
   minimumTimeHasElapsed,
   mirrorReference,
-  nameOf,
   planGroupReplicas,
   replicasOf,
   validateScalingMetadata,
   type GroupReplicaPlan,
 } from '../downscale/coordination/plan.ts';
+import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../vocabulary/metadata.ts';
 import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
@@ -86,7 +84,6 @@ export const RESOURCE = {
 } as const;
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-const nsOf = (o: KubeObject) => o.metadata?.namespace ?? '';
 
 interface Context {
   now: number;
@@ -116,7 +113,7 @@ function nodeZones(nodes: readonly Node[]): Map<string, string> {
 }
 
 function namespaceStatus(namespace: string, input: StatusInput, ctx: Context): NamespaceStatus {
-  const here = <T extends KubeObject>(list: readonly T[]) => list.filter((o) => nsOf(o) === namespace);
+  const here = <T extends KubeObject>(list: readonly T[]) => list.filter((o) => namespaceOf(o) === namespace);
   const statefulSets = here(input.statefulSets);
   const pods = here(input.pods);
   const leases = here(input.leases);
@@ -528,8 +525,8 @@ const CONFIG_KIND_NAME: Record<ConfigKind, string> = { configmap: 'ConfigMap', s
 
 function restartViews(namespace: string, input: StatusInput, ctx: Context): RestartView[] {
   const configLists: Record<ConfigKind, KubeObject[]> = {
-    configmap: input.configMaps.filter((c) => nsOf(c) === namespace),
-    secret: input.secrets.filter((c) => nsOf(c) === namespace),
+    configmap: input.configMaps.filter((c) => namespaceOf(c) === namespace),
+    secret: input.secrets.filter((c) => namespaceOf(c) === namespace),
   };
   const readable: Record<ConfigKind, boolean> = {
     configmap: !ctx.unreadable.has(RESOURCE.configMaps),
@@ -539,7 +536,7 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
     configmap: new Map(configLists.configmap.map((c) => [c.metadata?.name ?? '', c])),
     secret: new Map(configLists.secret.map((c) => [c.metadata?.name ?? '', c])),
   };
-  const pods = input.pods.filter((p) => nsOf(p) === namespace);
+  const pods = input.pods.filter((p) => namespaceOf(p) === namespace);
   const workloads: [WorkloadKind, KubeObject[]][] = [
     ['Deployment', input.deployments],
     ['StatefulSet', input.statefulSets],
@@ -548,7 +545,7 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
   const views: RestartView[] = [];
   for (const [kind, list] of workloads) {
     for (const object of list) {
-      if (nsOf(object) !== namespace) continue;
+      if (namespaceOf(object) !== namespace) continue;
       const workload = object as WorkloadLike & RestartTarget;
       if (!mayOptIn(workload)) continue;
       const watched = watchedConfigs(workload, {

@@ -7,21 +7,8 @@ import {
   EVICT_ONDELETE_ANNOTATION,
   ROLLOUT_GROUP_LABEL,
 } from '../../vocabulary/keys.ts';
-import {
-  type Scope,
-  type Finding,
-  annotationsOf,
-  compare,
-  has,
-  kubectl,
-  labelsOf,
-  nameOf,
-  nsOf,
-  objectName,
-  ownedBy,
-  plural,
-  shellQuote,
-} from './scope.ts';
+import { type Scope, type Finding, compare, has, kubectl, objectName, ownedBy, plural, shellQuote } from './scope.ts';
+import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // --------------------------------------------------- 2. rollout groups: OnDelete
 
@@ -62,10 +49,10 @@ export function checkLeaders(scope: Scope): Finding[] {
     const labels = labelsOf(sts);
     const inGroup = has(labels, ROLLOUT_GROUP_LABEL);
     const group = inGroup ? labels[ROLLOUT_GROUP_LABEL]! : undefined;
-    const members = group === undefined ? [] : (groups.get(`${nsOf(sts)}/${group}`)?.sets ?? []);
+    const members = group === undefined ? [] : (groups.get(`${namespaceOf(sts)}/${group}`)?.sets ?? []);
     const leader = leaderFor(sts, members);
     if (leader === undefined || !('error' in leader)) continue;
-    const sameNamespace = all.find((s) => nsOf(s) === nsOf(sts) && nameOf(s) === leaderName);
+    const sameNamespace = all.find((s) => namespaceOf(s) === namespaceOf(sts) && nameOf(s) === leaderName);
     const object = objectName('StatefulSet', sts);
     let problem: string;
     let fix: string;
@@ -81,7 +68,7 @@ export function checkLeaders(scope: Scope): Finding[] {
         .filter((s) => s !== sts)
         .map(nameOf)
         .sort(compare);
-      problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${JSON.stringify(leaderName)}, but there is no such StatefulSet in namespace ${nsOf(sts)}: its replicas never follow (${leader.error})`;
+      problem = `${DOWNSCALE_LEADER_ANNOTATION_KEY} names ${JSON.stringify(leaderName)}, but there is no such StatefulSet in namespace ${namespaceOf(sts)}: its replicas never follow (${leader.error})`;
       fix = `name an existing StatefulSet of group ${JSON.stringify(group)}${candidates.length ? ` (${candidates.join(', ')})` : ''}: ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${DOWNSCALE_LEADER_ANNOTATION_KEY}=<leader>`)}, or remove the annotation`;
     }
     findings.push({ severity: 'error', code: 'leader-not-found', object, problem, fix });

@@ -2,8 +2,9 @@
 import type {} from '../../runtime/kube/types.ts';
 import { mayOptIn, watchedConfigs } from '../../restarts/references.ts';
 import { NAMESPACE_LABEL } from '../../vocabulary/keys.ts';
-import { type Scope, type Deployment, type Finding, labelsOf, nsOf, objectName, plural } from './scope.ts';
+import { type Scope, type Deployment, type Finding, objectName, plural } from './scope.ts';
 import { pointsAtOperator } from './webhooks.ts';
+import { labelsOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ----------------------------------------------------- 9. the operator's flags
 
@@ -37,7 +38,7 @@ export function checkOperatorFlags(scope: Scope): Finding[] {
       .filter((n): n is string => Boolean(n)),
   );
   for (const d of operators) {
-    if (webhookNamespaces.has(nsOf(d)) && boolFlag(argsOf(d), 'server-tls.enabled') !== true) {
+    if (webhookNamespaces.has(namespaceOf(d)) && boolFlag(argsOf(d), 'server-tls.enabled') !== true) {
       findings.push({
         severity: 'warning',
         code: 'operator-flag-missing',

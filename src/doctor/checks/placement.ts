@@ -20,17 +20,8 @@ import {
   ROLLOUT_GROUP_LABEL,
   XING_ENABLED_ANNOTATION,
 } from '../../vocabulary/keys.ts';
-import {
-  type Scope,
-  type Finding,
-  type Kind,
-  annotationsOf,
-  has,
-  kubectl,
-  labelsOf,
-  objectName,
-  shellQuote,
-} from './scope.ts';
+import { type Scope, type Finding, type Kind, has, kubectl, objectName, shellQuote } from './scope.ts';
+import { annotationsOf, labelsOf } from '../../vocabulary/metadata.ts';
 
 // ---------------------------------------------------- 1. labels vs annotations
 

@@ -2,8 +2,9 @@
 import type { KubeObject } from '../../runtime/kube/types.ts';
 import { configKey, mayOptIn, watchedConfigs, type ConfigKind } from '../../restarts/references.ts';
 import { XING_ENABLED_ANNOTATION } from '../../vocabulary/keys.ts';
-import { type Scope, type Finding, nameOf, nsOf, objectName } from './scope.ts';
+import { type Scope, type Finding, objectName } from './scope.ts';
 import { stripName } from './values.ts';
+import { nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ------------------------------------------------------- 7. config restarts
 
@@ -16,13 +17,13 @@ export function checkConfigRestarts(scope: Scope): Finding[] {
   };
   const byKey = new Map<string, KubeObject>();
   for (const kind of ['configmap', 'secret'] as const) {
-    for (const c of configs[kind].list) byKey.set(configKey(kind, nsOf(c), nameOf(c)), c);
+    for (const c of configs[kind].list) byKey.set(configKey(kind, namespaceOf(c), nameOf(c)), c);
   }
   const options = {
     configMeta: (kind: ConfigKind, namespace: string, name: string) =>
       byKey.get(configKey(kind, namespace, name))?.metadata,
     configNames: (kind: ConfigKind, namespace: string) =>
-      configs[kind].list.filter((c) => nsOf(c) === namespace).map(nameOf),
+      configs[kind].list.filter((c) => namespaceOf(c) === namespace).map(nameOf),
   };
   for (const { kind, workload } of scope.workloads) {
     if (!mayOptIn(workload)) continue;

@@ -4,6 +4,7 @@ import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
 import type { KubeObject, Pod, StatefulSet, Wire } from '../../runtime/kube/types.ts';
 import type { LabelSelectorSpec } from '../../vocabulary/selectors.ts';
 import { ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
+import { labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ------------------------------------------------------------------ types
 
@@ -83,13 +84,8 @@ export interface DoctorInput {
 export type Kind = 'StatefulSet' | 'Deployment' | 'DaemonSet';
 type Workload = (StatefulSet | Deployment | DaemonSet) & KubeObject;
 
-export const nameOf = (o: KubeObject): string => o.metadata?.name ?? '';
-export const nsOf = (o: KubeObject): string => o.metadata?.namespace ?? '';
-export const labelsOf = (o: KubeObject): Record<string, string> => o.metadata?.labels ?? {};
-export const annotationsOf = (o: KubeObject): Record<string, string> => o.metadata?.annotations ?? {};
-
 export function objectName(kind: string, o: KubeObject): string {
-  const ns = nsOf(o);
+  const ns = namespaceOf(o);
   return ns ? `${kind} ${ns}/${nameOf(o)}` : `${kind} ${nameOf(o)}`;
 }
 
@@ -99,7 +95,7 @@ export function shellQuote(value: string): string {
 }
 
 export function kubectl(o: KubeObject, kind: string, verb: string, ...args: string[]): string {
-  const ns = nsOf(o);
+  const ns = namespaceOf(o);
   return ['kubectl', ...(ns ? ['-n', shellQuote(ns)] : []), verb, `${kind.toLowerCase()}/${nameOf(o)}`, ...args].join(
     ' ',
   );
@@ -124,7 +120,8 @@ export function plural(n: number, word: string): string {
 /** Whether a pod is controlled by this StatefulSet. */
 export function ownedBy(pod: Pod, sts: StatefulSet): boolean {
   const ref = pod.metadata?.ownerReferences?.find((r) => r.controller);
-  if (!ref || ref.kind !== 'StatefulSet' || ref.name !== nameOf(sts) || nsOf(pod) !== nsOf(sts)) return false;
+  if (!ref || ref.kind !== 'StatefulSet' || ref.name !== nameOf(sts) || namespaceOf(pod) !== namespaceOf(sts))
+    return false;
   return !ref.uid || !sts.metadata?.uid || ref.uid === sts.metadata.uid;
 }
 
@@ -137,7 +134,8 @@ export class Scope {
     this.unreadable = new Set(input.unreadable ?? []);
   }
 
-  inScope = (o: KubeObject): boolean => this.input.namespaces === undefined || this.input.namespaces.includes(nsOf(o));
+  inScope = (o: KubeObject): boolean =>
+    this.input.namespaces === undefined || this.input.namespaces.includes(namespaceOf(o));
 
   readable(resource: string): boolean {
     return !this.unreadable.has(resource);
@@ -166,8 +164,8 @@ export class Scope {
       const labels = labelsOf(sts);
       if (!has(labels, ROLLOUT_GROUP_LABEL)) continue;
       const group = labels[ROLLOUT_GROUP_LABEL]!;
-      const key = `${nsOf(sts)}/${group}`;
-      const entry = groups.get(key) ?? { namespace: nsOf(sts), group, sets: [] };
+      const key = `${namespaceOf(sts)}/${group}`;
+      const entry = groups.get(key) ?? { namespace: namespaceOf(sts), group, sets: [] };
       entry.sets.push(sts);
       groups.set(key, entry);
     }
@@ -179,7 +177,7 @@ export class Scope {
     const all = [...this.input.deployments, ...(this.input.operatorDeployments ?? [])].filter(isOperatorDeployment);
     const seen = new Set<string>();
     return all.filter((d) => {
-      const key = `${nsOf(d)}/${nameOf(d)}`;
+      const key = `${namespaceOf(d)}/${nameOf(d)}`;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
@@ -188,7 +186,7 @@ export class Scope {
 
   operatorNamespace(): string | undefined {
     if (this.input.operatorNamespace) return this.input.operatorNamespace;
-    const namespaces = [...new Set(this.operatorDeployments().map(nsOf))];
+    const namespaces = [...new Set(this.operatorDeployments().map(namespaceOf))];
     return namespaces.length === 1 ? namespaces[0] : undefined;
   }
 

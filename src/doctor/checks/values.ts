@@ -26,18 +26,8 @@ import {
   UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
 } from '../../vocabulary/keys.ts';
 import {} from './placement.ts';
-import {
-  type Scope,
-  type Finding,
-  type Severity,
-  annotationsOf,
-  kubectl,
-  labelsOf,
-  nameOf,
-  objectName,
-  omit,
-  pick,
-} from './scope.ts';
+import { type Scope, type Finding, type Severity, kubectl, objectName, omit, pick } from './scope.ts';
+import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 
 // ------------------------------------------------------- 4. values that do not parse
 

@@ -10,14 +10,11 @@ import {
   type Severity,
   type WebhookConfigurationObject,
   type WebhookEntry,
-  annotationsOf,
   has,
-  labelsOf,
-  nameOf,
-  nsOf,
   objectName,
   shellQuote,
 } from './scope.ts';
+import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ------------------------------------------------------------ 5. webhooks
 
@@ -238,8 +235,8 @@ function noDownscaleSelectsOperator(
   const hasSelector =
     Object.keys(w.objectSelector?.matchLabels ?? {}).length > 0 ||
     (w.objectSelector?.matchExpressions ?? []).length > 0;
-  const own = operators.filter((d) => ownerNamespace === undefined || nsOf(d) === ownerNamespace);
-  const selected = own.filter((d) => labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(nsOf(d))));
+  const own = operators.filter((d) => ownerNamespace === undefined || namespaceOf(d) === ownerNamespace);
+  const selected = own.filter((d) => labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(namespaceOf(d))));
   if (own.length > 0) {
     const caught = selected.filter(
       (d) =>
@@ -247,7 +244,7 @@ function noDownscaleSelectsOperator(
         labelSelectorMatches(w.objectSelector, d.spec?.template?.metadata?.labels),
     );
     if (caught.length === 0) return undefined;
-    return `${hasSelector ? 'has an objectSelector that selects' : 'has no objectSelector, so it covers'} the operator's own Deployment ${caught.map((d) => `${nsOf(d)}/${nameOf(d)}`).join(', ')}`;
+    return `${hasSelector ? 'has an objectSelector that selects' : 'has no objectSelector, so it covers'} the operator's own Deployment ${caught.map((d) => `${namespaceOf(d)}/${nameOf(d)}`).join(', ')}`;
   }
   if (ownerNamespace !== undefined && !labelSelectorMatches(w.namespaceSelector, scope.namespaceLabels(ownerNamespace)))
     return undefined;

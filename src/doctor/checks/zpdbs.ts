@@ -2,18 +2,8 @@
 // StatefulSet, overlapping.
 import type { KubeObject } from '../../runtime/kube/types.ts';
 import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../../drain/zpdb/config.ts';
-import {
-  type Scope,
-  type Finding,
-  compare,
-  kubectl,
-  labelsOf,
-  nameOf,
-  nsOf,
-  objectName,
-  plural,
-  shellQuote,
-} from './scope.ts';
+import { type Scope, type Finding, compare, kubectl, objectName, plural, shellQuote } from './scope.ts';
+import { labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ----------------------------------------------------------------- 6. ZPDBs
 
@@ -36,10 +26,12 @@ export function checkZpdbs(scope: Scope): Finding[] {
       continue;
     }
     valid.push({ object: zpdb, config: parsed.config });
-    const namespace = nsOf(zpdb);
-    const sets = scope.statefulSets.filter((s) => nsOf(s) === namespace && zpdbSelects(parsed.config, labelsOf(s)));
+    const namespace = namespaceOf(zpdb);
+    const sets = scope.statefulSets.filter(
+      (s) => namespaceOf(s) === namespace && zpdbSelects(parsed.config, labelsOf(s)),
+    );
     const pods = scope.readable('pods')
-      ? scope.pods.filter((p) => nsOf(p) === namespace && zpdbSelects(parsed.config, labelsOf(p)))
+      ? scope.pods.filter((p) => namespaceOf(p) === namespace && zpdbSelects(parsed.config, labelsOf(p)))
       : [];
     const selector =
       Object.entries(parsed.config.matchLabels)
@@ -82,17 +74,17 @@ export function checkZpdbs(scope: Scope): Finding[] {
   };
   for (const pod of scope.readable('pods') ? scope.pods : []) {
     const lookup = findZpdbForPod(configs, pod);
-    if (lookup.kind === 'multiple') note(nsOf(pod), lookup.names, 'pods');
+    if (lookup.kind === 'multiple') note(namespaceOf(pod), lookup.names, 'pods');
   }
   for (const sts of scope.statefulSets) {
     const matching = configs
-      .filter((c) => c.namespace === nsOf(sts) && zpdbSelects(c, labelsOf(sts)))
+      .filter((c) => c.namespace === namespaceOf(sts) && zpdbSelects(c, labelsOf(sts)))
       .map((c) => c.name)
       .sort(compare);
-    if (matching.length > 1) note(nsOf(sts), matching, 'sets');
+    if (matching.length > 1) note(namespaceOf(sts), matching, 'sets');
   }
   for (const { names, namespace, pods, sets } of overlaps.values()) {
-    const first = valid.find((v) => nsOf(v.object) === namespace && nameOf(v.object) === names[0]);
+    const first = valid.find((v) => namespaceOf(v.object) === namespace && nameOf(v.object) === names[0]);
     findings.push({
       severity: 'error',
       code: 'zpdb-overlap',

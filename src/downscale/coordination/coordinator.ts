@@ -21,15 +21,14 @@ import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
 import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
 import {
-  annotationsOf,
   delayedDownscaleConfig,
   delayedDownscaleDecision,
   mirrorReference,
   mirrorTarget,
-  nameOf,
   planGroupReplicas,
   writeBack,
 } from './plan.ts';
+import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { validateScalingMetadata } from './validate.ts';
 import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';
 import { DelayedDownscaleCalls, type DelayTarget } from './delaycalls.ts';

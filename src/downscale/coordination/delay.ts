@@ -6,7 +6,7 @@
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { formatGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
 import { DEFAULT_CLUSTER_DOMAIN } from '../prepare/plan.ts';
-import { annotationsOf } from './keys.ts';
+import { annotationsOf } from '../../vocabulary/metadata.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
 import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
 

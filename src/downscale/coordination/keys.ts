@@ -1,26 +1,16 @@
 // Reading the StatefulSet fields and annotations that drive replica scaling
 // (follow-leader, mirror-resource, delayed downscale, force-replicas). The keys
-// themselves, with rollout-operator's exact names, are in vocabulary/keys.ts.
+// themselves, with rollout-operator's exact names, are in vocabulary/keys.ts,
+// and plain metadata accessors in vocabulary/metadata.ts.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 
 import { quoteValue } from '../../runtime/log/logger.ts';
 import { FORCE_REPLICAS_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
-
-export function nameOf(sts: StatefulSet): string {
-  return sts.metadata?.name ?? '';
-}
+import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 
 /** spec.replicas; the API server defaults a missing value to 1. */
 export function replicasOf(sts: StatefulSet): number {
   return sts.spec?.replicas ?? 1;
-}
-
-export function annotationsOf(sts: StatefulSet): Record<string, string> {
-  return sts.metadata?.annotations ?? {};
-}
-
-export function labelsOf(sts: StatefulSet): Record<string, string> {
-  return sts.metadata?.labels ?? {};
 }
 
 const INT32_MAX = 2 ** 31 - 1;

@@ -5,7 +5,8 @@
 // (RESTMapper + /scale) and applies the result.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
-import { annotationsOf, forceReplicasOverride, nameOf, replicasOf } from './keys.ts';
+import { forceReplicasOverride, replicasOf } from './keys.ts';
+import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {
   MIRROR_API_VERSION_ANNOTATION_KEY,
   MIRROR_KIND_ANNOTATION_KEY,

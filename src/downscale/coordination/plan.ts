@@ -27,7 +27,8 @@ import {
   type CountedFromByName,
 } from '../mintime.ts';
 import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
-import { annotationsOf, forceReplicasOverride, labelsOf, nameOf, replicasOf } from './keys.ts';
+import { forceReplicasOverride, replicasOf } from './keys.ts';
+import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   FORCE_REPLICAS_ANNOTATION_KEY,
