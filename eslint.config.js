@@ -1,6 +1,6 @@
 // Lint rules beyond what the type checker already enforces: unused code,
 // forgotten promises (a floating promise in an operator is a lost error),
-// and consistent type-only imports for Node's type stripping.
+// consistent type-only imports for Node's type stripping, and size limits.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -30,6 +30,16 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
       'no-console': 'off',
+    },
+  },
+  // Size limits the code meets, so it stays readable in pieces: a function a
+  // reader can hold at once (blank lines and comments not counted), and a
+  // bounded number of paths through it. Tests may run longer scenarios.
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true }],
+      complexity: ['error', { max: 35 }],
     },
   },
   {
