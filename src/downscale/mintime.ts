@@ -12,7 +12,7 @@
 // `countedFrom` (clocksteps.ts) keeps a clock step, or a writer whose clock
 // disagrees, from shortening the wait — only when this replica has evidence
 // of one; otherwise a stamp counts from itself, as in rollout-operator.
-import { formatGoDuration, parseGoDuration } from '../runtime/flags/duration.ts';
+import { formatGoDuration, parseGoDuration } from '../runtime/go/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import type { ClockEvidence, Counted } from '../runtime/sightings.ts';
 import { parseRfc3339 } from '../vocabulary/rfc3339.ts';

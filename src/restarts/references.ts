@@ -18,7 +18,7 @@
 // meaning.
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { Wire } from '../runtime/kube/types.ts';
-import { compileGoRegexp, type GoRegexp } from '../runtime/goregexp.ts';
+import { compileGoRegexp, type GoRegexp } from '../runtime/go/regexp.ts';
 import {
   RELOADER_AUTO_ANNOTATION,
   RELOADER_CONFIGMAP_AUTO_ANNOTATION,
@@ -432,7 +432,7 @@ export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'au
  *     restrict the auto modes: a referenced config not in the list is still
  *     watched under auto. Entries are Go regexes in Reloader, and are here
  *     too: compiled and matched with Go's RE2 semantics in linear time
- *     (src/runtime/goregexp.ts), against the whole name (Reloader
+ *     (src/runtime/go/regexp.ts), against the whole name (Reloader
  *     concatenates "^" + entry + "$", which leaves a|b anchored at one end
  *     only; we anchor the whole entry). Entries Go would refuse (lookaround,
  *     backreferences, unbalanced parentheses…) are skipped with a warning

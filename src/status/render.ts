@@ -1,6 +1,6 @@
 // Pure renderers of the status report: a table for people, JSON for tools,
 // and progress bars for `stateward status --watch`.
-import { formatGoDuration } from '../runtime/flags/duration.ts';
+import { formatGoDuration } from '../runtime/go/duration.ts';
 import type {
   BudgetView,
   GroupStatusView,

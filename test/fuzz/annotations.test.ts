@@ -19,7 +19,7 @@ import {
   validateScalingMetadata,
   writeBack,
 } from '../../src/downscale/coordination/plan.ts';
-import { parseGoDuration, parsePromDuration } from '../../src/runtime/flags/duration.ts';
+import { parseGoDuration, parsePromDuration } from '../../src/runtime/go/duration.ts';
 import { parseRfc3339 } from '../../src/vocabulary/rfc3339.ts';
 import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
 import { lastDownscalesFromAnnotations } from '../../src/downscale/mintime.ts';

@@ -1,7 +1,7 @@
 // 1. Labels and annotations on the wrong kind of metadata, or on the pod
 // template instead of the StatefulSet.
 import type {} from '../../runtime/kube/types.ts';
-import { parseGoDuration } from '../../runtime/flags/duration.ts';
+import { parseGoDuration } from '../../runtime/go/duration.ts';
 import { SCALING_ANNOTATION_KEYS, SCALING_LABEL_KEYS } from '../../downscale/coordination/plan.ts';
 import {
   EVICT_ONDELETE_ANNOTATION,

@@ -14,7 +14,7 @@ import { Counter } from 'prom-client';
 import type { Runtime } from '../../runtime/operator.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import { resources, type StatefulSet } from '../../runtime/kube/types.ts';
-import { formatGoDuration } from '../../runtime/flags/duration.ts';
+import { formatGoDuration } from '../../runtime/go/duration.ts';
 import { informerFor } from '../../runtime/informer/informer.ts';
 import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import { observeLastDownscales } from '../clocksteps.ts';

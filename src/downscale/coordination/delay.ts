@@ -4,7 +4,7 @@
 // whose delay has passed; pods staying get a DELETE (cancel). The executor
 // makes the HTTP calls (≤32 at a time) and feeds the results back here.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
-import { formatGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
+import { formatGoDuration, parsePromDuration } from '../../runtime/go/duration.ts';
 import { DEFAULT_CLUSTER_DOMAIN } from '../prepare/plan.ts';
 import { annotationsOf } from '../../vocabulary/metadata.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';

@@ -4,7 +4,7 @@
 // the resource's status.replicas. The executor resolves the reference
 // (RESTMapper + /scale) and applies the result.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
-import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
+import { parseGoBool } from '../../runtime/go/strconv.ts';
 import { forceReplicasOverride, replicasOf } from './keys.ts';
 import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {

@@ -4,9 +4,9 @@
 // set grafana.com/prepare-downscale and min-time-between-zones-downscale as
 // annotations, and nothing said so.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
-import { parseGoDuration, parsePromDuration } from '../../runtime/flags/duration.ts';
+import { parseGoDuration, parsePromDuration } from '../../runtime/go/duration.ts';
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
-import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
+import { parseGoBool } from '../../runtime/go/strconv.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
 import { forceReplicasOverride } from './keys.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';

@@ -12,8 +12,8 @@
 //   tracking.
 // - Tracking records live in a ConfigMap in the pod's own namespace with a
 //   TTL, so no cluster-wide write permission on Namespaces is needed.
-import { parseGoBool } from '../../runtime/flags/gostrconv.ts';
-import { parseGoDuration } from '../../runtime/flags/duration.ts';
+import { parseGoBool } from '../../runtime/go/strconv.ts';
+import { parseGoDuration } from '../../runtime/go/duration.ts';
 import {
   DNS_LABEL,
   DNS_SUBDOMAIN,

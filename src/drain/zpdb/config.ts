@@ -7,13 +7,13 @@
 //
 // Every validation message is rollout-operator's text, because users and alerts
 // grep for them. podNamePartitionRegex is a Go regular expression, compiled
-// and matched with Go's semantics (src/runtime/goregexp.ts), so its errors
+// and matched with Go's semantics (src/runtime/go/regexp.ts), so its errors
 // are Go's too. Where Go and JavaScript still differ (error texts of the Go
 // runtime) the closest faithful text is produced and the difference is noted
 // next to the code.
 import type { KubeObject, ObjectMeta, Pod, ResourceType, StatefulSet } from '../../runtime/kube/types.ts';
-import { parseGoDuration } from '../../runtime/flags/duration.ts';
-import { compileGoRegexp, type GoRegexp } from '../../runtime/goregexp.ts';
+import { parseGoDuration } from '../../runtime/go/duration.ts';
+import { compileGoRegexp, type GoRegexp } from '../../runtime/go/regexp.ts';
 import { matchLabelsSelect } from '../../vocabulary/selectors.ts';
 
 export const ZPDB_GROUP = 'rollout-operator.grafana.com';

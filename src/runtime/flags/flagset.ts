@@ -15,7 +15,7 @@
 // wrong; mistakes in the flag definitions themselves throw immediately.
 
 import { Buffer } from 'node:buffer';
-import { quoteCut, quoteGo } from './gostrconv.ts';
+import { quoteCut, quoteGo } from '../go/strconv.ts';
 import {
   boolKind,
   durationKind,

@@ -1,8 +1,8 @@
 // How each type of flag turns command-line text into a value and back, with
 // the exact failure reasons Go's flag package prints for the same type.
 
-import { formatGoDuration, formatPromDuration, parseGoDuration, parsePromDuration } from './duration.ts';
-import { formatGoFloat, parseGoBool, parseGoFloat, parseGoInt } from './gostrconv.ts';
+import { formatGoDuration, formatPromDuration, parseGoDuration, parsePromDuration } from '../go/duration.ts';
+import { formatGoFloat, parseGoBool, parseGoFloat, parseGoInt } from '../go/strconv.ts';
 
 export interface ValueKind<T> {
   /** Parses one occurrence; throws Error carrying the reason Go's flag package would print. */

@@ -33,8 +33,8 @@
 //   made-up labels cannot grow the registry without bound.
 import type { IncomingMessage } from 'node:http';
 import { Counter, type Registry } from 'prom-client';
-import { compileGoRegexp, type GoRegexp } from '../goregexp.ts';
-import { quoteGo } from '../flags/gostrconv.ts';
+import { compileGoRegexp, type GoRegexp } from '../go/regexp.ts';
+import { quoteGo } from '../go/strconv.ts';
 import type { Logger } from '../log/logger.ts';
 import { CLUSTER_HEADER } from './clusterlabel.ts';
 

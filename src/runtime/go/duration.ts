@@ -7,7 +7,7 @@
 // work in that exact representation and the millisecond ones convert at the
 // edge, so parsing and formatting match Go digit for digit.
 
-import { quoteCut } from './gostrconv.ts';
+import { quoteCut } from './strconv.ts';
 
 const NANOS_PER_MILLI = 1_000_000n;
 const INT64_MAX = (1n << 63n) - 1n;

@@ -1,4 +1,4 @@
-// What Go's regexp answers, for test/runtime/goregexp.test.ts: reads
+// What Go's regexp answers, for test/runtime/go/regexp.test.ts: reads
 // [{"p": pattern, "in": [inputs]}] on stdin and writes, per pattern, the
 // error of regexp.Compile or NumSubexp and, per input, the submatches of
 // ^(?:p)$ (whole) and of p (find): null where there is no match and for a

@@ -8,7 +8,7 @@ import {
   parseGoDuration,
   parseGoDurationNanos,
   parsePromDuration,
-} from '../../../src/runtime/flags/duration.ts';
+} from '../../../src/runtime/go/duration.ts';
 
 // Expected values below were checked against Go 1.26's time package and
 // github.com/prometheus/common v0.67.5's model package.

@@ -1,6 +1,6 @@
-// Go regular expressions (src/runtime/goregexp.ts) held to Go itself: the
-// answers in goregexp/go-results.json come from Go's regexp package
-// (goregexp/generate.ts), for hand-written Go syntax and for random patterns
+// Go regular expressions (src/runtime/go/regexp.ts) held to Go itself: the
+// answers in regexp/go-results.json come from Go's regexp package
+// (regexp/generate.ts), for hand-written Go syntax and for random patterns
 // of a small grammar. Then properties: any pattern of the grammar matches
 // the same language as a backtracking engine, and patterns that make
 // backtracking engines take exponential time run in linear time here.
@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { compileGoRegexp, GoRegexp, type Submatches } from '../../src/runtime/goregexp.ts';
+import { compileGoRegexp, GoRegexp, type Submatches } from '../../../src/runtime/go/regexp.ts';
 
 interface GoResult {
   p: string;
@@ -21,7 +21,7 @@ interface GoResult {
 }
 
 const goResults = JSON.parse(
-  readFileSync(join(import.meta.dirname, 'goregexp', 'go-results.json'), 'utf8'),
+  readFileSync(join(import.meta.dirname, 'regexp', 'go-results.json'), 'utf8'),
 ) as GoResult[];
 
 function compiled(pattern: string): GoRegexp {
@@ -107,7 +107,7 @@ describe('Go regular expressions: what Go answers', { timeout: 30_000 }, () => {
 
 // ------------------------------------------------------------ properties
 
-/** Patterns of a small grammar (as goregexp/generate.ts draws them for Go): literals, classes, groups, alternation, greedy and lazy quantifiers, nested. */
+/** Patterns of a small grammar (as regexp/generate.ts draws them for Go): literals, classes, groups, alternation, greedy and lazy quantifiers, nested. */
 const pattern: fc.Arbitrary<string> = fc
   .letrec<{ expr: string; seq: string; atom: string }>((tie) => ({
     expr: fc.oneof(

@@ -9,7 +9,7 @@ import {
   parseGoInt,
   quoteCut,
   quoteGo,
-} from '../../../src/runtime/flags/gostrconv.ts';
+} from '../../../src/runtime/go/strconv.ts';
 
 // Expected values below were checked against Go 1.26's strconv.
 

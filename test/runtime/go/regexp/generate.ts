@@ -1,9 +1,9 @@
 // Writes go-results.json: Go's own answers (go-results.go, run with the Go
 // toolchain) for the patterns and inputs below, which
-// test/runtime/goregexp.test.ts holds src/runtime/goregexp.ts to. Run again
+// test/runtime/go/regexp.test.ts holds src/runtime/go/regexp.ts to. Run again
 // after changing the cases:
 //
-//   node test/runtime/goregexp/generate.ts
+//   node test/runtime/go/regexp/generate.ts
 //
 // The cases: Go syntax written by hand (partition regexes, flags, named
 // groups, \Q…\E, POSIX and Unicode classes, every parse error) and patterns
