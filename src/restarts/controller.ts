@@ -38,14 +38,8 @@ import {
   type PendingChange,
   type WorkloadKind,
 } from './plan.ts';
-import {
-  configKey,
-  mayOptIn,
-  parseConfigKey,
-  watchedConfigs,
-  type ConfigKind,
-  type WorkloadLike,
-} from './references.ts';
+import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
+import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface RestartOptions {

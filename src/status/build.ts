@@ -33,7 +33,8 @@ import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../vocabulary/meta
 import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
-import { mayOptIn, watchedConfigs, type ConfigKind, type WorkloadLike } from '../restarts/references.ts';
+import { type ConfigKind } from '../restarts/references.ts';
+import { mayOptIn, watchedConfigs, type WorkloadLike } from '../restarts/optins.ts';
 import {
   outdatedPods as outdatedOf,
   restartMode,

@@ -32,7 +32,8 @@ import {
   qualifiedNameProblem,
 } from '../../src/vocabulary/selectors.ts';
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';
-import { parseConfigKey, patternMatches, watchedConfigs } from '../../src/restarts/references.ts';
+import { parseConfigKey } from '../../src/restarts/references.ts';
+import { patternMatches, watchedConfigs } from '../../src/restarts/optins.ts';
 import { formatAppliedChecksums, parseAppliedChecksums } from '../../src/restarts/plan.ts';
 import { checksumScheme } from '../../src/restarts/hash.ts';
 import {

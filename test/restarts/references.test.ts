@@ -5,16 +5,18 @@ import {
   configKey,
   configReferences,
   describeUse,
-  isIgnoredConfig,
-  mayOptIn,
   parseConfigKey,
-  patternMatches,
-  watchedConfigs,
   type ConfigKind,
   type PodTemplateSpec,
+} from '../../src/restarts/references.ts';
+import {
+  isIgnoredConfig,
+  mayOptIn,
+  patternMatches,
+  watchedConfigs,
   type WatchOptions,
   type WorkloadLike,
-} from '../../src/restarts/references.ts';
+} from '../../src/restarts/optins.ts';
 import {
   RELOADER_AUTO_ANNOTATION as AUTO,
   RELOADER_CONFIGMAP_AUTO_ANNOTATION as CM_AUTO,

@@ -1,6 +1,6 @@
 // 9. The operator's own flags; 10. what could not be read.
 import type {} from '../../runtime/kube/types.ts';
-import { mayOptIn, watchedConfigs } from '../../restarts/references.ts';
+import { mayOptIn, watchedConfigs } from '../../restarts/optins.ts';
 import { NAMESPACE_LABEL } from '../../vocabulary/keys.ts';
 import { type Scope, type Deployment, type Finding, objectName, plural } from './scope.ts';
 import { pointsAtOperator } from './webhooks.ts';

@@ -1,6 +1,7 @@
 // 7. Config-change restarts: missing configs and restart annotations.
 import type { KubeObject } from '../../runtime/kube/types.ts';
-import { configKey, mayOptIn, watchedConfigs, type ConfigKind } from '../../restarts/references.ts';
+import { configKey, type ConfigKind } from '../../restarts/references.ts';
+import { mayOptIn, watchedConfigs } from '../../restarts/optins.ts';
 import { XING_ENABLED_ANNOTATION } from '../../vocabulary/keys.ts';
 import { type Scope, type Finding, objectName } from './scope.ts';
 import { stripName } from './values.ts';
