@@ -29,7 +29,7 @@ import {
   configKey,
   configReferences,
   isDnsSubdomain,
-  parseGoBool,
+  parseReloaderBool,
   safe,
   splitList,
   stringRecord,
@@ -365,8 +365,8 @@ function selectBySearch(selection: Selection, { kind, source, where, ofKind, war
 function selectByAuto(selection: Selection, { kind, keys, source, where, ofKind, warnOnce }: KindScope): void {
   const autoRaw = source[RELOADER_AUTO_ANNOTATION] ?? '';
   const typedRaw = source[keys.auto] ?? '';
-  const auto = parseGoBool(autoRaw);
-  const typed = parseGoBool(typedRaw);
+  const auto = parseReloaderBool(autoRaw);
+  const typed = parseReloaderBool(typedRaw);
   if (auto === undefined)
     warnOnce(`${RELOADER_AUTO_ANNOTATION}${where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
   if (typed === undefined)

@@ -19,6 +19,7 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { Wire } from '../runtime/kube/types.ts';
 import { compileGoRegexp, type GoRegexp } from '../runtime/go/regexp.ts';
+import { parseGoBool } from '../runtime/go/strconv.ts';
 import type { WatchOptions } from './optins.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
@@ -289,12 +290,14 @@ function canonicalUse(u: ConfigUse): string {
 // ---------------------------------------------------------------------------
 // Parsing helpers
 
-/** Go's strconv.ParseBool; "" counts as unset (false). undefined = invalid. */
-export function parseGoBool(raw: string): boolean | undefined {
+/** Go's strconv.ParseBool as Reloader reads an annotation: "" counts as unset (false); undefined = invalid. */
+export function parseReloaderBool(raw: string): boolean | undefined {
   if (raw === '') return false;
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(raw)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(raw)) return false;
-  return undefined;
+  try {
+    return parseGoBool(raw);
+  } catch {
+    return undefined;
+  }
 }
 
 /** strings.Split(v, ",") with TrimSpace, dropping empty entries. */
