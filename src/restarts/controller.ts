@@ -362,6 +362,9 @@ export class RestartController {
           err: error instanceof Error ? error.message : String(error),
         }),
     });
+    // The operator starts no new term before this one has returned (LeadershipTerms);
+    // the check keeps a later term's queue and debounce state safe all the same.
+    if (this.queue !== queue) return;
     this.queue = undefined;
     this.pending.clear();
     // A standby tracks nothing: its gauges must not keep the last leader-time values.

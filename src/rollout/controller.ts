@@ -209,6 +209,8 @@ export class RolloutController {
           }),
       }),
     ]);
+    // No later term runs beside this one (LeadershipTerms); leave its queue alone all the same.
+    if (this.queue !== queue) return;
     this.queue = undefined;
     await this.status.stop();
     // A standby reports no groups: its last values would go stale beside the new leader's.

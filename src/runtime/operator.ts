@@ -16,6 +16,7 @@ import type { KubeConfig } from './kube/kubeconfig.ts';
 import { apiClientMetrics } from './kube/metrics.ts';
 import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
+import { LeadershipTerms } from './leaderelection/terms.ts';
 import type { Logger } from './log/logger.ts';
 import { PerKeyTokenBuckets } from './workqueue/tokenbucket.ts';
 import { TimestampSightings } from './sightings.ts';
@@ -248,9 +249,16 @@ export class Operator {
     if (this.stop.signal.aborted) return this.shutdown();
     this.log.info('caches synced', { informers: this.informerCache.size });
 
+    // One term at a time: a lease lost and won back must not run two
+    // generations of the controllers side by side (terms.ts says why).
+    const terms = new LeadershipTerms((signal) =>
+      handles.flatMap(({ name, handle }) => (handle.lead ? [this.guard(name, handle.lead(signal))] : [])),
+    );
     const startLeading = (signal: AbortSignal) => {
       this.leaderGauge.set(1);
-      for (const { name, handle } of handles) if (handle.lead) this.tasks.push(this.guard(name, handle.lead(signal)));
+      this.tasks.push(
+        terms.begin(signal, () => this.log.info('leading again once the previous term has finished its work in hand')),
+      );
     };
     if (config.leaderElection.enabled) {
       const le = config.leaderElection;

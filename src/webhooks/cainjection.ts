@@ -132,7 +132,7 @@ export class CaInjector {
           err: error instanceof Error ? error.message : String(error),
         }),
     });
-    this.queue = undefined;
+    if (this.queue === queue) this.queue = undefined;
   }
 
   private async inject(key: string): Promise<void> {
