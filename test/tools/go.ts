@@ -3,7 +3,10 @@
 // report its failure, one versions.env reader.
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isFile } from '../cluster/build.ts';
+import { acquireLock } from '../cluster/lock.ts';
 
 export type Log = (line: string) => void;
 
@@ -68,4 +71,43 @@ export async function goOutput(args: string[]): Promise<string> {
       code === 0 ? resolve(stdout) : reject(new Error(`go ${args.join(' ')} exited ${code}: ${stderr.trim()}`)),
     );
   });
+}
+
+/**
+ * `dir/name`, built by `build` on first use: under a lock, so parallel test
+ * files (or clones) build it once, with the build's time and `info` written to
+ * build-info.json beside it. `build` writes the binary to the path it is given.
+ */
+export async function cachedBinary(o: {
+  dir: string;
+  name: string;
+  /** For the log lines, e.g. "helm v4.3.1". */
+  what: string;
+  info: Record<string, unknown>;
+  log: Log;
+  build: (binary: string, logPath: string) => Promise<void>;
+}): Promise<string> {
+  const binary = join(o.dir, o.name);
+  if (await isFile(binary)) return binary;
+  await mkdir(o.dir, { recursive: true });
+  const release = await acquireLock(join(o.dir, '.build.lock'), {
+    waitingMessage: () => o.log(`waiting for another build of ${o.what} in ${o.dir}`),
+  });
+  try {
+    // Whoever held the lock before us may have finished the build.
+    if (await isFile(binary)) return binary;
+    const logPath = join(o.dir, `build-${o.name}.log`);
+    o.log(`building ${o.what} from its Go modules (first run only; log: ${logPath})…`);
+    const started = Date.now();
+    await o.build(binary, logPath);
+    const elapsedMs = Date.now() - started;
+    await writeFile(
+      join(o.dir, 'build-info.json'),
+      JSON.stringify({ ...o.info, elapsedMs, builtAt: new Date().toISOString() }, null, 2),
+    );
+    o.log(`${o.what} ready in ${binary} (${(elapsedMs / 1000).toFixed(0)}s)`);
+  } finally {
+    await release();
+  }
+  return binary;
 }

@@ -3,11 +3,10 @@
 // keyed by the pinned versions and the Go version, so every clone on a machine
 // shares one build, a version bump rebuilds, and no prebuilt binary is fetched.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { cacheRoot, isFile } from '../cluster/build.ts';
-import { acquireLock } from '../cluster/lock.ts';
-import { goOutput, goToLog, type Log, parseEnv, stderrLog } from './go.ts';
+import { readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { cacheRoot } from '../cluster/build.ts';
+import { cachedBinary, goOutput, goToLog, type Log, parseEnv, stderrLog } from './go.ts';
 
 const versionsFile = join(import.meta.dirname, 'versions.env');
 
@@ -40,33 +39,21 @@ export async function helmDir(pin: HelmPin): Promise<string> {
 
 /** The path of the cached helm binary, built on first use. */
 export async function helmBinary(options: { log?: Log } = {}): Promise<string> {
-  const log = options.log ?? stderrLog;
   const pin = await readHelmPin();
-  const dir = await helmDir(pin);
-  const binary = join(dir, 'helm');
-  if (await isFile(binary)) return binary;
-
-  await mkdir(dir, { recursive: true });
-  // Parallel test files (or clones) must not all build the same binary.
-  const release = await acquireLock(join(dir, '.build.lock'), {
-    waitingMessage: () => log(`waiting for another helm build in ${dir}`),
+  return cachedBinary({
+    dir: await helmDir(pin),
+    name: 'helm',
+    what: `helm ${pin.version}`,
+    info: { ...pin },
+    log: options.log ?? stderrLog,
+    build: (binary, logPath) => build(pin, binary, logPath),
   });
-  try {
-    // Whoever held the lock before us may have finished the build.
-    if (!(await isFile(binary))) await build(pin, dir, binary, log);
-  } finally {
-    await release();
-  }
-  return binary;
 }
 
-async function build(pin: HelmPin, dir: string, binary: string, log: Log): Promise<void> {
-  const logPath = join(dir, 'build-helm.log');
-  log(`building helm ${pin.version} from its Go module (first run only; log: ${logPath})…`);
-  const started = Date.now();
+async function build(pin: HelmPin, binary: string, logPath: string): Promise<void> {
   // go install writes into GOBIN; a private one keeps a half-written file away
   // from `binary`, and the rename below publishes it atomically.
-  const gobin = join(dir, '.gobin');
+  const gobin = join(dirname(binary), '.gobin');
   await rm(gobin, { recursive: true, force: true });
   try {
     // `go install pkg@version` builds with Helm's own go.mod and go.sum, so
@@ -76,20 +63,12 @@ async function build(pin: HelmPin, dir: string, binary: string, log: Log): Promi
       'helm',
       ['install', '-trimpath', '-ldflags', helmLdflags(pin), `${pin.module}@${pin.version}`],
       logPath,
-      {
-        env: { GOBIN: gobin, GOFLAGS: '', CGO_ENABLED: '0' },
-      },
+      { env: { GOBIN: gobin, GOFLAGS: '', CGO_ENABLED: '0' } },
     );
     await rename(join(gobin, 'helm'), binary);
   } finally {
     await rm(gobin, { recursive: true, force: true });
   }
-  const elapsedMs = Date.now() - started;
-  await writeFile(
-    join(dir, 'build-info.json'),
-    JSON.stringify({ ...pin, elapsedMs, builtAt: new Date().toISOString() }, null, 2),
-  );
-  log(`helm ${pin.version} ready in ${binary} (${(elapsedMs / 1000).toFixed(0)}s)`);
 }
 
 /**

@@ -5,11 +5,10 @@
 // and main.go plus the Go version: a pin bump rebuilds, every clone on a
 // machine shares one build, and no prebuilt binary is fetched.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cacheRoot, isFile } from '../cluster/build.ts';
-import { acquireLock } from '../cluster/lock.ts';
-import { goOutput, goToLog, type Log, stderrLog } from './go.ts';
+import { cacheRoot } from '../cluster/build.ts';
+import { cachedBinary, goOutput, goToLog, type Log, stderrLog } from './go.ts';
 
 const moduleDir = join(import.meta.dirname, 'otelcol');
 const PINNED_FILES = ['go.mod', 'go.sum', 'main.go'];
@@ -31,44 +30,24 @@ async function otelcolDir(version: string): Promise<string> {
 
 /** The path of the cached collector binary, built on first use. */
 export async function otelcolBinary(options: { log?: Log } = {}): Promise<string> {
-  const log = options.log ?? stderrLog;
   const version = await otelcolVersion();
-  const dir = await otelcolDir(version);
-  const binary = join(dir, 'otelcol');
-  if (await isFile(binary)) return binary;
-
-  await mkdir(dir, { recursive: true });
-  // Parallel test files (or clones) must not all build the same binary.
-  const release = await acquireLock(join(dir, '.build.lock'), {
-    waitingMessage: () => log(`waiting for another collector build in ${dir}`),
-  });
-  try {
-    if (!(await isFile(binary))) {
-      const logPath = join(dir, 'build-otelcol.log');
-      log(`building the OpenTelemetry Collector ${version} from its Go modules (first run only; log: ${logPath})…`);
-      const started = Date.now();
-      const partial = join(dir, '.otelcol.partial');
+  return cachedBinary({
+    dir: await otelcolDir(version),
+    name: 'otelcol',
+    what: `the OpenTelemetry Collector ${version}`,
+    info: { version },
+    log: options.log ?? stderrLog,
+    build: async (binary, logPath) => {
+      const partial = `${binary}.partial`;
       await rm(partial, { force: true });
       // go.sum pins every dependency; -mod=readonly refuses to change it.
       await goToLog(
         'the OpenTelemetry Collector',
         ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${version}`, '-o', partial, '.'],
         logPath,
-        {
-          cwd: moduleDir,
-          env: { GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' },
-        },
+        { cwd: moduleDir, env: { GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' } },
       );
       await rename(partial, binary);
-      const elapsedMs = Date.now() - started;
-      await writeFile(
-        join(dir, 'build-info.json'),
-        JSON.stringify({ version, elapsedMs, builtAt: new Date().toISOString() }, null, 2),
-      );
-      log(`OpenTelemetry Collector ${version} ready in ${binary} (${(elapsedMs / 1000).toFixed(0)}s)`);
-    }
-  } finally {
-    await release();
-  }
-  return binary;
+    },
+  });
 }
