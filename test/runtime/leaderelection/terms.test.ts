@@ -6,6 +6,18 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LeadershipTerms } from '../../../src/runtime/leaderelection/terms.ts';
 
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The first term's controllers start and stop, then the second term's start. */
+const AFTER_FIRST_TERM_THEN_SECOND = [
+  'start rollout 1',
+  'start restarts 1',
+  'stop rollout 1',
+  'stop restarts 1',
+  'start rollout 2',
+  'start restarts 2',
+];
+
 function controllers() {
   const log: string[] = [];
   const releases: (() => void)[] = [];
@@ -22,14 +34,20 @@ function controllers() {
       });
     });
   });
-  return { log, terms, releaseAll: () => releases.splice(0).forEach((release) => release()) };
+  const releaseAll = () => releases.splice(0).forEach((release) => release());
+  /** Ends a term's leadership and lets its controllers stop. */
+  const end = async (leadership: AbortController, term: Promise<void>) => {
+    leadership.abort();
+    await turn();
+    releaseAll();
+    await term;
+  };
+  return { log, terms, releaseAll, end };
 }
-
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('leadership terms', () => {
   it('starts a term won back at once only after the lost term has finished its work', async () => {
-    const { log, terms, releaseAll } = controllers();
+    const { log, terms, releaseAll, end } = controllers();
     const first = new AbortController();
     const firstTerm = terms.begin(first.signal);
     await turn();
@@ -43,22 +61,12 @@ describe('leadership terms', () => {
     releaseAll();
     await firstTerm;
     await turn();
-    assert.deepEqual(log, [
-      'start rollout 1',
-      'start restarts 1',
-      'stop rollout 1',
-      'stop restarts 1',
-      'start rollout 2',
-      'start restarts 2',
-    ]);
-    second.abort();
-    await turn();
-    releaseAll();
-    await secondTerm;
+    assert.deepEqual(log, AFTER_FIRST_TERM_THEN_SECOND);
+    await end(second, secondTerm);
   });
 
   it('never starts a term whose leadership ended while it waited', async () => {
-    const { log, terms, releaseAll } = controllers();
+    const { log, terms, releaseAll, end } = controllers();
     const first = new AbortController();
     const firstTerm = terms.begin(first.signal);
     await turn();
@@ -72,31 +80,18 @@ describe('leadership terms', () => {
     releaseAll();
     await Promise.all([firstTerm, secondTerm]);
     await turn();
-    assert.deepEqual(log, [
-      'start rollout 1',
-      'start restarts 1',
-      'stop rollout 1',
-      'stop restarts 1',
-      'start rollout 2',
-      'start restarts 2',
-    ]);
-    third.abort();
-    await turn();
-    releaseAll();
-    await thirdTerm;
+    assert.deepEqual(log, AFTER_FIRST_TERM_THEN_SECOND);
+    await end(third, thirdTerm);
   });
 
   it('starts at once when no term is running, without waiting', async () => {
-    const { log, terms, releaseAll } = controllers();
+    const { log, terms, end } = controllers();
     let waited = false;
     const only = new AbortController();
     const term = terms.begin(only.signal, () => (waited = true));
     await turn();
     assert.equal(waited, false);
     assert.deepEqual(log, ['start rollout 1', 'start restarts 1']);
-    only.abort();
-    await turn();
-    releaseAll();
-    await term;
+    await end(only, term);
   });
 });
