@@ -6,7 +6,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { type Clock, systemClock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventRecorder } from './events/recorder.ts';
-import { kubeEventSink } from './events/sink.ts';
+import { kubeEventSink } from './events/event.ts';
 import { clusterRejections } from './http/clusterlabel.ts';
 import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
@@ -136,7 +136,7 @@ export class Operator {
       reportingController: 'stateward.dev/operator',
       reportingInstance: config.leaderElection.identity,
       registry,
-      logger: (level, msg, fields) => this.log[level](msg, fields),
+      logger: this.log,
     });
     this.informerMetrics = informerMetrics(registry);
     this.leaderGauge = new Gauge({

@@ -11,7 +11,7 @@ import {
   type AdmissionHandler,
   type AdmissionRequestV1,
 } from '../../../src/runtime/admission/admission.ts';
-import type { Fields, Logger } from '../../../src/runtime/log/logger.ts';
+import { recordingLogger } from '../../support/logger.ts';
 
 const never = new AbortController().signal;
 const allow: AdmissionHandler = () => ({ allowed: true });
@@ -40,20 +40,6 @@ function serve(
   signal = never,
 ) {
   return serveAdmission({ contentType, body: typeof body === 'string' ? Buffer.from(body) : body, signal }, handler);
-}
-
-function recordingLogger() {
-  const lines: { level: string; msg: string; fields: Fields }[] = [];
-  const make = (base: Fields): Logger => ({
-    debug: (msg, fields) => lines.push({ level: 'debug', msg, fields: { ...base, ...fields } }),
-    info: (msg, fields) => lines.push({ level: 'info', msg, fields: { ...base, ...fields } }),
-    warn: (msg, fields) => lines.push({ level: 'warn', msg, fields: { ...base, ...fields } }),
-    error: (msg, fields) => lines.push({ level: 'error', msg, fields: { ...base, ...fields } }),
-    child: (fields) => make({ ...base, ...fields }),
-    enabled: () => true,
-    flush: () => {},
-  });
-  return { lines, log: make({}) };
 }
 
 describe('serveAdmission: bad input', { timeout: 10000 }, () => {
