@@ -31,7 +31,8 @@ import { readFileSync } from 'node:fs';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { dirname, isAbsolute, join, sep } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 
 export class KubeConfigError extends Error {
   constructor(message: string) {
@@ -317,7 +318,12 @@ function parseContext(name: string, f: Fields, hasBody: boolean): Context {
   return { name, cluster: f.string('cluster') ?? '', user: f.string('user'), namespace: f.string('namespace') };
 }
 
+// The yaml package costs ~14 MiB of RSS to load; an operator in its pod reads
+// its service account instead of a kubeconfig and never needs it.
+const requireLazily = createRequire(import.meta.url);
+
 function yamlDocument(text: string): unknown {
+  const { parseDocument } = requireLazily('yaml') as typeof Yaml;
   const doc = parseDocument(text, {
     // kubectl reads kubeconfigs with go-yaml v2: YAML 1.1 booleans (yes/no/on/off), merge keys.
     version: '1.1',

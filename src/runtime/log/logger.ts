@@ -1,8 +1,7 @@
 // Structured logging for every part of Stateward, as logfmt
-// (rollout-operator's default, -log.format=logfmt, written directly) or JSON
-// (written by pino), with a `ts` field like go-kit's. Child loggers carry
-// context (controller, key, object).
-import { pino, type Logger as PinoLogger, type DestinationStream } from 'pino';
+// (rollout-operator's default, -log.format=logfmt) or one JSON object per line
+// (-log.format=json), both written directly, with a `ts` field like go-kit's.
+// Child loggers carry context (controller, key, object).
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFormat = 'logfmt' | 'json';
@@ -195,27 +194,45 @@ abstract class BoundedLogger implements Logger {
   }
 }
 
-/** -log.format=json: pino writes the records. */
-class JsonLogger extends BoundedLogger {
-  private readonly pino: PinoLogger;
+/** ,"key":value for each field, in order; bigints as strings (JSON has none). */
+function jsonFields(fields: Fields): string {
+  let out = '';
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    out += `,${JSON.stringify(key)}:${JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`;
+  }
+  return out;
+}
 
-  constructor(logger: PinoLogger, limiter: RepeatLimiter) {
+/**
+ * -log.format=json: `{"level":…,"ts":…` then the context of child loggers,
+ * the call's fields and `"msg"` last, as pino wrote them before (errors are
+ * already shaped as pino's err serializer shapes them: type, message, stack).
+ */
+class JsonLogger extends BoundedLogger {
+  private readonly level: number;
+  private readonly context: string;
+  private readonly out: (line: string) => void;
+
+  constructor(level: number, context: string, limiter: RepeatLimiter, out: (line: string) => void) {
     super(limiter);
-    this.pino = logger;
+    this.level = level;
+    this.context = context;
+    this.out = out;
   }
 
   protected emit(level: LogLevel, message: string, fields: Fields): void {
-    this.pino[level](fields, message);
+    this.out(
+      `{"level":"${level}","ts":"${new Date().toISOString()}"${this.context}${jsonFields(fields)},"msg":${JSON.stringify(message)}}\n`,
+    );
   }
   enabled(level: LogLevel): boolean {
-    return this.pino.isLevelEnabled(level);
+    return LEVELS[level] >= this.level;
   }
   child(fields: Fields): Logger {
-    return new JsonLogger(this.pino.child(boundFields(fields)), this.limiter);
+    return new JsonLogger(this.level, this.context + jsonFields(boundFields(fields)), this.limiter, this.out);
   }
-  flush(): void {
-    this.pino.flush();
-  }
+  flush(): void {}
 }
 
 /**
@@ -252,20 +269,7 @@ class LogfmtLogger extends BoundedLogger {
 export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
   if (options.format === 'logfmt') return new LogfmtLogger(LEVELS[options.level], '', new RepeatLimiter(), write);
-  const destination: DestinationStream = { write: (line: string) => write(line) };
-  const logger = pino(
-    {
-      level: options.level,
-      base: null,
-      messageKey: 'msg',
-      timestamp: () => `,"ts":"${new Date().toISOString()}"`,
-      formatters: { level: (label) => ({ level: label }) },
-      errorKey: 'err',
-      serializers: { err: pino.stdSerializers.err },
-    },
-    destination,
-  );
-  return new JsonLogger(logger, new RepeatLimiter());
+  return new JsonLogger(LEVELS[options.level], '', new RepeatLimiter(), write);
 }
 
 /** Discards everything; for tests and for code that may run without a logger. */

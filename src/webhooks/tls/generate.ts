@@ -7,11 +7,26 @@
 // takes milliseconds rather than seconds, and every Kubernetes API server
 // accepts ECDSA webhook certificates. Secrets that rollout-operator wrote
 // (RSA, PKCS#1) are still valid input to bundle.ts and are reused as they are.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import { webcrypto } from 'node:crypto';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+let x509Module: Promise<typeof X509> | undefined;
+
+/**
+ * @peculiar/x509 with its reflect-metadata polyfill, loaded on the first
+ * certificate this process generates: together they cost ~20 MiB of RSS, and
+ * most processes never generate one (webhooks off, or the certificate Secret
+ * already there).
+ */
+function loadX509(): Promise<typeof X509> {
+  x509Module ??= (async () => {
+    await import('reflect-metadata');
+    const x509 = await import('@peculiar/x509');
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    return x509;
+  })();
+  return x509Module;
+}
 
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
@@ -70,9 +85,10 @@ export async function generateSelfSigned(options: GenerateOptions): Promise<Gene
   const dnsNames = [...new Set(options.dnsNames.filter((n) => n !== ''))];
   const notBefore = seconds(now - NOT_BEFORE_SLACK_MS);
   const notAfter = seconds(now + validityMs);
+  const x509 = await loadX509();
 
   const caKeys = await newKeys();
-  const caName: x509.JsonName = [{ CN: [org] }, { O: [org] }];
+  const caName: X509.JsonName = [{ CN: [org] }, { O: [org] }];
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: caName,
@@ -88,7 +104,7 @@ export async function generateSelfSigned(options: GenerateOptions): Promise<Gene
   });
 
   const leafKeys = await newKeys();
-  const extensions: x509.Extension[] = [
+  const extensions: X509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
     new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
