@@ -19,16 +19,16 @@ import { podsOf } from '../vocabulary/pods.ts';
 import { groupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
-  delayedDownscaleConfig,
   desiredFollowerReplicas,
   leaderFor,
   minimumTimeHasElapsed,
-  mirrorReference,
   planGroupReplicas,
-  replicasOf,
-  validateScalingMetadata,
   type GroupReplicaPlan,
 } from '../downscale/coordination/plan.ts';
+import { replicasOf } from '../downscale/coordination/keys.ts';
+import { mirrorReference } from '../downscale/coordination/mirror.ts';
+import { delayedDownscaleConfig } from '../downscale/coordination/delay.ts';
+import { validateScalingMetadata } from '../downscale/coordination/validate.ts';
 import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../vocabulary/metadata.ts';
 import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';

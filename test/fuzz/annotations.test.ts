@@ -8,17 +8,10 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isPaused, parseMaxUnavailable } from '../../src/rollout/annotations.ts';
 import type { Lease, StatefulSet } from '../../src/runtime/kube/types.ts';
-import {
-  delayedDownscaleConfig,
-  forceReplicasOverride,
-  mirrorReference,
-  parseGroupVersion,
-  parseInt32,
-  parsePrepareResponse,
-  podUrl,
-  validateScalingMetadata,
-  writeBack,
-} from '../../src/downscale/coordination/plan.ts';
+import { forceReplicasOverride, parseInt32 } from '../../src/downscale/coordination/keys.ts';
+import { mirrorReference, parseGroupVersion, writeBack } from '../../src/downscale/coordination/mirror.ts';
+import { delayedDownscaleConfig, parsePrepareResponse, podUrl } from '../../src/downscale/coordination/delay.ts';
+import { validateScalingMetadata } from '../../src/downscale/coordination/validate.ts';
 import { parseGoDuration, parsePromDuration } from '../../src/runtime/go/duration.ts';
 import { parseRfc3339 } from '../../src/vocabulary/rfc3339.ts';
 import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';

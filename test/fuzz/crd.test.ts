@@ -9,17 +9,15 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseZpdb, podPartition, type ZpdbConfig } from '../../src/drain/zpdb/config.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
+import { planGroupReplicas } from '../../src/downscale/coordination/plan.ts';
+import { forceReplicasOverride } from '../../src/downscale/coordination/keys.ts';
+import { mirrorReference, mirrorTarget, writeBack } from '../../src/downscale/coordination/mirror.ts';
 import {
   delayedDownscaleCalls,
   delayedDownscaleConfig,
   delayedDownscaleDecision,
-  forceReplicasOverride,
-  mirrorReference,
-  mirrorTarget,
-  planGroupReplicas,
-  validateScalingMetadata,
-  writeBack,
-} from '../../src/downscale/coordination/plan.ts';
+} from '../../src/downscale/coordination/delay.ts';
+import { validateScalingMetadata } from '../../src/downscale/coordination/validate.ts';
 import {
   adversarialNames,
   capturingRegexSource,

@@ -2,7 +2,7 @@
 // template instead of the StatefulSet.
 import type {} from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/go/duration.ts';
-import { SCALING_ANNOTATION_KEYS, SCALING_LABEL_KEYS } from '../../downscale/coordination/plan.ts';
+import { SCALING_ANNOTATION_KEYS, SCALING_LABEL_KEYS } from '../../downscale/coordination/validate.ts';
 import {
   EVICT_ONDELETE_ANNOTATION,
   MAX_UNAVAILABLE_ANNOTATION,

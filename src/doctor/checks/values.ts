@@ -5,7 +5,7 @@ import {
   SCALING_ANNOTATION_KEYS,
   SCALING_LABEL_KEYS,
   validateScalingMetadata,
-} from '../../downscale/coordination/plan.ts';
+} from '../../downscale/coordination/validate.ts';
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,

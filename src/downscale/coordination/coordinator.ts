@@ -20,14 +20,9 @@ import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
 import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
-import {
-  delayedDownscaleConfig,
-  delayedDownscaleDecision,
-  mirrorReference,
-  mirrorTarget,
-  planGroupReplicas,
-  writeBack,
-} from './plan.ts';
+import { planGroupReplicas } from './plan.ts';
+import { mirrorReference, mirrorTarget, writeBack } from './mirror.ts';
+import { delayedDownscaleConfig, delayedDownscaleDecision } from './delay.ts';
 import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { validateScalingMetadata } from './validate.ts';
 import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';

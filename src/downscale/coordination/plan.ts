@@ -1,7 +1,7 @@
 // Replica scaling, pure decision core: follow-leader (rollout-operator's
 // pkg/controller/replicas.go), the order in which a group's StatefulSets are
-// adjusted, and re-exports of the mirror, delayed-downscale and validation
-// parts (mirror.ts, delay.ts, validate.ts). Time is passed in (epoch ms, the
+// adjusted; the mirror, delayed-downscale and validation parts are in
+// mirror.ts, delay.ts and validate.ts. Time is passed in (epoch ms, the
 // wall clock: it is compared with last-downscale timestamps), with the
 // forward steps of that clock the executor noted (src/downscale/clocksteps.ts).
 //
@@ -36,11 +36,6 @@ import {
   PREPARE_DOWNSCALE_LABEL_KEY,
   UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
 } from '../../vocabulary/keys.ts';
-
-export * from './keys.ts';
-export * from './mirror.ts';
-export * from './delay.ts';
-export * from './validate.ts';
 
 /** What drove a decision: the leader's replicas, force-replicas, or nothing (stay). */
 export type Cause = 'leader' | 'force' | 'none';

@@ -29,7 +29,6 @@ import {
   groupChecks,
   groupSelector,
   lastDownscaleAnnotationPatch,
-  lastDownscalesFromAnnotations,
   lastDownscalesFromZones,
   lookupFailed,
   parentUnreadable,
@@ -40,11 +39,11 @@ import {
   type Deny,
   type Downscale,
   type Endpoint,
-  type LastDownscale,
   type PrepareInfo,
   type StatefulSetSource,
   type TrackerMode,
 } from './plan.ts';
+import { lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
 import { mapBounded, PodClient, podClient } from '../../workloads/podclient.ts';
 import { workloadCache } from '../../workloads/cache.ts';
 import { cached } from '../../runtime/informer/informer.ts';

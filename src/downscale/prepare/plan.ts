@@ -36,7 +36,6 @@ import {
   ROLLOUT_GROUP_LABEL,
 } from '../../vocabulary/keys.ts';
 
-export { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 export {
   DEFAULT_ZONE_TRACKER_CONFIG_MAP_NAME,
   initialZoneTracker,
@@ -46,7 +45,6 @@ export {
   type ZoneInfo,
 } from './zonetracker.ts';
 
-export { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
 /** rollout-operator's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local.';
 

@@ -5,8 +5,6 @@ import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
 import { inClusterKubeConfig, KubeConfigError, parseKubeConfig, quote, type KubeConfig } from './kubeconfig.ts';
 
-export { KubeConfigError } from './kubeconfig.ts';
-
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export interface KubeConfigSource {

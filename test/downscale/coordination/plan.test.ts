@@ -3,24 +3,24 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
 import {
-  cancelSucceeded,
   chainOrder,
+  desiredFollowerReplicas,
+  leaderFor,
+  minimumTimeHasElapsed,
+  mostRecentDownscale,
+  planGroupReplicas,
+} from '../../../src/downscale/coordination/plan.ts';
+import { forceReplicasOverride } from '../../../src/downscale/coordination/keys.ts';
+import { mirrorReference, mirrorTarget, writeBack } from '../../../src/downscale/coordination/mirror.ts';
+import {
+  cancelSucceeded,
   delayedDownscaleCalls,
   delayedDownscaleConfig,
   delayedDownscaleDecision,
-  desiredFollowerReplicas,
-  forceReplicasOverride,
-  leaderFor,
-  minimumTimeHasElapsed,
-  mirrorReference,
-  mirrorTarget,
-  mostRecentDownscale,
   parsePrepareResponse,
-  planGroupReplicas,
   podUrl,
-  validateScalingMetadata,
-  writeBack,
-} from '../../../src/downscale/coordination/plan.ts';
+} from '../../../src/downscale/coordination/delay.ts';
+import { validateScalingMetadata } from '../../../src/downscale/coordination/validate.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY as DELAY,

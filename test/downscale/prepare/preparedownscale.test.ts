@@ -16,16 +16,12 @@ import {
   endpoints,
   executorFailed,
   firstChecks,
-  formatRfc3339,
-  goTimeString,
   groupChecks,
   groupSelector,
   initialZoneTracker,
   lastDownscaleAnnotationPatch,
-  lastDownscalesFromAnnotations,
   lastDownscalesFromZones,
   lookupFailed,
-  parseRfc3339,
   parseZoneTracker,
   podSelector,
   readPrepareInfo,
@@ -35,9 +31,10 @@ import {
   zoneLastDownscaled,
   type CallResult,
   type Downscale,
-  type LastDownscale,
   type TrackerMode,
 } from '../../../src/downscale/prepare/plan.ts';
+import { formatRfc3339, parseRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
+import { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../../src/downscale/mintime.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 3, 4, 5);
 const NOW_TEXT = '2024-01-02T03:04:05Z';
