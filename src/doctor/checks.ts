@@ -28,18 +28,6 @@ import { type DoctorInput, type Finding, Scope, type Severity, compare } from '.
 import { checkMaxUnavailable, checkPrepareDownscale, checkScalingValues } from './checks/values.ts';
 import { checkWebhooks } from './checks/webhooks.ts';
 import { checkZpdbs } from './checks/zpdbs.ts';
-export {
-  type DaemonSet,
-  type Deployment,
-  type DoctorInput,
-  type Finding,
-  type SelectorSpec,
-  type Severity,
-  type WebhookConfigurationObject,
-  type WebhookEntry,
-  isOperatorDeployment,
-  shellQuote,
-} from './checks/scope.ts';
 
 // ------------------------------------------------------------------ diagnose
 

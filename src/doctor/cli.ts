@@ -9,14 +9,8 @@ import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
-import {
-  diagnose,
-  type DaemonSet,
-  type Deployment,
-  type DoctorInput,
-  type Finding,
-  type WebhookConfigurationObject,
-} from './checks.ts';
+import { diagnose } from './checks.ts';
+import type { DaemonSet, Deployment, DoctorInput, Finding, WebhookConfigurationObject } from './checks/scope.ts';
 
 export interface DoctorIo {
   out(s: string): void;

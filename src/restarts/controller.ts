@@ -22,22 +22,18 @@ import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configDigester, type ConfigDigest } from './digest.ts';
 import { checksumScheme } from './hash.ts';
+import { appliedChecksumsOf, MISSING, restartTimestampOf, type WorkloadKind } from './checksums.ts';
+import { observeChange, type PendingChange } from './debounce.ts';
 import {
-  appliedChecksumsOf,
-  decideRestart,
-  MISSING,
   nextOutdatedPod,
-  observeChange,
   onDeleteEvent,
   restartMode,
-  restartTimestampOf,
   skipNotices,
   updateTarget,
   type SkipNotice,
   type OnDeleteWorkload,
-  type PendingChange,
-  type WorkloadKind,
-} from './plan.ts';
+} from './ondelete.ts';
+import { decideRestart } from './plan.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';

@@ -80,53 +80,6 @@ import {
   withFirstSeen,
 } from './debounce.ts';
 import { type TimestampFormat, type WorkloadPatch, annotationPatch, restartPatch } from './patches.ts';
-export {
-  type ChecksumsInput,
-  type CurrentChecksumsInput,
-  MISSING,
-  type ParsedChecksums,
-  type WorkloadKind,
-  type WorkloadRef,
-  appliedChecksumsOf,
-  formatAppliedChecksums,
-  isOptedIn,
-  parseAppliedChecksums,
-  restartTimestampOf,
-  workloadKey,
-} from './checksums.ts';
-export {
-  DEFAULT_GRACE_PERIOD_MS,
-  DEFAULT_MAX_WAIT_MS,
-  type PendingChange,
-  type RestartSettings,
-  due,
-  dueAt,
-  observeChange,
-  resolveRestartSettings,
-} from './debounce.ts';
-export {
-  type EvictionStep,
-  type OnDeleteWorkload,
-  type RestartMode,
-  type RestartTarget,
-  type SkipNotice,
-  type UpdateTarget,
-  nextOutdatedPod,
-  onDeleteEvent,
-  outdatedPods,
-  restartMode,
-  skipNotices,
-  updateTarget,
-} from './ondelete.ts';
-export {
-  type PatchOptions,
-  type TimestampFormat,
-  type WorkloadPatch,
-  annotationPatch,
-  formatRestartTimestamp,
-  nextRestartTimestamp,
-  restartPatch,
-} from './patches.ts';
 // ------------------------------------------------------------ the decision
 
 export type ConfigChangeKind =

@@ -35,14 +35,8 @@ import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { type ConfigKind } from '../restarts/references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from '../restarts/optins.ts';
-import {
-  outdatedPods as outdatedOf,
-  restartMode,
-  restartTimestampOf,
-  updateTarget,
-  type RestartTarget,
-  type WorkloadKind,
-} from '../restarts/plan.ts';
+import { restartTimestampOf, type WorkloadKind } from '../restarts/checksums.ts';
+import { outdatedPods as outdatedOf, restartMode, updateTarget, type RestartTarget } from '../restarts/ondelete.ts';
 import {
   STATUS_API_VERSION,
   type BudgetView,

@@ -3,14 +3,14 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Pod, StatefulSet } from '../../src/runtime/kube/types.ts';
+import { diagnose } from '../../src/doctor/checks.ts';
 import {
-  diagnose,
   shellQuote,
   type Deployment,
   type DoctorInput,
   type Finding,
   type WebhookConfigurationObject,
-} from '../../src/doctor/checks.ts';
+} from '../../src/doctor/checks/scope.ts';
 
 const NS = 'mimir';
 const NOW = Date.parse('2026-11-22T12:00:00Z');

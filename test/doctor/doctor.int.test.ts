@@ -14,7 +14,7 @@ import {
   type StatefulSet,
 } from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import type { Finding, WebhookConfigurationObject } from '../../src/doctor/checks.ts';
+import type { Finding, WebhookConfigurationObject } from '../../src/doctor/checks/scope.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';

@@ -27,7 +27,7 @@ import {
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';
 import { parseConfigKey } from '../../src/restarts/references.ts';
 import { patternMatches, watchedConfigs } from '../../src/restarts/optins.ts';
-import { formatAppliedChecksums, parseAppliedChecksums } from '../../src/restarts/plan.ts';
+import { formatAppliedChecksums, parseAppliedChecksums } from '../../src/restarts/checksums.ts';
 import { checksumScheme } from '../../src/restarts/hash.ts';
 import {
   adversarialNames,

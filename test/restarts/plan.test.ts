@@ -9,34 +9,38 @@ import {
 } from '../../src/vocabulary/keys.ts';
 import {
   MISSING,
-  annotationPatch,
   appliedChecksumsOf,
-  decideRestart,
+  formatAppliedChecksums,
+  isOptedIn,
+  parseAppliedChecksums,
+  restartTimestampOf,
+  workloadKey,
+  type WorkloadRef,
+} from '../../src/restarts/checksums.ts';
+import {
   due,
   dueAt,
-  formatAppliedChecksums,
-  formatRestartTimestamp,
-  isOptedIn,
-  nextOutdatedPod,
-  nextRestartTimestamp,
   observeChange,
+  resolveRestartSettings,
+  type PendingChange,
+  type RestartSettings,
+} from '../../src/restarts/debounce.ts';
+import {
+  nextOutdatedPod,
   onDeleteEvent,
   outdatedPods,
-  parseAppliedChecksums,
-  resolveRestartSettings,
   restartMode,
-  restartPatch,
-  restartTimestampOf,
   skipNotices,
   updateTarget,
-  workloadKey,
-  type PendingChange,
-  type RestartDecision,
-  type RestartInput,
-  type RestartSettings,
+} from '../../src/restarts/ondelete.ts';
+import {
+  annotationPatch,
+  formatRestartTimestamp,
+  nextRestartTimestamp,
+  restartPatch,
   type WorkloadPatch,
-  type WorkloadRef,
-} from '../../src/restarts/plan.ts';
+} from '../../src/restarts/patches.ts';
+import { decideRestart, type RestartDecision, type RestartInput } from '../../src/restarts/plan.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 const SEC = 1000;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CHECKSUM_KEY_FIELD } from '../../src/restarts/checksumkey.ts';
 import { configChecksum } from '../../src/restarts/hash.ts';
-import { formatAppliedChecksums } from '../../src/restarts/plan.ts';
+import { formatAppliedChecksums } from '../../src/restarts/checksums.ts';
 import { configKey } from '../../src/restarts/references.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type ConfigMap, type KubeObject, type Secret } from '../../src/runtime/kube/types.ts';

@@ -36,15 +36,6 @@ import {
   ROLLOUT_GROUP_LABEL,
 } from '../../vocabulary/keys.ts';
 
-export {
-  DEFAULT_ZONE_TRACKER_CONFIG_MAP_NAME,
-  initialZoneTracker,
-  parseZoneTracker,
-  recordDownscale,
-  zoneLastDownscaled,
-  type ZoneInfo,
-} from './zonetracker.ts';
-
 /** rollout-operator's `-cluster-domain` default, trailing dot included (an absolute FQDN). */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local.';
 

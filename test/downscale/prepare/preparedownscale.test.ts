@@ -18,21 +18,23 @@ import {
   firstChecks,
   groupChecks,
   groupSelector,
-  initialZoneTracker,
   lastDownscaleAnnotationPatch,
   lastDownscalesFromZones,
   lookupFailed,
-  parseZoneTracker,
   podSelector,
   readPrepareInfo,
-  recordDownscale,
   stsInfo,
   toAdmissionDecision,
-  zoneLastDownscaled,
   type CallResult,
   type Downscale,
   type TrackerMode,
 } from '../../../src/downscale/prepare/plan.ts';
+import {
+  initialZoneTracker,
+  parseZoneTracker,
+  recordDownscale,
+  zoneLastDownscaled,
+} from '../../../src/downscale/prepare/zonetracker.ts';
 import { formatRfc3339, parseRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../../src/downscale/mintime.ts';
 
