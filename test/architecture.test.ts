@@ -108,3 +108,37 @@ describe('the direction of dependencies', () => {
     ]);
   });
 });
+
+/** `export … from` statements (re-exports) in a module's text, one line each. */
+function reExports(text: string): string[] {
+  return [...text.matchAll(/^export\s+(?:type\s+)?(?:\*(?:\s+as\s+\w+)?|\{[^}]*\})\s*from\s*'[^']+'/gm)].map((m) =>
+    m[0].replace(/\s+/g, ' '),
+  );
+}
+
+describe('one import path per symbol', () => {
+  it('no module in src/ re-exports another module: importers name the module that defines a symbol', () => {
+    const found = sourceFiles(src).flatMap((file) =>
+      reExports(readFileSync(file, 'utf8')).map((line) => `${relative(src, file)}: ${line}`),
+    );
+    assert.deepEqual(found, []);
+  });
+
+  it('recognises every form of re-export, and leaves plain exports alone', () => {
+    const text = [
+      "export * from './a.ts';",
+      "export * as b from './b.ts';",
+      "export { c, type D } from './c.ts';",
+      "export type {\n  E,\n  F,\n} from './e.ts';",
+      'export const g = 1;',
+      'export { h };',
+      "import { i } from './i.ts';",
+    ].join('\n');
+    assert.deepEqual(reExports(text), [
+      "export * from './a.ts'",
+      "export * as b from './b.ts'",
+      "export { c, type D } from './c.ts'",
+      "export type { E, F, } from './e.ts'",
+    ]);
+  });
+});
