@@ -93,11 +93,6 @@ export function configChecksum(
   return CHECKSUM_PREFIX + mac.digest('hex');
 }
 
-/** configChecksum for a Secret: its data values are base64 on the wire. */
-export function secretChecksum(key: Buffer | string, secret: ConfigPayload): string {
-  return configChecksum(key, secret, 'secret');
-}
-
 /**
  * Which scheme produced a stored checksum: our "v1:" HMAC, xing's 16 hex
  * digits, or something else. The restart decision uses this when it takes

@@ -441,8 +441,3 @@ export function patternMatches(
 ): boolean {
   return watched.patterns.some((p) => p.kind === kind && p.namespace === namespace && p.regex.matchWhole(name));
 }
-
-/** reloader.stakater.com/ignore: "true" (exactly) on a ConfigMap or Secret. */
-export function isIgnoredConfig(config: { metadata?: { annotations?: Record<string, string> } } | undefined): boolean {
-  return stringRecord(asRecord(asRecord(config)?.metadata)?.annotations)[RELOADER_IGNORE_ANNOTATION] === 'true';
-}

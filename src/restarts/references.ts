@@ -225,28 +225,6 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
   return out.sort((a, b) => compare(a.key, b.key));
 }
 
-/** A short English description of a use, for Event messages and logs. */
-export function describeUse(use: ConfigUse): string {
-  const opt = use.optional ? ' (optional)' : '';
-  switch (use.via) {
-    case 'env':
-      return `env ${use.env} (key ${use.key}) of ${describeContainer(use.container)}${opt}`;
-    case 'envFrom':
-      return `envFrom of ${describeContainer(use.container)}${opt}`;
-    case 'volume':
-    case 'projected': {
-      const what =
-        use.via === 'volume' ? `volume ${use.volume}` : `projected volume ${use.volume} (source ${use.source})`;
-      const by = use.mountedBy.length ? `mounted by ${use.mountedBy.map(describeContainer).join(', ')}` : 'not mounted';
-      return `${what}, ${by}${opt}`;
-    }
-  }
-}
-
-function describeContainer(c: ContainerRef): string {
-  return `${c.type} ${c.name}`;
-}
-
 function dataKeysOf(uses: ConfigUse[]): string[] | 'all' {
   const keys = new Set<string>();
   for (const u of uses) {

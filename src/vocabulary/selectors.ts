@@ -1,5 +1,5 @@
 // Label selectors, one implementation for every capability: the string
-// grammar `kubectl -l` takes (parse, match, format), a metav1.LabelSelector
+// grammar `kubectl -l` takes (parse, match), a metav1.LabelSelector
 // object (matchLabels and matchExpressions), and plain matchLabels as
 // StatefulSets and ZoneAwarePodDisruptionBudgets use them.
 import { quoteValue as quote } from '../runtime/log/logger.ts';
@@ -207,28 +207,6 @@ export function matchesLabelSelector(
         return value === undefined || !r.values.includes(value);
     }
   });
-}
-
-/** The selector as a string parseLabelSelector reads back to the same requirements. */
-export function formatLabelSelector(selector: LabelSelector): string {
-  return selector.requirements
-    .map((r) => {
-      switch (r.operator) {
-        case 'Exists':
-          return r.key;
-        case 'DoesNotExist':
-          return `!${r.key}`;
-        case 'Equals':
-          return `${r.key}=${r.values[0] ?? ''}`;
-        case 'NotEquals':
-          return `${r.key}!=${r.values[0] ?? ''}`;
-        case 'In':
-          return `${r.key} in (${r.values.join(',')})`;
-        case 'NotIn':
-          return `${r.key} notin (${r.values.join(',')})`;
-      }
-    })
-    .join(',');
 }
 
 /** A metav1.LabelSelector object as the API carries it. */

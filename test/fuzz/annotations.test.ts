@@ -18,12 +18,8 @@ import { parseZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
 import { lastDownscalesFromAnnotations } from '../../src/downscale/mintime.ts';
 import { decodeLedger } from '../../src/drain/zpdb/ledger.ts';
 import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
-import {
-  formatLabelSelector,
-  matchesLabelSelector,
-  parseLabelSelector,
-  qualifiedNameProblem,
-} from '../../src/vocabulary/selectors.ts';
+import { matchesLabelSelector, parseLabelSelector, qualifiedNameProblem } from '../../src/vocabulary/selectors.ts';
+import { formatLabelSelector } from '../support/selectors.ts';
 import { decodeRecords } from '../../src/drain/reschedule/decide.ts';
 import { parseConfigKey } from '../../src/restarts/references.ts';
 import { patternMatches, watchedConfigs } from '../../src/restarts/optins.ts';

@@ -6,7 +6,6 @@ import {
   CHECKSUM_PREFIX,
   checksumScheme,
   configChecksum,
-  secretChecksum,
   xingLegacyChecksum,
   type ConfigPayload,
 } from '../../src/restarts/hash.ts';
@@ -111,7 +110,7 @@ describe('configChecksum: format and basics', { timeout: 10000 }, () => {
     const obj = { data: { b: '2', a: '1' }, binaryData: { c: b64('x') } };
     const copy = structuredClone(obj);
     configChecksum(KEY, obj);
-    secretChecksum(KEY, obj);
+    configChecksum(KEY, obj, 'secret');
     assert.deepEqual(obj, copy);
     assert.deepEqual(Object.keys(obj.data), ['b', 'a']);
   });
@@ -135,22 +134,28 @@ describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
   it('a ConfigMap and a Secret with the same bytes differ (kind is framed)', () => {
     assert.notEqual(
       configChecksum(KEY, { binaryData: { a: b64('x') } }, 'configmap'),
-      secretChecksum(KEY, { binaryData: { a: b64('x') } }),
+      configChecksum(KEY, { binaryData: { a: b64('x') } }, 'secret'),
     );
-    assert.notEqual(configChecksum(KEY, { data: { a: b64('x') } }), secretChecksum(KEY, { data: { a: b64('x') } }));
+    assert.notEqual(
+      configChecksum(KEY, { data: { a: b64('x') } }),
+      configChecksum(KEY, { data: { a: b64('x') } }, 'secret'),
+    );
   });
 
   it('Secret data is hashed as decoded bytes; non-canonical base64 is kept apart', () => {
     // Canonical encodings of different bytes differ; the same bytes agree.
     assert.equal(
-      secretChecksum(KEY, { data: { a: b64('pw') } }),
-      secretChecksum(KEY, { data: { a: Buffer.from('pw').toString('base64') } }),
+      configChecksum(KEY, { data: { a: b64('pw') } }, 'secret'),
+      configChecksum(KEY, { data: { a: Buffer.from('pw').toString('base64') } }, 'secret'),
     );
-    assert.notEqual(secretChecksum(KEY, { data: { a: b64('pw') } }), secretChecksum(KEY, { data: { a: b64('pW') } }));
+    assert.notEqual(
+      configChecksum(KEY, { data: { a: b64('pw') } }, 'secret'),
+      configChecksum(KEY, { data: { a: b64('pW') } }, 'secret'),
+    );
     // Node would decode all of these to the same bytes as "cHc=".
-    const canonical = secretChecksum(KEY, { data: { a: 'cHc=' } });
+    const canonical = configChecksum(KEY, { data: { a: 'cHc=' } }, 'secret');
     for (const loose of ['cHc', 'cHc=\n', 'c H c =', 'cHc=!!']) {
-      assert.notEqual(secretChecksum(KEY, { data: { a: loose } }), canonical, loose);
+      assert.notEqual(configChecksum(KEY, { data: { a: loose } }, 'secret'), canonical, loose);
     }
   });
 
@@ -159,7 +164,7 @@ describe('configChecksum: framing is unambiguous', { timeout: 10000 }, () => {
       fc.property(payloadArb, fc.array(fc.nat(6)), fc.array(fc.nat(6)), (p, o1, o2) => {
         const q = { data: reordered(p.data ?? {}, o1), binaryData: reordered(p.binaryData ?? {}, o2) };
         assert.equal(configChecksum(KEY, q), configChecksum(KEY, p));
-        assert.equal(secretChecksum(KEY, q), secretChecksum(KEY, p));
+        assert.equal(configChecksum(KEY, q, 'secret'), configChecksum(KEY, p, 'secret'));
       }),
     );
   });

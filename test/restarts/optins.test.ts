@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
-  isIgnoredConfig,
   mayOptIn,
   patternMatches,
   watchedConfigs,
@@ -179,9 +178,12 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
       { key: 'configmap/prod/vol-cm', reason: 'ignore-annotation' },
       { key: 'secret/prod/env-secret', reason: 'ignore-annotation' },
     ]);
-    assert.equal(isIgnoredConfig({ metadata: { annotations: { [IGNORE]: 'true' } } }), true);
-    assert.equal(isIgnoredConfig({ metadata: { annotations: { [IGNORE]: 'True' } } }), false);
-    assert.equal(isIgnoredConfig(undefined), false);
+    const xing = workload({ [XING]: 'enabled' });
+    const every = (annotations: Record<string, string> | undefined) =>
+      watchedConfigs(xing, { configMeta: () => (annotations === undefined ? undefined : { annotations }) });
+    assert.deepEqual(every({ [IGNORE]: 'true' }).keys, []);
+    assert.deepEqual(every({ [IGNORE]: 'True' }).keys, ALL_KEYS, 'only "true" exactly ignores');
+    assert.deepEqual(every(undefined).keys, ALL_KEYS, 'a config without metadata is not ignored');
   });
 
   it('exclude lists (exact names, metadata only) win over auto, reload lists and xing', () => {

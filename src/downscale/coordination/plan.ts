@@ -26,7 +26,7 @@ import {
   lastDownscalesFromAnnotations,
   type CountedFromByName,
 } from '../mintime.ts';
-import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { forceReplicasOverride, replicasOf } from './keys.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {
@@ -43,29 +43,6 @@ export type Cause = 'leader' | 'force' | 'none';
 export type FollowerDecision = { desired: number; reason: string; cause: Cause; warning?: string } | { error: string };
 
 // ------------------------------------------------------------ min-time rule
-
-/**
- * The most recent grafana.com/last-downscale among the group's StatefulSets
- * other than `excluding` (rollout-operator: getMostRecentDownscale). Undefined when
- * none carries the annotation; an error names the first unparsable one.
- */
-export function mostRecentDownscale(
-  group: readonly StatefulSet[],
-  excluding: string,
-): { statefulSet: string; time: number } | undefined | { error: string } {
-  let best: { statefulSet: string; time: number } | undefined;
-  for (const sts of group) {
-    const name = nameOf(sts);
-    if (name === excluding) continue;
-    const raw = annotationsOf(sts)[LAST_DOWNSCALE_ANNOTATION_KEY];
-    if (raw === undefined) continue;
-    const time = parseRfc3339(raw);
-    if (typeof time !== 'number')
-      return { error: `can't parse ${LAST_DOWNSCALE_ANNOTATION_KEY} annotation of ${name}: ${time.error}` };
-    if (best === undefined || time > best.time) best = { statefulSet: name, time };
-  }
-  return best;
-}
 
 export type MinTimeOutcome =
   | { elapsed: true }

@@ -5,8 +5,6 @@
 // executor does the GET / CREATE / UPDATE of the ConfigMap.
 import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
 
-export const DEFAULT_ZONE_TRACKER_CONFIG_MAP_NAME = 'rollout-operator-zone-tracker';
-
 export interface ZoneInfo {
   /** The raw value; parsed as RFC3339 only when a min-time check needs it. */
   lastDownscaled: string;
@@ -87,9 +85,4 @@ export function recordDownscale(
   now: number,
 ): Record<string, string> {
   return { ...(data ?? {}), [statefulSet]: encodeZoneInfo({ lastDownscaled: formatRfc3339(now) }) };
-}
-
-/** The recorded last downscale of one StatefulSet; undefined when it has no entry. */
-export function zoneLastDownscaled(zones: ReadonlyMap<string, ZoneInfo>, statefulSet: string): string | undefined {
-  return zones.get(statefulSet)?.lastDownscaled;
 }

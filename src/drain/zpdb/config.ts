@@ -290,22 +290,6 @@ function parseMatchLabels(spec: Record<string, unknown>): { matchLabels: Record<
   return { matchLabels: out };
 }
 
-/**
- * The validating webhook's view: the request's raw object (JSON text) to a
- * config. An absent object fails with Go's encoding/json text, as rollout-operator
- * answers it.
- */
-export function parseZpdbJson(raw: string | undefined): ParseResult {
-  if (raw === undefined || raw.trim() === '') return { error: 'unexpected end of JSON input' };
-  let obj: unknown;
-  try {
-    obj = JSON.parse(raw);
-  } catch (e) {
-    return { error: (e as Error).message };
-  }
-  return parseZpdb(obj);
-}
-
 // ----------------------------------------------------------- the budget
 
 /**

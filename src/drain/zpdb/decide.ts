@@ -125,13 +125,6 @@ export function isPendingEviction(pending: PendingEvictions, uid: string | undef
   return allowedAt !== undefined && now < allowedAt + EVICTION_CACHE_TTL_MS;
 }
 
-/** The cache with this eviction added and expired entries dropped. */
-export function recordEviction(pending: PendingEvictions, record: EvictionRecord, now: number): Map<string, number> {
-  const next = new Map([...pending].filter(([uid]) => isPendingEviction(pending, uid, now)));
-  next.set(record.uid, record.allowedAt);
-  return next;
-}
-
 // ----------------------------------------------------------------- scope
 
 /**

@@ -58,15 +58,7 @@ export const isAlreadyExists = (e: unknown) => asApiError(e)?.reason === 'Alread
 /** 410 Gone: a resourceVersion too old to watch or list from; relist. */
 export const isGone = (e: unknown) => asApiError(e)?.code === 410 || asApiError(e)?.reason === 'Expired';
 export const isForbidden = (e: unknown) => asApiError(e)?.code === 403;
-export const isTooManyRequests = (e: unknown) => asApiError(e)?.code === 429;
 export const isInvalid = (e: unknown) => asApiError(e)?.code === 422;
-
-/** Worth retrying as-is: the server or the network may answer differently next time. */
-export function isRetryable(e: unknown): boolean {
-  const error = asApiError(e);
-  if (!error) return false;
-  return error.code === 0 || error.code === 429 || error.code >= 500 || error.code === 409;
-}
 
 const reasonByCode: Record<number, string> = {
   400: 'BadRequest',

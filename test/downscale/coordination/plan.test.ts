@@ -7,7 +7,6 @@ import {
   desiredFollowerReplicas,
   leaderFor,
   minimumTimeHasElapsed,
-  mostRecentDownscale,
   planGroupReplicas,
 } from '../../../src/downscale/coordination/plan.ts';
 import { forceReplicasOverride } from '../../../src/downscale/coordination/keys.ts';
@@ -67,7 +66,7 @@ function desired(d: ReturnType<typeof desiredFollowerReplicas>): number {
   return d.desired;
 }
 
-describe('force replicas, leader, most recent downscale, min time', { timeout: 10000 }, () => {
+describe('force replicas, leader, min time', { timeout: 10000 }, () => {
   it('forceReplicasOverride (TestGetForceReplicasOverride)', () => {
     assert.equal(forceReplicasOverride(sts('a')), undefined);
     assert.deepEqual(forceReplicasOverride(sts('a', { annotations: { [FORCE]: '5' } })), { replicas: 5 });
@@ -89,19 +88,6 @@ describe('force replicas, leader, most recent downscale, min time', { timeout: 1
     assert.equal(leaderFor(a, [a, b]), undefined);
     assert.equal(leaderFor(b, [a, b]), a);
     assert.deepEqual(leaderFor(c, [a, b, c]), { error: `could not find leader for zone-c using ${LEADER}` });
-  });
-
-  it('mostRecentDownscale (TestGetMostRecentDownscale)', () => {
-    const group = [
-      sts('zone-a', { annotations: { [LAST]: ago(3 * HOUR) } }),
-      sts('zone-b', { annotations: { [LAST]: ago(1 * HOUR) } }),
-      sts('zone-c', { annotations: { [LAST]: ago(10 * MIN) } }),
-    ];
-    assert.deepEqual(mostRecentDownscale(group, 'zone-c'), { statefulSet: 'zone-b', time: NOW - HOUR });
-    assert.deepEqual(mostRecentDownscale(group, 'zone-a'), { statefulSet: 'zone-c', time: NOW - 10 * MIN });
-    assert.equal(mostRecentDownscale([sts('zone-a'), sts('zone-b')], 'zone-a'), undefined);
-    const bad = mostRecentDownscale([sts('zone-a'), sts('zone-b', { annotations: { [LAST]: 'yesterday' } })], 'zone-a');
-    assert.ok(bad !== undefined && 'error' in bad && bad.error.includes('zone-b'));
   });
 
   it("minimumTimeHasElapsed (TestMinimumTimeHasElapsed), with the other zone's label", () => {

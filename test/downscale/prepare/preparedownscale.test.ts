@@ -29,12 +29,7 @@ import {
   type Downscale,
   type TrackerMode,
 } from '../../../src/downscale/prepare/plan.ts';
-import {
-  initialZoneTracker,
-  parseZoneTracker,
-  recordDownscale,
-  zoneLastDownscaled,
-} from '../../../src/downscale/prepare/zonetracker.ts';
+import { initialZoneTracker, parseZoneTracker, recordDownscale } from '../../../src/downscale/prepare/zonetracker.ts';
 import { formatRfc3339, parseRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../../src/downscale/mintime.ts';
 
@@ -949,8 +944,9 @@ describe('zone tracker', { timeout: 10000 }, () => {
   it('TestLastDownscaledNonExistentZone', () => {
     const zones = parseZoneTracker({ 'zone-b': entry(NOW) });
     assert.ok(zones instanceof Map);
-    assert.equal(zoneLastDownscaled(zones, 'zone-x'), undefined);
-    assert.equal(zoneLastDownscaled(zones, 'zone-b'), NOW_TEXT);
+    const lastDownscales = lastDownscalesFromZones(zones);
+    assert.equal(lastDownscales.get('zone-x'), undefined);
+    assert.equal(lastDownscales.get('zone-b'), NOW);
   });
 });
 

@@ -12,13 +12,13 @@ import {
   type RescheduleConfigInput,
 } from '../../../src/drain/reschedule/config.ts';
 import {
-  formatLabelSelector,
   matchesLabelSelector,
   parseLabelSelector,
   qualifiedNameProblem,
   type LabelRequirement,
   type LabelSelector,
 } from '../../../src/vocabulary/selectors.ts';
+import { formatLabelSelector } from '../../support/selectors.ts';
 
 function selector(text: string): LabelSelector {
   const parsed = parseLabelSelector(text);
@@ -169,7 +169,7 @@ describe('matchesLabelSelector', { timeout: 10000 }, () => {
     .map((r) => ({ key: r.key, operator: r.operator, values: [...r.values] })); // plain objects, as the parser builds
   const labels = fc.dictionary(key, value, { maxKeys: 3 });
 
-  it('formatLabelSelector reads back to the same requirements', () => {
+  it('parseLabelSelector reads a formatted selector back to the same requirements', () => {
     fc.assert(
       fc.property(fc.array(requirement, { maxLength: 4 }), (requirements) => {
         const text = formatLabelSelector({ requirements });

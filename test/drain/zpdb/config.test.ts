@@ -13,12 +13,13 @@ import {
   maxUnavailableForReplicas,
   maxUnavailablePods,
   parseZpdb,
-  parseZpdbJson,
   podPartition,
   zpdbResource,
   zpdbSelects,
   type ZpdbConfig,
 } from '../../../src/drain/zpdb/config.ts';
+import { zpdbValidationHandler } from '../../../src/drain/zpdb/validation.ts';
+import { serveAdmission, type AdmissionResponseV1 } from '../../../src/runtime/admission/admission.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
 
 const KIND = 'ZoneAwarePodDisruptionBudget';
@@ -475,41 +476,67 @@ describe('validating webhook input (zpdb_validating_webhook_test.go)', { timeout
       spec,
     });
   const selector = { matchLabels: { 'rollout-group': 'test-app' } };
+  /** The webhook's answer to an AdmissionReview carrying this object (JSON text; undefined: none). */
+  const validate = async (object: string | undefined) => {
+    const request =
+      '{"uid":"u","operation":"CREATE","resource":{"group":"rollout-operator.grafana.com","version":"v1","resource":"zoneawarepoddisruptionbudgets"}' +
+      (object === undefined ? '' : `,"object":${object}`) +
+      '}';
+    const answer = await serveAdmission(
+      {
+        contentType: 'application/json',
+        body: Buffer.from(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":${request}}`),
+        signal: AbortSignal.timeout(5_000),
+      },
+      zpdbValidationHandler,
+    );
+    if (answer.status !== 200) return { status: answer.status, text: answer.body };
+    const { response } = JSON.parse(answer.body) as { response: AdmissionResponseV1 };
+    return response.allowed
+      ? { allowed: true }
+      : { allowed: false, code: response.status?.code, message: response.status?.message };
+  };
 
-  it('a valid budget', () => {
-    assert.ok('config' in parseZpdbJson(raw({ maxUnavailable: 1, selector })));
+  it('a valid budget', async () => {
+    assert.deepEqual(await validate(raw({ maxUnavailable: 1, selector })), { allowed: true });
   });
 
-  it('a valid budget with crossZoneEvictionDelay', () => {
-    assert.ok(
-      'config' in
-        parseZpdbJson(
-          raw({
-            maxUnavailable: 1,
-            selector,
-            podNamePartitionRegex: '[a-z\\-]+-zone-[a-z]-([0-9]+)',
-            crossZoneEvictionDelay: '20m',
-          }),
-        ),
+  it('a valid budget with crossZoneEvictionDelay', async () => {
+    assert.deepEqual(
+      await validate(
+        raw({
+          maxUnavailable: 1,
+          selector,
+          podNamePartitionRegex: '[a-z\\-]+-zone-[a-z]-([0-9]+)',
+          crossZoneEvictionDelay: '20m',
+        }),
+      ),
+      { allowed: true },
     );
   });
 
-  it('a bad budget', () => {
-    assert.deepEqual(parseZpdbJson(raw({ maxUnavailable: -1, selector })), {
-      error: 'invalid value: max unavailable must be 0 <= val, got -1',
+  it('a bad budget', async () => {
+    assert.deepEqual(await validate(raw({ maxUnavailable: -1, selector })), {
+      allowed: false,
+      code: 400,
+      message: 'invalid value: max unavailable must be 0 <= val, got -1',
     });
   });
 
-  it('crossZoneEvictionDelay without a partition regex', () => {
-    assert.deepEqual(parseZpdbJson(raw({ maxUnavailable: 1, selector, crossZoneEvictionDelay: '20m' })), {
-      error: 'invalid value: crossZoneEvictionDelay requires podNamePartitionRegex to be set',
+  it('crossZoneEvictionDelay without a partition regex', async () => {
+    assert.deepEqual(await validate(raw({ maxUnavailable: 1, selector, crossZoneEvictionDelay: '20m' })), {
+      allowed: false,
+      code: 400,
+      message: 'invalid value: crossZoneEvictionDelay requires podNamePartitionRegex to be set',
     });
   });
 
-  it('no object at all', () => {
-    assert.deepEqual(parseZpdbJson(undefined), { error: 'unexpected end of JSON input' });
-    assert.deepEqual(parseZpdbJson(''), { error: 'unexpected end of JSON input' });
-    assert.ok('error' in parseZpdbJson('{'));
+  it('no object at all', async () => {
+    const none = { allowed: false, code: 400, message: 'no spec found in unstructured object' };
+    assert.deepEqual(await validate(undefined), none);
+    assert.deepEqual(await validate('null'), none);
+    const broken = await validate('{');
+    assert.ok('status' in broken && broken.status === 400 && broken.text.startsWith('Request could not be decoded'));
   });
 });
 

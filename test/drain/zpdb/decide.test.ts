@@ -14,10 +14,11 @@ import {
   EVICTION_CACHE_TTL_MS,
   evictionScope,
   maxUnavailableZeroOverride,
-  recordEviction,
   type EvictionDecision,
+  type EvictionRecord,
   type PendingEvictions,
 } from '../../../src/drain/zpdb/decide.ts';
+import { pendingFrom, pruneLedger, type Ledger } from '../../../src/drain/zpdb/ledger.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { READY_TIME_ANNOTATION } from '../../../src/vocabulary/keys.ts';
@@ -157,9 +158,25 @@ class World {
       ...(options.override !== undefined ? { maxUnavailableZeroOverride: options.override } : {}),
       ...(options.dryRun ? { dryRun: true } : {}),
     });
-    if (decision.allowed && decision.record && options.record !== false)
-      this.pending = recordEviction(this.pending, decision.record, now);
+    if (decision.allowed && decision.record && options.record !== false) this.record(decision.record, now);
     return decision;
+  }
+
+  /**
+   * Records an allowed eviction as the webhook commits one to the budget's
+   * ledger (src/drain/zpdb/evictions.ts): the entries that no longer hold
+   * anything back are dropped, the allow is added.
+   */
+  record(record: EvictionRecord, now: number): void {
+    const ledger: Ledger = new Map(
+      [...this.pending].map(([uid, at]) => [
+        uid,
+        { pod: this.pods.find((p) => p.metadata?.uid === uid)?.metadata?.name ?? '', at },
+      ]),
+    );
+    const kept = pruneLedger(ledger, now, (name) => this.pods.find((p) => p.metadata?.name === name));
+    kept.set(record.uid, { pod: record.name, at: record.allowedAt });
+    this.pending = pendingFrom(kept);
   }
 }
 
@@ -328,7 +345,7 @@ describe('an invalid budget fails closed', { timeout: 10000 }, () => {
       invalid,
       ...extra,
     });
-    if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+    if (d.allowed && d.record) w.record(d.record, NOW);
     return d;
   };
   const SELECTED =
@@ -502,7 +519,7 @@ describe('zone mode', { timeout: 10000 }, () => {
         now: NOW,
         rolloutMaxUnavailable: 1,
       });
-      if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+      if (d.allowed && d.record) w.record(d.record, NOW);
       return d;
     };
     assertAllowed(ask('ingester-zone-a-0'));
@@ -819,7 +836,7 @@ describe('rollout controller check', { timeout: 10000 }, () => {
       now: NOW,
       rolloutMaxUnavailable,
     });
-    if (d.allowed && d.record) w.pending = recordEviction(w.pending, d.record, NOW);
+    if (d.allowed && d.record) w.record(d.record, NOW);
     return d;
   };
 

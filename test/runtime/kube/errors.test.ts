@@ -6,9 +6,6 @@ import {
   isConflict,
   isGone,
   isNotFound,
-  isRetryable,
-  isTooManyRequests,
-  KubeApiError,
 } from '../../../src/runtime/kube/errors.ts';
 
 const status = (code: number, reason: string, message: string, details: object = {}) =>
@@ -64,14 +61,6 @@ describe('KubeApiError', () => {
     assert.ok(isAlreadyExists(of(409, 'AlreadyExists')));
     assert.ok(isGone(of(410, 'Gone')));
     assert.ok(isGone(of(500, 'Expired')), 'an Expired reason counts as gone whatever the code');
-    assert.ok(isTooManyRequests(of(429, 'TooManyRequests')));
-    assert.ok(isRetryable(of(503, 'ServiceUnavailable')));
-    assert.ok(
-      isRetryable(
-        new KubeApiError({ code: 0, reason: 'NetworkError', message: 'ECONNREFUSED', method: 'GET', path: '/x' }),
-      ),
-    );
-    assert.ok(!isRetryable(of(403, 'Forbidden')));
     assert.ok(!isNotFound(new Error('404')), 'plain errors are not API errors');
   });
 });
