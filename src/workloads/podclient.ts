@@ -9,7 +9,7 @@
 // pod's namespace, which is the label the namespace's rollout-operator sends:
 // its own namespace), a pod refusing it with dskit's 511 fails the call, and
 // each call is measured in rollout_operator_pod_http_client_request_duration_seconds.
-import { request as httpRequest } from 'node:http';
+import { http } from '../runtime/http/nodehttp.ts';
 import { Histogram, type Registry } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import {
@@ -157,7 +157,7 @@ export class PodClient {
         clearTimeout(deadline);
         resolve({ result, path });
       };
-      const req = httpRequest(
+      const req = http.request(
         {
           host: ip,
           port: target.port || 80,

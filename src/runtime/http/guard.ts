@@ -5,7 +5,8 @@
 // request, their request metrics (rollout-operator's, from dskit's
 // instrumentation) and dskit's cluster validation. Every limit here is a
 // flag; the numbers and what each protects are in docs/webhooks.md ("Limits").
-import { IncomingMessage, type RequestListener, type Server, type ServerOptions, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
+import { http } from './nodehttp.ts';
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
@@ -44,7 +45,7 @@ export function serverOptions(limits: ServerLimits): ServerOptions<typeof Metere
  * Every consumer, flowing or read(), gets the body through 'data' events;
  * those Node emits to discard a body no one listens to are not counted.
  */
-export class MeteredRequest extends IncomingMessage {
+export class MeteredRequest extends http.IncomingMessage {
   bodyBytesRead = 0;
 
   override emit(event: string | symbol, ...args: unknown[]): boolean {
@@ -59,7 +60,7 @@ export class MeteredRequest extends IncomingMessage {
  * excluded), as dskit's instrumentation counts them. Node's end() writes its
  * chunk without going through write(), so nothing is counted twice.
  */
-export class MeteredResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+export class MeteredResponse<Request extends IncomingMessage = IncomingMessage> extends http.ServerResponse<Request> {
   bodyBytesWritten = 0;
 
   override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {

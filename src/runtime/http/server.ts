@@ -1,7 +1,8 @@
 // The plain-HTTP surface of the operator (-server.port, default 8001):
 // /ready, /healthz, /metrics, and whatever a capability registers (debug
 // pages, status). Admission webhooks are served over TLS elsewhere.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from './nodehttp.ts';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { type Logger, nopLogger } from '../log/logger.ts';
@@ -56,7 +57,7 @@ export class HttpServer {
       res.writeHead(200, { 'content-type': this.options.registry.contentType });
       res.end(body);
     });
-    this.server = createServer(
+    this.server = http.createServer(
       serverOptions(limits),
       requestListener({
         log: this.log,

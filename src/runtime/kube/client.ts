@@ -1,6 +1,6 @@
-// The one way Stateward talks to the Kubernetes API: JSON over undici with
-// one connection pool, client-side rate limiting per API group, request
-// timeouts, and one error type (KubeApiError) for every failure.
+// The one way Stateward talks to the Kubernetes API: JSON over node:https
+// (transport.ts) with one connection pool, client-side rate limiting per API
+// group, request timeouts, and one error type (KubeApiError) for every failure.
 //
 // Why not client-node's generated clients: they build a new connection pool
 // for every request, turn timestamps into Date objects (while watch events
@@ -8,8 +8,8 @@
 // for read-modify-write), and throw errors whose body must be parsed by hand.
 // Kubeconfig loading and authentication are Stateward's own (kubeconfig.ts).
 import { createHash } from 'node:crypto';
+import type { Agent } from 'node:http';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
-import { Agent, fetch, type Dispatcher } from 'undici';
 import { errorFromResponse, KubeApiError } from './errors.ts';
 import { apiGroupOfPath, resourcePath, type ObjectPath } from './paths.ts';
 import type { KubeObject, ObjectList, ResourceType } from './types.ts';
@@ -19,6 +19,7 @@ import type { ApiClientMetrics } from './metrics.ts';
 import type { KubeClientConfig } from './kubeconfig.ts';
 import { CLUSTER_HEADER, type ClusterRejections } from '../http/clusterlabel.ts';
 import { type Span, tracer } from '../tracing/tracing.ts';
+import { closePool, connectionPool, exchange, type Exchange } from './transport.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
@@ -96,7 +97,7 @@ export class KubeClient {
   private readonly server: string;
   /** Headers every request carries besides authentication (X-Cluster). */
   private readonly fixedHeaders: Record<string, string>;
-  private agent: { key: string; dispatcher: Agent } | undefined;
+  private agent: { key: string; pool: Agent } | undefined;
 
   constructor(options: KubeClientOptions) {
     this.options = options;
@@ -128,12 +129,12 @@ export class KubeClient {
   }
 
   /**
-   * Authentication headers and a pooled dispatcher. Headers are asked for
+   * Authentication headers and the connection pool. Headers are asked for
    * per request (the kubeconfig caches them: exec credentials until they
    * expire, token files re-read as they rotate); the pool is rebuilt only
    * when the TLS material changes.
    */
-  private async connection(): Promise<{ headers: Record<string, string>; dispatcher: Dispatcher }> {
+  private async connection(): Promise<{ headers: Record<string, string>; pool: Agent }> {
     const options: HttpsRequestOptions = {};
     await this.kc.applyToHTTPSOptions(options);
     const tls = {
@@ -155,29 +156,22 @@ export class KubeClient {
       )
       .digest('hex');
     if (this.agent?.key !== key) {
-      const old = this.agent?.dispatcher;
-      // Timeouts are ours (AbortSignal per request, idle watchdog for watches), not undici's.
+      const old = this.agent?.pool;
+      // Timeouts are ours (AbortSignal per request, idle watchdog for watches), not the pool's.
       // HTTP/1.1 only: over HTTP/2 every request shares one connection, and
       // when that connection silently dies (a NAT or load balancer forgets
       // it) aborting a stream leaves the dead connection in place for the
       // next request. Over HTTP/1.1 an aborted request takes its socket with
       // it, so a watch restarted by the idle watchdog gets a fresh connection.
-      this.agent = {
-        key,
-        dispatcher: new Agent({
-          allowH2: false,
-          connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
-          bodyTimeout: 0,
-          headersTimeout: 0,
-        }),
-      };
-      void old?.close().catch(() => undefined);
+      this.agent = { key, pool: connectionPool(new URL(this.server).protocol, tls) };
+      // Requests in flight on the old pool (watches) finish on their connections.
+      if (old) void closePool(old);
     }
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(options.headers ?? {})) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
     }
-    return { headers, dispatcher: this.agent.dispatcher };
+    return { headers, pool: this.agent.pool };
   }
 
   /** Sends one request; resolves to the parsed JSON body (undefined for an empty one). */
@@ -212,19 +206,20 @@ export class KubeClient {
     const started = performance.now();
     let status = 'error';
     try {
-      const { headers, dispatcher } = await this.connection();
+      const { headers, pool } = await this.connection();
       const body = init.body === undefined ? undefined : JSON.stringify(init.body);
-      let response;
+      let response: Exchange;
       try {
-        response = await fetch(url, {
+        response = await exchange(url, {
           method,
-          dispatcher,
+          pool,
           signal,
           headers: {
             ...headers,
             ...this.fixedHeaders,
             ...span?.headers(),
             accept: init.accept ?? 'application/json',
+            'accept-encoding': 'gzip',
             'user-agent': this.userAgent,
             ...(body !== undefined ? { 'content-type': init.contentType ?? 'application/json' } : {}),
           },
@@ -233,26 +228,30 @@ export class KubeClient {
       } catch (error) {
         throw this.transportError(method, path, error, signal, timeoutMs);
       }
-      status = String(response.status);
-      span?.setAttributes({ 'http.response.status_code': response.status });
-      if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
-      let bytes: Buffer;
       try {
-        bytes = await readBody(response.body);
-      } catch (error) {
-        throw this.transportError(method, path, error, signal, timeoutMs);
-      }
-      try {
-        const text = bytes.toString('utf8');
-        if (response.status < 200 || response.status > 299) {
-          throw (
-            this.clusterRejection(method, path, response, text) ??
-            errorFromResponse(method, path, response.status, text, response.headers.get('retry-after'))
-          );
+        status = String(response.status);
+        span?.setAttributes({ 'http.response.status_code': response.status });
+        if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
+        let bytes: Buffer;
+        try {
+          bytes = await readBody(response.body);
+        } catch (error) {
+          throw this.transportError(method, path, error, signal, timeoutMs);
         }
-        return (text ? JSON.parse(text) : undefined) as T;
+        try {
+          const text = bytes.toString('utf8');
+          if (response.status < 200 || response.status > 299) {
+            throw (
+              this.clusterRejection(method, path, response, text) ??
+              errorFromResponse(method, path, response.status, text, response.header('retry-after'))
+            );
+          }
+          return (text ? JSON.parse(text) : undefined) as T;
+        } finally {
+          bytes.fill(0);
+        }
       } finally {
-        bytes.fill(0);
+        response.close();
       }
     } finally {
       this.metrics?.observeRequest(method, path, status, (performance.now() - started) / 1000);
@@ -288,16 +287,11 @@ export class KubeClient {
   private clusterRejection(
     method: string,
     path: string,
-    response: { status: number; headers: { get(name: string): string | null } },
+    response: Pick<Exchange, 'status' | 'header'>,
     text: string,
   ): KubeApiError | undefined {
     const cluster = this.options.cluster;
-    const message = cluster?.rejections.check(
-      cluster.label,
-      response.status,
-      response.headers.get('content-type'),
-      text,
-    );
+    const message = cluster?.rejections.check(cluster.label, response.status, response.header('content-type'), text);
     return message === undefined
       ? undefined
       : new KubeApiError({ code: response.status, reason: 'ClusterValidationRejected', message, method, path });
@@ -329,11 +323,17 @@ export class KubeClient {
         path,
         cause: error,
       });
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    // The system error's code (ECONNREFUSED, ECONNRESET, a TLS verification code) says it best.
+    const failure = error as { code?: unknown; message?: unknown };
     return new KubeApiError({
       code: 0,
       reason: 'NetworkError',
-      message: cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error)),
+      message:
+        typeof failure.code === 'string'
+          ? failure.code
+          : typeof failure.message === 'string'
+            ? failure.message
+            : String(error),
       method,
       path,
       cause: error,
@@ -484,19 +484,20 @@ export class KubeClient {
       timeoutSeconds: options.timeoutSeconds,
     });
     await this.limit('WATCH', path, this.clock.monotonic() + this.timeoutMs, options.signal);
-    const { headers, dispatcher } = await this.connection();
+    const { headers, pool } = await this.connection();
     const open = async (span: Span | undefined) => {
       let response;
       try {
-        response = await fetch(url, {
+        response = await exchange(url, {
           method: 'GET',
-          dispatcher,
+          pool,
           signal: options.signal,
           headers: {
             ...headers,
             ...this.fixedHeaders,
             ...span?.headers(),
             accept: options.metadataOnly ? METADATA_ACCEPT_OBJECT : 'application/json',
+            'accept-encoding': 'gzip',
             'user-agent': this.userAgent,
           },
         });
@@ -513,35 +514,45 @@ export class KubeClient {
       t === undefined
         ? await open(undefined)
         : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
-    this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
-    if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
-    if (response.status !== 200 || !response.body) {
-      const text = await response.text().catch(() => '');
-      throw (
-        this.clusterRejection('WATCH', path, response, text) ??
-        errorFromResponse('WATCH', path, response.status, text, response.headers.get('retry-after'))
-      );
-    }
-    const lines = new LineSplitter();
     try {
-      for await (const chunk of response.body) {
-        const bytes = chunk as Uint8Array;
-        // A view, not a copy: the regions zeroed are the stream's own bytes.
-        for (const line of lines.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))) {
-          const event = decodeWatchLine<T>(line, path, options.decode);
-          if (event) yield event;
-        }
+      this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
+      if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
+      if (response.status !== 200) {
+        const text = await readBody(response.body).then(
+          (bytes) => {
+            const text = bytes.toString('utf8');
+            bytes.fill(0);
+            return text;
+          },
+          () => '',
+        );
+        throw (
+          this.clusterRejection('WATCH', path, response, text) ??
+          errorFromResponse('WATCH', path, response.status, text, response.header('retry-after'))
+        );
       }
-    } catch (error) {
-      throw this.transportError('WATCH', path, error, options.signal, 0);
+      const lines = new LineSplitter();
+      try {
+        // The stream's own chunks, not copies: the regions zeroed are the received bytes.
+        for await (const chunk of response.body) {
+          for (const line of lines.push(chunk)) {
+            const event = decodeWatchLine<T>(line, path, options.decode);
+            if (event) yield event;
+          }
+        }
+      } catch (error) {
+        throw this.transportError('WATCH', path, error, options.signal, 0);
+      }
+      const last = lines.end();
+      const event = last && decodeWatchLine<T>(last, path, options.decode);
+      if (event) yield event;
+    } finally {
+      response.close();
     }
-    const last = lines.end();
-    const event = last && decodeWatchLine<T>(last, path, options.decode);
-    if (event) yield event;
   }
 
   async close(): Promise<void> {
-    await this.agent?.dispatcher.close();
+    if (this.agent) await closePool(this.agent.pool);
     this.agent = undefined;
   }
 }
@@ -551,11 +562,10 @@ export class KubeClient {
  * LIST of Secrets leaves its values in memory only as the strings parsed
  * from it (the caller zeroes the buffer after parsing), not in freed chunks.
  */
-async function readBody(body: AsyncIterable<Uint8Array> | null): Promise<Buffer> {
-  if (!body) return Buffer.alloc(0);
+async function readBody(body: AsyncIterable<Buffer>): Promise<Buffer> {
   const chunks: Buffer[] = [];
   try {
-    for await (const chunk of body) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    for await (const chunk of body) chunks.push(chunk);
     return Buffer.concat(chunks);
   } finally {
     for (const chunk of chunks) chunk.fill(0);

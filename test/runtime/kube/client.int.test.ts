@@ -2,8 +2,10 @@
 // type on real failures, client-side rate limiting that refuses rather than
 // outwaits a deadline, and request timeouts.
 import assert from 'node:assert/strict';
+import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { describe, it } from 'node:test';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
+import { closePool, connectionPool, exchange, type TlsOptions } from '../../../src/runtime/kube/transport.ts';
 import { isConflict, isNotFound, isAlreadyExists, KubeApiError } from '../../../src/runtime/kube/errors.ts';
 import { resources, type ConfigMap, type StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { PerKeyTokenBuckets } from '../../../src/runtime/workqueue/tokenbucket.ts';
@@ -105,6 +107,55 @@ describe('KubeClient', () => {
     assert.ok(Date.now() - started < 150, 'refused without waiting');
     // Another API group has its own bucket.
     await kube.list(resources.statefulSets, { namespace });
+  });
+
+  it('reads a list the apiserver gzips (over 128 KiB), and watches on from its resourceVersion', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    t.after(() => kube.close());
+    const value = 'v'.repeat(4096);
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        kube.create(resources.configMaps, {
+          metadata: { name: `c${i}`, namespace, labels: { bulk: 'yes' } },
+          data: { value },
+        }),
+      ),
+    );
+    // The precondition: asked as the client asks, the apiserver answers this list gzipped.
+    const options: HttpsRequestOptions = {};
+    await cluster.kubeConfig().applyToHTTPSOptions(options);
+    const pool = connectionPool('https:', options as TlsOptions);
+    try {
+      const raw = await exchange(
+        `${kube.serverUrl}/api/v1/namespaces/${namespace}/configmaps?labelSelector=bulk%3Dyes`,
+        {
+          pool,
+          method: 'GET',
+          headers: { ...(options.headers as Record<string, string>), 'accept-encoding': 'gzip' },
+          signal: AbortSignal.timeout(10_000),
+        },
+      );
+      raw.close();
+      assert.equal(raw.header('content-encoding'), 'gzip');
+    } finally {
+      await closePool(pool);
+    }
+    const listed = await kube.list<ConfigMap>(resources.configMaps, { namespace, labelSelector: 'bulk=yes' });
+    assert.equal(listed.items.length, 40);
+    assert.ok(listed.items.every((c) => c.data?.['value'] === value));
+    await kube.patch(resources.configMaps, { namespace, name: 'c0' }, 'merge', { data: { value: 'changed' } });
+    const watched: string[] = [];
+    for await (const event of kube.watch<ConfigMap>(resources.configMaps, {
+      namespace,
+      labelSelector: 'bulk=yes',
+      resourceVersion: listed.metadata?.resourceVersion,
+      signal: AbortSignal.timeout(10_000),
+    })) {
+      watched.push(`${event.type} ${event.object.metadata?.name} ${event.object.data?.['value']}`);
+      break;
+    }
+    assert.deepEqual(watched, ['MODIFIED c0 changed']);
   });
 
   it('times out a request the apiserver does not answer, with a Timeout error', async (t) => {
