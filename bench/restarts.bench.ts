@@ -71,7 +71,7 @@
 import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +88,11 @@ import { Informer } from '../src/runtime/informer/informer.ts';
 import { benchNamespace } from './namespace.ts';
 import { PEERS, peerBinary, type PeerBinary } from './peers.ts';
 import { median, mib, percentile, report } from './report.ts';
+
+/** BENCH_CHILD_LOG_DIR: each system's output, line by line with the bench's performance.now(), for a diagnosis. */
+const CHILD_LOG_DIR = process.env['BENCH_CHILD_LOG_DIR'];
+/** BENCH_STATEWARD_LOG_LEVEL: Stateward's -log.level (default warn). */
+const STATEWARD_LOG_LEVEL = process.env['BENCH_STATEWARD_LOG_LEVEL'] ?? 'warn';
 
 function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -353,6 +358,8 @@ class Child {
 
   private line(line: string): void {
     const at = performance.now();
+    if (CHILD_LOG_DIR)
+      appendFileSync(join(CHILD_LOG_DIR, `${this.name}-${this.startedWall}.log`), `${at.toFixed(1)} ${line}\n`);
     if (line.startsWith('{"gcMemory"')) {
       this.gcWaiter?.((JSON.parse(line) as { gcMemory: LiveMemory }).gcMemory);
       return;
@@ -367,6 +374,12 @@ class Child {
 
   get pid(): number {
     return this.proc.pid!;
+  }
+
+  /** A line of the bench's own in this system's BENCH_CHILD_LOG_DIR file, at `at` (performance.now()). */
+  note(text: string, at = performance.now()): void {
+    if (CHILD_LOG_DIR)
+      appendFileSync(join(CHILD_LOG_DIR, `${this.name}-${this.startedWall}.log`), `${at.toFixed(1)} BENCH ${text}\n`);
   }
 
   /** Its last lines of output. */
@@ -494,7 +507,7 @@ function statewardSystem(cluster: LocalCluster, namespace: string): System {
           `-kubernetes.config-file=${cluster.kubeconfigPath}`,
           `-kubernetes.api-url=${cluster.server}`,
           `-server.port=${port}`,
-          '-log.level=warn',
+          `-log.level=${STATEWARD_LOG_LEVEL}`,
           '-config-restarts.enabled',
           `-restart-grace-period=${GRACE_MS / 1000}`,
         ],
@@ -864,7 +877,10 @@ async function runSystem(
     const restartReadyAt = await again.ready();
     const patchedAt = performance.now();
     await kube.patch(restartChange.type, { namespace, name: restartChange.config }, 'merge', restartChange.patch());
+    again.child.note(`ready; patching ${restartChange.config}`, restartReadyAt);
+    again.child.note(`patch sent`, patchedAt);
     const restartAt = await workloads.restarted(restartChange.workload, patchedAt, 60_000 + system.graceMs);
+    again.child.note(`restart of ${restartChange.workload} seen`, restartAt);
     const restartSyncedAt = await restartSynced;
     const restartTo = Date.now();
     await again.child.stop();

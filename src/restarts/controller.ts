@@ -306,6 +306,7 @@ export class RestartController {
       if (!workload) continue;
       const watched = this.watched(workload);
       if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
+      if (this.log.enabled('debug')) this.log.debug('config change noticed', { workload: wkey, config: key });
       this.observe(wkey, watched.keys);
     }
   }
