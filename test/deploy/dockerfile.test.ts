@@ -1,7 +1,8 @@
 // The Dockerfile, checked without a Docker engine: its bases are Node 24
 // (the same Node the tests run on), every path it copies exists and passes
 // .dockerignore, it runs as a non-root user, and its entrypoint starts from
-// a production-only install made the way its build stage makes it.
+// a production-only install and a type-stripped build made the way its build
+// stage makes them.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -96,15 +97,15 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
     const runtime = finalStage(dockerfile);
     const user = runtime.findLast((i) => i.op === 'USER')?.args ?? '';
     assert.match(user, /^[1-9]\d*(:[1-9]\d*)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
-    assert.equal(runtime.find((i) => i.op === 'ENTRYPOINT')?.args, '["/nodejs/bin/node", "/app/bin/stateward.ts"]');
+    assert.equal(runtime.find((i) => i.op === 'ENTRYPOINT')?.args, '["/nodejs/bin/node", "/app/bin/stateward.js"]');
     assert.ok(
       runtime.some((i) => i.op === 'LABEL' && i.args.includes('org.opencontainers.image.version="${VERSION}"')),
     );
     const copied = runtime.filter((i) => i.op === 'COPY').map((i) => i.args.split(/\s+/)[1]);
     assert.deepEqual(
       copied,
-      ['/app/package.json', '/app/node_modules', '/app/bin', '/app/src'],
-      'only the production install reaches the runtime stage',
+      ['/app/dist/package.json', '/app/node_modules', '/app/dist/bin', '/app/dist/src'],
+      'only the production install and the stripped build reach the runtime stage',
     );
     assert.ok(
       dockerfile.some((i) => i.op === 'RUN' && i.args.includes('npm ci --omit=dev')),
@@ -115,7 +116,7 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
   it('its entrypoint starts from a production-only install, made as the build stage makes it', async () => {
     const app = await mkdtemp(join(tmpdir(), 'stateward-image-'));
     try {
-      for (const path of ['package.json', 'package-lock.json', 'bin', 'src'])
+      for (const path of ['package.json', 'package-lock.json', 'bin', 'src', 'scripts/build.ts'])
         await cp(join(ROOT, path), join(app, path), { recursive: true });
       await exec('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], {
         cwd: app,
@@ -126,13 +127,20 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
       await exec('npm', ['pkg', 'set', 'version=9.9.9-test'], { cwd: app });
       // The tested Node 24 (the image's), from this repository's install.
       const node = join(ROOT, 'node_modules', '.bin', 'node');
-      const { stdout } = await exec(node, [join(app, 'bin', 'stateward.ts'), '-version'], {
+      await exec(node, ['scripts/build.ts', 'dist'], { cwd: app });
+      // The runtime stage's layout: the build's bin/, src/ and package.json beside node_modules.
+      const image = join(app, 'image');
+      for (const path of ['bin', 'src', 'package.json'])
+        await cp(join(app, 'dist', path), join(image, path), { recursive: true });
+      await cp(join(app, 'node_modules'), join(image, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+      assert.equal(existsSync(join(image, 'src', 'main.ts')), false, 'no TypeScript source in the image');
+      const { stdout } = await exec(node, [join(image, 'bin', 'stateward.js'), '-version'], {
         cwd: '/',
         env: { PATH: '/usr/bin:/bin', NODE_ENV: 'production' },
       });
       assert.equal(stdout, 'stateward 9.9.9-test\n', 'the baked-in version');
       // -help loads every module the operator runs (they are imported statically).
-      const help = await exec(node, [join(app, 'bin', 'stateward.ts'), '-help'], {
+      const help = await exec(node, [join(image, 'bin', 'stateward.js'), '-help'], {
         cwd: '/',
         env: { PATH: '/usr/bin:/bin' },
       }).catch((error: { stdout: string; stderr: string; code: number }) => error);
