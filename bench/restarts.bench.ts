@@ -78,8 +78,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { LocalCluster } from '../test/cluster/cluster.ts';
+import { statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
@@ -483,16 +483,16 @@ function peerEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
-function statewardSystem(cluster: LocalCluster, namespace: string): System {
-  const preload = fileURLToPath(new URL('./gc-on-signal.ts', import.meta.url));
-  const bin = fileURLToPath(new URL('../bin/stateward.ts', import.meta.url));
+function statewardSystem(cluster: LocalCluster, namespace: string, form: StatewardEntry): System {
+  const { gcPreload: preload, entry: bin } = form;
   return {
     key: 'stateward',
     title: 'Stateward',
     graceMs: GRACE_MS,
     userAgent: 'stateward/',
     records: true,
-    notes: [],
+    notes:
+      form.form === 'sources' ? ['run from its sources (BENCH_STATEWARD_FROM=sources), not as the image runs it'] : [],
     async start(context) {
       const [port] = (await freePorts(1)) as [number];
       const child = new Child(
@@ -1207,7 +1207,7 @@ export async function restartsBench(): Promise<boolean> {
     let baseline: LiveMemory | undefined;
     if (selected.has('stateward')) {
       const empty = await benchNamespace(kube, 'bench-empty');
-      const op = await statewardSystem(cluster, empty).start({
+      const op = await statewardSystem(cluster, empty, await statewardEntry()).start({
         allRecorded: () => true,
         namespaceConfigs: { configMaps: 0, secrets: 0 },
         clusterConfigs: 0,
@@ -1249,7 +1249,16 @@ export async function restartsBench(): Promise<boolean> {
     for (const key of ORDER) {
       if (key === 'reloader' && built.reloader) systems.push(reloaderSystem(cluster, namespace, built.reloader));
       if (key === 'xing' && built.xing) systems.push(xingSystem(cluster, built.xing, join(scratch, 'xing-home')));
-      if (key === 'stateward' && selected.has('stateward')) systems.push(statewardSystem(cluster, namespace));
+      if (key === 'stateward' && selected.has('stateward')) {
+        const form = await statewardEntry();
+        report(
+          'restarts-stateward',
+          form.form === 'build'
+            ? `run as the image runs it: ${form.entry} (scripts/build.ts)`
+            : `run from its sources: ${form.entry} (BENCH_STATEWARD_FROM=sources)`,
+        );
+        systems.push(statewardSystem(cluster, namespace, form));
+      }
     }
     const audit = new AuditLog(
       auditPath,

@@ -5,7 +5,6 @@
 // (Σ zones × batches × median pod restart time; target ≤ 1.05).
 // API requests the operator made for the rollout.
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
@@ -19,6 +18,7 @@ import {
   ZONES,
 } from '../test/support/rollout-group.ts';
 import { benchNamespace } from './namespace.ts';
+import { statewardEntry } from './stateward-build.ts';
 import { percentile, report } from './report.ts';
 
 const REPLICAS = 10;
@@ -44,7 +44,7 @@ export async function rolloutBench(): Promise<boolean> {
     const operator = spawn(
       process.execPath,
       [
-        fileURLToPath(new URL('../bin/stateward.ts', import.meta.url)),
+        (await statewardEntry()).entry,
         `-kubernetes.namespace=${namespace}`,
         `-kubernetes.config-file=${cluster.kubeconfigPath}`,
         `-kubernetes.api-url=${cluster.server}`,
