@@ -42,7 +42,8 @@ export interface InformerOptions<T extends KubeObject> {
    * The resource may not be served (a CRD not installed yet) or not be
    * permitted (an install that kept an older Role): a 404 or 403 on list
    * counts as an empty, synced cache — readiness must not wait for it — and
-   * the list is retried with backoff until it succeeds. `unavailable` says
+   * the list is retried with backoff (`backoff`, else 5 s doubling to 5 min)
+   * until it succeeds. `unavailable` says
    * which, so the user of the cache can degrade knowingly.
    */
   optional?: boolean;
@@ -56,6 +57,12 @@ const DEFAULTS = {
   idleTimeoutMs: 5 * 60_000,
   pageSize: 500,
   backoff: { initialMs: 800, maxMs: 30_000 },
+  // An optional resource that is not served or not permitted is looked for
+  // again at most every 5 minutes: an idle operator in a cluster without the
+  // ZoneAwarePodDisruptionBudget CRD makes no request but its watches
+  // (client-go's reflector would relist every 30 s). A CRD installed later is
+  // picked up within 5 minutes, or at once by a restart.
+  unavailableBackoff: { initialMs: 5_000, maxMs: 5 * 60_000 },
 };
 
 export class Informer<T extends KubeObject> {
@@ -176,8 +183,9 @@ export class Informer<T extends KubeObject> {
         if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
           failures++;
           this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
+          const recheck = this.options.backoff ?? DEFAULTS.unavailableBackoff;
           try {
-            await this.clock.sleep(backoffDelay(failures, { ...backoff, spread: 0.2 }), signal);
+            await this.clock.sleep(backoffDelay(failures, { ...recheck, spread: 0.2 }), signal);
           } catch {
             break;
           }
@@ -222,9 +230,12 @@ export class Informer<T extends KubeObject> {
     if (this.reported !== why) {
       this.reported = why;
       if (why === 'not-served')
-        this.log.info('resource not served (is its CRD installed?); treated as empty until it appears', {
-          resource: this.options.type.resource,
-        });
+        this.log.info(
+          'resource not served (is its CRD installed?); treated as empty until it appears (looked for again within 5m)',
+          {
+            resource: this.options.type.resource,
+          },
+        );
       else
         this.log.warn(
           'not permitted to list this resource (RBAC); treated as empty and retried, see deploy/kustomize/rbac/PERMISSIONS.md',

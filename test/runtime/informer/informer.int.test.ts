@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
+import { FakeClock } from '../../../src/runtime/clock.ts';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
 import type { KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
 import { resources, type ConfigMap, type KubeObject } from '../../../src/runtime/kube/types.ts';
@@ -270,6 +271,48 @@ describe('informer', () => {
       { timeoutMs: 30_000 },
     );
     await waitFor('the informer to see it', () => informer.get(namespace, 'w1'), { timeoutMs: 15_000 });
+  });
+
+  it('looks for a resource that is not served at most every 5 minutes once it has been missing a while (no idle relists every 30 s)', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const type = {
+      group: `${namespace}.stateward.test`,
+      version: 'v1',
+      resource: 'gadgets',
+      kind: 'Gadget',
+      namespaced: true,
+    };
+    const kube = client();
+    // Every list goes to the real apiserver (and gets its 404); the wrapper only counts them, on the fake clock.
+    const clock = new FakeClock();
+    const lists: number[] = [];
+    const realList = kube.list.bind(kube);
+    kube.list = (...args: Parameters<KubeClient['list']>) => {
+      lists.push(clock.monotonic());
+      return realList(...args);
+    };
+    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    assert.equal(informer.unavailable, 'not-served');
+    const start = lists[0]!;
+    // Ten simulated minutes, a second at a time, each step waiting for the informer's next sleep.
+    for (let s = 0; s < 600; s++) {
+      const before = lists.length;
+      await clock.advance(1000);
+      if (lists.length > before)
+        await waitFor('the informer to sleep again', () => clock.pending > 0, { timeoutMs: 10_000, intervalMs: 10 });
+    }
+    const gaps = lists.slice(1).map((at, i) => at - lists[i]!);
+    assert.ok(gaps[0]! >= 4_000, `first recheck after ${gaps[0]} ms`);
+    for (let i = 1; i < gaps.length; i++)
+      assert.ok(gaps[i]! >= gaps[i - 1]! * 1.5 || gaps[i]! >= 240_000, `gaps ${gaps.join(', ')}`);
+    assert.ok(
+      gaps.every((g) => g <= 360_000),
+      `gaps ${gaps.join(', ')}`,
+    );
+    assert.ok(lists.length <= 8, `${lists.length} lists in 10 minutes: ${lists.map((at) => at - start).join(', ')}`);
   });
 
   it('syncs a metadata-only cache of an empty collection (the server sends "items": null)', async (t) => {
