@@ -46,8 +46,8 @@ export async function readPinnedVersions(): Promise<PinnedVersions> {
   return values as unknown as PinnedVersions;
 }
 
-async function goVersion(): Promise<string> {
-  const { stdout } = await run('go', ['env', 'GOVERSION'], { cwd: controlPlaneModuleDir });
+export async function goVersion(cwd = controlPlaneModuleDir): Promise<string> {
+  const { stdout } = await run('go', ['env', 'GOVERSION'], { cwd });
   return stdout.trim();
 }
 
@@ -133,7 +133,7 @@ export async function ensureBinaries(options: { log?: (line: string) => void } =
   return binaries;
 }
 
-async function buildStep(
+export async function buildStep(
   component: string,
   dir: string,
   command: string,
@@ -163,12 +163,12 @@ async function buildStep(
   }
 }
 
-interface RunResult {
+export interface RunResult {
   stdout: string;
   stderr: string;
 }
 
-async function run(command: string, args: string[], options: { cwd: string }): Promise<RunResult> {
+export async function run(command: string, args: string[], options: { cwd: string }): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,

@@ -5,6 +5,10 @@
 //   down    stop it and remove its state
 //   status  components, pids, apiserver health; exit 0 when it is up
 //   build   only build (or find cached) binaries
+//
+// --real-node (up, build): also this machine's one real node (containerd,
+// kubelet, kube-proxy; needs root), with Stateward's image built from the
+// Dockerfile and loaded into it.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,11 +16,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBinaries } from './build.ts';
 import { clustersRoot, COMPONENTS, LocalCluster, reapStaleClusters, readState } from './cluster.ts';
+import { ensurePauseImage, ensureStatewardImage } from './image.ts';
+import { ensureNodeBinaries } from './nodebuild.ts';
+import { NODE_COMPONENTS } from './realnode.ts';
 import { controlRequest, serveControl } from './control.ts';
 import { processAlive } from './lock.ts';
 import { httpStatus, waitFor } from './probe.ts';
 
-const usage = `usage: npm run cluster -- <up|down|status|build> [--name NAME] [--nodes-per-zone N]`;
+const usage = `usage: npm run cluster -- <up|down|status|build> [--name NAME] [--nodes-per-zone N] [--real-node]`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -25,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string', default: 'default' },
       'nodes-per-zone': { type: 'string', default: '2' },
+      'real-node': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -39,14 +47,16 @@ async function main(argv: string[]): Promise<number> {
     console.error(`--nodes-per-zone must be a positive integer, got "${values['nodes-per-zone']}"`);
     return 2;
   }
+  const realNode = values['real-node'];
   switch (command) {
     case 'build':
       await ensureBinaries({ log: (line) => console.error(line) });
+      if (realNode) await buildRealNode();
       return 0;
     case 'up':
-      return up(name, nodesPerZone);
+      return up(name, nodesPerZone, realNode);
     case 'serve':
-      return serve(name, nodesPerZone);
+      return serve(name, nodesPerZone, realNode);
     case 'down':
       return down(name);
     case 'status':
@@ -57,7 +67,19 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function up(name: string, nodesPerZone: number): Promise<number> {
+/** The real node's binaries, its sandbox image and Stateward's image. */
+async function buildRealNode(): Promise<string> {
+  const log = (line: string) => console.error(line);
+  const binaries = await ensureNodeBinaries({ log });
+  await ensurePauseImage(binaries.pause, { log });
+  const image = await ensureStatewardImage({ log });
+  console.error(
+    `Stateward's image: ${image.name} (${(image.sizeBytes / 1024 / 1024).toFixed(0)} MiB, ${image.archive})`,
+  );
+  return image.name;
+}
+
+async function up(name: string, nodesPerZone: number, realNode: boolean): Promise<number> {
   const stateDir = join(clustersRoot(), name);
   const existing = readState(stateDir);
   if (existing?.ready && processAlive(existing.ownerPid)) {
@@ -67,12 +89,21 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
   }
   // Build in the foreground so progress and build errors reach the terminal.
   await ensureBinaries({ log: (line) => console.error(line) });
+  const image = realNode ? await buildRealNode() : undefined;
   mkdirSync(clustersRoot(), { recursive: true });
   const supervisorLog = join(clustersRoot(), `${name}.supervisor.log`);
   const fd = openSync(supervisorLog, 'w');
   const child = spawn(
     process.execPath,
-    [fileURLToPath(import.meta.url), 'serve', '--name', name, '--nodes-per-zone', String(nodesPerZone)],
+    [
+      fileURLToPath(import.meta.url),
+      'serve',
+      '--name',
+      name,
+      '--nodes-per-zone',
+      String(nodesPerZone),
+      ...(realNode ? ['--real-node'] : []),
+    ],
     {
       detached: true,
       stdio: ['ignore', fd, fd],
@@ -93,7 +124,8 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
         return state?.ready && state.ownerPid === pid ? state : undefined;
       },
       {
-        timeoutMs: 180_000,
+        // A real node may wait for another cluster's to go (its own lock timeout).
+        timeoutMs: realNode ? 900_000 : 180_000,
         intervalMs: 250,
         fail: () =>
           processAlive(pid)
@@ -102,8 +134,12 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
       },
     );
     console.error(
-      `cluster "${name}" is up: ${state.nodes.length} nodes, apiserver ${state.server}; logs in ${join(stateDir, 'logs')}`,
+      `cluster "${name}" is up: ${state.nodes.length} nodes${state.realNode ? ` and the real node ${state.realNode.name}` : ''}, apiserver ${state.server}; logs in ${join(stateDir, 'logs')}`,
     );
+    if (image && state.realNode)
+      console.error(
+        `Stateward's image ${image} is loaded on ${state.realNode.name}; pods run there with a toleration of stateward.dev/real-node and nodeSelector type=real (docs/local-cluster.md)`,
+      );
     console.log(`KUBECONFIG=${state.kubeconfig}`);
     return 0;
   } catch (error) {
@@ -113,8 +149,17 @@ async function up(name: string, nodesPerZone: number): Promise<number> {
   }
 }
 
-async function serve(name: string, nodesPerZone: number): Promise<number> {
-  const cluster = await LocalCluster.start({ name, nodesPerZone, log: (line) => console.error(`[cluster] ${line}`) });
+async function serve(name: string, nodesPerZone: number, realNode: boolean): Promise<number> {
+  const log = (line: string) => console.error(`[cluster] ${line}`);
+  // Built by `up` in the foreground already: this finds it in the cache.
+  const image = realNode ? await ensureStatewardImage({ log }) : undefined;
+  const cluster = await LocalCluster.start({
+    name,
+    nodesPerZone,
+    realNode,
+    ...(image ? { realNodeImages: [image.archive] } : {}),
+    log,
+  });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -173,12 +218,16 @@ async function status(name: string): Promise<number> {
   console.log(
     `  kubernetes ${state.versions.KUBERNETES_VERSION}, etcd ${state.versions.ETCD_VERSION}, kwok ${state.versions.KWOK_VERSION}`,
   );
-  for (const component of COMPONENTS) {
+  for (const component of [...COMPONENTS, ...(live.realNode ? NODE_COMPONENTS : [])]) {
     const info = live.components[component];
-    const alive = info.pid !== undefined && processAlive(info.pid);
-    console.log(`  ${component.padEnd(19)} ${alive ? `running (pid ${info.pid})` : 'stopped'}  ${info.log}`);
+    const alive = info?.pid !== undefined && processAlive(info.pid);
+    console.log(`  ${component.padEnd(19)} ${alive ? `running (pid ${info.pid})` : 'stopped'}  ${info?.log ?? ''}`);
   }
   console.log(`  nodes: ${state.nodes.map((n) => `${n.name} (${n.zone})`).join(', ')}`);
+  if (live.realNode)
+    console.log(
+      `  real node: ${live.realNode.name} (${live.realNode.ip}), pods ${live.realNode.podCidr} on ${live.realNode.bridge}, containerd ${live.realNode.containerdSocket}`,
+    );
   return readyz === 200 ? 0 : 1;
 }
 

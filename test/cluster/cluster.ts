@@ -1,6 +1,7 @@
 // The local control plane: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok, each its own process on loopback, owned by the
-// process that calls LocalCluster.start().
+// process that calls LocalCluster.start(); with `realNode: true`, also one
+// real node (containerd, kubelet, kube-proxy: realnode.ts).
 import { CoreV1Api, KubeConfig as ClientNodeKubeConfig } from '@kubernetes/client-node';
 import { readKubeConfigFile, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
@@ -9,17 +10,36 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { ensureBinaries, cacheRoot, type Binaries } from './build.ts';
+import { ensurePauseImage } from './image.ts';
 import { processAlive } from './lock.ts';
+import { ensureNodeBinaries, type NodeBinaries } from './nodebuild.ts';
 import { createClusterPki, type ClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { httpStatus, waitFor } from './probe.ts';
-import { ComponentProcess, type ComponentName, type ComponentSpec } from './process.ts';
+import {
+  ComponentProcess,
+  type ComponentName,
+  type ComponentSpec,
+  type ControlPlaneComponentName,
+  type NodeComponentName,
+} from './process.ts';
+import { NODE_COMPONENTS, RealNode, type RealNodeInfo } from './realnode.ts';
+import { imageBuildProblems, realNodeLeftovers, realNodeProblems, reclaimRealNode } from './realnode-host.ts';
 import { ZONE_LABEL } from '../../src/vocabulary/keys.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 export const DEFAULT_ZONES = ['zone-a', 'zone-b', 'zone-c'];
-export const COMPONENTS: readonly ComponentName[] = ['etcd', 'apiserver', 'controller-manager', 'scheduler', 'kwok'];
+export const COMPONENTS: readonly ControlPlaneComponentName[] = [
+  'etcd',
+  'apiserver',
+  'controller-manager',
+  'scheduler',
+  'kwok',
+];
+
+type ComponentStatus = Record<ControlPlaneComponentName, { pid: number | undefined; log: string }> &
+  Partial<Record<NodeComponentName, { pid: number | undefined; log: string }>>;
 
 export interface ClusterOptions {
   /** Names the state directory under the cache; default "default". */
@@ -33,7 +53,17 @@ export interface ClusterOptions {
   /** Pod capacity of each fake node; default 110, as a kubelet's. */
   maxPodsPerNode?: number;
   /** Extra command-line flags per component, e.g. feature gates for one test. */
-  extraArgs?: Partial<Record<ComponentName, string[]>>;
+  extraArgs?: Partial<Record<ControlPlaneComponentName, string[]>>;
+  /**
+   * Adds this machine's one real node (realnode.ts): needs root and the
+   * Debian packages .ci/run installs; builds its binaries and the sandbox
+   * image on first use. Waits up to realNodeLockTimeoutMs (default 10 min)
+   * while another cluster on this machine has it.
+   */
+  realNode?: boolean;
+  realNodeLockTimeoutMs?: number;
+  /** docker-archive images to load into the real node before the cluster counts as ready (image.ts). */
+  realNodeImages?: string[];
 }
 
 export interface NodeInfo {
@@ -52,8 +82,10 @@ export interface ClusterState {
   ownerPid: number;
   controlSocket: string;
   nodes: NodeInfo[];
-  components: Record<ComponentName, { pid: number | undefined; log: string }>;
+  components: ComponentStatus;
   versions: Binaries['versions'];
+  /** Present when the cluster has the real node. */
+  realNode?: RealNodeInfo;
   /** Pod IPs come from this loopback range, so later tests can serve "pod" endpoints on this machine. */
   podCidr: string;
   ready: boolean;
@@ -82,8 +114,11 @@ export class LocalCluster {
   private readonly ports: Ports;
   private readonly binaries: Binaries;
   private readonly podCidr: string;
-  private readonly extraArgs: Partial<Record<ComponentName, string[]>>;
+  private readonly extraArgs: Partial<Record<ControlPlaneComponentName, string[]>>;
   private readonly maxPodsPerNode: number | undefined;
+  private readonly realNodeParts: RealNodeParts | undefined;
+  /** The real node, once started (realNode: true). */
+  realNode: RealNode | undefined;
   private exitHook: (() => void) | undefined;
   private tornDown = false;
 
@@ -96,8 +131,9 @@ export class LocalCluster {
     ports: Ports;
     binaries: Binaries;
     podCidr: string;
-    extraArgs: Partial<Record<ComponentName, string[]>>;
+    extraArgs: Partial<Record<ControlPlaneComponentName, string[]>>;
     maxPodsPerNode?: number;
+    realNodeParts?: RealNodeParts;
   }) {
     this.name = init.name;
     this.stateDir = init.stateDir;
@@ -109,6 +145,7 @@ export class LocalCluster {
     this.podCidr = init.podCidr;
     this.extraArgs = init.extraArgs;
     this.maxPodsPerNode = init.maxPodsPerNode;
+    this.realNodeParts = init.realNodeParts;
   }
 
   get kubeconfigPath(): string {
@@ -151,7 +188,14 @@ export class LocalCluster {
         `cluster "${name}" is already running (owner pid ${existing.ownerPid}); stop it with \`npm run cluster -- down\``,
       );
     }
+    if (options.realNode) {
+      const problems = [...(await realNodeProblems()), ...(await imageBuildProblems())];
+      if (problems.length > 0) throw new Error(`this machine cannot run the real node:\n- ${problems.join('\n- ')}`);
+    }
     const binaries = await ensureBinaries({ log });
+    const realNodeParts = options.realNode
+      ? await prepareRealNode(log, options.realNodeLockTimeoutMs ?? 600_000, options.realNodeImages ?? [])
+      : undefined;
     await rm(stateDir, { recursive: true, force: true });
     await mkdir(join(stateDir, 'logs'), { recursive: true });
 
@@ -182,6 +226,7 @@ export class LocalCluster {
       podCidr,
       extraArgs: options.extraArgs ?? {},
       maxPodsPerNode: options.maxPodsPerNode,
+      ...(realNodeParts ? { realNodeParts } : {}),
     });
     cluster.installExitHook();
     try {
@@ -204,12 +249,17 @@ export class LocalCluster {
       'sa.key': this.pki.serviceAccount.key,
       'sa.pub': this.pki.serviceAccount.pub,
     };
+    if (this.realNodeParts) {
+      const client = await RealNode.apiserverKubeletClient(this.pki.ca);
+      files['apiserver-kubelet-client.crt'] = client.cert;
+      files['apiserver-kubelet-client.key'] = client.key;
+    }
     for (const [file, content] of Object.entries(files)) await writeFile(join(d, file), content, { mode: 0o600 });
     await writeFile(this.kubeconfigPath, adminKubeconfig(this.server, this.pki), { mode: 0o600 });
     await copyFile(join(here, 'kwok-stages.yaml'), join(d, 'kwok-stages.yaml'));
   }
 
-  private specs(): Record<ComponentName, ComponentSpec> {
+  private specs(): Record<ControlPlaneComponentName, ComponentSpec> {
     const d = this.stateDir;
     const cp = this.binaries.controlPlane;
     const p = this.ports;
@@ -256,7 +306,8 @@ export class LocalCluster {
           `--tls-cert-file=${join(d, 'apiserver.crt')}`,
           `--tls-private-key-file=${join(d, 'apiserver.key')}`,
           `--client-ca-file=${join(d, 'ca.crt')}`,
-          '--authorization-mode=RBAC',
+          // With a real node: Node,RBAC and the kubelet's client and CA flags.
+          ...(this.realNodeParts ? RealNode.apiserverArgs(d) : ['--authorization-mode=RBAC']),
           '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
           `--service-account-key-file=${join(d, 'sa.pub')}`,
           `--service-account-signing-key-file=${join(d, 'sa.key')}`,
@@ -307,6 +358,7 @@ export class LocalCluster {
   }
 
   private component(name: ComponentName): ComponentProcess {
+    if (isNodeComponent(name)) return this.requireRealNode(name).component(name);
     let component = this.components.get(name);
     if (!component) {
       const spec = this.specs()[name];
@@ -316,12 +368,25 @@ export class LocalCluster {
     return component;
   }
 
+  private requireRealNode(name: ComponentName): RealNode {
+    if (!this.realNode) throw new Error(`${name} runs only on the real node, and cluster "${this.name}" has none`);
+    return this.realNode;
+  }
+
+  /** Whether this cluster runs `name` (the real node's components only with a real node). */
+  hasComponent(name: string): name is ComponentName {
+    return (
+      (COMPONENTS as readonly string[]).includes(name) ||
+      (this.realNode !== undefined && (NODE_COMPONENTS as readonly string[]).includes(name))
+    );
+  }
+
   /** An error message if any component died on its own, naming its log. */
   private failure(): string | undefined {
     for (const [name, component] of this.components) {
       if (component.unexpectedExit) return componentFailure(name, component);
     }
-    return undefined;
+    return this.realNode?.failure();
   }
 
   private async boot(timeoutMs: number): Promise<void> {
@@ -344,16 +409,35 @@ export class LocalCluster {
       },
       { timeoutMs: remaining(), fail: () => this.failure() },
     );
+    if (this.realNodeParts) {
+      const parts = this.realNodeParts;
+      this.realNode = await RealNode.start(
+        {
+          cluster: this.name,
+          stateDir: this.stateDir,
+          apiserverPort: this.ports.apiserver,
+          ca: this.pki.ca,
+          binaries: parts.binaries,
+          pauseImage: parts.pauseImage,
+          images: parts.images,
+          kubeConfig: () => this.clientNodeConfig(),
+          log: this.log,
+          lockTimeoutMs: parts.lockTimeoutMs,
+        },
+        120_000,
+      );
+    }
     await this.writeState(true);
     this.log(
-      `cluster "${this.name}" ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${this.server}, ${this.nodes.length} nodes in ${new Set(this.nodes.map((n) => n.zone)).size} zones`,
+      `cluster "${this.name}" ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${this.server}, ${this.nodes.length} nodes in ${new Set(this.nodes.map((n) => n.zone)).size} zones${this.realNode ? ` and the real node ${this.realNode.name}` : ''}`,
     );
   }
 
   private async waitComponentReady(name: ComponentName, timeoutMs: number): Promise<void> {
+    if (isNodeComponent(name)) return this.requireRealNode(name).waitComponentReady(name, timeoutMs);
     const p = this.ports;
     const tls = { ca: this.pki.ca.cert, cert: this.pki.admin.cert, key: this.pki.admin.key };
-    const probes: Record<ComponentName, () => Promise<boolean>> = {
+    const probes: Record<ControlPlaneComponentName, () => Promise<boolean>> = {
       etcd: async () => (await httpStatus(`http://127.0.0.1:${p.etcdClient}/health`)) === 200,
       apiserver: async () => (await httpStatus(`https://127.0.0.1:${p.apiserver}/readyz`, tls)) === 200,
       // Their serving certificates are self-signed in memory: probe without verifying.
@@ -444,13 +528,13 @@ export class LocalCluster {
     await this.startComponent(name, timeoutMs);
   }
 
-  componentStatus(): Record<ComponentName, { pid: number | undefined; log: string }> {
-    const status = {} as Record<ComponentName, { pid: number | undefined; log: string }>;
+  componentStatus(): ComponentStatus {
+    const status = {} as ComponentStatus;
     for (const name of COMPONENTS) {
       const component = this.component(name);
       status[name] = { pid: component.pid, log: component.spec.logPath };
     }
-    return status;
+    return { ...status, ...this.realNode?.componentStatus() };
   }
 
   state(ready: boolean): ClusterState {
@@ -467,6 +551,7 @@ export class LocalCluster {
       versions: this.binaries.versions,
       podCidr: this.podCidr,
       ready,
+      ...(this.realNode ? { realNode: this.realNode.info() } : {}),
     };
   }
 
@@ -479,9 +564,12 @@ export class LocalCluster {
   }
 
   /** Stops every component (dependents first) and removes the state directory. */
-  async teardown(options: { keepState?: boolean } = {}): Promise<void> {
+  async teardown(options: { keepState?: boolean; keepRealNodeLock?: boolean } = {}): Promise<void> {
     if (this.tornDown) return;
     this.tornDown = true;
+    // The real node first, while the apiserver can still take its Node and EndpointSlice away.
+    // keepRealNodeLock: the caller releases the machine's lock (releaseMachineLock) when done looking.
+    await this.realNode?.stop({ keepLock: options.keepRealNodeLock ?? false });
     for (const name of [...COMPONENTS].reverse()) {
       const component = this.components.get(name);
       if (component) await component.stop(5000);
@@ -493,11 +581,36 @@ export class LocalCluster {
   /** Last resort: if the owner exits without teardown, no component outlives it. */
   private installExitHook(): void {
     this.exitHook = () => {
+      // The real node's pods, mounts, interfaces and chains need more than a
+      // signal: a detached reclaimer cleans them up (realnode.ts, killNow).
+      this.realNode?.killNow();
       for (const component of this.components.values()) component.killNow();
       rmSync(this.stateDir, { recursive: true, force: true });
     };
     process.on('exit', this.exitHook);
   }
+}
+
+interface RealNodeParts {
+  binaries: NodeBinaries;
+  pauseImage: { name: string; archive: string };
+  images: string[];
+  lockTimeoutMs: number;
+}
+
+/** Builds (or finds cached) what the real node runs, before anything starts. */
+async function prepareRealNode(
+  log: (line: string) => void,
+  lockTimeoutMs: number,
+  images: string[],
+): Promise<RealNodeParts> {
+  const binaries = await ensureNodeBinaries({ log });
+  const pauseImage = await ensurePauseImage(binaries.pause, { log });
+  return { binaries, pauseImage, images, lockTimeoutMs };
+}
+
+function isNodeComponent(name: ComponentName): name is NodeComponentName {
+  return (NODE_COMPONENTS as readonly string[]).includes(name);
 }
 
 function componentFailure(name: string, component: ComponentProcess): string {
@@ -563,7 +676,7 @@ export async function reapStaleClusters(log: (line: string) => void = () => {}):
       continue;
     }
     for (const [component, info] of Object.entries(state.components)) {
-      if (info.pid && processAlive(info.pid) && isOurProcess(info.pid)) {
+      if (info?.pid && processAlive(info.pid) && isOurProcess(info.pid)) {
         log(`reaping ${component} (pid ${info.pid}) of stale cluster "${name}"`);
         try {
           process.kill(info.pid, 'SIGKILL');
@@ -574,12 +687,15 @@ export async function reapStaleClusters(log: (line: string) => void = () => {}):
     }
     await rm(stateDir, { recursive: true, force: true });
   }
+  // A real node whose owner died (also before its cluster's state named it),
+  // unless another cluster has it now.
+  if (realNodeLeftovers()) await reclaimRealNode(log, 'the real node of a cluster whose owner died');
 }
 
 function isOurProcess(pid: number): boolean {
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    return cmdline.includes('stateward-controlplane') || cmdline.includes('kwok');
+    return cmdline.includes('stateward-controlplane') || cmdline.includes('kwok') || cmdline.includes('/realnode/bin/');
   } catch {
     return false;
   }

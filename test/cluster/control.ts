@@ -4,8 +4,6 @@
 import { createServer, request, type Server } from 'node:http';
 import { rm } from 'node:fs/promises';
 import type { LocalCluster } from './cluster.ts';
-import { COMPONENTS } from './cluster.ts';
-import type { ComponentName } from './process.ts';
 
 export type ComponentAction = 'stop' | 'start' | 'kill' | 'restart' | 'pause' | 'resume';
 const ACTIONS: readonly ComponentAction[] = ['stop', 'start', 'kill', 'restart', 'pause', 'resume'];
@@ -26,9 +24,11 @@ export async function serveControl(cluster: LocalCluster, onShutdown: () => void
     }
     const match = /^\/components\/([a-z-]+)\/([a-z]+)$/.exec(url);
     if (req.method === 'POST' && match) {
-      const [, name, action] = match as unknown as [string, ComponentName, ComponentAction];
-      if (!COMPONENTS.includes(name))
-        return reply(404, { error: `unknown component "${name}"; one of ${COMPONENTS.join(', ')}` });
+      const [, name, action] = match as unknown as [string, string, ComponentAction];
+      if (!cluster.hasComponent(name))
+        return reply(404, {
+          error: `unknown component "${name}"; one of ${Object.keys(cluster.componentStatus()).join(', ')}`,
+        });
       if (!ACTIONS.includes(action))
         return reply(404, { error: `unknown action "${action}"; one of ${ACTIONS.join(', ')}` });
       const operations: Record<ComponentAction, () => Promise<void>> = {

@@ -74,6 +74,26 @@ export async function createCa(commonName: string, days = 365): Promise<Certific
   return { cert, keys, pem: { cert: cert.toString('pem'), key: await privatePem(keys.privateKey) } };
 }
 
+/** The CA of a running cluster from its PEM files, to issue more certificates (the real node's). */
+export async function caFromPem(pem: Pem): Promise<CertificateAuthority> {
+  const cert = new x509.X509Certificate(pem.cert);
+  const privateKey = await webcrypto.subtle.importKey(
+    'pkcs8',
+    x509.PemConverter.decodeFirst(pem.key),
+    { name: 'ECDSA', namedCurve: 'P-256' },
+    true,
+    ['sign'],
+  );
+  const publicKey = await webcrypto.subtle.importKey(
+    'spki',
+    cert.publicKey.rawData,
+    { name: 'ECDSA', namedCurve: 'P-256' },
+    true,
+    ['verify'],
+  );
+  return { cert, keys: { privateKey, publicKey }, pem };
+}
+
 export interface LeafRequest {
   /** Distinguished name, e.g. "CN=admin, O=system:masters". */
   subject: string;

@@ -1,14 +1,20 @@
-// One control-plane component as an OS process with its own log file.
+// One component of the local cluster (control plane or real node) as an OS
+// process with its own log file.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 
-export type ComponentName = 'etcd' | 'apiserver' | 'controller-manager' | 'scheduler' | 'kwok';
+export type ControlPlaneComponentName = 'etcd' | 'apiserver' | 'controller-manager' | 'scheduler' | 'kwok';
+/** The real node's processes (test/cluster/realnode.ts), present only in a cluster started with one. */
+export type NodeComponentName = 'containerd' | 'kubelet' | 'kube-proxy';
+export type ComponentName = ControlPlaneComponentName | NodeComponentName;
 
 export interface ComponentSpec {
   name: ComponentName;
   command: string;
   args: string[];
   logPath: string;
+  /** Added to this process's environment. */
+  env?: Record<string, string>;
 }
 
 export class ComponentProcess {
@@ -40,6 +46,7 @@ export class ComponentProcess {
     try {
       child = spawn(this.spec.command, this.spec.args, {
         stdio: ['ignore', fd, fd],
+        ...(this.spec.env ? { env: { ...process.env, ...this.spec.env } } : {}),
         // Own process group, so Ctrl-C in the terminal reaches the harness
         // only, which then stops the components in order.
         detached: true,
