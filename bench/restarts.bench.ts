@@ -484,7 +484,7 @@ function peerEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function statewardSystem(cluster: LocalCluster, namespace: string, form: StatewardEntry): System {
-  const { gcPreload: preload, entry: bin } = form;
+  const { gcPreload: preload, entry: bin, nodeFlags } = form;
   return {
     key: 'stateward',
     title: 'Stateward',
@@ -499,6 +499,7 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
         'Stateward',
         process.execPath,
         [
+          ...nodeFlags,
           '--expose-gc',
           '--import',
           preload,
@@ -1254,7 +1255,7 @@ export async function restartsBench(): Promise<boolean> {
         report(
           'restarts-stateward',
           form.form === 'build'
-            ? `run as the image runs it: ${form.entry} (scripts/build.ts)`
+            ? `run as the image runs it: node ${form.nodeFlags.join(' ')} ${form.entry} (scripts/build.ts, the Dockerfile's flags)`
             : `run from its sources: ${form.entry} (BENCH_STATEWARD_FROM=sources)`,
         );
         systems.push(statewardSystem(cluster, namespace, form));

@@ -44,6 +44,7 @@ export async function rolloutBench(): Promise<boolean> {
     const operator = spawn(
       process.execPath,
       [
+        ...(await statewardEntry()).nodeFlags,
         (await statewardEntry()).entry,
         `-kubernetes.namespace=${namespace}`,
         `-kubernetes.config-file=${cluster.kubeconfigPath}`,

@@ -12,8 +12,10 @@ import { buildRuntime, compileModule } from '../scripts/build.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface StatewardEntry {
-  /** `node [--import <gcPreload>] <entry> <flags>` */
+  /** `node <nodeFlags> [--import <gcPreload>] <entry> <flags>` */
   entry: string;
+  /** The Node flags the image's ENTRYPOINT passes (read from the Dockerfile, so the two cannot drift). */
+  nodeFlags: string[];
   /** bench/gc-on-signal.ts in the same form (a .ts preload would load the type stripper after all). */
   gcPreload: string;
   form: 'build' | 'sources';
@@ -21,20 +23,35 @@ export interface StatewardEntry {
 
 let built: Promise<StatewardEntry> | undefined;
 
+/** The flags between node and the script in the Dockerfile's ENTRYPOINT ["/nodejs/bin/node", ..., "/app/bin/stateward.js"]. */
+export async function imageNodeFlags(): Promise<string[]> {
+  const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
+  const line = dockerfile.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  if (!line) throw new Error('the Dockerfile has no ENTRYPOINT line');
+  const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
+  return argv.slice(1, -1);
+}
+
 export function statewardEntry(): Promise<StatewardEntry> {
   if (process.env['BENCH_STATEWARD_FROM'] === 'sources')
-    return Promise.resolve({
+    return imageNodeFlags().then((nodeFlags) => ({
       entry: join(ROOT, 'bin', 'stateward.ts'),
+      nodeFlags,
       gcPreload: join(ROOT, 'bench', 'gc-on-signal.ts'),
-      form: 'sources',
-    });
+      form: 'sources' as const,
+    }));
   built ??= (async () => {
     const out = await mkdtemp(join(tmpdir(), 'stateward-bench-build-'));
     await buildRuntime(out);
     await symlink(join(ROOT, 'node_modules'), join(out, 'node_modules'));
     const gcPreload = join(out, 'gc-on-signal.js');
     await writeFile(gcPreload, compileModule(await readFile(join(ROOT, 'bench', 'gc-on-signal.ts'), 'utf8')));
-    return { entry: join(out, 'bin', 'stateward.js'), gcPreload, form: 'build' as const };
+    return {
+      entry: join(out, 'bin', 'stateward.js'),
+      nodeFlags: await imageNodeFlags(),
+      gcPreload,
+      form: 'build' as const,
+    };
   })();
   return built;
 }

@@ -97,7 +97,10 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
     const runtime = finalStage(dockerfile);
     const user = runtime.findLast((i) => i.op === 'USER')?.args ?? '';
     assert.match(user, /^[1-9]\d*(:[1-9]\d*)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
-    assert.equal(runtime.find((i) => i.op === 'ENTRYPOINT')?.args, '["/nodejs/bin/node", "/app/bin/stateward.js"]');
+    assert.equal(
+      runtime.find((i) => i.op === 'ENTRYPOINT')?.args,
+      '["/nodejs/bin/node", "--max-semi-space-size=4", "/app/bin/stateward.js"]',
+    );
     assert.ok(
       runtime.some((i) => i.op === 'LABEL' && i.args.includes('org.opencontainers.image.version="${VERSION}"')),
     );
