@@ -95,9 +95,9 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       scope: 'managed',
       apiGroups: [''],
       resources: ['configmaps'],
-      verbs: ['get', 'update'],
+      verbs: ['patch'],
       resourceNames: [ROLLOUT_STATUS_CONFIGMAP],
-      why: 'read and rewrite the rollout status ConfigMap, and no other',
+      why: 'rewrite the rollout status ConfigMap (one JSON Patch per write, no read), and no other',
     },
     {
       scope: 'managed',

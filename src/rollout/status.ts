@@ -4,7 +4,7 @@
 //   kubectl get configmap stateward-rollout-status -o jsonpath='{.data.ingester}'
 // Written only when something other than the timestamp changed, batched.
 import type { KubeClient } from '../runtime/kube/client.ts';
-import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
+import { isAlreadyExists, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap } from '../runtime/kube/types.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/log/logger.ts';
@@ -139,35 +139,32 @@ export class StatusPublisher {
     const data: Record<string, string> = {};
     for (const [key, status] of groups) if (status) data[key] = JSON.stringify(status);
     for (const [key, status] of [...groups]) if (!status) groups.delete(key);
+    // One request per write: a JSON Patch that replaces the whole data map
+    // needs no read first and no resourceVersion (only the leader writes
+    // here), and drops the keys of groups that are gone.
+    const replaceData = [{ op: 'add', path: '/data', value: data }];
+    const where = { namespace, name: STATUS_CONFIGMAP };
     for (let attempt = 0; attempt < 3; attempt++) {
-      let current: ConfigMap | undefined;
       try {
-        current = await this.client.get<ConfigMap>(
-          resources.configMaps,
-          { namespace, name: STATUS_CONFIGMAP },
-          { timeoutMs: 10_000 },
-        );
+        await this.client.patch<ConfigMap>(resources.configMaps, where, 'json', replaceData, { timeoutMs: 10_000 });
+        return;
       } catch (error) {
         if (!isNotFound(error)) throw error;
       }
       try {
-        if (!current) {
-          await this.client.create<ConfigMap>(
-            resources.configMaps,
-            {
-              metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
-              data,
-            },
-            { timeoutMs: 10_000 },
-          );
-        } else {
-          await this.client.update<ConfigMap>(resources.configMaps, { ...current, data }, { timeoutMs: 10_000 });
-        }
+        await this.client.create<ConfigMap>(
+          resources.configMaps,
+          {
+            metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
+            data,
+          },
+          { timeoutMs: 10_000 },
+        );
         return;
       } catch (error) {
-        if (!isConflict(error) && !isAlreadyExists(error)) throw error;
+        if (!isAlreadyExists(error)) throw error;
       }
     }
-    throw new Error(`ConfigMap ${namespace}/${STATUS_CONFIGMAP} kept changing under us`);
+    throw new Error(`ConfigMap ${namespace}/${STATUS_CONFIGMAP} kept appearing and disappearing under us`);
   }
 }

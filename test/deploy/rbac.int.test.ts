@@ -422,7 +422,12 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(await canI(kubeconfig, 'patch', 'mutatingwebhookconfigurations/someone-elses'), false);
     // And the ones it needs, as a cross-check of the method.
     assert.equal(await canI(kubeconfig, 'delete', 'pods', '-n', namespace), true);
-    assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', namespace), true);
+    assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-rollout-status', '-n', namespace), true);
+    assert.equal(
+      await canI(kubeconfig, 'get', 'configmaps/stateward-rollout-status', '-n', namespace),
+      false,
+      'the status ConfigMap is written without being read',
+    );
     assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-reschedule-tracking', '-n', namespace), true);
     for (const [type, name] of webhookNames)
       assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
@@ -463,6 +468,6 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
         `no ${verb} of kube-system's ConfigMaps`,
       );
     assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', 'kube-system'), false);
-    assert.equal(await canI(kubeconfig, 'update', 'configmaps/stateward-rollout-status', '-n', workloads), true);
+    assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-rollout-status', '-n', workloads), true);
   });
 });
