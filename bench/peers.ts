@@ -1,7 +1,8 @@
-// The peers of the side-by-side restarts bench (issue 23): stakater/Reloader
-// and xing's kubernetes-deployment-restart-controller, built from their own
-// sources at pinned commits with the local Go toolchain, into a cache outside
-// the repository keyed by commit (<cache>/peers/<name>-<commit>/<binary>), on
+// The peers of the side-by-side benches: stakater/Reloader and xing's
+// kubernetes-deployment-restart-controller (restarts, issue 23), and
+// grafana/rollout-operator (versus, issue 19), built from their own sources
+// at pinned commits with the local Go toolchain, into a cache outside the
+// repository keyed by commit (<cache>/peers/<name>-<commit>/<binary>), on
 // first use only. Nothing of theirs is copied into this repository.
 //
 // Sources are never fetched here: a peer's tree is expected at
@@ -16,7 +17,7 @@ import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cacheRoot } from '../test/cluster/build.ts';
 
-export type PeerName = 'reloader' | 'xing';
+export type PeerName = 'reloader' | 'xing' | 'rollout-operator';
 
 export interface PeerSpec {
   name: PeerName;
@@ -29,6 +30,13 @@ export interface PeerSpec {
   describe: string;
   /** The binary's file name: client-go puts it first in the User-Agent, which is how the audit log tells the peers apart. */
   binary: string;
+  /** The main package, relative to the module root; default ".". */
+  main?: string;
+  /**
+   * How `go build` resolves modules: "mod" (default) downloads them from the
+   * module proxy; "vendor" uses the source's own vendor/ directory.
+   */
+  mod?: 'mod' | 'vendor';
   /**
    * Applied to the cache copy only when the build as published fails (then
    * recorded in build-info.json and reported): `go` argument lists, and why.
@@ -60,6 +68,17 @@ export const PEERS: Record<PeerName, PeerSpec> = {
     commit: '71b5c3455cfff1979bf0344f59d618e2872be4ef',
     describe: 'v1.3.0 (2023-03-01)',
     binary: 'kubernetes-deployment-restart-controller',
+  },
+  'rollout-operator': {
+    name: 'rollout-operator',
+    title: 'rollout-operator',
+    repo: 'grafana/rollout-operator',
+    commit: '895779f9086520f35f7d1adc2d129a55c0529353',
+    describe: 'v0.38.1',
+    binary: 'rollout-operator',
+    main: './cmd/rollout-operator',
+    // Its tree vendors every module (vendor/modules.txt): built as its Makefile builds it, nothing downloaded.
+    mod: 'vendor',
   },
 };
 
@@ -117,7 +136,17 @@ export async function peerBinary(spec: PeerSpec, log: (line: string) => void): P
   );
   const started = Date.now();
   // -mod=mod: an old module (xing's, Go 1.20) may have a go.sum the current toolchain wants completed.
-  const build = ['build', '-trimpath', '-buildvcs=false', '-mod=mod', '-ldflags', '-s -w', '-o', `${path}.tmp`, '.'];
+  const build = [
+    'build',
+    '-trimpath',
+    '-buildvcs=false',
+    `-mod=${spec.mod ?? 'mod'}`,
+    '-ldflags',
+    '-s -w',
+    '-o',
+    `${path}.tmp`,
+    spec.main ?? '.',
+  ];
   const notes: string[] = [];
   let code = await go(build, work, logPath);
   if (code !== 0 && spec.fallback) {
@@ -130,7 +159,9 @@ export async function peerBinary(spec: PeerSpec, log: (line: string) => void): P
   if (code !== 0) {
     log(`${spec.title}: go build failed (exit ${code}); trying once more after go mod tidy in the cache copy`);
     notes.push('go mod tidy in the cache copy');
-    code = (await go(['mod', 'tidy'], work, logPath)) || (await go(build, work, logPath));
+    // After tidy, vendor/ no longer matches go.mod: the modules come from the proxy.
+    const tidied = build.map((arg) => (arg === '-mod=vendor' ? '-mod=mod' : arg));
+    code = (await go(['mod', 'tidy'], work, logPath)) || (await go(tidied, work, logPath));
   }
   await rm(work, { recursive: true, force: true });
   if (code !== 0) {

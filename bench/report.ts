@@ -22,3 +22,12 @@ export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 export function report(name: string, text: string): void {
   console.log(`${name.padEnd(28)} ${text}`);
 }
+
+/** A positive number from the environment variable `name`, or `fallback` when it is unset or empty. */
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}

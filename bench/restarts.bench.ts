@@ -68,17 +68,15 @@
 // synced ≤ 2×, change right after a restart ≤ 100 ms beyond the grace,
 // RSS ≤ 1×, idle CPU ≤ 2×; and, Stateward's own, a steady change's p99
 // ≤ 100 ms beyond the grace with no LIST per change.
-import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LocalCluster } from '../test/cluster/cluster.ts';
+import { Child, outOfClusterEnv, type LiveMemory } from './child.ts';
+import { cpuMs, rss } from './proc.ts';
 import { statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
@@ -87,20 +85,10 @@ import { resources, type KubeObject, type ResourceType } from '../src/runtime/ku
 import { Informer } from '../src/runtime/informer/informer.ts';
 import { benchNamespace } from './namespace.ts';
 import { PEERS, peerBinary, type PeerBinary } from './peers.ts';
-import { median, mib, percentile, report } from './report.ts';
+import { envNumber, median, mib, percentile, report } from './report.ts';
 
-/** BENCH_CHILD_LOG_DIR: each system's output, line by line with the bench's performance.now(), for a diagnosis. */
-const CHILD_LOG_DIR = process.env['BENCH_CHILD_LOG_DIR'];
 /** BENCH_STATEWARD_LOG_LEVEL: Stateward's -log.level (default warn). */
 const STATEWARD_LOG_LEVEL = process.env['BENCH_STATEWARD_LOG_LEVEL'] ?? 'warn';
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return n;
-}
 
 const SCALE = envNumber('BENCH_RESTARTS_SCALE', 1);
 const CONFIGMAPS = Math.round(5000 * SCALE);
@@ -170,32 +158,6 @@ async function portFree(port: number): Promise<boolean> {
     server.once('error', () => resolve(false));
     server.listen(port, () => server.close(() => resolve(true)));
   });
-}
-
-// --- /proc: the child's own figures -------------------------------------------------------------
-
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** utime + stime of a process (all its threads), in ms. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After "pid (comm) ": field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-}
-
-/** VmRSS of a process, and the part of it mapped from files (the executable's pages: Node's binary is ~120 MB), in bytes. */
-function rss(pid: number): { total: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n');
-  const kib = (field: string) =>
-    Number(/(\d+)/.exec(status.find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) * 1024;
-  return { total: kib('VmRSS'), file: kib('RssFile') };
 }
 
 // --- The audit log: API requests per system --------------------------------------------------------
@@ -317,119 +279,6 @@ const fmt = (n: number, digits: number) =>
 
 // --- The systems as child processes -------------------------------------------------------------
 
-/** What bench/gc-on-signal.ts prints after a forced GC. */
-type LiveMemory = {
-  heapUsed: number;
-  heapTotal: number;
-  external: number;
-  arrayBuffers: number;
-  rss: number;
-  spaces: Record<string, number>;
-};
-
-/** A system under test as a child process: its output read throughout (the tail kept for errors), and how it ended. */
-class Child {
-  readonly name: string;
-  readonly startedAt = performance.now();
-  readonly startedWall = Date.now();
-  private readonly proc: ChildProcessByStdio<null, Readable, Readable>;
-  private readonly tail: string[] = [];
-  private readonly lineWaiters: { pattern: RegExp; resolve: (at: number) => void }[] = [];
-  private gcWaiter: ((memory: LiveMemory) => void) | undefined;
-  private ended: string | undefined;
-  readonly exited: Promise<void>;
-
-  constructor(name: string, command: string, args: string[], env: NodeJS.ProcessEnv) {
-    this.name = name;
-    this.proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.exited = new Promise((resolve) => {
-      this.proc.once('exit', (code, signal) => {
-        this.ended = `exited with ${signal ?? `code ${code}`}`;
-        resolve();
-      });
-      this.proc.once('error', (error) => {
-        this.ended = `could not start: ${error.message}`;
-        resolve();
-      });
-    });
-    for (const stream of [this.proc.stdout, this.proc.stderr])
-      createInterface({ input: stream }).on('line', (line) => this.line(line));
-  }
-
-  private line(line: string): void {
-    const at = performance.now();
-    if (CHILD_LOG_DIR)
-      appendFileSync(join(CHILD_LOG_DIR, `${this.name}-${this.startedWall}.log`), `${at.toFixed(1)} ${line}\n`);
-    if (line.startsWith('{"gcMemory"')) {
-      this.gcWaiter?.((JSON.parse(line) as { gcMemory: LiveMemory }).gcMemory);
-      return;
-    }
-    this.tail.push(line);
-    if (this.tail.length > 30) this.tail.shift();
-    for (const waiter of this.lineWaiters.filter((w) => w.pattern.test(line))) {
-      this.lineWaiters.splice(this.lineWaiters.indexOf(waiter), 1);
-      waiter.resolve(at);
-    }
-  }
-
-  get pid(): number {
-    return this.proc.pid!;
-  }
-
-  /** A line of the bench's own in this system's BENCH_CHILD_LOG_DIR file, at `at` (performance.now()). */
-  note(text: string, at = performance.now()): void {
-    if (CHILD_LOG_DIR)
-      appendFileSync(join(CHILD_LOG_DIR, `${this.name}-${this.startedWall}.log`), `${at.toFixed(1)} BENCH ${text}\n`);
-  }
-
-  /** Its last lines of output. */
-  lastOutput(): string {
-    return this.tail.join('\n  ');
-  }
-
-  /** Why the process is gone, with its last output; undefined while it runs. */
-  failure(): string | undefined {
-    return this.ended === undefined
-      ? undefined
-      : `${this.name} ${this.ended}; its last output:\n  ${this.tail.join('\n  ')}`;
-  }
-
-  /** When a line matching `pattern` is printed (performance.now()). */
-  async waitLine(pattern: RegExp, timeoutMs: number): Promise<number> {
-    let resolveLine!: (at: number) => void;
-    const seen = new Promise<number>((resolve) => (resolveLine = resolve));
-    this.lineWaiters.push({ pattern, resolve: resolveLine });
-    return waitFor(
-      `${this.name}: a log line matching ${String(pattern)}`,
-      () => Promise.race([seen, delay(100).then(() => undefined)]),
-      { timeoutMs, intervalMs: 0, fail: () => this.failure() },
-    );
-  }
-
-  /** Live heap and RSS after a full GC (a Stateward child preloaded with bench/gc-on-signal.ts). */
-  async liveMemory(): Promise<LiveMemory> {
-    const answer = new Promise<LiveMemory>((resolve) => (this.gcWaiter = resolve));
-    this.proc.kill('SIGUSR2');
-    try {
-      return await waitFor(
-        `${this.name}: its GC answer`,
-        () => Promise.race([answer, delay(100).then(() => undefined)]),
-        { timeoutMs: 30_000, intervalMs: 0, fail: () => this.failure() },
-      );
-    } finally {
-      this.gcWaiter = undefined;
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.ended !== undefined) return;
-    this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
 /** performance.now() once `check` holds, polled every `intervalMs`; fails at once if the child dies. */
 async function pollUntil(
   child: Child,
@@ -473,14 +322,6 @@ interface System {
   records: boolean;
   notes: string[];
   start(context: SystemContext): Promise<Started>;
-}
-
-/** The environment of a peer: no in-cluster configuration, whatever the bench runs in. */
-function peerEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env, ...extra };
-  delete env['KUBERNETES_SERVICE_HOST'];
-  delete env['KUBERNETES_SERVICE_PORT'];
-  return env;
 }
 
 function statewardSystem(cluster: LocalCluster, namespace: string, form: StatewardEntry): System {
@@ -551,7 +392,7 @@ function reloaderSystem(cluster: LocalCluster, namespace: string, built: Extract
         'Reloader',
         built.path,
         [`--namespaces=${namespace}`],
-        peerEnv({ KUBECONFIG: cluster.kubeconfigPath }),
+        outOfClusterEnv({ KUBECONFIG: cluster.kubeconfigPath }),
       );
       const url = (path: string) => `http://127.0.0.1:${RELOADER_PORT}${path}`;
       return Promise.resolve({
@@ -585,7 +426,7 @@ function xingSystem(cluster: LocalCluster, built: Extract<PeerBinary, { ok: true
         'xing',
         built.path,
         [`--restart-grace-period=${GRACE_MS / 1000}`, '--verbose=1'],
-        peerEnv({ HOME: home }),
+        outOfClusterEnv({ HOME: home }),
       );
       // Listening from the spawn on, so the line cannot pass unseen.
       const ready = child.waitLine(/\] Starting$/, 180_000);

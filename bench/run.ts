@@ -9,6 +9,8 @@
 //   restarts  config-change restarts with 7,000 configs and 500 workloads, side by side with Reloader
 //             and xing's restart controller (built from source on first use): start, sync, latency, memory, CPU, API calls
 //   abuse     the operator's two servers under hostile clients (issue 16): RSS, log bytes, good-request p99
+//   versus    side by side with grafana/rollout-operator v0.38.1 (built from source on first use): start, RSS,
+//             idle CPU, API requests (idle, per rollout, through a counting proxy), makespan ÷ ideal (issue 19)
 import { clusterBench } from './cluster.bench.ts';
 import { informerBench } from './informer.bench.ts';
 import { rolloutBench } from './rollout.bench.ts';
@@ -17,6 +19,7 @@ import { webhooksLoadBench } from './webhooks-load.bench.ts';
 import { evictionsBench } from './evictions.bench.ts';
 import { restartsBench } from './restarts.bench.ts';
 import { abuseBench } from './abuse.bench.ts';
+import { versusBench } from './versus.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -33,6 +36,7 @@ const all: Record<string, () => Promise<boolean>> = {
   evictions: () => evictionsBench(),
   restarts: () => restartsBench(),
   abuse: () => abuseBench(),
+  versus: () => versusBench(),
 };
 for (const name of selected)
   if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);

@@ -13,18 +13,12 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:https';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { percentile, report } from './report.ts';
+import { envNumber, percentile, report } from './report.ts';
 
 const PATH = '/admission/no-downscale';
 const TARGET_P99_MS = 5;
 const REQUEST_TIMEOUT_MS = 5_000;
 const WARMUP_SECONDS = 1;
-
-function envNumber(name: string, fallback: number): number {
-  const value = Number(process.env[name] ?? fallback);
-  if (!(value > 0)) throw new Error(`${name} must be a positive number`);
-  return value;
-}
 
 function container(name: string, image: string, port: number): Record<string, unknown> {
   return {
