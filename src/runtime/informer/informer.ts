@@ -395,12 +395,19 @@ export class Informer<T extends KubeObject> {
   }
 
   private upsert(key: string, object: T, isInitialList: boolean): void {
+    const current = this.store.get(key);
+    if (current?.metadata?.uid && object.metadata?.uid && current.metadata.uid !== object.metadata.uid) {
+      // Deleted and recreated under the same name while we were not looking
+      // (seen only through a relist): delivered as it happened, a delete with
+      // the object gone from the cache, then an add, so a handler that reads
+      // the cache sees the moment in between.
+      this.emitDelete(this.store.delete(key)!);
+      this.store.set(key, object);
+      this.emit('onAdd', object, isInitialList);
+      return;
+    }
     const previous = this.store.set(key, object);
     if (!previous) {
-      this.emit('onAdd', object, isInitialList);
-    } else if (previous.metadata?.uid && object.metadata?.uid && previous.metadata.uid !== object.metadata.uid) {
-      // Deleted and recreated under the same name while we were not looking.
-      this.emitDelete(previous);
       this.emit('onAdd', object, isInitialList);
     } else if (previous.metadata?.resourceVersion !== object.metadata?.resourceVersion) {
       for (const handlers of this.handlers) this.call(handlers, 'onUpdate', previous, object);
