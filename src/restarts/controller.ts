@@ -353,6 +353,7 @@ export class RestartController {
       for (const informer of this.workloads.get(kind)!) for (const w of informer.list()) this.workloadChanged(kind, w);
     signal.addEventListener('abort', () => queue.shutDown(), { once: true });
     await runWorkers(queue, 2, (key) => this.reconcile(key), {
+      whileLeading: () => this.runtime.isLeader(),
       onError: (key, error) =>
         this.log.warn('config restart reconcile failed; retrying', {
           workload: key,
@@ -370,7 +371,6 @@ export class RestartController {
   }
 
   private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
-    if (!this.runtime.isLeader()) return;
     const [, namespace, name] = wkey.split('/') as [string, string, string];
     const { entry, workload: w } = this.workloadByKey(wkey);
     if (!w) {

@@ -202,6 +202,7 @@ export class RolloutController {
     await Promise.all([
       resync(),
       runWorkers(queue, 4, (key) => this.reconcile(key), {
+        whileLeading: () => this.runtime.isLeader(),
         onError: (key, error) =>
           this.log.warn('reconcile failed; retrying', {
             group: key,
@@ -261,7 +262,6 @@ export class RolloutController {
   }
 
   private async reconcileGroup(key: string): Promise<HandlerResult> {
-    if (!this.runtime.isLeader()) return;
     const { namespace, group } = splitKey(key);
     let snapshot = this.snapshot(namespace, group);
     const metricGroup = this.metricGroup(namespace, group);
@@ -397,8 +397,9 @@ export class RolloutController {
     }
     let budgetWait: { statefulSet: string; message: string } | undefined;
     for (const deletion of plan.deletions) {
-      // Re-check right before every write: a replica that lost its lease must not act.
-      if (!this.runtime.isLeader()) return {};
+      // Re-check right before every write: a replica that lost its lease must
+      // not act; one whose renewal is only late acts on the retry.
+      if (!this.runtime.isLeader()) return { requeue: true };
       const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
       // A zone-aware disruption budget covers rolling deletes as it covers
       // evictions; a denial waits for the next reconcile.
@@ -454,7 +455,7 @@ export class RolloutController {
     }
     let requeue = false;
     for (const update of plan.revisionUpdates) {
-      if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue };
+      if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };
       const outcome = await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
       if (outcome === 'conflict') requeue = true;
       if (outcome !== 'advanced') continue;

@@ -126,6 +126,7 @@ export class CaInjector {
     this.enqueueAll();
     signal.addEventListener('abort', () => queue.shutDown(), { once: true });
     await runWorkers(queue, 1, (key) => this.inject(key), {
+      whileLeading: () => this.runtime.isLeader(),
       onError: (key, error) =>
         this.log.warn('CA injection failed; retrying', {
           configuration: key,
@@ -136,7 +137,7 @@ export class CaInjector {
   }
 
   private async inject(key: string): Promise<void> {
-    if (!this.caBundle || !this.runtime.isLeader()) return;
+    if (!this.caBundle) return;
     const [resource, name] = key.split('/') as [string, string];
     const entry = this.configs.informers.find((i) => i.type.resource === resource)!;
     const config = entry.informer.get(undefined, name);

@@ -22,6 +22,7 @@ import {
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { xingLegacyChecksum } from '../../src/restarts/hash.ts';
+import { DelayProxy } from '../support/delay-proxy.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import {
   createGroup,
@@ -382,6 +383,52 @@ describe('config-change restarts', () => {
     );
     assert.equal(await metric(standby, 'deployment_restart_controller_deployment_restarts_total'), 0);
     assert.equal((await get(kube, namespace, 'app')).spec?.template?.metadata?.annotations?.[TRIGGER], trigger);
+  });
+
+  it('applies every change while its lease renewals answer late, the term going on (no reconcile dropped)', async (t) => {
+    // Every request to the apiserver takes ~0.5 s longer: a renewal (GET and
+    // PUT of the Lease) then ends after the renew deadline of 2 s since the
+    // previous one started, though in time to keep the lease. In between,
+    // isLeader() is false inside a term that goes on; a reconcile due then
+    // (a debounce ending) used to be dropped, and the change waited for the
+    // workload's next event: the chaos soak's "content change never applied".
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await kube.create<ConfigMap>(resources.configMaps, {
+      metadata: { name: 'app-config', namespace },
+      data: { level: 'v0' },
+    });
+    await kube.create(
+      resources.deployments,
+      deployment(namespace, 'app', {
+        containers: [
+          { name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }] },
+        ],
+      }),
+    );
+    const apiserver = new URL(cluster.state.server);
+    const slow = new DelayProxy(Number(apiserver.port));
+    const port = await slow.listen();
+    t.after(() => slow.close());
+    const op = await start(t, namespace, [...FAST_ELECTION, `-kubernetes.api-url=https://127.0.0.1:${port}`]);
+    await waitFor('leading', async () => (await op.metric('stateward_leader_is_leader')) === 1, { timeoutMs: 20_000 });
+    await waitFor(
+      'checksums recorded',
+      async () => (await get(kube, namespace, 'app')).metadata?.annotations?.[APPLIED],
+      {
+        timeoutMs: 20_000,
+      },
+    );
+    slow.delayMs = 500;
+    for (let i = 1; i <= 8; i++) {
+      await kube.patch(resources.configMaps, { namespace, name: 'app-config' }, 'merge', { data: { level: `v${i}` } });
+      await waitFor(
+        `change ${i} applied`,
+        async () => (await metric(op, 'deployment_restart_controller_deployment_restarts_total')) >= i,
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+    }
+    assert.equal(await metric(op, 'deployment_restart_controller_deployment_restarts_total'), 8, 'one restart each');
   });
 
   it('keeps no Secret value in memory after processing it (heap snapshot)', async (t) => {

@@ -10,7 +10,6 @@
 // - Without a budget behind it, a zone disrupted meanwhile went unseen and
 //   the next zone was rolled at the same time.
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
@@ -22,7 +21,7 @@ import { evict } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { PodEndpoints } from '../support/pod-endpoints.ts';
-import { closeServer, listenOn } from '../support/tcp.ts';
+import { DelayProxy } from '../support/delay-proxy.ts';
 import {
   changeTemplate,
   createGroup,
@@ -39,44 +38,6 @@ import { LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
-
-/** A TCP proxy that holds every chunk from the client for `delayMs` before passing it on: a slow webhook. */
-class DelayProxy {
-  delayMs = 0;
-  /** Requests seen arriving: bursts of client data at least 200 ms after the connection's previous one. */
-  arrivals = 0;
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(upstreamPort: number) {
-    this.server = createServer((client) => {
-      const upstream = connect(upstreamPort, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => undefined);
-      }
-      let last = 0;
-      client.on('data', (chunk) => {
-        if (Date.now() - last > 200) this.arrivals++;
-        last = Date.now();
-        if (this.delayMs > 0) setTimeout(() => upstream.write(chunk), this.delayMs);
-        else upstream.write(chunk);
-      });
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-  }
-
-  listen(): Promise<number> {
-    return listenOn(this.server);
-  }
-
-  close(): Promise<void> {
-    return closeServer(this.server, this.sockets);
-  }
-}
 
 /**
  * Zones a (2 pods), b (2, follows a, prepares its downscales through a

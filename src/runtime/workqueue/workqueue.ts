@@ -363,13 +363,28 @@ export type HandlerResult = void | { requeueAfterMs: number };
 export interface RunWorkersOptions {
   /** Called with every error a handler throws (the key is requeued rate-limited). */
   onError?: (key: string, error: unknown) => void;
+  /**
+   * The handler runs only while this holds (a leader's controllers: the
+   * replica's lease renewed within its deadline). A key taken while it does
+   * not is put back for NOT_LEADING_RETRY_MS instead of being handled or
+   * dropped: a renewal answered late makes it false for a moment inside a
+   * term that then goes on, and a key dropped in that moment waited for the
+   * workload's next event (a config restart, whose last change had come,
+   * was never applied: clean-clone CI of 2026-11-27). Leadership really lost
+   * ends the term, whose queue shuts down and drops the retry.
+   */
+  whileLeading?: () => boolean;
 }
+
+/** How soon a key taken while not leading is tried again (a lease renewal is retried within 500 ms). */
+export const NOT_LEADING_RETRY_MS = 500;
 
 /**
  * Runs `concurrency` workers that take keys from the queue until it is shut
  * down and drained. Per key: success → forget; `{ requeueAfterMs }` →
- * forget + addAfter; thrown error → addRateLimited + onError. The queue
- * never hands one key to two workers at once.
+ * forget + addAfter; thrown error → addRateLimited + onError; not leading
+ * (`whileLeading`) → addAfter NOT_LEADING_RETRY_MS. The queue never hands
+ * one key to two workers at once.
  */
 export async function runWorkers(
   queue: WorkQueue,
@@ -385,6 +400,10 @@ export async function runWorkers(
       const key = await queue.get();
       if (key === undefined) return;
       try {
+        if (opts.whileLeading && !opts.whileLeading()) {
+          queue.addAfter(key, NOT_LEADING_RETRY_MS);
+          continue;
+        }
         const result = await handler(key);
         queue.forget(key);
         if (result && typeof result === 'object' && 'requeueAfterMs' in result) {

@@ -4,7 +4,12 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { FakeClock, flushMicrotasks } from '../../../src/runtime/clock.ts';
 import { ItemExponentialFailureRateLimiter } from '../../../src/runtime/workqueue/ratelimiter.ts';
-import { WorkQueue, runWorkers, workQueueMetrics } from '../../../src/runtime/workqueue/workqueue.ts';
+import {
+  NOT_LEADING_RETRY_MS,
+  WorkQueue,
+  runWorkers,
+  workQueueMetrics,
+} from '../../../src/runtime/workqueue/workqueue.ts';
 
 /** Takes every key currently queued (each left in processing). */
 async function drainNow(queue: WorkQueue): Promise<string[]> {
@@ -350,6 +355,41 @@ describe('runWorkers', { timeout: 10_000 }, () => {
     queue.shutDown();
     await running;
     assert.deepEqual(seen, ['a', 'b']);
+  });
+
+  it('puts a key taken while not leading back for a retry, and handles it once leading again', async () => {
+    // A lease renewal answered late: not leading for a moment inside a term that goes on.
+    const clock = new FakeClock(0);
+    const queue = new WorkQueue({ clock });
+    let leading = false;
+    const calls: [string, number][] = [];
+    const running = runWorkers(queue, 2, (key) => void calls.push([key, clock.now()]), {
+      whileLeading: () => leading,
+    });
+    queue.add('workload');
+    await clock.advance(NOT_LEADING_RETRY_MS * 3);
+    assert.deepEqual(calls, [], 'never handled while not leading');
+    leading = true;
+    await clock.advance(NOT_LEADING_RETRY_MS);
+    assert.deepEqual(calls, [['workload', NOT_LEADING_RETRY_MS * 4]], 'handled once, at the first retry after');
+    await clock.advance(NOT_LEADING_RETRY_MS * 4);
+    assert.equal(calls.length, 1, 'and not again');
+    queue.shutDown();
+    await running;
+  });
+
+  it('drops a not-leading retry when the term ends and its queue shuts down', async () => {
+    const clock = new FakeClock(0);
+    const queue = new WorkQueue({ clock });
+    const calls: string[] = [];
+    const running = runWorkers(queue, 1, (key) => void calls.push(key), { whileLeading: () => false });
+    queue.add('workload');
+    await clock.advance(NOT_LEADING_RETRY_MS / 2);
+    queue.shutDown();
+    await clock.advance(NOT_LEADING_RETRY_MS * 2);
+    await running;
+    assert.deepEqual(calls, []);
+    assert.equal(queue.len(), 0);
   });
 
   it('rejects a bad concurrency', async () => {
