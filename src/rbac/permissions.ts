@@ -169,6 +169,14 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       why: 'read and renew the self-signed certificate',
     },
     {
+      scope: 'own',
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['list', 'watch'],
+      resourceNames: [CERTIFICATE_SECRET],
+      why: 'notice the certificate Secret changed or deleted by someone else (names only, through a metadata.name field selector)',
+    },
+    {
       scope: 'cluster',
       apiGroups: ['admissionregistration.k8s.io'],
       resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],

@@ -35,11 +35,12 @@ export interface Runtime {
   readonly identity: string;
   /** Timestamps shared through the API (min-time stamps, ZPDB ledgers) as this process saw them: one per process, for every capability. */
   readonly sightings: TimestampSightings;
-  /** Shared informers: one per (type, namespace scope, selectors), created on first request. */
-  informers<T extends KubeObject>(
-    type: ResourceType,
-    options?: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'>,
-  ): Informer<T>[];
+  /**
+   * Shared informers: one per (type, namespace scope, selectors), created on
+   * first request; one per watched namespace, or only `ownNamespace` for the
+   * operator's own objects (its certificate Secret), whatever the watch scope.
+   */
+  informers<T extends KubeObject>(type: ResourceType, options?: SharedInformerOptions<T>): Informer<T>[];
   /** True while this replica may act (always true without leader election). */
   isLeader(): boolean;
   /** Aborts when the process begins to shut down: for work a capability does in setup(), before it serves or leads. */
@@ -51,6 +52,11 @@ export interface Runtime {
    */
   readiness(name: string, check: () => string | undefined): void;
 }
+
+export type SharedInformerOptions<T extends KubeObject> = Omit<
+  InformerOptions<T>,
+  'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'
+> & { ownNamespace?: boolean };
 
 export interface CapabilityHandle {
   /** Runs only while this replica leads; must stop promptly when the signal aborts. */
@@ -183,10 +189,13 @@ export class Operator {
       readiness: (name, check) => void this.readinessChecks.set(name, check),
       informers: <T extends KubeObject>(
         type: ResourceType,
-        options: Omit<InformerOptions<T>, 'client' | 'type' | 'namespace' | 'clock' | 'logger' | 'metrics'> = {},
+        { ownNamespace, ...options }: SharedInformerOptions<T> = {},
       ) => {
-        const scopes =
-          !type.namespaced || config.watchNamespaces.includes('*') ? [undefined] : [...config.watchNamespaces];
+        const scopes = ownNamespace
+          ? [config.namespace]
+          : !type.namespaced || config.watchNamespaces.includes('*')
+            ? [undefined]
+            : [...config.watchNamespaces];
         return scopes.map((namespace) => {
           const key = JSON.stringify([
             type.group,

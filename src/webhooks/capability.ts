@@ -3,7 +3,7 @@
 // change), CA injection into labelled webhook configurations (leader), and
 // the webhooks: no-downscale, its own, and those other capabilities define,
 // which main.ts hands it.
-import type { Secret } from '../runtime/kube/types.ts';
+import type { KubeObject, Secret } from '../runtime/kube/types.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
@@ -76,6 +76,18 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
         ],
       ]);
 
+      // The certificate Secret, names only (its data never reaches the cache):
+      // a change or delete by anyone else is looked at at once. Optional: a
+      // Role from before this watch existed only loses the prompt recheck.
+      const certificateSecret = config.selfSigned
+        ? runtime.informers<KubeObject>(resources.secrets, {
+            ownNamespace: true,
+            fieldSelector: `metadata.name=${config.secretName}`,
+            metadataOnly: true,
+            optional: true,
+          })[0]
+        : undefined;
+
       // Set once the certificate is known; the rotation callbacks and /ready read it.
       const live: { server?: WebhookServer } = {};
       // The Service must not send the API server's webhook calls to a replica
@@ -103,6 +115,15 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
           injector?.setCa(first.ca);
           let trustedCa = first.ca;
           stops.push(() => rotator.stop());
+          const recheck = () => rotator.recheck();
+          stops.push(
+            certificateSecret?.addHandlers({
+              onAdd: (_secret, isInitialList) => isInitialList || recheck(),
+              onUpdate: (before, after) =>
+                before.metadata?.resourceVersion === after.metadata?.resourceVersion || recheck(),
+              onDelete: recheck,
+            }) ?? (() => undefined),
+          );
           rotator.onChange((next) => {
             // Trust old and new CA together, serve the new certificate once
             // the API server has seen that, then trust only the new CA.

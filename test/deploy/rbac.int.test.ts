@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { CERTIFICATE_SECRET } from '../../src/rbac/permissions.ts';
 import {
   resources,
   type ResourceType,
@@ -207,6 +208,22 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
         return true;
       },
       { timeoutMs: 30_000 },
+    );
+
+    // The certificate Secret deleted under it: noticed through its watch
+    // (list/watch by name, names only) and issued anew at once.
+    const certificate = () =>
+      kube.get<Secret>(resources.secrets, { namespace, name: CERTIFICATE_SECRET }).catch(() => undefined);
+    const firstCa = (await certificate())?.data?.['ca'];
+    assert.ok(firstCa, 'the certificate Secret');
+    await kube.delete(resources.secrets, { namespace, name: CERTIFICATE_SECRET });
+    await waitFor(
+      'the certificate issued anew',
+      async () => {
+        const ca = (await certificate())?.data?.['ca'];
+        return ca !== undefined && ca !== firstCa;
+      },
+      { timeoutMs: 15_000 },
     );
 
     // A coordinated rollout.

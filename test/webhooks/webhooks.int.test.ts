@@ -2,6 +2,8 @@
 // server on loopback, trusting the CA that Stateward itself injected, while
 // the real kubectl scales and patches StatefulSets.
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { connect as connectTls } from 'node:tls';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type ResourceType, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
@@ -9,7 +11,7 @@ import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
+import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { CA_INJECTION_LABELS, loopbackWebhook } from '../support/webhooks.ts';
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 
@@ -55,6 +57,22 @@ async function caBundleOf(name: string): Promise<string | undefined> {
     name,
   });
   return config.webhooks?.[0]?.clientConfig?.caBundle;
+}
+
+/** The SHA-256 fingerprint of a certificate stored base64 PEM in a Secret. */
+const pem = (base64: string) => new X509Certificate(Buffer.from(base64, 'base64')).fingerprint256;
+
+/** The SHA-256 fingerprint of the certificate a webhook server presents. */
+async function servedCertificate(port: number): Promise<string> {
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      resolve(socket.getPeerCertificate().raw);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+    socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
+  });
+  return new X509Certificate(raw).fingerprint256;
 }
 
 /** GETs of StatefulSets, Deployments and ReplicaSets the operator has made, from its API client metrics. */
@@ -237,6 +255,70 @@ describe('admission webhooks', () => {
       async () => !(await operator.get('/metrics'))?.body.includes(`webhook="${name}.grafana.com"`),
       { timeoutMs: 10_000 },
     );
+  });
+
+  it('issues a new certificate when its Secret is deleted, on both replicas, re-injects it, and never fails a call', async (t) => {
+    // rollout-operator serves the vanished certificate until it expires and
+    // the next process creates another; Stateward watches the Secret (names
+    // only) and treats a delete as a renewal: new CA trusted beside the old,
+    // then served, then trusted alone.
+    const namespace = await cluster.namespace(t);
+    const ports = (await freePorts(2)) as [number, number];
+    const replicas = await Promise.all(
+      ports.map(async (port) => {
+        const operator = await OperatorProcess.start(cluster, namespace, [
+          ...FAST_ELECTION,
+          '-server-tls.enabled',
+          `-server-tls.port=${port}`,
+          '-server-tls.self-signed-cert.dns-name=localhost',
+        ]);
+        t.after(() => operator.stop());
+        await operator.waitReady();
+        return operator;
+      }),
+    );
+    const name = await noDownscaleWebhook(t, namespace, ports[0]);
+    const kube = testClient(cluster);
+    await kube.create(resources.statefulSets, zoneStatefulSet(namespace, 'a', { replicas: 1 }));
+    const secretName = 'rollout-operator-self-signed-certificate';
+    const first = await waitFor(
+      'the certificate',
+      () => kube.get<Secret>(resources.secrets, { namespace, name: secretName }).catch(() => undefined),
+      { timeoutMs: 15_000 },
+    );
+    await waitFor('CA injected', async () => (await caBundleOf(name)) === first.data!['ca'], { timeoutMs: 15_000 });
+    for (const port of ports) assert.equal(await servedCertificate(port), pem(first.data!['cert']!));
+
+    await kube.delete(resources.secrets, { namespace, name: secretName });
+    let calls = 0;
+    const failures: string[] = [];
+    let done: { ca: string; cert: string } | undefined;
+    const deadline = Date.now() + 60_000;
+    while (!done && Date.now() < deadline) {
+      // A server-side dry-run upscale goes through the webhook and changes nothing.
+      try {
+        await kube.patch(
+          resources.statefulSets,
+          { namespace, name: 'ingester-zone-a' },
+          'merge',
+          { spec: { replicas: 2 } },
+          { dryRun: true },
+        );
+      } catch (error) {
+        failures.push(error instanceof Error ? error.message : String(error));
+      }
+      calls++;
+      const now = await kube.get<Secret>(resources.secrets, { namespace, name: secretName }).catch(() => undefined);
+      const [ca, cert] = [now?.data?.['ca'], now?.data?.['cert']];
+      if (!ca || !cert || ca === first.data!['ca']) continue;
+      const served = await Promise.all(ports.map((port) => servedCertificate(port).catch(() => undefined)));
+      if ((await caBundleOf(name)) === ca && served.every((s) => s === pem(cert))) done = { ca, cert };
+    }
+    assert.ok(done, 'a new CA issued, injected alone, and its certificate served by both replicas within 60 s');
+    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+    assert.ok(calls > 20, `${calls} calls`);
+    for (const replica of replicas)
+      assert.equal((await replica.get('/ready'))?.status, 200, 'both replicas still ready');
   });
 
   it('renews its certificate before expiry while the apiserver keeps calling, without a failed call', async (t) => {

@@ -6,8 +6,11 @@
 // at all. Stateward instead swaps the new pair into the running server
 // (the listener calls server.setSecureContext):
 //   - CertificateRotator: self-signed mode; calls ensure (store.ts) again at
-//     renewAt, and tells listeners when the certificate changed (another
-//     replica may have renewed first; ensure then adopts its certificate);
+//     renewAt, and at once when the Secret changes or is deleted under it
+//     (recheck), and tells listeners when the certificate changed (another
+//     replica may have renewed first; ensure then adopts its certificate;
+//     a deleted Secret is issued anew, where rollout-operator serves the
+//     vanished certificate until it expires);
 //   - watchCertFiles: file mode; re-reads the files when their content
 //     changes, and swaps in only a pair that parses and matches.
 import { createHash } from 'node:crypto';
@@ -50,6 +53,8 @@ export class CertificateRotator {
   private bundle: EnsuredCertificate | undefined;
   private timer: Timer | undefined;
   private stopped = false;
+  /** A renewal is running; `again`: a recheck came meanwhile and needs one more. */
+  private renewing: { again: boolean } | undefined;
 
   constructor(options: RotatorOptions) {
     this.ensure = options.ensure;
@@ -77,6 +82,20 @@ export class CertificateRotator {
       this.scheduleAt(bundle.renewAt);
     }
     return bundle;
+  }
+
+  /**
+   * Looks at the stored certificate now, not at renewAt: the Secret was
+   * changed or deleted by someone else (a user, another replica). A recheck
+   * while one runs is folded into one more run after it.
+   */
+  recheck(): void {
+    if (this.stopped || this.bundle === undefined) return;
+    if (this.renewing) {
+      this.renewing.again = true;
+      return;
+    }
+    void this.renew();
   }
 
   stop(): void {
@@ -112,6 +131,20 @@ export class CertificateRotator {
   }
 
   private async renew(): Promise<void> {
+    if (this.renewing) {
+      this.renewing.again = true;
+      return;
+    }
+    const run = (this.renewing = { again: false });
+    try {
+      await this.renewOnce();
+    } finally {
+      this.renewing = undefined;
+    }
+    if (run.again && !this.stopped) await this.renew();
+  }
+
+  private async renewOnce(): Promise<void> {
     let next: EnsuredCertificate;
     try {
       next = await this.ensure();

@@ -47,6 +47,11 @@ function recordingLogger(onLine?: (line: LogLine) => void): { log: Logger; lines
   return { log, lines };
 }
 
+/** Lets every settled promise's callbacks run. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
 /** A resolvable promise, for waiting on events instead of time. */
 function signal<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
   let resolve!: (v: T) => void;
@@ -54,10 +59,11 @@ function signal<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
   return { promise, resolve };
 }
 
-function memoryDeps(clock: FakeClock): CertificateStoreDeps {
+function memoryDeps(clock: FakeClock): CertificateStoreDeps & { deleteSecret: () => void } {
   let secret: SecretJson | undefined;
   let rv = 0;
   return {
+    deleteSecret: () => void (secret = undefined),
     get: () => Promise.resolve(secret && structuredClone(secret)),
     create: (data) => Promise.resolve((secret = { metadata: { resourceVersion: String(++rv) }, data })),
     update: (s, data) =>
@@ -171,6 +177,67 @@ describe('CertificateRotator', () => {
     assert.equal(calls, 3);
     assert.deepEqual(seen, ['two']);
     rotator.stop();
+  });
+
+  it('on a recheck after its Secret was deleted, issues a new certificate at once and re-stores it', async () => {
+    const clock = new FakeClock();
+    const deps = memoryDeps(clock);
+    const opts = { org: 'o', dnsNames: ['hooks.ns.svc'], validityMs: 3 * HOUR, renewBeforeMs: HOUR };
+    const a = new CertificateRotator({ ensure: () => ensureCertificate(deps, opts), clock });
+    const b = new CertificateRotator({ ensure: () => ensureCertificate(deps, opts), clock });
+    const first = await a.start();
+    await b.start();
+    const seenA = signal<EnsuredCertificate>();
+    const seenB = signal<EnsuredCertificate>();
+    a.onChange(seenA.resolve);
+    b.onChange(seenB.resolve);
+    deps.deleteSecret();
+    // Both replicas see the delete; the second adopts what the first stored.
+    a.recheck();
+    const na = await seenA.promise;
+    b.recheck();
+    const nb = await seenB.promise;
+    assert.notEqual(na.ca, first.ca, 'a new CA');
+    assert.equal(nb.cert, na.cert, 'both replicas serve the same new certificate');
+    assert.equal((await deps.get())?.data?.['cert'], Buffer.from(na.cert).toString('base64'), 'stored again');
+    assert.equal(clock.now(), first.notAfter - 3 * HOUR, 'at once, not at renewAt');
+    a.stop();
+    b.stop();
+  });
+
+  it('folds rechecks that come during a renewal into one more, and ignores them after stop', async () => {
+    const clock = new FakeClock();
+    let ensures = 0;
+    let release: (() => void) | undefined;
+    const rotator = new CertificateRotator({
+      ensure: async () => {
+        ensures++;
+        if (ensures === 2) await new Promise<void>((resolve) => (release = resolve));
+        return {
+          ca: 'c',
+          cert: `x${ensures}`,
+          key: 'k',
+          notAfter: clock.now() + 2 * HOUR,
+          renewAt: clock.now() + HOUR,
+        };
+      },
+      clock,
+    });
+    await rotator.start();
+    rotator.recheck();
+    await flush();
+    assert.equal(ensures, 2, 'the first recheck runs');
+    rotator.recheck();
+    rotator.recheck();
+    rotator.recheck();
+    release!();
+    await flush();
+    assert.equal(ensures, 3, 'three rechecks during it make one more');
+    assert.equal(rotator.current?.cert, 'x3');
+    rotator.stop();
+    rotator.recheck();
+    await flush();
+    assert.equal(ensures, 3);
   });
 
   it('does nothing after stop', async () => {
