@@ -51,13 +51,33 @@ export async function goVersion(cwd = controlPlaneModuleDir): Promise<string> {
   return stdout.trim();
 }
 
+/**
+ * Linker flags that stamp a Kubernetes component with its release: built
+ * from the module without them, it reports v0.0.0-master to everyone who
+ * asks (`kubectl version`, node info, and Helm, which then refuses a chart's
+ * kubeVersion constraint).
+ */
+export function kubernetesVersionLdflags(version: string): string[] {
+  const [major, minor] = version.replace(/^v/, '').split('.');
+  const stamp = (name: string, value: string) => `-X k8s.io/component-base/version.${name}=${value}`;
+  return [
+    stamp('gitVersion', version),
+    stamp('gitMajor', major ?? ''),
+    stamp('gitMinor', minor ?? ''),
+    stamp('gitTreeState', 'clean'),
+  ];
+}
+
+/** How the control plane binary is built, in its cache key: a change rebuilds it. */
+const RECIPE = 'stateward-controlplane:trimpath,s,w,gitVersion';
+
 /** The cache key: pinned versions, Go version and a hash of every build input. */
 export async function cacheKey(versions: PinnedVersions): Promise<string> {
   const hash = createHash('sha256');
   for (const file of ['versions.env', 'go.mod', 'go.sum', 'main.go']) {
     hash.update(file).update(await readFile(join(controlPlaneModuleDir, file)));
   }
-  hash.update(await goVersion());
+  hash.update(RECIPE).update(await goVersion());
   return `k8s-${versions.KUBERNETES_VERSION}-etcd-${versions.ETCD_VERSION}-kwok-${versions.KWOK_VERSION}-${hash.digest('hex').slice(0, 12)}`;
 }
 
@@ -95,7 +115,15 @@ export async function ensureBinaries(options: { log?: (line: string) => void } =
         'controlplane',
         dir,
         'go',
-        ['build', '-trimpath', '-ldflags', `-s -w -X main.version=${key}`, '-o', `${binaries.controlPlane}.tmp`, '.'],
+        [
+          'build',
+          '-trimpath',
+          '-ldflags',
+          ['-s -w', `-X main.version=${key}`, ...kubernetesVersionLdflags(versions.KUBERNETES_VERSION)].join(' '),
+          '-o',
+          `${binaries.controlPlane}.tmp`,
+          '.',
+        ],
         {
           cwd: controlPlaneModuleDir,
           env: { GOFLAGS: '-mod=readonly' },

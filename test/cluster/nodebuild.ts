@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildStep, cacheRoot, goVersion, readPinnedVersions, run } from './build.ts';
+import { buildStep, cacheRoot, goVersion, kubernetesVersionLdflags, readPinnedVersions, run } from './build.ts';
 import { acquireLock } from './lock.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -123,16 +123,10 @@ export async function ensureNodeBinaries(options: { log?: (line: string) => void
         log(
           `building kubelet and kube-proxy ${versions.KUBERNETES_VERSION} for the real node (cold builds take a few minutes; log: ${join(dir, 'build-node.log')})`,
         );
-        const [major, minor] = versions.KUBERNETES_VERSION.replace(/^v/, '').split('.');
-        const stamp = (name: string, value: string) => `-X k8s.io/component-base/version.${name}=${value}`;
         const ldflags = [
           '-s -w',
           `-X main.version=${key}`,
-          // Without these the components report v0.0.0-master to the apiserver (node info, version skew).
-          stamp('gitVersion', versions.KUBERNETES_VERSION),
-          stamp('gitMajor', major!),
-          stamp('gitMinor', minor!),
-          stamp('gitTreeState', 'clean'),
+          ...kubernetesVersionLdflags(versions.KUBERNETES_VERSION),
         ].join(' ');
         await buildStep(
           'node',

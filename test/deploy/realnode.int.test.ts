@@ -11,12 +11,15 @@
 // one; the shared test cluster stays as every other file knows it) and needs
 // root and the Debian packages .ci/run installs.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { connect as connectTls } from 'node:tls';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
@@ -28,8 +31,10 @@ import { waitFor } from '../cluster/probe.ts';
 import { KUBELET_SYSCTLS } from '../cluster/realnode-config.ts';
 import { REAL_NODE, releaseMachineLock } from '../cluster/realnode-host.ts';
 import { KUSTOMIZE } from '../support/manifests.ts';
+import { helmBinary } from '../tools/helm.ts';
 
 const exec = promisify(execFile);
+const CHART = fileURLToPath(new URL('../../deploy/helm/stateward', import.meta.url));
 const log = (line: string) => process.stderr.write(`# [real node] ${line}\n`);
 
 /** What the machine looks like without a real node, to compare with after teardown. */
@@ -117,9 +122,48 @@ async function kubectl(kubeconfig: string, ...args: string[]): Promise<{ ok: boo
   }
 }
 
+/** The SHA-256 fingerprint of the certificate a TLS server presents. */
+async function servedFingerprint(host: string, port: number): Promise<string> {
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = connectTls({ host, port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      resolve(socket.getPeerCertificate().raw);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+    socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
+  });
+  return new X509Certificate(raw).fingerprint256;
+}
+
+/**
+ * `kubectl scale` once a webhook answers: a new webhook Service routes only
+ * once the endpoint controller and kube-proxy have caught up with the Ready
+ * pods (seconds), and until then the apiserver's call is refused.
+ */
+function answeredScale(kubeconfig: string, namespace: string, statefulSet: string, replicas: number) {
+  return waitFor(
+    `a webhook answer through the Service for a scale of ${statefulSet} to ${replicas}`,
+    async () => {
+      const scaled = await kubectl(
+        kubeconfig,
+        '-n',
+        namespace,
+        'scale',
+        'statefulset',
+        statefulSet,
+        `--replicas=${replicas}`,
+      );
+      return scaled.out.includes('failed calling webhook') ? undefined : scaled;
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
+}
+
 const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
+  /** The user's namespace of the `all` overlay install, which the tests after the first use too. */
+  const namespace = `stateward-${process.pid}`;
   let cluster: LocalCluster | undefined;
   let image: BuiltImage;
   let baseline: MachineState;
@@ -156,7 +200,6 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     // The kubelet set its kernel tunables in its own mount namespace only.
     for (const [key, value] of Object.entries(baseline.kubeletSysctls))
       assert.equal(readFileSync(`/proc/sys/${key}`, 'utf8').trim(), value, `${key} unchanged on the machine`);
-    const namespace = `stateward-${process.pid}`;
     const [repository, tag] = image.name.split(/:(?=[^:]+$)/) as [string, string];
 
     // A user's overlay: their namespace, our replacements (docs/getting-started.md),
@@ -310,7 +353,7 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
           },
         },
       });
-      const up = await kubectl(kubeconfig, '-n', namespace, 'scale', 'statefulset', 'ingester', '--replicas=3');
+      const up = await answeredScale(kubeconfig, namespace, 'ingester', 3);
       assert.ok(up.ok, `a scale-up passes the webhook: ${up.out}`);
       const denied = await kubectl(kubeconfig, '-n', namespace, 'scale', 'statefulset', 'ingester', '--replicas=1');
       assert.equal(denied.ok, false, denied.out);
@@ -348,6 +391,279 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('pod deletion: SIGTERM from the kubelet, a graceful exit well inside the grace period, the Lease released to the other replica', async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const kc = cluster.clientNodeConfig();
+    const core = kc.makeApiClient(CoreV1Api);
+    const leases = kc.makeApiClient(CoordinationV1Api);
+    const holder = async () =>
+      (await leases.readNamespacedLease({ namespace, name: 'stateward-leader' })).spec?.holderIdentity ?? '';
+    const pods = (
+      await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+    ).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
+    assert.equal(pods.length, 2);
+    const leaderIdentity = await holder();
+    const leader = pods.find((p) => leaderIdentity.startsWith(`${p.metadata!.name!}_`));
+    assert.ok(leader, `the leader ${leaderIdentity} is one of the pods`);
+    const grace = leader.spec?.terminationGracePeriodSeconds ?? 30;
+
+    // Its log, followed through the kubelet to the container's end.
+    const follow = spawn('kubectl', [
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      namespace,
+      'logs',
+      '-f',
+      leader.metadata!.name!,
+    ]);
+    let output = '';
+    follow.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const followed = new Promise<void>((resolve) => follow.once('close', () => resolve()));
+    await waitFor('the log followed', () => output.includes('starting stateward'), { timeoutMs: 10_000 });
+
+    const deleted = Date.now();
+    const del = await kubectl(kubeconfig, '-n', namespace, 'delete', 'pod', leader.metadata!.name!, '--wait=false');
+    assert.ok(del.ok, del.out);
+    // The standby, or the replacement pod if it asks first: the Lease is free at once.
+    const holders: string[] = [];
+    const takenOver = await waitFor(
+      'another replica holds the Lease',
+      async () => {
+        const now = await holder();
+        if (holders.at(-1) !== now) holders.push(now);
+        return now !== '' && now !== leaderIdentity ? Date.now() - deleted : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    const gone = await waitFor(
+      'the deleted pod gone',
+      async () =>
+        (await core.listNamespacedPod({ namespace })).items.some((p) => p.metadata?.uid === leader.metadata?.uid)
+          ? undefined
+          : Date.now() - deleted,
+      { timeoutMs: (grace + 30) * 1000, intervalMs: 100 },
+    );
+    await followed;
+    log(
+      `leader pod deleted: another replica led ${(takenOver / 1000).toFixed(1)} s later (holders seen: ${holders.join(' → ') || 'none'}), the pod was gone after ${(gone / 1000).toFixed(1)} s (grace ${grace} s)`,
+    );
+    assert.match(output, /msg="shutting down".* reason=SIGTERM/, 'the kubelet sent SIGTERM');
+    assert.match(output, /msg="released the lease"/);
+    assert.match(output, /msg=stopped/, 'it stopped by itself');
+    // A lease not released is taken only once it expires: 15 s after its last renewal.
+    assert.ok(takenOver < 10_000, `taken over after ${takenOver} ms: released, not expired`);
+    assert.ok(gone < grace * 1000, `gone after ${gone} ms, inside the ${grace} s grace: not killed at its end`);
+
+    // The Deployment brings the second replica back.
+    await waitFor(
+      'two operator pods Ready again',
+      async () =>
+        (await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=stateward' })).items.filter(
+          (p) => isReady(p) && !p.metadata?.deletionTimestamp,
+        ).length === 2,
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+  });
+
+  it('certificate Secret deleted while running: issued anew, injected, served, and every webhook call answered meanwhile', async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const core = cluster.clientNodeConfig().makeApiClient(CoreV1Api);
+    const secretName = 'rollout-operator-self-signed-certificate';
+    const caOf = async () => {
+      try {
+        return (await core.readNamespacedSecret({ namespace, name: secretName })).data?.['ca'];
+      } catch {
+        return undefined;
+      }
+    };
+    const caBundle = async () =>
+      (
+        await kubectl(
+          kubeconfig,
+          'get',
+          'validatingwebhookconfiguration',
+          'stateward-no-downscale',
+          '-o',
+          'jsonpath={.webhooks[0].clientConfig.caBundle}',
+        )
+      ).out;
+    const firstCa = await caOf();
+    assert.ok(firstCa);
+    assert.equal(await caBundle(), firstCa, 'the current CA is the one injected');
+
+    const deleted = await kubectl(kubeconfig, '-n', namespace, 'delete', 'secret', secretName);
+    assert.ok(deleted.ok, deleted.out);
+    const started = Date.now();
+    const failures: string[] = [];
+    let calls = 0;
+    let done: number | undefined;
+    while (done === undefined && Date.now() - started < 90_000) {
+      // Through the Service to either pod: a labelled downscale must be denied, never fail to be decided.
+      const scaled = await kubectl(
+        kubeconfig,
+        '-n',
+        namespace,
+        'scale',
+        'statefulset',
+        'ingester',
+        '--replicas=1',
+        '--dry-run=server',
+      );
+      calls++;
+      if (scaled.ok || !scaled.out.includes('denied the request: downscale of statefulsets/ingester'))
+        failures.push(scaled.out.trim());
+      const secret = await core.readNamespacedSecret({ namespace, name: secretName }).catch(() => undefined);
+      const [ca, cert] = [secret?.data?.['ca'], secret?.data?.['cert']];
+      if (!ca || !cert || ca === firstCa || (await caBundle()) !== ca) continue;
+      // Both pods serve the new certificate (the host reaches pod addresses over the node's bridge).
+      const want = new X509Certificate(Buffer.from(cert, 'base64')).fingerprint256;
+      const ips = (await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=stateward' })).items
+        .filter((p) => isReady(p) && !p.metadata?.deletionTimestamp)
+        .map((p) => p.status?.podIP ?? '');
+      const served = await Promise.all(ips.map((ip) => servedFingerprint(ip, 8443).catch(() => undefined)));
+      if (served.length === 2 && served.every((f) => f === want)) done = Date.now() - started;
+    }
+    assert.ok(done !== undefined, 'a new CA issued, injected alone and served by both pods within 90 s');
+    log(`certificate Secret deleted: a new CA injected alone after ${(done / 1000).toFixed(1)} s, ${calls} calls`);
+    assert.deepEqual(failures, [], `${failures.length} of ${calls} webhook calls not answered with the denial`);
+    assert.ok(calls >= 10, `${calls} calls`);
+  });
+
+  it('helm install of the chart with webhooks on: Ready by its probes, non-root, read-only root, no RBAC denial; no-downscale through its Service; helm uninstall leaves nothing', async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const release = `stateward-helm-${process.pid}`;
+    const [repository, tag] = image.name.split(/:(?=[^:]+$)/) as [string, string];
+    const helm = async (...args: string[]) => {
+      try {
+        const { stdout, stderr } = await exec(await helmBinary(), ['--kubeconfig', kubeconfig, ...args], {
+          maxBuffer: 16 * 1024 * 1024,
+        });
+        return { ok: true, out: stdout + stderr };
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+      }
+    };
+    const started = Date.now();
+    const installed = await helm(
+      'install',
+      'stateward',
+      CHART,
+      '-n',
+      release,
+      '--create-namespace',
+      '--set',
+      `image.repository=${repository}`,
+      '--set',
+      `image.tag=${tag}`,
+      // Loaded into the node's containerd; there is no registry to pull from.
+      '--set',
+      'image.pullPolicy=Never',
+      '--set',
+      'webhooks.enabled=true',
+      '--set-json',
+      `nodeSelector=${JSON.stringify(REAL_NODE.labels)}`,
+      '--set-json',
+      `tolerations=${JSON.stringify([{ key: REAL_NODE.taint.key, operator: 'Exists', effect: REAL_NODE.taint.effect }])}`,
+      '--wait',
+      '--timeout=3m',
+    );
+    assert.ok(installed.ok, installed.out);
+    log(`helm install --wait done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const kc = cluster.clientNodeConfig();
+    const core = kc.makeApiClient(CoreV1Api);
+    const apps = kc.makeApiClient(AppsV1Api);
+    const [pod] = (
+      await core.listNamespacedPod({ namespace: release, labelSelector: 'app.kubernetes.io/name=stateward' })
+    ).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
+    assert.ok(pod, 'an operator pod Ready by its probes');
+    assert.equal(pod.spec?.nodeName, REAL_NODE.name);
+    assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
+    const inside = await kubectl(
+      kubeconfig,
+      '-n',
+      release,
+      'exec',
+      pod.metadata!.name!,
+      '--',
+      '/nodejs/bin/node',
+      '-e',
+      `let write = 'written';
+       try { require('node:fs').writeFileSync('/app/probe', 'x'); } catch (e) { write = e.code; }
+       process.stdout.write(JSON.stringify({ uid: process.getuid(), write }));`,
+    );
+    assert.ok(inside.ok, inside.out);
+    assert.deepEqual(JSON.parse(inside.out), { uid: 65532, write: 'EROFS' });
+
+    // Its no-downscale webhook, named for its namespace, called through its Service once the CA is in.
+    const config = `stateward-no-downscale-${release}`;
+    await waitFor(
+      `the CA injected into ${config}`,
+      async () =>
+        (
+          await kubectl(
+            kubeconfig,
+            'get',
+            'validatingwebhookconfiguration',
+            config,
+            '-o',
+            'jsonpath={.webhooks[0].clientConfig.caBundle}',
+          )
+        ).out.length > 100,
+      { timeoutMs: 60_000 },
+    );
+    await apps.createNamespacedStatefulSet({
+      namespace: release,
+      body: {
+        metadata: { name: 'ingester', labels: { 'grafana.com/no-downscale': 'true' } },
+        spec: {
+          replicas: 2,
+          serviceName: 'ingester',
+          selector: { matchLabels: { app: 'ingester' } },
+          template: {
+            metadata: { labels: { app: 'ingester' } },
+            spec: { containers: [{ name: 'main', image: 'example.invalid/app:1' }] },
+          },
+        },
+      },
+    });
+    const denied = await answeredScale(kubeconfig, release, 'ingester', 1);
+    assert.equal(denied.ok, false, denied.out);
+    assert.match(
+      denied.out,
+      /admission webhook "no-downscale\.stateward\.dev" denied the request: downscale of statefulsets\/ingester/,
+    );
+    const logs = await kubectl(kubeconfig, '-n', release, 'logs', pod.metadata!.name!);
+    assert.ok(logs.ok, logs.out);
+    assert.match(logs.out, /downscale not allowed/, 'the denial came from the chart pod');
+    assert.deepEqual(
+      logs.out.split('\n').filter((l) => /\b403\b|forbidden/i.test(l)),
+      [],
+      'no request refused by RBAC',
+    );
+
+    const uninstalled = await helm('uninstall', 'stateward', '-n', release, '--wait', '--timeout=2m');
+    assert.ok(uninstalled.ok, uninstalled.out);
+    const left = await kubectl(
+      kubeconfig,
+      'get',
+      'validatingwebhookconfigurations,mutatingwebhookconfigurations,clusterroles,clusterrolebindings',
+      '-o',
+      'name',
+    );
+    assert.ok(left.ok, left.out);
+    assert.deepEqual(
+      left.out.split('\n').filter((l) => l.includes(release)),
+      [],
+      'no cluster-scoped object of the release left',
+    );
+    await kubectl(kubeconfig, 'delete', 'namespace', release, '--wait=false');
   });
 
   it('teardown leaves no process, mount, interface, iptables chain, cgroup or directory behind', async (t) => {
