@@ -31,6 +31,10 @@ import { waitFor } from '../cluster/probe.ts';
 import { KUBELET_SYSCTLS } from '../cluster/realnode-config.ts';
 import { REAL_NODE, releaseMachineLock } from '../cluster/realnode-host.ts';
 import { KUSTOMIZE } from '../support/manifests.ts';
+import { evict } from '../support/evictions.ts';
+import { createGroup, InvariantMonitor, waitGroupSettled, ZONES } from '../support/rollout-group.ts';
+import { KubeClient } from '../../src/runtime/kube/client.ts';
+import { resources, type Pod } from '../../src/runtime/kube/types.ts';
 import { helmBinary } from '../tools/helm.ts';
 
 const exec = promisify(execFile);
@@ -179,7 +183,8 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       started = Date.now();
       cluster = await LocalCluster.start({
         name: `realnode-${process.pid}`,
-        nodesPerZone: 1,
+        // Two per zone: a drained node's pods have somewhere in their zone to go.
+        nodesPerZone: 2,
         realNode: true,
         realNodeImages: [image.archive],
         log,
@@ -532,6 +537,69 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     log(`certificate Secret deleted: a new CA injected alone after ${(done / 1000).toFixed(1)} s, ${calls} calls`);
     assert.deepEqual(failures, [], `${failures.length} of ${calls} webhook calls not answered with the denial`);
     assert.ok(calls >= 10, `${calls} calls`);
+  });
+
+  it('kubectl drain under a ZoneAwarePodDisruptionBudget, through the webhook Service: refused while another zone is down, completed once it is back, never two zones at once', async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+    // Zone b's pods take 8 s to be Ready again: long enough to see a drain wait for them.
+    await createGroup(kube, namespace, {
+      all: { replicas: 2, readyDelay: '1s' },
+      b: { replicas: 2, readyDelay: '8s' },
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'stateward-realnode-zpdb-'));
+    try {
+      // Created through the zpdb-validation webhook, behind the same Service.
+      const file = join(dir, 'zpdb.yaml');
+      await writeFile(
+        file,
+        stringify({
+          apiVersion: 'rollout-operator.grafana.com/v1',
+          kind: 'ZoneAwarePodDisruptionBudget',
+          metadata: { name: 'ingester', namespace },
+          spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+        }),
+      );
+      const created = await kubectl(kubeconfig, 'apply', '-f', file);
+      assert.ok(created.ok, created.out);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    await waitGroupSettled(kube, namespace, 60_000);
+    const monitor = new InvariantMonitor(
+      kube,
+      namespace,
+      Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
+    );
+    await monitor.start();
+    try {
+      const pods = (await kube.list<Pod>(resources.pods, { namespace })).items;
+      const zoneB = pods.find((p) => p.metadata?.name?.startsWith('ingester-zone-b-'))!;
+      const nodeA = pods.find((p) => p.metadata?.name?.startsWith('ingester-zone-a-'))!.spec!.nodeName!;
+      const first = await evict(kube, namespace, zoneB.metadata!.name!);
+      assert.equal(first.code, 201, `zone b's eviction allowed: ${first.message}`);
+      const drained = await kubectl(
+        kubeconfig,
+        'drain',
+        nodeA,
+        '--pod-selector=rollout-group=ingester',
+        '--ignore-daemonsets',
+        '--delete-emptydir-data',
+        '--timeout=120s',
+      );
+      await kubectl(kubeconfig, 'uncordon', nodeA);
+      assert.ok(drained.ok, drained.out);
+      // kubectl was refused (429) and retried by itself until zone b was back.
+      assert.match(drained.out, /error when evicting pods\/"ingester-zone-a-\d+".*will retry after 5s/);
+      assert.match(drained.out, /1 pod (not ready|unknown) in ingester-zone-b/);
+      assert.match(drained.out, new RegExp(`node/${nodeA} drained`));
+      await waitGroupSettled(kube, namespace, 60_000);
+      assert.deepEqual(monitor.violations, [], monitor.report());
+      assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time, and one was');
+    } finally {
+      await monitor.stop();
+    }
   });
 
   it('helm install of the chart with webhooks on: Ready by its probes, non-root, read-only root, no RBAC denial; no-downscale through its Service; helm uninstall leaves nothing', async () => {
