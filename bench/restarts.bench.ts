@@ -77,7 +77,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { Child, outOfClusterEnv, type LiveMemory } from './child.ts';
 import { cpuMs, rss } from './proc.ts';
-import { statewardEntry, type StatewardEntry } from './stateward-build.ts';
+import { envText, statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
@@ -353,7 +353,7 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
           '-config-restarts.enabled',
           `-restart-grace-period=${GRACE_MS / 1000}`,
         ],
-        process.env,
+        { ...process.env, ...form.env },
       );
       const url = (path: string) => `http://127.0.0.1:${port}${path}`;
       return {
@@ -1096,7 +1096,7 @@ export async function restartsBench(): Promise<boolean> {
         report(
           'restarts-stateward',
           form.form === 'build'
-            ? `run as the image runs it: node ${form.nodeFlags.join(' ')} ${form.entry} (scripts/build.ts, the Dockerfile's flags)`
+            ? `run as the image runs it: ${envText(form.env)}node ${form.nodeFlags.join(' ')} ${form.entry} (scripts/build.ts, the Dockerfile's flags and ENV)`
             : `run from its sources: ${form.entry} (BENCH_STATEWARD_FROM=sources)`,
         );
         systems.push(statewardSystem(cluster, namespace, form));

@@ -52,7 +52,7 @@ export async function rolloutBench(): Promise<boolean> {
         `-server.port=${port}`,
         '-log.level=warn',
       ],
-      { stdio: 'ignore' },
+      { stdio: 'ignore', env: { ...process.env, ...(await statewardEntry()).env } },
     );
     try {
       await waitFor(

@@ -16,6 +16,8 @@ export interface StatewardEntry {
   entry: string;
   /** The Node flags the image's ENTRYPOINT passes (read from the Dockerfile, so the two cannot drift). */
   nodeFlags: string[];
+  /** The environment the image sets (its final stage's ENV lines: the malloc settings among them). */
+  env: Record<string, string>;
   /** bench/gc-on-signal.ts in the same form (a .ts preload would load the type stripper after all). */
   gcPreload: string;
   form: 'build' | 'sources';
@@ -32,14 +34,31 @@ export async function imageNodeFlags(): Promise<string[]> {
   return argv.slice(1, -1);
 }
 
-export function statewardEntry(): Promise<StatewardEntry> {
+/** The variables the final stage of the Dockerfile sets with ENV KEY=VALUE ... (no quoting, as ours writes them). */
+export async function imageEnv(): Promise<Record<string, string>> {
+  const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
+  const lines = dockerfile.split('\n');
+  const final = lines.findLastIndex((l) => l.startsWith('FROM '));
+  const env: Record<string, string> = {};
+  for (const line of lines.slice(final).filter((l) => l.startsWith('ENV '))) {
+    for (const pair of line.slice('ENV '.length).trim().split(/\s+/)) {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`the Dockerfile's "${line}": only ENV KEY=VALUE ... is read`);
+      env[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+  }
+  return env;
+}
+
+export async function statewardEntry(): Promise<StatewardEntry> {
   if (process.env['BENCH_STATEWARD_FROM'] === 'sources')
-    return imageNodeFlags().then((nodeFlags) => ({
+    return {
       entry: join(ROOT, 'bin', 'stateward.ts'),
-      nodeFlags,
+      nodeFlags: await imageNodeFlags(),
+      env: await imageEnv(),
       gcPreload: join(ROOT, 'bench', 'gc-on-signal.ts'),
       form: 'sources' as const,
-    }));
+    };
   built ??= (async () => {
     const out = await mkdtemp(join(tmpdir(), 'stateward-bench-build-'));
     await buildRuntime(out);
@@ -49,9 +68,17 @@ export function statewardEntry(): Promise<StatewardEntry> {
     return {
       entry: join(out, 'bin', 'stateward.js'),
       nodeFlags: await imageNodeFlags(),
+      env: await imageEnv(),
       gcPreload,
       form: 'build' as const,
     };
   })();
   return built;
+}
+
+/** `A=1 B=2 ` for a report line (empty without variables). */
+export function envText(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `${k}=${v} `)
+    .join('');
 }

@@ -70,7 +70,7 @@ import { CountingProxy, type ProxiedRequest } from './counting-proxy.ts';
 import { benchNamespace } from './namespace.ts';
 import { PEERS, peerBinary } from './peers.ts';
 import { cpuMs, rss } from './proc.ts';
-import { statewardEntry, type StatewardEntry } from './stateward-build.ts';
+import { envText, statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { envNumber, machine, median, report } from './report.ts';
 
 const REPLICAS = 10;
@@ -100,6 +100,8 @@ interface System {
   agent: string;
   command: string;
   args: (o: { namespace: string; port: number; kubeconfig: string; apiUrl: string }) => string[];
+  /** Set on top of the bench's environment: the image's ENV for Stateward. */
+  env?: Record<string, string>;
 }
 
 function systems(roBinary: string, stateward: StatewardEntry): System[] {
@@ -120,6 +122,7 @@ function systems(roBinary: string, stateward: StatewardEntry): System[] {
       command: process.execPath,
       // As the image runs it (bench/stateward-build.ts): the built entry with the Dockerfile's node flags.
       args: (o) => [...stateward.nodeFlags, stateward.entry, ...common(o)],
+      env: stateward.env,
     },
   ];
 }
@@ -328,7 +331,7 @@ async function runOnce(bed: Bed, system: System, namespace: string, size: number
     system.title,
     system.command,
     system.args({ namespace, port, kubeconfig: bed.kubeconfig, apiUrl: bed.proxy.url }),
-    outOfClusterEnv(),
+    outOfClusterEnv(system.env),
   );
   try {
     await waitFor(`${system.title}: GET /ready answering 200`, () => httpOk(`http://127.0.0.1:${port}/ready`), {
@@ -597,7 +600,7 @@ export async function versusBench(): Promise<boolean> {
   report(
     'versus-stateward',
     form.form === 'build'
-      ? `run as the image runs it: node ${form.nodeFlags.join(' ')} ${form.entry} (scripts/build.ts, the Dockerfile's flags)`
+      ? `run as the image runs it: ${envText(form.env)}node ${form.nodeFlags.join(' ')} ${form.entry} (scripts/build.ts, the Dockerfile's flags and ENV)`
       : `run from its sources: node ${form.nodeFlags.join(' ')} ${form.entry} (BENCH_STATEWARD_FROM=sources)`,
   );
   const [ro, sw] = systems(built.path, form) as [System, System];

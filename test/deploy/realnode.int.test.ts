@@ -298,6 +298,7 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
              rootOptions: root.split(' ')[5],
              token: fs.existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token'),
              host: process.env.KUBERNETES_SERVICE_HOST, kubeconfig: process.env.KUBECONFIG ?? null,
+             mmapThreshold: process.env.MALLOC_MMAP_THRESHOLD_ ?? null,
            }));`,
         );
         assert.ok(probe.ok, probe.out);
@@ -309,6 +310,7 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
         assert.equal(inside['token'], true);
         assert.equal(inside['host'], '10.96.0.1', 'the apiserver through the kubernetes Service');
         assert.equal(inside['kubeconfig'], null);
+        assert.equal(inside['mmapThreshold'], '16384', "the image's malloc settings (Dockerfile ENV)");
       }
 
       // Leader election worked: one Lease holder among the pods (the token was enough).
