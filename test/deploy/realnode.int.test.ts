@@ -32,7 +32,14 @@ import { KUBELET_SYSCTLS } from '../cluster/realnode-config.ts';
 import { REAL_NODE, releaseMachineLock } from '../cluster/realnode-host.ts';
 import { KUSTOMIZE } from '../support/manifests.ts';
 import { evict } from '../support/evictions.ts';
-import { createGroup, InvariantMonitor, waitGroupSettled, ZONES } from '../support/rollout-group.ts';
+import {
+  changeTemplate,
+  createGroup,
+  InvariantMonitor,
+  waitGroupSettled,
+  waitRolledOut,
+  ZONES,
+} from '../support/rollout-group.ts';
 import { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type Pod } from '../../src/runtime/kube/types.ts';
 import { helmBinary } from '../tools/helm.ts';
@@ -600,6 +607,74 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       assert.deepEqual(monitor.violations, [], monitor.report());
       assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time, and one was');
     } finally {
+      await monitor.stop();
+    }
+  });
+
+  it("kubectl rollout restart of the operator's own Deployment during a group rollout: the group finishes, one zone at a time, the Lease passed on", async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+    const leases = cluster.clientNodeConfig().makeApiClient(CoordinationV1Api);
+    // The group of the drain test, under its ZPDB (zone b's pods take 8 s to be Ready).
+    await waitGroupSettled(kube, namespace, 60_000);
+    const monitor = new InvariantMonitor(
+      kube,
+      namespace,
+      Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
+    );
+    await monitor.start();
+    // The independent view of leadership: every holder the Lease names, in order.
+    const holders: string[] = [];
+    let watching = true;
+    const watchLease = (async () => {
+      while (watching) {
+        const holder = await leases
+          .readNamespacedLease({ namespace, name: 'stateward-leader' })
+          .then((l) => l.spec?.holderIdentity ?? '')
+          .catch(() => undefined);
+        if (holder !== undefined && holders.at(-1) !== holder) holders.push(holder);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    try {
+      await waitFor('the Lease read', () => holders.length > 0, { timeoutMs: 10_000 });
+      const before = holders[0]!;
+      for (const zone of ZONES) await changeTemplate(kube, namespace, zone, 'restart-during-rollout');
+      await waitFor('the group rollout under way', () => monitor.transitions.length > 0, { timeoutMs: 30_000 });
+      const restartAt = Date.now();
+      const restarted = await kubectl(kubeconfig, '-n', namespace, 'rollout', 'restart', 'deployment/stateward');
+      assert.ok(restarted.ok, restarted.out);
+      const status = await kubectl(
+        kubeconfig,
+        '-n',
+        namespace,
+        'rollout',
+        'status',
+        'deployment/stateward',
+        '--timeout=180s',
+      );
+      assert.ok(status.ok, status.out);
+      await waitRolledOut(kube, namespace, 180_000);
+      log(`operator restarted during a group rollout; Lease holders: ${holders.join(' → ')}`);
+      assert.deepEqual(monitor.violations, [], monitor.report());
+      assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time');
+      const after = monitor.transitions.filter((tr) => tr.at > restartAt).length;
+      assert.ok(after > 0, 'the group was still rolling when the operator restarted');
+      log(`${after} of ${monitor.transitions.length} pod transitions came after the operator's restart began`);
+      // The Lease went from an old pod to a new one (released on SIGTERM, or expired).
+      const pods = (
+        await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+      ).items.map((p) => p.metadata!.name!);
+      const last = holders.filter(Boolean).at(-1) ?? '';
+      assert.notEqual(last, before, 'leadership moved');
+      assert.ok(
+        pods.some((p) => last.startsWith(`${p}_`)),
+        `the leader ${last} is one of the new pods ${pods.join(', ')}`,
+      );
+    } finally {
+      watching = false;
+      await watchLease;
       await monitor.stop();
     }
   });
