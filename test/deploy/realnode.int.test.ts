@@ -548,6 +548,78 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     assert.ok(calls >= 10, `${calls} calls`);
   });
 
+  it('prepare-downscale through the webhook Service: the leaving pod, a real container on the node, is called at its own address before the downscale is allowed', async () => {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const apps = cluster.clientNodeConfig().makeApiClient(AppsV1Api);
+    const core = cluster.clientNodeConfig().makeApiClient(CoreV1Api);
+    // Pods that answer: the Stateward image (the only image the node has) running a
+    // few lines of HTTP server that logs each request it gets.
+    const server = `require('node:http').createServer((q, s) => {
+      console.log(q.method + ' ' + q.url); s.end('ok');
+    }).listen(8080, () => console.log('listening'));`;
+    await apps.createNamespacedStatefulSet({
+      namespace,
+      body: {
+        metadata: {
+          name: 'prepared',
+          labels: { 'grafana.com/prepare-downscale': 'true' },
+          annotations: {
+            'grafana.com/prepare-downscale-http-path': 'prepare-shutdown',
+            'grafana.com/prepare-downscale-http-port': '8080',
+          },
+        },
+        spec: {
+          replicas: 2,
+          serviceName: 'prepared',
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: { app: 'prepared' } },
+          template: {
+            metadata: { labels: { app: 'prepared' } },
+            spec: {
+              nodeSelector: REAL_NODE.labels,
+              tolerations: [{ key: REAL_NODE.taint.key, operator: 'Exists', effect: REAL_NODE.taint.effect }],
+              containers: [
+                {
+                  name: 'main',
+                  image: image.name,
+                  imagePullPolicy: 'Never',
+                  command: ['/nodejs/bin/node', '-e', server],
+                  ports: [{ containerPort: 8080 }],
+                },
+              ],
+            },
+          },
+        },
+      },
+    });
+    try {
+      await waitFor(
+        'both prepared pods Ready on the real node',
+        async () =>
+          (await core.listNamespacedPod({ namespace, labelSelector: 'app=prepared' })).items.filter(
+            (p) => isReady(p) && p.status?.podIP,
+          ).length === 2,
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      const scaled = await answeredScale(kubeconfig, namespace, 'prepared', 1);
+      assert.ok(scaled.ok, `the downscale allowed once prepared: ${scaled.out}`);
+      const leaving = await kubectl(kubeconfig, '-n', namespace, 'logs', 'prepared-1');
+      assert.match(leaving.out, /^POST \/prepare-shutdown$/m, 'the leaving pod was asked to prepare');
+      const staying = await kubectl(kubeconfig, '-n', namespace, 'logs', 'prepared-0');
+      assert.doesNotMatch(staying.out, /prepare-shutdown/, 'the staying pod was not');
+      const set = await apps.readNamespacedStatefulSet({ namespace, name: 'prepared' });
+      assert.equal(set.spec?.replicas, 1);
+      assert.match(
+        set.metadata?.annotations?.['grafana.com/last-downscale'] ?? '',
+        /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+        'the downscale recorded, as rollout-operator records it',
+      );
+    } finally {
+      await apps.deleteNamespacedStatefulSet({ namespace, name: 'prepared' }).catch(() => undefined);
+    }
+  });
+
   it('kubectl drain under a ZoneAwarePodDisruptionBudget, through the webhook Service: refused while another zone is down, completed once it is back, never two zones at once', async () => {
     assert.ok(cluster);
     const kubeconfig = cluster.kubeconfigPath;
