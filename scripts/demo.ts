@@ -1,27 +1,38 @@
 // `npm run demo`: the local cluster, a 3-zone StatefulSet rollout group,
 // Stateward running against it, and a template change rolled out zone by
 // zone with live progress. The cluster stays up afterwards for exploring.
-import { execFile, spawn } from 'node:child_process';
+// `npm run demo -- --in-cluster`: the same with Stateward as users run it,
+// its image installed with `kubectl apply -k` and running as a pod on the
+// local cluster's real node (needs root; docs/local-cluster.md).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { KubeClient } from '../src/runtime/kube/client.ts';
-import { readKubeConfigFile } from '../src/runtime/kube/kubeconfig.ts';
+import { readKubeConfigFile, type KubeConfig } from '../src/runtime/kube/kubeconfig.ts';
 import { resources, type StatefulSet } from '../src/runtime/kube/types.ts';
 import { namespaceStatus } from '../src/status/cli.ts';
 import { renderProgress } from '../src/status/render.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { freePorts } from '../test/cluster/ports.ts';
+import { ensureStatewardImage } from '../test/cluster/image.ts';
+import { writeUserOverlay } from '../test/support/user-overlay.ts';
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, '..');
 const namespace = 'stateward-demo';
 
-async function clusterUp(): Promise<string> {
-  const child = spawn(process.execPath, [join(root, 'test/cluster/cli.ts'), 'up'], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+async function clusterUp(realNode: boolean): Promise<string> {
+  const child = spawn(
+    process.execPath,
+    [join(root, 'test/cluster/cli.ts'), 'up', ...(realNode ? ['--real-node'] : [])],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
@@ -53,9 +64,103 @@ async function progress(kube: KubeClient): Promise<{ text: string; done: boolean
   return { text, done: Boolean(done) };
 }
 
+/** Stateward as a local process, with its log in .stateward/demo-operator.log. */
+async function startProcess(kubeconfig: string, port: number, kc: KubeConfig): Promise<{ stop: () => Promise<void> }> {
+  const logPath = join(root, '.stateward', 'demo-operator.log');
+  await exec('mkdir', ['-p', join(root, '.stateward')]);
+  console.log(`==> starting stateward (log: ${logPath})`);
+  const operator = spawn(
+    process.execPath,
+    [
+      join(root, 'bin/stateward.ts'),
+      `-kubernetes.namespace=${namespace}`,
+      `-kubernetes.config-file=${kubeconfig}`,
+      `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`,
+      `-server.port=${port}`,
+      '-web.enabled',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const log = createWriteStream(logPath);
+  operator.stdout.pipe(log);
+  operator.stderr.pipe(log);
+  const stop = async () => {
+    operator.kill('SIGTERM');
+    await new Promise((resolve) => operator.once('exit', resolve));
+  };
+  try {
+    await waitFor(
+      'stateward to be ready',
+      async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200,
+      {
+        timeoutMs: 30_000,
+        fail: () =>
+          operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined,
+      },
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { stop };
+}
+
+/**
+ * Stateward's image, built from the Dockerfile and loaded on the real node,
+ * installed into the demo's namespace with the base overlay, and reached
+ * through `kubectl port-forward`. It keeps running in the cluster afterwards.
+ */
+async function startInCluster(kubeconfig: string, port: number): Promise<{ stop: () => Promise<void> }> {
+  const image = await ensureStatewardImage({ log: (line) => console.error(line) });
+  const dir = await mkdtemp(join(tmpdir(), 'stateward-demo-'));
+  try {
+    await writeUserOverlay(dir, { namespace, overlay: 'rollouts', image: image.name, extraArgs: ['-web.enabled'] });
+    console.log(`==> installing stateward (${image.name}) into ${namespace} with kubectl apply -k, on the real node`);
+    process.stdout.write(await kubectl(kubeconfig, 'apply', '--server-side', '-k', dir));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const started = Date.now();
+  process.stdout.write(
+    await kubectl(kubeconfig, '-n', namespace, 'rollout', 'status', 'deployment/stateward', '--timeout=180s'),
+  );
+  console.log(
+    `==> stateward's pod Ready ${((Date.now() - started) / 1000).toFixed(1)} s after the apply, by its own probes`,
+  );
+  console.log(
+    await kubectl(kubeconfig, '-n', namespace, 'get', 'pods', '-l', 'app.kubernetes.io/name=stateward', '-o', 'wide'),
+  );
+  // The web view through the kubelet's port-forward (the metrics/status port).
+  const forward: ChildProcess = spawn(
+    'kubectl',
+    ['--kubeconfig', kubeconfig, '-n', namespace, 'port-forward', 'service/stateward-metrics', `${port}:8001`],
+    { stdio: 'ignore' },
+  );
+  await waitFor(
+    'the port-forward to stateward',
+    async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200,
+    {
+      timeoutMs: 30_000,
+      fail: () => (forward.exitCode !== null ? `kubectl port-forward exited with ${forward.exitCode}` : undefined),
+    },
+  );
+  return {
+    stop: async () => {
+      forward.kill('SIGTERM');
+      if (forward.exitCode === null) await new Promise((resolve) => forward.once('exit', resolve));
+    },
+  };
+}
+
 async function main(): Promise<number> {
-  console.log('==> starting the local cluster (kube-apiserver, controller-manager, scheduler, etcd, kwok)');
-  const kubeconfig = await clusterUp();
+  const { values } = parseArgs({ options: { 'in-cluster': { type: 'boolean', default: false } } });
+  const inCluster = values['in-cluster'];
+  console.log(
+    `==> starting the local cluster (kube-apiserver, controller-manager, scheduler, etcd, kwok${inCluster ? ', and the real node' : ''})`,
+  );
+  const kubeconfig = await clusterUp(inCluster);
+  if (inCluster && !(await kubectl(kubeconfig, 'get', 'nodes', '-l', 'type=real', '-o', 'name')).trim())
+    throw new Error('the running local cluster has no real node: stop it (npm run cluster -- down) and run this again');
   console.log(await kubectl(kubeconfig, 'get', 'nodes', '-L', 'topology.kubernetes.io/zone'));
 
   console.log(
@@ -76,35 +181,9 @@ async function main(): Promise<number> {
     { timeoutMs: 120_000, intervalMs: 500 },
   );
 
-  const [port] = await freePorts(1);
-  const logPath = join(root, '.stateward', 'demo-operator.log');
-  await exec('mkdir', ['-p', join(root, '.stateward')]);
-  console.log(`==> starting stateward (log: ${logPath})`);
-  const operator = spawn(
-    process.execPath,
-    [
-      join(root, 'bin/stateward.ts'),
-      `-kubernetes.namespace=${namespace}`,
-      `-kubernetes.config-file=${kubeconfig}`,
-      `-kubernetes.api-url=${kc.getCurrentCluster()!.server}`,
-      `-server.port=${port}`,
-      '-web.enabled',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const log = createWriteStream(logPath);
-  operator.stdout.pipe(log);
-  operator.stderr.pipe(log);
+  const [port] = (await freePorts(1)) as [number];
+  const operator = inCluster ? await startInCluster(kubeconfig, port) : await startProcess(kubeconfig, port, kc);
   try {
-    await waitFor(
-      'stateward to be ready',
-      async () => (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status === 200,
-      {
-        timeoutMs: 30_000,
-        fail: () =>
-          operator.exitCode !== null ? `stateward exited with ${operator.exitCode}; see ${logPath}` : undefined,
-      },
-    );
     console.log(`==> web view (live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`);
     const version = `demo-${Date.now().toString(36)}`;
     console.log(
@@ -139,8 +218,7 @@ async function main(): Promise<number> {
       `==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`,
     );
   } finally {
-    operator.kill('SIGTERM');
-    await new Promise((resolve) => operator.once('exit', resolve));
+    await operator.stop();
     await kube.close();
   }
   console.log(
@@ -160,6 +238,7 @@ async function main(): Promise<number> {
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);
+  if (inCluster) console.log(`  kubectl -n ${namespace} logs deployment/stateward`);
   // The Node that ran this demo (the project's Node 24): the machine's own `node` may be too old for .ts sources.
   const node = relative(process.cwd(), process.execPath) || process.execPath;
   console.log(`  ${node} bin/stateward.ts status -n ${namespace}`);

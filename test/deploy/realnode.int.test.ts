@@ -14,15 +14,15 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { connect as connectTls } from 'node:tls';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { LocalCluster } from '../cluster/cluster.ts';
 import { ensureStatewardImage, type BuiltImage } from '../cluster/image.ts';
 import { processAlive, processesMentioning } from '../cluster/lock.ts';
@@ -30,7 +30,7 @@ import { nodeBinariesDir } from '../cluster/nodebuild.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { KUBELET_SYSCTLS } from '../cluster/realnode-config.ts';
 import { REAL_NODE, releaseMachineLock } from '../cluster/realnode-host.ts';
-import { KUSTOMIZE } from '../support/manifests.ts';
+import { writeUserOverlay } from '../support/user-overlay.ts';
 import { evict } from '../support/evictions.ts';
 import {
   changeTemplate,
@@ -212,41 +212,9 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     // The kubelet set its kernel tunables in its own mount namespace only.
     for (const [key, value] of Object.entries(baseline.kubeletSysctls))
       assert.equal(readFileSync(`/proc/sys/${key}`, 'utf8').trim(), value, `${key} unchanged on the machine`);
-    const [repository, tag] = image.name.split(/:(?=[^:]+$)/) as [string, string];
-
-    // A user's overlay: their namespace, our replacements (docs/getting-started.md),
-    // the locally built image, and what puts the operator on the real node.
     const dir = await mkdtemp(join(tmpdir(), 'stateward-realnode-'));
     try {
-      const ours = parse(await readFile(join(KUSTOMIZE, 'overlays', 'all', 'kustomization.yaml'), 'utf8')) as {
-        replacements: unknown[];
-      };
-      await writeFile(
-        join(dir, 'kustomization.yaml'),
-        stringify({
-          apiVersion: 'kustomize.config.k8s.io/v1beta1',
-          kind: 'Kustomization',
-          namespace,
-          resources: [relative(dir, join(KUSTOMIZE, 'overlays', 'all'))],
-          images: [{ name: 'ghcr.io/stateward/stateward', newName: repository, newTag: tag }],
-          patches: [
-            {
-              target: { kind: 'Deployment', name: 'stateward' },
-              patch: stringify([
-                { op: 'add', path: '/spec/template/spec/nodeSelector', value: REAL_NODE.labels },
-                {
-                  op: 'add',
-                  path: '/spec/template/spec/tolerations',
-                  value: [{ key: REAL_NODE.taint.key, operator: 'Exists', effect: REAL_NODE.taint.effect }],
-                },
-                // Loaded into the node's containerd; there is no registry to pull from.
-                { op: 'add', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' },
-              ]),
-            },
-          ],
-          replacements: ours.replacements,
-        }),
-      );
+      await writeUserOverlay(dir, { namespace, overlay: 'all', image: image.name });
       const applied = Date.now();
       // Server-side: the CRDs are too large for client-side apply's annotation.
       const apply = await kubectl(kubeconfig, 'apply', '--server-side', '-k', dir);
@@ -699,6 +667,8 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     // The independent view of leadership: every holder the Lease names, in order.
     const holders: string[] = [];
     let watching = true;
+    // And the operator pods' memory working set (cgroup) while the group rolls.
+    let peakWorkingSet = 0;
     const watchLease = (async () => {
       while (watching) {
         const holder = await leases
@@ -706,6 +676,11 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
           .then((l) => l.spec?.holderIdentity ?? '')
           .catch(() => undefined);
         if (holder !== undefined && holders.at(-1) !== holder) holders.push(holder);
+        const operators = await kube
+          .list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+          .catch(() => undefined);
+        for (const pod of operators?.items ?? [])
+          peakWorkingSet = Math.max(peakWorkingSet, podWorkingSet(pod.metadata?.uid ?? ''));
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
@@ -728,7 +703,9 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       );
       assert.ok(status.ok, status.out);
       await waitRolledOut(kube, namespace, 180_000);
-      log(`operator restarted during a group rollout; Lease holders: ${holders.join(' → ')}`);
+      log(
+        `operator restarted during a group rollout; Lease holders: ${holders.join(' → ')}; peak memory working set of an operator pod ${(peakWorkingSet / 1024 / 1024).toFixed(0)} MiB (requests 128 MiB, limit 512 MiB)`,
+      );
       assert.deepEqual(monitor.violations, [], monitor.report());
       assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time');
       const after = monitor.transitions.filter((tr) => tr.at > restartAt).length;
