@@ -206,6 +206,90 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     await cluster?.teardown();
   });
 
+  /**
+   * `kubectl rollout restart` of the operator's Deployment (two replicas, leader
+   * election, a PodDisruptionBudget) in `namespace` while the 3-zone group there
+   * rolls: the group must finish with one zone disrupted at a time (the
+   * independent monitor) and the Lease must move from an old pod to a new one.
+   */
+  async function restartOperatorDuringGroupRollout(namespace: string, installedBy: string): Promise<void> {
+    assert.ok(cluster);
+    const kubeconfig = cluster.kubeconfigPath;
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+    const leases = cluster.clientNodeConfig().makeApiClient(CoordinationV1Api);
+    await waitGroupSettled(kube, namespace, 60_000);
+    const monitor = new InvariantMonitor(
+      kube,
+      namespace,
+      Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
+    );
+    await monitor.start();
+    // The independent view of leadership: every holder the Lease names, in order.
+    const holders: string[] = [];
+    let watching = true;
+    // And the operator pods' memory working set (cgroup) while the group rolls.
+    let peakWorkingSet = 0;
+    const watchLease = (async () => {
+      while (watching) {
+        const holder = await leases
+          .readNamespacedLease({ namespace, name: 'stateward-leader' })
+          .then((l) => l.spec?.holderIdentity ?? '')
+          .catch(() => undefined);
+        if (holder !== undefined && holders.at(-1) !== holder) holders.push(holder);
+        const operators = await kube
+          .list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+          .catch(() => undefined);
+        for (const pod of operators?.items ?? [])
+          peakWorkingSet = Math.max(peakWorkingSet, podWorkingSet(pod.metadata?.uid ?? ''));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    try {
+      await waitFor('the Lease read', () => holders.length > 0, { timeoutMs: 10_000 });
+      const before = holders[0]!;
+      for (const zone of ZONES) await changeTemplate(kube, namespace, zone, 'restart-during-rollout');
+      await waitFor('the group rollout under way', () => monitor.transitions.length > 0, { timeoutMs: 30_000 });
+      const restartAt = Date.now();
+      const restarted = await kubectl(kubeconfig, '-n', namespace, 'rollout', 'restart', 'deployment/stateward');
+      assert.ok(restarted.ok, restarted.out);
+      const status = await kubectl(
+        kubeconfig,
+        '-n',
+        namespace,
+        'rollout',
+        'status',
+        'deployment/stateward',
+        '--timeout=180s',
+      );
+      assert.ok(status.ok, status.out);
+      await waitRolledOut(kube, namespace, 180_000);
+      log(
+        `${installedBy}: operator restarted during a group rollout; Lease holders: ${holders.join(' → ')}; peak memory working set of an operator pod ${(peakWorkingSet / 1024 / 1024).toFixed(0)} MiB (requests 128 MiB, limit 512 MiB)`,
+      );
+      assert.deepEqual(monitor.violations, [], monitor.report());
+      assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time');
+      const after = monitor.transitions.filter((tr) => tr.at > restartAt).length;
+      assert.ok(after > 0, 'the group was still rolling when the operator restarted');
+      log(
+        `${installedBy}: ${after} of ${monitor.transitions.length} pod transitions came after the operator's restart began`,
+      );
+      // The Lease went from an old pod to a new one (released on SIGTERM, or expired).
+      const pods = (
+        await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+      ).items.map((p) => p.metadata!.name!);
+      const last = holders.filter(Boolean).at(-1) ?? '';
+      assert.notEqual(last, before, 'leadership moved');
+      assert.ok(
+        pods.some((p) => last.startsWith(`${p}_`)),
+        `the leader ${last} is one of the new pods ${pods.join(', ')}`,
+      );
+    } finally {
+      watching = false;
+      await watchLease;
+      await monitor.stop();
+    }
+  }
+
   it('kubectl apply -k of the all overlay: Ready by its probes, non-root, read-only root, in-cluster token, no RBAC denial; the apiserver calls no-downscale through the Service', async () => {
     assert.ok(cluster);
     const kubeconfig = cluster.kubeconfigPath;
@@ -652,83 +736,11 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
   });
 
   it("kubectl rollout restart of the operator's own Deployment during a group rollout: the group finishes, one zone at a time, the Lease passed on", async () => {
-    assert.ok(cluster);
-    const kubeconfig = cluster.kubeconfigPath;
-    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
-    const leases = cluster.clientNodeConfig().makeApiClient(CoordinationV1Api);
     // The group of the drain test, under its ZPDB (zone b's pods take 8 s to be Ready).
-    await waitGroupSettled(kube, namespace, 60_000);
-    const monitor = new InvariantMonitor(
-      kube,
-      namespace,
-      Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
-    );
-    await monitor.start();
-    // The independent view of leadership: every holder the Lease names, in order.
-    const holders: string[] = [];
-    let watching = true;
-    // And the operator pods' memory working set (cgroup) while the group rolls.
-    let peakWorkingSet = 0;
-    const watchLease = (async () => {
-      while (watching) {
-        const holder = await leases
-          .readNamespacedLease({ namespace, name: 'stateward-leader' })
-          .then((l) => l.spec?.holderIdentity ?? '')
-          .catch(() => undefined);
-        if (holder !== undefined && holders.at(-1) !== holder) holders.push(holder);
-        const operators = await kube
-          .list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
-          .catch(() => undefined);
-        for (const pod of operators?.items ?? [])
-          peakWorkingSet = Math.max(peakWorkingSet, podWorkingSet(pod.metadata?.uid ?? ''));
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    })();
-    try {
-      await waitFor('the Lease read', () => holders.length > 0, { timeoutMs: 10_000 });
-      const before = holders[0]!;
-      for (const zone of ZONES) await changeTemplate(kube, namespace, zone, 'restart-during-rollout');
-      await waitFor('the group rollout under way', () => monitor.transitions.length > 0, { timeoutMs: 30_000 });
-      const restartAt = Date.now();
-      const restarted = await kubectl(kubeconfig, '-n', namespace, 'rollout', 'restart', 'deployment/stateward');
-      assert.ok(restarted.ok, restarted.out);
-      const status = await kubectl(
-        kubeconfig,
-        '-n',
-        namespace,
-        'rollout',
-        'status',
-        'deployment/stateward',
-        '--timeout=180s',
-      );
-      assert.ok(status.ok, status.out);
-      await waitRolledOut(kube, namespace, 180_000);
-      log(
-        `operator restarted during a group rollout; Lease holders: ${holders.join(' → ')}; peak memory working set of an operator pod ${(peakWorkingSet / 1024 / 1024).toFixed(0)} MiB (requests 128 MiB, limit 512 MiB)`,
-      );
-      assert.deepEqual(monitor.violations, [], monitor.report());
-      assert.equal(monitor.maxDisruptedAtOnce, 1, 'one zone disrupted at a time');
-      const after = monitor.transitions.filter((tr) => tr.at > restartAt).length;
-      assert.ok(after > 0, 'the group was still rolling when the operator restarted');
-      log(`${after} of ${monitor.transitions.length} pod transitions came after the operator's restart began`);
-      // The Lease went from an old pod to a new one (released on SIGTERM, or expired).
-      const pods = (
-        await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
-      ).items.map((p) => p.metadata!.name!);
-      const last = holders.filter(Boolean).at(-1) ?? '';
-      assert.notEqual(last, before, 'leadership moved');
-      assert.ok(
-        pods.some((p) => last.startsWith(`${p}_`)),
-        `the leader ${last} is one of the new pods ${pods.join(', ')}`,
-      );
-    } finally {
-      watching = false;
-      await watchLease;
-      await monitor.stop();
-    }
+    await restartOperatorDuringGroupRollout(namespace, 'kubectl apply -k');
   });
 
-  it('helm install of the chart with webhooks on: Ready by its probes, non-root, read-only root, no RBAC denial; no-downscale through its Service; helm uninstall leaves nothing', async () => {
+  it("helm install of the chart with webhooks on and two replicas: Ready by its probes, non-root, read-only root, no RBAC denial; no-downscale through its Service; a rollout restart under the chart's PodDisruptionBudget during a group rollout; helm uninstall leaves nothing", async () => {
     assert.ok(cluster);
     const kubeconfig = cluster.kubeconfigPath;
     const release = `stateward-helm-${process.pid}`;
@@ -761,6 +773,11 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       'image.pullPolicy=Never',
       '--set',
       'webhooks.enabled=true',
+      // Two replicas with leader election, under the chart's PodDisruptionBudget.
+      '--set',
+      'replicas=2',
+      '--set',
+      'leaderElection.enabled=true',
       '--set-json',
       `nodeSelector=${JSON.stringify(REAL_NODE.labels)}`,
       '--set-json',
@@ -773,10 +790,11 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     const kc = cluster.clientNodeConfig();
     const core = kc.makeApiClient(CoreV1Api);
     const apps = kc.makeApiClient(AppsV1Api);
-    const [pod] = (
+    const pods = (
       await core.listNamespacedPod({ namespace: release, labelSelector: 'app.kubernetes.io/name=stateward' })
     ).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-    assert.ok(pod, 'an operator pod Ready by its probes');
+    assert.equal(pods.length, 2, 'both operator pods Ready by their probes');
+    const pod = pods[0]!;
     assert.equal(pod.spec?.nodeName, REAL_NODE.name);
     assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
     const inside = await kubectl(
@@ -833,14 +851,32 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       denied.out,
       /admission webhook "no-downscale\.stateward\.dev" denied the request: downscale of statefulsets\/ingester/,
     );
-    const logs = await kubectl(kubeconfig, '-n', release, 'logs', pod.metadata!.name!);
-    assert.ok(logs.ok, logs.out);
-    assert.match(logs.out, /downscale not allowed/, 'the denial came from the chart pod');
+    const logs = (await Promise.all(pods.map((p) => kubectl(kubeconfig, '-n', release, 'logs', p.metadata!.name!))))
+      .map((l) => l.out)
+      .join('\n');
+    assert.match(logs, /downscale not allowed/, 'the denial came from a chart pod');
     assert.deepEqual(
-      logs.out.split('\n').filter((l) => /\b403\b|forbidden/i.test(l)),
+      logs.split('\n').filter((l) => /\b403\b|forbidden/i.test(l)),
       [],
       'no request refused by RBAC',
     );
+
+    // High availability as the chart installs it: its PodDisruptionBudget, and
+    // a rollout restart of the operator while a group in its namespace rolls.
+    const pdb = await kubectl(
+      kubeconfig,
+      '-n',
+      release,
+      'get',
+      'pdb',
+      'stateward',
+      '-o',
+      'jsonpath={.spec.maxUnavailable}',
+    );
+    assert.equal(pdb.out, '1', `the chart's PodDisruptionBudget: ${pdb.out}`);
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+    await createGroup(kube, release, { all: { replicas: 2, readyDelay: '2s' } });
+    await restartOperatorDuringGroupRollout(release, 'helm install');
 
     const uninstalled = await helm('uninstall', 'stateward', '-n', release, '--wait', '--timeout=2m');
     assert.ok(uninstalled.ok, uninstalled.out);
