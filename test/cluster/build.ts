@@ -146,19 +146,30 @@ export async function ensureBinaries(options: { log?: (line: string) => void } =
       await rm(gobin, { recursive: true, force: true });
       timings['kwok'] = Date.now() - started;
     }
-    await writeFile(
-      join(dir, 'build-info.json'),
-      JSON.stringify({ key, versions, timingsMs: timings, builtAt: new Date().toISOString() }, null, 2),
-    );
-    log(
-      `control plane binaries ready in ${dir} (${Object.entries(timings)
-        .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}s`)
-        .join(', ')})`,
-    );
+    await recordBuild(dir, { key, versions, timings, what: 'control plane binaries', log });
   } finally {
     await release();
   }
   return binaries;
+}
+
+/** Writes what a build made into its cache directory (build-info.json) and says it is ready, with each step's time. */
+export async function recordBuild(
+  dir: string,
+  o: { key: string; versions: object; timings: Record<string, number>; what: string; log: (line: string) => void },
+): Promise<void> {
+  await writeFile(
+    join(dir, 'build-info.json'),
+    JSON.stringify(
+      { key: o.key, versions: o.versions, timingsMs: o.timings, builtAt: new Date().toISOString() },
+      null,
+      2,
+    ),
+  );
+  const steps = Object.entries(o.timings)
+    .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}s`)
+    .join(', ');
+  o.log(`${o.what} ready in ${dir} (${steps})`);
 }
 
 export async function buildStep(

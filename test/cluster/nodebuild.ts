@@ -8,10 +8,18 @@
 // control plane's cache key.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildStep, cacheRoot, goVersion, kubernetesVersionLdflags, readPinnedVersions, run } from './build.ts';
+import {
+  buildStep,
+  cacheRoot,
+  goVersion,
+  kubernetesVersionLdflags,
+  readPinnedVersions,
+  recordBuild,
+  run,
+} from './build.ts';
 import { acquireLock } from './lock.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -195,15 +203,7 @@ export async function ensureNodeBinaries(options: { log?: (line: string) => void
         await rename(`${binaries.pause}.tmp`, binaries.pause);
       });
     }
-    await writeFile(
-      join(dir, 'build-info.json'),
-      JSON.stringify({ key, versions, timingsMs: timings, builtAt: new Date().toISOString() }, null, 2),
-    );
-    log(
-      `real node binaries ready in ${dir} (${Object.entries(timings)
-        .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}s`)
-        .join(', ')})`,
-    );
+    await recordBuild(dir, { key, versions, timings, what: 'real node binaries', log });
   } finally {
     await release();
   }
