@@ -4,9 +4,7 @@
 // refuses unsafe values, and a rendered chart applies to the local control
 // plane.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { policyRules, type Feature, type KubeRule, type Scope } from '../../src/rbac/permissions.ts';
@@ -16,21 +14,10 @@ import { testCluster } from '../cluster/testing.ts';
 import { testClient } from '../support/rollout-group.ts';
 import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
 import { lastFlag, narrowingViolations } from '../support/rbac.ts';
-import { helmBinary } from '../tools/helm.ts';
+import { helm } from '../tools/helm.ts';
 
-const exec = promisify(execFile);
 const cluster = testCluster();
 const CHART = fileURLToPath(new URL('../../deploy/helm/stateward', import.meta.url));
-
-async function helm(...args: string[]): Promise<{ ok: boolean; out: string }> {
-  try {
-    const { stdout, stderr } = await exec(await helmBinary(), args, { maxBuffer: 32 * 1024 * 1024 });
-    return { ok: true, out: stdout + stderr };
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string };
-    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
 
 async function template(namespace: string, values: string[]): Promise<Manifest[]> {
   const rendered = await helm('template', 'stateward', CHART, '-n', namespace, ...values.flatMap((v) => ['--set', v]));

@@ -12,14 +12,12 @@
 // root and the Debian packages .ci/run installs.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { connect as connectTls } from 'node:tls';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -31,6 +29,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { KUBELET_SYSCTLS } from '../cluster/realnode-config.ts';
 import { REAL_NODE, releaseMachineLock } from '../cluster/realnode-host.ts';
 import { writeUserOverlay } from '../support/user-overlay.ts';
+import { servedFingerprint, storedFingerprint } from '../support/webhooks.ts';
 import { evict } from '../support/evictions.ts';
 import {
   changeTemplate,
@@ -42,7 +41,7 @@ import {
 } from '../support/rollout-group.ts';
 import { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type Pod } from '../../src/runtime/kube/types.ts';
-import { helmBinary } from '../tools/helm.ts';
+import { helm } from '../tools/helm.ts';
 
 const exec = promisify(execFile);
 const CHART = fileURLToPath(new URL('../../deploy/helm/stateward', import.meta.url));
@@ -134,17 +133,33 @@ async function kubectl(kubeconfig: string, ...args: string[]): Promise<{ ok: boo
   }
 }
 
-/** The SHA-256 fingerprint of the certificate a TLS server presents. */
-async function servedFingerprint(host: string, port: number): Promise<string> {
-  const raw = await new Promise<Buffer>((resolve, reject) => {
-    const socket = connectTls({ host, port, servername: 'localhost', rejectUnauthorized: false }, () => {
-      resolve(socket.getPeerCertificate().raw);
-      socket.destroy();
-    });
-    socket.once('error', reject);
-    socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
-  });
-  return new X509Certificate(raw).fingerprint256;
+/** The caBundle of a ValidatingWebhookConfiguration's first webhook ('' when unset). */
+async function caBundleOf(kubeconfig: string, config: string): Promise<string> {
+  const got = await kubectl(
+    kubeconfig,
+    'get',
+    'validatingwebhookconfiguration',
+    config,
+    '-o',
+    'jsonpath={.webhooks[0].clientConfig.caBundle}',
+  );
+  return got.ok ? got.stdout : '';
+}
+
+/** A StatefulSet of two kwok pods labelled for no-downscale. */
+function noDownscaleStatefulSet() {
+  return {
+    metadata: { name: 'ingester', labels: { 'grafana.com/no-downscale': 'true' } },
+    spec: {
+      replicas: 2,
+      serviceName: 'ingester',
+      selector: { matchLabels: { app: 'ingester' } },
+      template: {
+        metadata: { labels: { app: 'ingester' } },
+        spec: { containers: [{ name: 'main', image: 'example.invalid/app:1' }] },
+      },
+    },
+  };
 }
 
 /**
@@ -392,34 +407,10 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       // The apiserver calls the webhook through the Service once the operator has injected its CA.
       await waitFor(
         'the CA injected into stateward-no-downscale',
-        async () => {
-          const config = await kubectl(
-            kubeconfig,
-            'get',
-            'validatingwebhookconfiguration',
-            'stateward-no-downscale',
-            '-o',
-            'jsonpath={.webhooks[0].clientConfig.caBundle}',
-          );
-          return config.ok && config.out.length > 100;
-        },
+        async () => (await caBundleOf(kubeconfig, 'stateward-no-downscale')).length > 100,
         { timeoutMs: 60_000 },
       );
-      await apps.createNamespacedStatefulSet({
-        namespace,
-        body: {
-          metadata: { name: 'ingester', labels: { 'grafana.com/no-downscale': 'true' } },
-          spec: {
-            replicas: 2,
-            serviceName: 'ingester',
-            selector: { matchLabels: { app: 'ingester' } },
-            template: {
-              metadata: { labels: { app: 'ingester' } },
-              spec: { containers: [{ name: 'main', image: 'example.invalid/app:1' }] },
-            },
-          },
-        },
-      });
+      await apps.createNamespacedStatefulSet({ namespace, body: noDownscaleStatefulSet() });
       const up = await answeredScale(kubeconfig, namespace, 'ingester', 3);
       assert.ok(up.ok, `a scale-up passes the webhook: ${up.out}`);
       const denied = await kubectl(kubeconfig, '-n', namespace, 'scale', 'statefulset', 'ingester', '--replicas=1');
@@ -548,17 +539,7 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
         return undefined;
       }
     };
-    const caBundle = async () =>
-      (
-        await kubectl(
-          kubeconfig,
-          'get',
-          'validatingwebhookconfiguration',
-          'stateward-no-downscale',
-          '-o',
-          'jsonpath={.webhooks[0].clientConfig.caBundle}',
-        )
-      ).out;
+    const caBundle = () => caBundleOf(kubeconfig, 'stateward-no-downscale');
     const firstCa = await caOf();
     assert.ok(firstCa);
     assert.equal(await caBundle(), firstCa, 'the current CA is the one injected');
@@ -588,7 +569,7 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       const [ca, cert] = [secret?.data?.['ca'], secret?.data?.['cert']];
       if (!ca || !cert || ca === firstCa || (await caBundle()) !== ca) continue;
       // Both pods serve the new certificate (the host reaches pod addresses over the node's bridge).
-      const want = new X509Certificate(Buffer.from(cert, 'base64')).fingerprint256;
+      const want = storedFingerprint(cert);
       const ips = (await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=stateward' })).items
         .filter((p) => isReady(p) && !p.metadata?.deletionTimestamp)
         .map((p) => p.status?.podIP ?? '');
@@ -746,19 +727,10 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     const kubeconfig = cluster.kubeconfigPath;
     const release = `stateward-helm-${process.pid}`;
     const [repository, tag] = image.name.split(/:(?=[^:]+$)/) as [string, string];
-    const helm = async (...args: string[]) => {
-      try {
-        const { stdout, stderr } = await exec(await helmBinary(), ['--kubeconfig', kubeconfig, ...args], {
-          maxBuffer: 16 * 1024 * 1024,
-        });
-        return { ok: true, out: stdout + stderr };
-      } catch (error) {
-        const e = error as { stdout?: string; stderr?: string };
-        return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-      }
-    };
     const started = Date.now();
     const installed = await helm(
+      '--kubeconfig',
+      kubeconfig,
       'install',
       'stateward',
       CHART,
@@ -817,36 +789,10 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
 
     // Its no-downscale webhook, named for its namespace, called through its Service once the CA is in.
     const config = `stateward-no-downscale-${release}`;
-    await waitFor(
-      `the CA injected into ${config}`,
-      async () =>
-        (
-          await kubectl(
-            kubeconfig,
-            'get',
-            'validatingwebhookconfiguration',
-            config,
-            '-o',
-            'jsonpath={.webhooks[0].clientConfig.caBundle}',
-          )
-        ).out.length > 100,
-      { timeoutMs: 60_000 },
-    );
-    await apps.createNamespacedStatefulSet({
-      namespace: release,
-      body: {
-        metadata: { name: 'ingester', labels: { 'grafana.com/no-downscale': 'true' } },
-        spec: {
-          replicas: 2,
-          serviceName: 'ingester',
-          selector: { matchLabels: { app: 'ingester' } },
-          template: {
-            metadata: { labels: { app: 'ingester' } },
-            spec: { containers: [{ name: 'main', image: 'example.invalid/app:1' }] },
-          },
-        },
-      },
+    await waitFor(`the CA injected into ${config}`, async () => (await caBundleOf(kubeconfig, config)).length > 100, {
+      timeoutMs: 60_000,
     });
+    await apps.createNamespacedStatefulSet({ namespace: release, body: noDownscaleStatefulSet() });
     const denied = await answeredScale(kubeconfig, release, 'ingester', 1);
     assert.equal(denied.ok, false, denied.out);
     assert.match(
@@ -880,7 +826,16 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
     await createGroup(kube, release, { all: { replicas: 2, readyDelay: '2s' } });
     await restartOperatorDuringGroupRollout(release, 'helm install');
 
-    const uninstalled = await helm('uninstall', 'stateward', '-n', release, '--wait', '--timeout=2m');
+    const uninstalled = await helm(
+      '--kubeconfig',
+      kubeconfig,
+      'uninstall',
+      'stateward',
+      '-n',
+      release,
+      '--wait',
+      '--timeout=2m',
+    );
     assert.ok(uninstalled.ok, uninstalled.out);
     const left = await kubectl(
       kubeconfig,

@@ -1,6 +1,8 @@
 // Webhook configuration entries that make the test apiserver call an
 // operator's HTTPS server on loopback. Labelled for CA injection, so the
 // caBundle is the one the operator itself injects.
+import { X509Certificate } from 'node:crypto';
+import { connect as connectTls } from 'node:tls';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
@@ -88,3 +90,19 @@ export async function installLoopbackWebhook(
     { timeoutMs: 20_000 },
   );
 }
+
+/** The SHA-256 fingerprint of the certificate a TLS server (a webhook server) presents. */
+export async function servedFingerprint(host: string, port: number): Promise<string> {
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = connectTls({ host, port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      resolve(socket.getPeerCertificate().raw);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+    socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
+  });
+  return new X509Certificate(raw).fingerprint256;
+}
+
+/** The SHA-256 fingerprint of a certificate stored base64 PEM in a Secret's data. */
+export const storedFingerprint = (base64: string) => new X509Certificate(Buffer.from(base64, 'base64')).fingerprint256;

@@ -2,9 +2,11 @@
 // the repository, the way test/cluster/build.ts builds the control plane:
 // keyed by the pinned versions and the Go version, so every clone on a machine
 // shares one build, a version bump rebuilds, and no prebuilt binary is fetched.
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { cacheRoot } from '../cluster/build.ts';
 import { cachedBinary, goOutput, goToLog, type Log, parseEnv, stderrLog } from './go.ts';
 
@@ -48,6 +50,17 @@ export async function helmBinary(options: { log?: Log } = {}): Promise<string> {
     log: options.log ?? stderrLog,
     build: (binary, logPath) => build(pin, binary, logPath),
   });
+}
+
+/** Runs the cached helm; `out` is both streams, for assertions' messages. */
+export async function helm(...args: string[]): Promise<{ ok: boolean; out: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(await helmBinary(), args, { maxBuffer: 32 * 1024 * 1024 });
+    return { ok: true, out: stdout + stderr };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    return { ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
 }
 
 async function build(pin: HelmPin, binary: string, logPath: string): Promise<void> {

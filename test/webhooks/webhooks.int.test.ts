@@ -2,9 +2,8 @@
 // server on loopback, trusting the CA that Stateward itself injected, while
 // the real kubectl scales and patches StatefulSets.
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
-import { connect as connectTls } from 'node:tls';
 import { describe, it, type TestContext } from 'node:test';
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type ResourceType, type Secret, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { WebhookConfiguration } from '../../src/webhooks/cainjection.ts';
 import { freePorts } from '../cluster/ports.ts';
@@ -12,7 +11,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl as run } from '../support/kubectl.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
-import { CA_INJECTION_LABELS, loopbackWebhook } from '../support/webhooks.ts';
+import { CA_INJECTION_LABELS, loopbackWebhook, servedFingerprint, storedFingerprint } from '../support/webhooks.ts';
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -59,20 +58,22 @@ async function caBundleOf(name: string): Promise<string | undefined> {
   return config.webhooks?.[0]?.clientConfig?.caBundle;
 }
 
-/** The SHA-256 fingerprint of a certificate stored base64 PEM in a Secret. */
-const pem = (base64: string) => new X509Certificate(Buffer.from(base64, 'base64')).fingerprint256;
-
-/** The SHA-256 fingerprint of the certificate a webhook server presents. */
-async function servedCertificate(port: number): Promise<string> {
-  const raw = await new Promise<Buffer>((resolve, reject) => {
-    const socket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
-      resolve(socket.getPeerCertificate().raw);
-      socket.destroy();
-    });
-    socket.once('error', reject);
-    socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
-  });
-  return new X509Certificate(raw).fingerprint256;
+/**
+ * A server-side dry-run upscale of ingester-zone-a: it goes through the
+ * webhook and changes nothing. A failed call's message goes into `failures`.
+ */
+async function callThroughWebhook(kube: KubeClient, namespace: string, failures: string[]): Promise<void> {
+  try {
+    await kube.patch(
+      resources.statefulSets,
+      { namespace, name: 'ingester-zone-a' },
+      'merge',
+      { spec: { replicas: 2 } },
+      { dryRun: true },
+    );
+  } catch (error) {
+    failures.push(error instanceof Error ? error.message : String(error));
+  }
 }
 
 /** GETs of StatefulSets, Deployments and ReplicaSets the operator has made, from its API client metrics. */
@@ -287,7 +288,8 @@ describe('admission webhooks', () => {
       { timeoutMs: 15_000 },
     );
     await waitFor('CA injected', async () => (await caBundleOf(name)) === first.data!['ca'], { timeoutMs: 15_000 });
-    for (const port of ports) assert.equal(await servedCertificate(port), pem(first.data!['cert']!));
+    for (const port of ports)
+      assert.equal(await servedFingerprint('127.0.0.1', port), storedFingerprint(first.data!['cert']!));
 
     await kube.delete(resources.secrets, { namespace, name: secretName });
     let calls = 0;
@@ -295,24 +297,15 @@ describe('admission webhooks', () => {
     let done: { ca: string; cert: string } | undefined;
     const deadline = Date.now() + 60_000;
     while (!done && Date.now() < deadline) {
-      // A server-side dry-run upscale goes through the webhook and changes nothing.
-      try {
-        await kube.patch(
-          resources.statefulSets,
-          { namespace, name: 'ingester-zone-a' },
-          'merge',
-          { spec: { replicas: 2 } },
-          { dryRun: true },
-        );
-      } catch (error) {
-        failures.push(error instanceof Error ? error.message : String(error));
-      }
+      await callThroughWebhook(kube, namespace, failures);
       calls++;
       const now = await kube.get<Secret>(resources.secrets, { namespace, name: secretName }).catch(() => undefined);
       const [ca, cert] = [now?.data?.['ca'], now?.data?.['cert']];
       if (!ca || !cert || ca === first.data!['ca']) continue;
-      const served = await Promise.all(ports.map((port) => servedCertificate(port).catch(() => undefined)));
-      if ((await caBundleOf(name)) === ca && served.every((s) => s === pem(cert))) done = { ca, cert };
+      const served = await Promise.all(
+        ports.map((port) => servedFingerprint('127.0.0.1', port).catch(() => undefined)),
+      );
+      if ((await caBundleOf(name)) === ca && served.every((s) => s === storedFingerprint(cert))) done = { ca, cert };
     }
     assert.ok(done, 'a new CA issued, injected alone, and its certificate served by both replicas within 60 s');
     assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
@@ -341,18 +334,7 @@ describe('admission webhooks', () => {
     const deadline = Date.now() + 58_000;
     let renewedAt: number | undefined;
     while (Date.now() < deadline) {
-      // A server-side dry-run upscale goes through the webhook and changes nothing.
-      try {
-        await kube.patch(
-          resources.statefulSets,
-          { namespace, name: 'ingester-zone-a' },
-          'merge',
-          { spec: { replicas: 2 } },
-          { dryRun: true },
-        );
-      } catch (error) {
-        failures.push(error instanceof Error ? error.message : String(error));
-      }
+      await callThroughWebhook(kube, namespace, failures);
       calls++;
       if (!renewedAt) {
         const now = await kube.get<Secret>(resources.secrets, { namespace, name: secretName });

@@ -91,10 +91,6 @@ export class CertificateRotator {
    */
   recheck(): void {
     if (this.stopped || this.bundle === undefined) return;
-    if (this.renewing) {
-      this.renewing.again = true;
-      return;
-    }
     void this.renew();
   }
 
