@@ -13,6 +13,7 @@ import type { PodCallConfig } from '../workloads/podclient.ts';
 import { observeLastDownscales } from './clocksteps.ts';
 import { lastDownscalesFromAnnotations } from './mintime.ts';
 import { ReplicaCoordinator } from './coordination/coordinator.ts';
+import { coordinatesReplicas } from './coordination/keys.ts';
 
 export interface ReplicaCoordination {
   /**
@@ -21,6 +22,12 @@ export interface ReplicaCoordination {
    * reconcile that change triggers.
    */
   adjust(group: StatefulSet[]): Promise<boolean>;
+  /**
+   * Whether replicas of the group may change with something other than its
+   * own objects' events (a leader, a reference resource, a clock): such a
+   * group is reconciled on every resync.
+   */
+  involves(group: StatefulSet[]): boolean;
   /** `listener` is called when a StatefulSet's group needs another reconcile (a delayed downscale's pod answers arrived). */
   onRequeue(listener: (namespace: string, statefulSet: string) => void): void;
   /** Abandons delayed-downscale pod calls in flight (leadership ended). */
@@ -38,6 +45,7 @@ export function createReplicaCoordination(runtime: Runtime, podCalls: PodCallCon
   });
   return {
     adjust: (group) => coordinator.adjust(group),
+    involves: (group) => group.some(coordinatesReplicas),
     onRequeue: (listener) => void listeners.push(listener),
     stop: () => coordinator.stop(),
   };

@@ -16,6 +16,7 @@ import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './plan
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
+import { planDecidesNothing, ResyncGate } from './resync.ts';
 import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
 
 /** What the rollout controller needs of the zone-aware disruption budgets (drain/zpdb/): whether one more rolling delete fits. */
@@ -29,6 +30,8 @@ export interface RolloutBudget {
 /** What the rollout controller needs of replica coordination (downscale/): a group's replicas set before it rolls, and when to look again. */
 export interface RolloutScaling {
   adjust(group: StatefulSet[]): Promise<boolean>;
+  /** Whether the group's replicas may change without an event of its own objects: then every resync reconciles it. */
+  involves(group: StatefulSet[]): boolean;
   onRequeue(listener: (namespace: string, statefulSet: string) => void): void;
 }
 
@@ -96,6 +99,7 @@ export class RolloutController {
   private readonly revisions: CurrentRevisionWriter;
   private readonly scaling: RolloutScaling | undefined;
   private readonly budgets: RolloutBudget;
+  private readonly resyncGate = new ResyncGate();
 
   constructor(runtime: Runtime, options: RolloutOptions, services: RolloutServices) {
     this.runtime = runtime;
@@ -104,7 +108,11 @@ export class RolloutController {
     const cache = workloadCache(runtime);
     this.sets = cache.statefulSets;
     this.pods = cache.pods;
-    this.metrics = new RolloutMetrics(runtime.registry);
+    this.metrics = new RolloutMetrics(runtime.registry, {
+      intervalMs: options.reconcileIntervalMs,
+      monotonic: () => runtime.clock.monotonic(),
+      now: () => runtime.clock.now(),
+    });
     this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
     this.budgets = services.budget(runtime);
     this.revisions = new CurrentRevisionWriter({
@@ -150,15 +158,40 @@ export class RolloutController {
 
   private enqueueSet(set: StatefulSet): void {
     const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
-    if (group !== undefined && set.metadata?.namespace) this.queue?.add(groupKey(set.metadata.namespace, group));
+    if (group === undefined || !set.metadata?.namespace || !this.queue) return;
+    const key = groupKey(set.metadata.namespace, group);
+    this.unsettle(key);
+    this.queue.add(key);
+  }
+
+  /** Something the group's plan reads changed: it is planned on its next resync, and its resyncs are counted as they run. */
+  private unsettle(key: string): void {
+    if (this.resyncGate.isSettled(key)) {
+      const { namespace, group } = splitKey(key);
+      this.metrics.unsettle(this.metricGroup(namespace, group));
+    }
+    this.resyncGate.changed(key);
   }
 
   private enqueuePod(pod: Pod): void {
     const owner = pod.metadata?.ownerReferences?.find((r) => r.controller && r.kind === 'StatefulSet');
     const namespace = pod.metadata?.namespace;
-    if (!owner || !namespace) return;
+    if (!namespace) return;
+    if (!owner) {
+      // An orphan counts for any StatefulSet of its namespace that selects
+      // it (podsOf); it is planned at the next resync, as it always was.
+      if (!pod.metadata?.ownerReferences?.some((r) => r.controller)) this.unsettleNamespace(namespace);
+      return;
+    }
     const set = this.setInformer(namespace)?.get(namespace, owner.name);
     if (set) this.enqueueSet(set);
+  }
+
+  private unsettleNamespace(namespace: string): void {
+    for (const set of this.setInformer(namespace)?.list() ?? []) {
+      const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
+      if (group !== undefined && set.metadata?.namespace === namespace) this.unsettle(groupKey(namespace, group));
+    }
   }
 
   private setInformer(namespace: string): Informer<StatefulSet> | undefined {
@@ -187,6 +220,7 @@ export class RolloutController {
       metrics: workQueueMetrics(this.runtime.registry, 'rollout'),
     });
     this.queue = queue;
+    this.resyncGate.clear();
     for (const key of this.allGroups()) queue.add(key);
     const resync = async () => {
       while (!signal.aborted) {
@@ -195,7 +229,15 @@ export class RolloutController {
         } catch {
           return;
         }
-        for (const key of new Set([...this.allGroups(), ...this.knownGroups])) queue.add(key);
+        let planned = 0;
+        for (const key of new Set([...this.allGroups(), ...this.knownGroups])) {
+          // A settled group's resyncs are counted by its metrics, not run (resync.ts).
+          if (this.resyncGate.isSettled(key)) continue;
+          queue.add(key);
+          planned++;
+        }
+        // Nothing to plan until a group changes: no timer meanwhile.
+        if (planned === 0) await this.resyncGate.untilChanged(signal);
       }
     };
     signal.addEventListener('abort', () => queue.shutDown(), { once: true });
@@ -221,6 +263,7 @@ export class RolloutController {
     }
     this.knownGroups.clear();
     this.pendingLogged.clear();
+    this.resyncGate.clear();
   }
 
   snapshot(namespace: string, group: string): GroupSnapshot {
@@ -250,22 +293,38 @@ export class RolloutController {
   }
 
   reconcile(key: string): Promise<HandlerResult> {
-    const t = tracer();
-    if (t === undefined) return this.reconcileGroup(key);
-    // One span per reconcile of a group: the API calls it makes are its children.
+    this.resyncGate.begin(key);
+    const outcome = { settled: false };
     const { namespace, group } = splitKey(key);
+    const run = () =>
+      this.reconcileGroup(key, outcome).finally(() => {
+        if (!this.resyncGate.end(key, outcome.settled)) return;
+        this.metrics.settle(this.metricGroup(namespace, group));
+        this.log.debug(
+          'group settled: resyncs count it as reconciled without planning it until one of its objects changes',
+          {
+            namespace,
+            group,
+          },
+        );
+      });
+    const t = tracer();
+    if (t === undefined) return run();
+    // One span per reconcile of a group: the API calls it makes are its children.
     return t.span(
       'rollout.reconcile_group',
       { attributes: { 'rollout.group': group, 'k8s.namespace.name': namespace } },
-      () => this.reconcileGroup(key),
+      run,
     );
   }
 
-  private async reconcileGroup(key: string): Promise<HandlerResult> {
+  /** `outcome.settled` is set when the reconcile decided nothing that a resync could decide differently (resync.ts). */
+  private async reconcileGroup(key: string, outcome: { settled: boolean }): Promise<HandlerResult> {
     const { namespace, group } = splitKey(key);
     let snapshot = this.snapshot(namespace, group);
     const metricGroup = this.metricGroup(namespace, group);
     if (snapshot.statefulSets.length === 0) {
+      this.resyncGate.forget(key);
       this.knownGroups.delete(key);
       this.metrics.forget(metricGroup);
       this.status.remove(namespace, group);
@@ -277,11 +336,11 @@ export class RolloutController {
     const done = this.metrics.begin(metricGroup);
     // Replicas first, as rollout-operator: a group whose replicas just changed
     // is rolled on the next reconcile, which the change itself triggers.
+    const sets =
+      this.setInformer(namespace)
+        ?.byIndex(INDEX.setsByGroup, group)
+        .filter((s) => s.metadata?.namespace === namespace) ?? [];
     if (this.scaling) {
-      const sets =
-        this.setInformer(namespace)
-          ?.byIndex(INDEX.setsByGroup, group)
-          .filter((s) => s.metadata?.namespace === namespace) ?? [];
       if (
         await this.scaling.adjust(sets).catch((error: unknown) => {
           this.log.warn('replica adjustment failed; rolling out anyway', {
@@ -323,6 +382,8 @@ export class RolloutController {
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
     if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
+    outcome.settled =
+      planDecidesNothing(plan) && execution.budgetWait === undefined && !(this.scaling?.involves(sets) ?? false);
     return undefined;
   }
 

@@ -4,13 +4,15 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
 /**
- * How often the event-loop delay histogram (nodejs_eventloop_lag_*) samples.
- * prom-client's default, 10 ms, wakes an idle operator 100 times a second:
- * 436 ms of CPU per idle minute against 6 ms at 1 s (measured on the 2-core
- * dev machine with nothing else loaded; docs/restarts.md). A loop
- * blocked for long enough to matter still shows; short stalls are sampled.
+ * How often the event-loop delay histogram (nodejs_eventloop_lag_{min,max,
+ * mean,stddev,p50,p90,p99}_seconds) samples. prom-client's default, 10 ms,
+ * wakes an idle operator 100 times a second: 436 ms of CPU per idle minute.
+ * At 1 s it was still ~3 ms a minute, as much as rollout-operator uses at
+ * idle in all (docs/performance.md). Every 10 s, a stall of 10 s or more
+ * always shows and a shorter one is sampled (a 1 s stall one time in ten);
+ * nodejs_eventloop_lag_seconds is measured afresh at each scrape.
  */
-export const EVENT_LOOP_SAMPLE_MS = 1000;
+export const EVENT_LOOP_SAMPLE_MS = 10_000;
 
 export function createRegistry(options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();

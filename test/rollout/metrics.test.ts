@@ -30,4 +30,43 @@ describe('rollout metrics', () => {
     assert.doesNotMatch(text, /rollout_group="ingester"/);
     assert.match(text, /rollout_group="store-gateway"/);
   });
+
+  it("counts a settled group's resyncs when read, one per interval, as if each had run", async () => {
+    const registry = new Registry();
+    let monotonic = 1_000;
+    let wall = 1_700_000_000_000;
+    const metrics = new RolloutMetrics(registry, { intervalMs: 5_000, monotonic: () => monotonic, now: () => wall });
+    const value = async (name: string) => {
+      const text = await registry.metrics();
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{rollout_group="ingester"} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    metrics.settle('ingester');
+    assert.equal(await value('rollout_operator_group_reconciles_total'), undefined, 'an unknown group is not settled');
+    metrics.begin('ingester')('success');
+    metrics.settle('ingester');
+    const advance = (ms: number) => {
+      monotonic += ms;
+      wall += ms;
+    };
+    advance(4_999);
+    assert.equal(await value('rollout_operator_group_reconciles_total'), 1);
+    advance(7_001); // 12 s after settling: two resyncs, the last 2 s ago
+    assert.equal(await value('rollout_operator_group_reconciles_total'), 3);
+    assert.equal(await value('rollout_operator_group_reconcile_duration_seconds_count'), 3);
+    assert.equal(await value('rollout_operator_group_reconciles_failed_total'), 0);
+    assert.equal(
+      await value('rollout_operator_last_successful_group_reconcile_timestamp_seconds'),
+      (wall - 2_000) / 1000,
+    );
+    assert.equal(await value('rollout_operator_group_reconciles_total'), 3, 'reading again counts nothing twice');
+    advance(3_000); // a resync came due 1 s before the change
+    metrics.unsettle('ingester');
+    advance(60_000);
+    assert.equal(await value('rollout_operator_group_reconciles_total'), 4, 'counted up to the change, then no more');
+    metrics.settle('ingester');
+    metrics.forget('ingester');
+    advance(60_000);
+    assert.equal(await value('rollout_operator_group_reconciles_total'), undefined);
+  });
 });

@@ -165,6 +165,38 @@ describe('rollouts', () => {
     assert.deepEqual(monitor.violations, []);
   });
 
+  it('counts a settled group as reconciled on every resync without planning it, and rolls it at its next change', async (t) => {
+    const { namespace, kube, monitor } = await setup(t);
+    const operator = await startOperator(t, namespace, ['-log.level=debug']);
+    const settled = /msg="group settled: resyncs count it as reconciled without planning it/g;
+    await waitFor('the group to settle', () => (operator.logs.match(settled)?.length ?? 0) === 1, {
+      timeoutMs: 30_000,
+    });
+    // What dashboards and alerts read (mimir's RolloutOperatorNotReconciling) keeps moving at the interval.
+    const reconciles = `rollout_operator_group_reconciles_total{rollout_group="ingester"}`;
+    const lastSuccess = `rollout_operator_last_successful_group_reconcile_timestamp_seconds{rollout_group="ingester"}`;
+    const before = { count: (await operator.metric(reconciles)) ?? 0, at: (await operator.metric(lastSuccess)) ?? 0 };
+    await waitFor(
+      'three resyncs of the settled group to be counted, each a success',
+      async () =>
+        ((await operator.metric(reconciles)) ?? 0) >= before.count + 3 &&
+        ((await operator.metric(lastSuccess)) ?? 0) > before.at,
+      { timeoutMs: 15_000 },
+    );
+    assert.equal(await operator.metric(`rollout_operator_group_reconciles_failed_total{rollout_group="ingester"}`), 0);
+    // Settled means nothing was planned since: no "reconciling" work beyond the first.
+    assert.equal(operator.logs.match(settled)?.length, 1, 'settled once, and stayed so');
+    for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.equal(monitor.maxDisruptedAtOnce, 1);
+    await waitFor(
+      'the group to settle again after its rollout',
+      () => (operator.logs.match(settled)?.length ?? 0) >= 2,
+      { timeoutMs: 30_000 },
+    );
+  });
+
   it('blocks a group with a RollingUpdate StatefulSet, with an Event on it and a metric', async (t) => {
     const { namespace, kube, monitor } = await setup(t, { c: { strategy: 'RollingUpdate' } });
     const operator = await startOperator(t, namespace);

@@ -5,8 +5,49 @@
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 
 import { quoteValue } from '../../runtime/log/logger.ts';
-import { FORCE_REPLICAS_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
-import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
+import {
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+} from '../../vocabulary/keys.ts';
+import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
+
+/**
+ * The keys (labels or annotations) that make replica coordination act on a
+ * StatefulSet. Their values are judged by the coordinator (a bad one is a
+ * warning there); here only their presence counts.
+ */
+const COORDINATION_KEYS = [
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
+  FORCE_REPLICAS_ANNOTATION_KEY,
+  MIRROR_NAME_ANNOTATION_KEY,
+  MIRROR_KIND_ANNOTATION_KEY,
+  MIRROR_API_VERSION_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_ANNOTATION_KEY,
+  DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+];
+
+/**
+ * Whether replica coordination has anything to do with this StatefulSet:
+ * its replicas may then follow a leader, a reference resource's scale (read,
+ * not watched), a clock or pods' answers, none of which is an event of the
+ * StatefulSet itself.
+ */
+export function coordinatesReplicas(sts: StatefulSet): boolean {
+  const annotations = annotationsOf(sts);
+  const labels = labelsOf(sts);
+  return COORDINATION_KEYS.some((key) => Object.hasOwn(annotations, key) || Object.hasOwn(labels, key));
+}
 
 /** spec.replicas; the API server defaults a missing value to 1. */
 export function replicasOf(sts: StatefulSet): number {

@@ -13,6 +13,7 @@ import type { Logger } from '../log/logger.ts';
 import { CLUSTER_REJECTED_STATUS } from './clusterlabel.ts';
 import { type ClusterValidationConfig, ClusterValidator, invalidClusterRequestsMetric } from './clustervalidation.ts';
 import { parseRequestTarget } from './target.ts';
+import { checkDeadlinesOnlyWhileConnected } from './deadlinechecks.ts';
 
 export interface ServerLimits {
   /** Headers and body must arrive within this; a connection that sends no request at all is closed after it. */
@@ -26,7 +27,8 @@ export interface ServerLimits {
 /**
  * Node checks request and header deadlines on a timer (30 s by default),
  * which let a slow client hold a connection three times the documented
- * timeout. A tenth of the timeout, between 50 ms and 1 s, keeps the overshoot small.
+ * timeout. A tenth of the timeout, between 50 ms and 1 s, keeps the overshoot
+ * small; the check runs only while a connection is open (deadlinechecks.ts).
  */
 export function serverOptions(limits: ServerLimits): ServerOptions<typeof MeteredRequest, typeof MeteredResponse> {
   return {
@@ -91,6 +93,7 @@ export function applyLimits(server: Server, limits: ServerLimits, name: string, 
   // requestListener), as Node itself does for a keep-alive connection's later requests.
   server.timeout = limits.requestTimeoutMs;
   server.maxConnections = limits.maxConnections;
+  checkDeadlinesOnlyWhileConnected(server);
   const dropped = droppedConnectionsMetric(registry);
   const warn = everyMs(60_000);
   server.on('drop', () => {

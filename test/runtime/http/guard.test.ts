@@ -8,7 +8,13 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import { HttpServer } from '../../../src/runtime/http/server.ts';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { HttpServer, listenOn } from '../../../src/runtime/http/server.ts';
+import { applyLimits, serverOptions } from '../../../src/runtime/http/guard.ts';
+import { deadlineChecksRunning } from '../../../src/runtime/http/deadlinechecks.ts';
+import { waitFor } from '../../cluster/probe.ts';
+import { nopLogger } from '../../../src/runtime/log/logger.ts';
 import { WebhookServer } from '../../../src/runtime/admission/server.ts';
 import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
@@ -295,5 +301,56 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
       { deadlineMs: 10_000 },
     );
     assert.deepEqual(statusLines(whole.data), ['HTTP/1.1 200']);
+  });
+
+  it("runs Node's deadline check only while a connection is open, and still cuts a slow client after an idle spell", async (t) => {
+    const tls = await generateSelfSigned({
+      org: 'test',
+      dnsNames: ['localhost'],
+      validityMs: 3600_000,
+      now: Date.now(),
+    });
+    const servers: [Server, boolean][] = [
+      [createHttpServer(serverOptions(LIMITS), (_req, res) => res.end('ok')), false],
+      [
+        createHttpsServer({ cert: tls.cert, key: tls.key, ...serverOptions(LIMITS) }, (_req, res) => res.end('ok')),
+        true,
+      ],
+    ];
+    const slow = 'GET / HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split(
+      '',
+    );
+    for (const [server, secure] of servers) {
+      applyLimits(server, LIMITS, secure ? 'https' : 'http', new Registry(), nopLogger);
+      const port = await listenOn(server, 0, '127.0.0.1');
+      t.after(() => server.close());
+      // Undefined would mean this Node keeps the timer elsewhere and it always runs (deadlinechecks.ts).
+      assert.equal(deadlineChecksRunning(server), false, 'no check while nobody is connected');
+      for (let round = 0; round < 2; round++) {
+        const reply = exchange(port, secure, slow, { gapMs: 40 });
+        await waitFor(
+          'the check to run while the slow client is connected',
+          () => deadlineChecksRunning(server) === true,
+          {
+            timeoutMs: 2000,
+          },
+        );
+        const { closedAfterMs, data } = await reply;
+        assert.ok(
+          closedAfterMs !== undefined && closedAfterMs < LIMITS.requestTimeoutMs + 1500,
+          `closed after ${closedAfterMs} ms`,
+        );
+        assert.deepEqual(statusLines(data), ['HTTP/1.1 408']);
+        await waitFor('the check to stop with the last connection', () => deadlineChecksRunning(server) === false, {
+          timeoutMs: 2000,
+        });
+      }
+      assert.equal(
+        (await exchange(port, secure, ['GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'])).data.match(
+          /^HTTP\/1\.1 200/,
+        )?.length,
+        1,
+      );
+    }
   });
 });
