@@ -13,7 +13,7 @@
 // controller has caught up, so every run starts from the same state. A run:
 //   1. cold start: process start → ready → synced → (xing, Stateward) every
 //      workload's checksums recorded → settled (no API request for 3 s);
-//   2. RSS (VmRSS of the child), then idle CPU (utime+stime of the child)
+//   2. RSS (VmRSS of the child), then idle CPU (time on CPU of the child's threads, bench/proc.ts)
 //      over BENCH_RESTARTS_IDLE_S (default 60 s; a shorter window is scaled to 60 s);
 //   3. steady state: BENCH_RESTARTS_CHANGES (10) config changes one after
 //      another, each from the bench's patch to the bench's watch seeing the
@@ -76,7 +76,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { Child, outOfClusterEnv, type LiveMemory } from './child.ts';
-import { cpuMs, rss } from './proc.ts';
+import { cpuMs, cpuPreciseMs, rss } from './proc.ts';
 import { envText, statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
@@ -681,9 +681,9 @@ async function runSystem(
     // 2. Memory, then idle CPU.
     const memory = rss(cold.child.pid);
     const idleFrom = Date.now();
-    const cpu0 = cpuMs(cold.child.pid);
+    const cpu0 = cpuPreciseMs(cold.child.pid);
     await delay(IDLE_MS);
-    const idleCpu = cpuMs(cold.child.pid) - cpu0;
+    const idleCpu = cpuPreciseMs(cold.child.pid) - cpu0;
     const idleTo = Date.now();
     const live = system.key === 'stateward' ? await cold.child.liveMemory() : undefined;
 

@@ -29,7 +29,7 @@
 //   2. BENCH_VERSUS_SETTLE_S (10) later: RSS (VmRSS), and the API requests
 //      from the start until then;
 //   3. idle window BENCH_VERSUS_IDLE_S (60; a shorter one is scaled to 60 s):
-//      CPU (utime+stime) and API requests;
+//      CPU (time on CPU of its threads, bench/proc.ts) and API requests;
 //   4. a rollout at max-unavailable 1: the pod template of all three
 //      StatefulSets changed at once; it is complete when every pod runs the
 //      update revision and is Ready and every StatefulSet's currentRevision
@@ -69,7 +69,7 @@ import { Child, outOfClusterEnv } from './child.ts';
 import { CountingProxy, type ProxiedRequest } from './counting-proxy.ts';
 import { benchNamespace } from './namespace.ts';
 import { PEERS, peerBinary } from './peers.ts';
-import { cpuMs, rss } from './proc.ts';
+import { cpuPreciseMs, rss } from './proc.ts';
 import { envText, statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { envNumber, machine, median, report } from './report.ts';
 
@@ -344,9 +344,9 @@ async function runOnce(bed: Bed, system: System, namespace: string, size: number
     const rssIdle = rss(child.pid);
     const idleFrom = Date.now();
     const startup = bed.proxy.between(system.agent, startedWall, idleFrom);
-    const cpu0 = cpuMs(child.pid);
+    const cpu0 = cpuPreciseMs(child.pid);
     await delay(IDLE_MS);
-    const idleCpu = cpuMs(child.pid) - cpu0;
+    const idleCpu = cpuPreciseMs(child.pid) - cpu0;
     const idleTo = Date.now();
     const rollouts: Rollout[] = [];
     let current = 1;
@@ -525,7 +525,7 @@ function table(size: number, runs: Run[], ro: System, sw: System): string[] {
     row('RSS after the two rollouts (MiB)', (r) => r.rssAfter.total, mib1),
     row('… of it anonymous (MiB)', (r) => r.rssAfter.total - r.rssAfter.file, mib1),
     row(
-      `idle CPU per 60 s (ms, utime+stime in 10 ms ticks${IDLE_MS === 60_000 ? '' : `; measured over ${IDLE_MS / 1000} s`})`,
+      `idle CPU per 60 s (ms on CPU, from schedstat${IDLE_MS === 60_000 ? '' : `; measured over ${IDLE_MS / 1000} s`})`,
       (r) => r.idleCpuMsPer60s,
       i0,
     ),
