@@ -172,7 +172,7 @@ describe('rollouts', () => {
     await waitFor('the group to settle', () => (operator.logs.match(settled)?.length ?? 0) === 1, {
       timeoutMs: 30_000,
     });
-    // What dashboards and alerts read (mimir's RolloutOperatorNotReconciling) keeps moving at the interval.
+    // What dashboards and alerts read (StatewardRolloutGroupNotReconciled) keeps moving at the interval.
     const reconciles = `rollout_operator_group_reconciles_total{rollout_group="ingester"}`;
     const lastSuccess = `rollout_operator_last_successful_group_reconcile_timestamp_seconds{rollout_group="ingester"}`;
     const before = { count: (await operator.metric(reconciles)) ?? 0, at: (await operator.metric(lastSuccess)) ?? 0 };
