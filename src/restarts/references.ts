@@ -21,6 +21,7 @@ import type { Wire } from '../runtime/kube/types.ts';
 import { compileGoRegexp, type GoRegexp } from '../runtime/go/regexp.ts';
 import { parseGoBool } from '../runtime/go/strconv.ts';
 import type { WatchOptions } from './optins.ts';
+import { compareCodeUnits } from '../runtime/order.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
 export type PodTemplateSpec = Wire<V1PodTemplateSpec>;
@@ -311,9 +312,7 @@ export function configAnnotations(
 }
 
 /** Code-unit order: the same everywhere, unlike localeCompare. */
-export function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
+export const compare = compareCodeUnits;
 
 export function safe<T>(f: () => T, fallback: T): T {
   try {

@@ -16,6 +16,7 @@
 import { parseMaxUnavailable } from './annotations.ts';
 import type { PodView } from '../vocabulary/pods.ts';
 import type { GroupSnapshot, StatefulSetView } from './snapshot.ts';
+import { compareCodeUnits } from '../runtime/order.ts';
 
 export type DeletionReason =
   /** A Ready pod on an old revision, within the max-unavailable budget. */
@@ -122,7 +123,7 @@ export function statusPending(set: StatefulSetView): string | undefined {
 
 const needsUpdate = (set: StatefulSetView) => (p: PodView) => p.revision !== set.updateRevision;
 
-const byName = (a: StatefulSetView, b: StatefulSetView) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byName = (a: StatefulSetView, b: StatefulSetView) => compareCodeUnits(a.name, b.name);
 
 /**
  * The order the planner goes through a group's StatefulSets: by name, except

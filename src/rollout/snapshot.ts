@@ -4,6 +4,7 @@ import type { Pod, StatefulSet } from '../runtime/kube/types.ts';
 import { podsOf, podView, type PodView } from '../vocabulary/pods.ts';
 import { isPaused } from './annotations.ts';
 import { MAX_UNAVAILABLE_ANNOTATION } from '../vocabulary/keys.ts';
+import { compareCodeUnits } from '../runtime/order.ts';
 
 export interface StatefulSetView {
   name: string;
@@ -48,7 +49,7 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
       ? { maxUnavailableAnnotation: set.metadata.annotations[MAX_UNAVAILABLE_ANNOTATION] }
       : {}),
     paused: isPaused(set.metadata?.annotations),
-    pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || a.name.localeCompare(b.name)),
+    pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || compareCodeUnits(a.name, b.name)),
   };
 }
 

@@ -5,6 +5,7 @@ import type { KubeObject, Pod, StatefulSet, Wire } from '../../runtime/kube/type
 import type { LabelSelectorSpec } from '../../vocabulary/selectors.ts';
 import { ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
 import { labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
+import { compareCodeUnits } from '../../runtime/order.ts';
 
 // ------------------------------------------------------------------ types
 
@@ -111,7 +112,7 @@ export function omit(record: Record<string, string>, keys: readonly string[]): R
   return Object.fromEntries(Object.entries(record).filter(([k]) => !keys.includes(k)));
 }
 
-export const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+export const compare = compareCodeUnits;
 
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -36,6 +36,7 @@ import {
   PREPARE_DOWNSCALE_LABEL_KEY,
   UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
 } from '../../vocabulary/keys.ts';
+import { compareCodeUnits } from '../../runtime/order.ts';
 
 /** What drove a decision: the leader's replicas, force-replicas, or nothing (stay). */
 export type Cause = 'leader' | 'force' | 'none';
@@ -164,9 +165,7 @@ export function desiredFollowerReplicas(input: {
 // ------------------------------------------------------------ group order
 
 function byName(a: StatefulSet, b: StatefulSet): number {
-  const x = nameOf(a);
-  const y = nameOf(b);
-  return x < y ? -1 : x > y ? 1 : 0;
+  return compareCodeUnits(nameOf(a), nameOf(b));
 }
 
 /**

@@ -37,6 +37,7 @@ import {
   type ZpdbConfig,
 } from './config.ts';
 import { READY_TIME_ANNOTATION } from '../../vocabulary/keys.ts';
+import { compareCodeUnits } from '../../runtime/order.ts';
 
 /** How long an allowed eviction keeps its pod counted as unavailable. */
 export const EVICTION_CACHE_TTL_MS = 2 * 60_000;
@@ -317,9 +318,10 @@ export function budgetMessage(tally: Pick<Tally, 'notReady' | 'unknown'>, span: 
 // ----------------------------------------------------------------- decide
 
 function byName(a: StatefulSet, b: StatefulSet): number {
-  const an = a.metadata?.name ?? '';
-  const bn = b.metadata?.name ?? '';
-  return an < bn ? -1 : an > bn ? 1 : (a.metadata?.uid ?? '').localeCompare(b.metadata?.uid ?? '');
+  return (
+    compareCodeUnits(a.metadata?.name ?? '', b.metadata?.name ?? '') ||
+    compareCodeUnits(a.metadata?.uid ?? '', b.metadata?.uid ?? '')
+  );
 }
 
 /** The budget decision for a pod covered by `input.config`. */

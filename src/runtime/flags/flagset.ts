@@ -27,6 +27,7 @@ import {
   stringListKind,
 } from './kinds.ts';
 import type { ValueKind } from './kinds.ts';
+import { compareCodeUnits } from '../order.ts';
 
 /** Where a flag's current value came from. */
 export type FlagSource = 'default' | 'command-line' | 'env';
@@ -233,7 +234,7 @@ export class FlagSet {
   /** Go's default usage text: a header, then every flag sorted by name. */
   usage(): string {
     const header = this.name === '' ? 'Usage:\n' : `Usage of ${this.name}:\n`;
-    const sorted = [...this.flags.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const sorted = [...this.flags.values()].sort((a, b) => compareCodeUnits(a.name, b.name));
     return header + sorted.map(helpEntry).join('');
   }
 
@@ -307,7 +308,7 @@ export class FlagSet {
 
   /** Returns the first error, in flag-name order, or undefined. */
   private applyEnvironment(env: Environment): string | undefined {
-    const sorted = [...this.flags.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const sorted = [...this.flags.values()].sort((a, b) => compareCodeUnits(a.name, b.name));
     for (const flag of sorted) {
       if (flag.env === undefined || flag.source !== 'default') continue;
       const text = env[flag.env];
