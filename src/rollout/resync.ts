@@ -4,8 +4,9 @@
 // StatefulSets and pods, and the planner reads nothing else and no clock:
 // a group whose last reconcile decided nothing, and that no event has
 // touched since, would be planned to the same nothing. Such a group is
-// "settled"; the resync records it as reconciled (the reconcile metrics keep
-// their meaning) without planning it. What depends on anything else — a
+// "settled": it is not planned on resync, its resyncs are counted in the
+// reconcile metrics as if they had run (metrics.ts), and while every group
+// is settled no resync timer runs at all. What depends on anything else — a
 // wait, a budget refusal, replica coordination, a conflict, an error — is
 // never settled, and is planned on every resync as before.
 //
