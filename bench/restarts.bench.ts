@@ -305,7 +305,6 @@ interface Started {
 }
 
 interface SystemContext {
-  allRecorded(): boolean;
   /** ConfigMaps and Secrets in the bench namespace, counted just before the start (the bench's own, kube-root-ca.crt, Stateward's checksum key). */
   namespaceConfigs: { configMaps: number; secrets: number };
   /** ConfigMaps plus Secrets in the whole cluster, counted just before the start (xing watches every namespace). */
@@ -359,9 +358,11 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
       return {
         child,
         ready: () => pollUntil(child, 'GET /ready answering 200', () => httpOk(url('/ready')), 50, 180_000),
+        // Every config's checksum known, as for xing (its configs metric, the same name): what the issue calls
+        // synced. Recording the workloads' checksums on a first start is measured apart (every workload recorded).
         synced: async () =>
           metricValue((await httpText(url('/metrics'))) ?? '', CONFIGS_METRIC) >=
-            context.namespaceConfigs.configMaps + context.namespaceConfigs.secrets && context.allRecorded(),
+          context.namespaceConfigs.configMaps + context.namespaceConfigs.secrets,
         metrics: async () => (await httpText(url('/metrics'))) ?? '',
       };
     },
@@ -608,9 +609,8 @@ async function countOf(kube: KubeClient, type: ResourceType, namespace?: string)
 }
 
 /** The context of a start: the configs there are just before it. */
-async function contextFor(kube: KubeClient, namespace: string, workloads: Workloads): Promise<SystemContext> {
+async function contextFor(kube: KubeClient, namespace: string): Promise<SystemContext> {
   return {
-    allRecorded: () => workloads.allRecorded(),
     namespaceConfigs: {
       configMaps: await countOf(kube, resources.configMaps, namespace),
       secrets: await countOf(kube, resources.secrets, namespace),
@@ -657,7 +657,7 @@ async function runSystem(
   await workloads.reset(kube, namespace);
 
   // 1. Cold start: nothing recorded on the workloads.
-  const cold = await system.start(await contextFor(kube, namespace, workloads));
+  const cold = await system.start(await contextFor(kube, namespace));
   let current = cold.child;
   try {
     const since = (at: number) => (at - cold.child.startedAt) / 1000;
@@ -711,7 +711,7 @@ async function runSystem(
     await cold.child.stop();
 
     // 4. Restart, and a change the moment it is ready.
-    const again = await system.start(await contextFor(kube, namespace, workloads));
+    const again = await system.start(await contextFor(kube, namespace));
     current = again.child;
     const againSince = (at: number) => (at - again.child.startedAt) / 1000;
     const restartSynced = pollUntil(again.child, 'synced after the restart', again.synced, 100, 900_000);
@@ -938,7 +938,7 @@ function verdicts(runs: Run[], has: Set<SystemKey>): Verdict[] {
   };
   const sec = (n: number) => `${n.toFixed(2)} s`;
   relative('start → synced after a restart', (r) => r.restartSyncedS, 2, sec);
-  relative('start → synced, cold (every workload recorded first)', (r) => r.syncedS, 2, sec);
+  relative("start → synced, cold (every config's checksum known)", (r) => r.syncedS, 2, sec);
   if (has.has('stateward')) {
     const ours = runs.filter((r) => r.system === 'stateward');
     const missed = ours.filter((r) => r.afterRestartMs === undefined).length;
@@ -1050,7 +1050,6 @@ export async function restartsBench(): Promise<boolean> {
     if (selected.has('stateward')) {
       const empty = await benchNamespace(kube, 'bench-empty');
       const op = await statewardSystem(cluster, empty, await statewardEntry()).start({
-        allRecorded: () => true,
         namespaceConfigs: { configMaps: 0, secrets: 0 },
         clusterConfigs: 0,
       });
