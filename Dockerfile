@@ -56,5 +56,9 @@ EXPOSE 8001 8443
 # burst of work is over (src/runtime/heaprelease.ts), with V8's
 # memory-reducing collection; --no-memory-reducer, since V8's own reducer then
 # only wakes every 8 s at idle and, minutes later, runs the same collection
-# again for nothing (~30 ms of CPU). The benchmarks read these flags from here.
-ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "--expose-gc", "--no-memory-reducer", "/app/bin/stateward.js"]
+# again for nothing (~30 ms of CPU). --max-opt=2: V8's tiers up to Maglev, not
+# TurboFan, whose code pages were ~5 MiB of the RSS of an operator with 30
+# pods; the webhooks' p50/p99 under 200 and 500 requests/s and the sync of
+# 7,000 configs did not get slower (docs/runtime.md). The benchmarks read
+# these flags from here.
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "--expose-gc", "--no-memory-reducer", "--max-opt=2", "/app/bin/stateward.js"]

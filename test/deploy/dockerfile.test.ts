@@ -99,7 +99,7 @@ describe('Dockerfile', { timeout: 300_000 }, async () => {
     assert.match(user, /^[1-9]\d*(:[1-9]\d*)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
     assert.equal(
       runtime.find((i) => i.op === 'ENTRYPOINT')?.args,
-      '["/nodejs/bin/node", "--max-semi-space-size=4", "--expose-gc", "--no-memory-reducer", "/app/bin/stateward.js"]',
+      '["/nodejs/bin/node", "--max-semi-space-size=4", "--expose-gc", "--no-memory-reducer", "--max-opt=2", "/app/bin/stateward.js"]',
     );
     assert.ok(
       runtime.some((i) => i.op === 'LABEL' && i.args.includes('org.opencontainers.image.version="${VERSION}"')),

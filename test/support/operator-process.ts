@@ -16,6 +16,13 @@ export const FAST_ELECTION = [
 
 const bin = fileURLToPath(new URL('../../bin/stateward.ts', import.meta.url));
 
+/**
+ * STATEWARD_NODE_FLAGS: node flags for the operator child (space-separated),
+ * for a benchmark comparing runtime settings such as the image's
+ * (e.g. "--max-opt=2"); none by default.
+ */
+const nodeFlags = (process.env['STATEWARD_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean);
+
 export class OperatorProcess {
   readonly port: number;
   private readonly child: ChildProcess;
@@ -40,6 +47,7 @@ export class OperatorProcess {
     const child = spawn(
       process.execPath,
       [
+        ...nodeFlags,
         bin,
         `-kubernetes.namespace=${namespace}`,
         `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
