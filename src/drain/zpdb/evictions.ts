@@ -101,6 +101,11 @@ function fromDecision(d: EvictionDecision): Answer {
   return d.allowed ? allow(d.reason, d.warning) : deny(d.code, d.reason, d.message);
 }
 
+/** A look for a missing ZPDB resource is fresh this long: the evictions of one drain share it. */
+const LOOK_FRESH_MS = 1_000;
+/** A decision waits at most this long for that look, then is made on the cache as it is. */
+const LOOK_WAIT_MS = 2_000;
+
 export class ZpdbBudgets {
   private readonly d: ZpdbBudgetDeps;
   private readonly sightings: TimestampSightings;
@@ -215,6 +220,19 @@ export class ZpdbBudgets {
     this.observed.inc({ result: 'updated' });
   }
 
+  /**
+   * Without the ZPDB CRD (or leave to list ZPDBs) the cache is empty and the
+   * informer looks again only every 5 minutes. A decision a budget could
+   * change looks now, so a budget created right after its CRD is installed
+   * counts from the first eviction or rolling delete after it.
+   */
+  private async lookForBudgets(namespace: string, signal?: AbortSignal): Promise<void> {
+    const informer = informerFor(this.d.caches.zpdbs, namespace);
+    if (informer?.unavailable === undefined) return;
+    const wait = AbortSignal.timeout(LOOK_WAIT_MS);
+    await informer.lookAgain(LOOK_FRESH_MS, signal ? AbortSignal.any([signal, wait]) : wait);
+  }
+
   private configs(namespace: string): ZpdbConfig[] {
     return this.budgets(namespace).configs;
   }
@@ -273,6 +291,7 @@ export class ZpdbBudgets {
     // Only a uid says so; anything else in its place is judged as no precondition.
     if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
 
+    await this.lookForBudgets(namespace, signal);
     const { configs, invalid } = this.budgets(namespace);
     const scope = evictionScope(pod, configs, invalid);
     if (scope.kind === 'decided') return fromDecision(scope.decision);
@@ -305,6 +324,7 @@ export class ZpdbBudgets {
     signal?: AbortSignal,
   ): Promise<{ allowed: true } | { allowed: false; message: string }> {
     const namespace = pod.metadata?.namespace ?? '';
+    await this.lookForBudgets(namespace, signal);
     const configs = this.configs(namespace);
     const decideWith = (pending: Map<string, number>) =>
       decideRolloutDelete({ ...this.snapshot(pod), pendingEvictions: pending, configs, rolloutMaxUnavailable });

@@ -42,9 +42,10 @@ export interface InformerOptions<T extends KubeObject> {
    * The resource may not be served (a CRD not installed yet) or not be
    * permitted (an install that kept an older Role): a 404 or 403 on list
    * counts as an empty, synced cache — readiness must not wait for it — and
-   * the list is retried with backoff (`backoff`, else 5 s doubling to 5 min)
-   * until it succeeds. `unavailable` says
-   * which, so the user of the cache can degrade knowingly.
+   * the list is retried every 5 minutes (`backoff` overrides) until it
+   * succeeds, and at once when a user of the cache asks (`lookAgain`, before
+   * a decision the resource could change). `unavailable` says which, so the
+   * user of the cache can degrade knowingly.
    */
   optional?: boolean;
   clock?: Clock;
@@ -58,11 +59,13 @@ const DEFAULTS = {
   pageSize: 500,
   backoff: { initialMs: 800, maxMs: 30_000 },
   // An optional resource that is not served or not permitted is looked for
-  // again at most every 5 minutes: an idle operator in a cluster without the
+  // again every 5 minutes (±20 %): an idle operator in a cluster without the
   // ZoneAwarePodDisruptionBudget CRD makes no request but its watches
-  // (client-go's reflector would relist every 30 s). A CRD installed later is
-  // picked up within 5 minutes, or at once by a restart.
-  unavailableBackoff: { initialMs: 5_000, maxMs: 5 * 60_000 },
+  // (client-go's reflector would relist every 30 s). Where a CRD installed
+  // later must count at once (a budget created right after it), the user of
+  // the cache calls lookAgain() before deciding, rather than this schedule
+  // polling fast for minutes after every start.
+  unavailableBackoff: { initialMs: 5 * 60_000, maxMs: 5 * 60_000 },
 };
 
 export class Informer<T extends KubeObject> {
@@ -78,6 +81,12 @@ export class Informer<T extends KubeObject> {
   private stopController: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private resyncTimer: Timer | undefined;
+  /** Ends the wait between looks at an unavailable optional resource early (lookAgain). */
+  private wake: AbortController | undefined;
+  /** Callers of lookAgain waiting for the look in progress (or the next one) to end. */
+  private lookWaiters: (() => void)[] = [];
+  /** When (monotonic) the last look at an unavailable optional resource ended. */
+  private lookedAt: number | undefined;
 
   constructor(options: InformerOptions<T>) {
     this.options = options;
@@ -116,6 +125,37 @@ export class Informer<T extends KubeObject> {
     this.resyncTimer?.cancel();
     await this.loop;
     this.loop = undefined;
+    for (const waiter of this.lookWaiters.splice(0)) waiter();
+  }
+
+  /**
+   * For an optional resource that is not served or not permitted: look for
+   * it again now, unless a look ended less than `freshMs` ago, and resolve
+   * once that look is over — the cache then holds what it found, so a budget
+   * created right after its CRD counts in the decision that follows.
+   * Concurrent callers share one look. Resolves at once when the resource is
+   * available (its watch keeps the cache current), and when `signal` aborts
+   * (the caller decides on the cache as it is). Never rejects.
+   */
+  lookAgain(freshMs: number, signal?: AbortSignal): Promise<void> {
+    if (!this.loop || this.unavailableNow === undefined || signal?.aborted) return Promise.resolve();
+    if (this.lookedAt !== undefined && this.clock.monotonic() - this.lookedAt < freshMs) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      signal?.addEventListener('abort', done, { once: true });
+      this.lookWaiters.push(done);
+      // Between looks: end the wait. During one: its end answers.
+      this.wake?.abort();
+    });
+  }
+
+  /** A look at an unavailable optional resource ended (found, still missing, or failed). */
+  private looked(): void {
+    this.lookedAt = this.clock.monotonic();
+    for (const waiter of this.lookWaiters.splice(0)) waiter();
   }
 
   hasSynced(): boolean {
@@ -167,7 +207,11 @@ export class Informer<T extends KubeObject> {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        if (!this.resourceVersion) await this.relist(signal);
+        if (!this.resourceVersion) {
+          const wasUnavailable = this.unavailableNow !== undefined;
+          await this.relist(signal);
+          if (wasUnavailable) this.looked();
+        }
         const delivered = await this.watch(signal);
         // A watch that delivered events was healthy: start backing off from scratch.
         // One that ended without a single event (not even a bookmark) is
@@ -183,14 +227,24 @@ export class Informer<T extends KubeObject> {
         if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
           failures++;
           this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
+          this.looked();
           const recheck = this.options.backoff ?? DEFAULTS.unavailableBackoff;
+          const wake = new AbortController();
+          this.wake = wake;
           try {
-            await this.clock.sleep(backoffDelay(failures, { ...recheck, spread: 0.2 }), signal);
+            await this.clock.sleep(
+              backoffDelay(failures, { ...recheck, spread: 0.2 }),
+              AbortSignal.any([signal, wake.signal]),
+            );
           } catch {
-            break;
+            if (signal.aborted) break;
+          } finally {
+            this.wake = undefined;
           }
           continue;
         }
+        // Any other failure also ends a look someone waits for: they decide on the cache as it is.
+        if (this.lookWaiters.length > 0) this.looked();
         if (isGone(error)) {
           this.options.metrics?.watchRestart(this.options.type, 'gone');
           this.log.info('resourceVersion too old (410 Gone); relisting', { resourceVersion: this.resourceVersion });
@@ -231,7 +285,7 @@ export class Informer<T extends KubeObject> {
       this.reported = why;
       if (why === 'not-served')
         this.log.info(
-          'resource not served (is its CRD installed?); treated as empty until it appears (looked for again within 5m)',
+          'resource not served (is its CRD installed?); treated as empty until it appears (looked for again every 5m, and before each decision it could change)',
           {
             resource: this.options.type.resource,
           },

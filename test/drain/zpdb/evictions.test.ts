@@ -17,6 +17,7 @@ import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admissio
 import type { ZoneAwarePodDisruptionBudget } from '../../../src/drain/zpdb/config.ts';
 import { ZpdbBudgets } from '../../../src/drain/zpdb/evictions.ts';
 import { fakeInformer } from '../../fuzz/support.ts';
+import type { Informer } from '../../../src/runtime/informer/informer.ts';
 
 const NS = 'ns';
 const labels = { app: 'ingester' };
@@ -44,8 +45,38 @@ function pod(name: string, owner: string, o: { uid?: string; ready?: boolean; te
   };
 }
 
+/**
+ * A ZPDB cache whose resource was not served (its CRD installed after the
+ * operator started) until a look finds `found`: as the informer's
+ * lookAgain fills the cache before it resolves (informer.int.test.ts
+ * proves that against the API server).
+ */
+function missingUntilLooked(found: ZoneAwarePodDisruptionBudget[]) {
+  let cached: ZoneAwarePodDisruptionBudget[] = [];
+  const looks: number[] = [];
+  const fake = {
+    namespace: undefined,
+    name: 'missing',
+    unavailable: 'not-served' as 'not-served' | undefined,
+    hasSynced: () => true,
+    list: () => cached,
+    addHandlers: () => () => undefined,
+    lookAgain: (freshMs: number) => {
+      looks.push(freshMs);
+      cached = found;
+      fake.unavailable = undefined;
+      return Promise.resolve();
+    },
+  };
+  return { informer: fake as unknown as Informer<ZoneAwarePodDisruptionBudget>, looks };
+}
+
 /** Zones a and b, two pods each, under one budget of 1; `cached` is what this replica's pod cache holds. */
-function budgets(cached: Pod[], live: (name: string) => Pod | undefined): { budgets: ZpdbBudgets; reads: string[] } {
+function budgets(
+  cached: Pod[],
+  live: (name: string) => Pod | undefined,
+  zpdbCache?: (zpdb: ZoneAwarePodDisruptionBudget) => Informer<ZoneAwarePodDisruptionBudget>,
+): { budgets: ZpdbBudgets; reads: string[] } {
   const sets: StatefulSet[] = ['ingester-zone-a', 'ingester-zone-b'].map((name) => ({
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -84,7 +115,7 @@ function budgets(cached: Pod[], live: (name: string) => Pod | undefined): { budg
   const caches = {
     pods: [fakeInformer<Pod>(cached, { indexers })],
     statefulSets: [fakeInformer<StatefulSet>(sets)],
-    zpdbs: [fakeInformer<ZoneAwarePodDisruptionBudget>([zpdb])],
+    zpdbs: [zpdbCache ? zpdbCache(zpdb) : fakeInformer<ZoneAwarePodDisruptionBudget>([zpdb])],
     ledgers: [fakeInformer<Lease>([])],
   };
   return {
@@ -161,6 +192,58 @@ describe('pod-eviction webhook: which pod is judged', () => {
     const { budgets: b, reads } = budgets(cached, () => assert.fail('no read expected'));
     const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
     assert.deepEqual(reads, []);
+    assert.equal(decision.allowed, false);
+  });
+});
+
+describe('a ZPDB CRD installed after the operator started', () => {
+  // Zone b has a pod down: under the budget of 1, taking a zone-a pod is denied.
+  const cached = () => [
+    pod('ingester-zone-a-0', 'ingester-zone-a'),
+    pod('ingester-zone-a-1', 'ingester-zone-a'),
+    pod('ingester-zone-b-0', 'ingester-zone-b', { ready: false }),
+    pod('ingester-zone-b-1', 'ingester-zone-b'),
+  ];
+
+  it('an eviction looks for budgets first and is judged by the one created right after the CRD', async () => {
+    let missing: ReturnType<typeof missingUntilLooked> | undefined;
+    const { budgets: b } = budgets(
+      cached(),
+      () => undefined,
+      (zpdb) => (missing = missingUntilLooked([zpdb])).informer,
+    );
+    const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
+    assert.deepEqual(missing?.looks, [1_000], 'one look, fresh for 1 s (the evictions of a drain share it)');
+    assert.equal(decision.allowed, false);
+    assert.equal(decision.status?.code, 429);
+  });
+
+  it('a rolling delete looks for budgets first too', async () => {
+    let missing: ReturnType<typeof missingUntilLooked> | undefined;
+    const { budgets: b } = budgets(
+      cached(),
+      () => undefined,
+      (zpdb) => (missing = missingUntilLooked([zpdb])).informer,
+    );
+    const answer = await b.allowRolloutDelete(cached()[0]!, 1, AbortSignal.timeout(5_000));
+    assert.equal(missing?.looks.length, 1);
+    assert.equal(answer.allowed, false);
+  });
+
+  it('a budget cache that is served is not looked at again', async () => {
+    let missing: ReturnType<typeof missingUntilLooked> | undefined;
+    const { budgets: b } = budgets(
+      cached(),
+      () => undefined,
+      (zpdb) => {
+        missing = missingUntilLooked([zpdb]);
+        void missing.informer.lookAgain(0);
+        missing.looks.length = 0;
+        return missing.informer;
+      },
+    );
+    const decision = await b.handler(eviction('ingester-zone-a-0'), AbortSignal.timeout(5_000));
+    assert.deepEqual(missing?.looks, []);
     assert.equal(decision.allowed, false);
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
@@ -19,6 +19,64 @@ import { BlackholeProxy } from '../../support/blackhole-proxy.ts';
 import { kubectl } from '../../support/kubectl.ts';
 
 const cluster = testCluster();
+
+/** A namespaced custom resource of a group only this test's namespace uses (its CRD is not installed yet). */
+function widgets(namespace: string, resource = 'widgets') {
+  const kind = resource[0]!.toUpperCase() + resource.slice(1, -1);
+  return { group: `${namespace}.stateward.test`, version: 'v1', resource, kind, namespaced: true };
+}
+
+/** Installs the CRD of `type` with kubectl (removed after the test). */
+async function installCrd(t: TestContext, type: ReturnType<typeof widgets>): Promise<void> {
+  const file = join(cluster.state.stateDir, `crd-${type.resource}.${type.group}.json`);
+  await writeFile(
+    file,
+    JSON.stringify({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${type.resource}.${type.group}` },
+      spec: {
+        group: type.group,
+        scope: 'Namespaced',
+        names: { plural: type.resource, singular: type.kind.toLowerCase(), kind: type.kind },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
+        ],
+      },
+    }),
+  );
+  const applied = await kubectl(cluster, 'apply', '-f', file);
+  assert.ok(applied.ok, applied.out);
+  t.after(() => kubectl(cluster, 'delete', '-f', file, '--wait=false'));
+}
+
+/** Creates an object as soon as the API server serves its (just installed) resource. */
+async function createWhenServed(kube: KubeClient, type: ReturnType<typeof widgets>, namespace: string, name: string) {
+  await waitFor(
+    `${type.kind} ${name} created`,
+    () =>
+      kube
+        .create(type, { apiVersion: `${type.group}/v1`, kind: type.kind, metadata: { name, namespace } })
+        .catch(() => undefined),
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** The client, with the time of every LIST it sends recorded (each still goes to the real API server). */
+function countingLists(kube: KubeClient, clock: FakeClock): { kube: KubeClient; lists: { at: number }[] } {
+  const lists: { at: number }[] = [];
+  const realList = kube.list.bind(kube);
+  kube.list = (...args: Parameters<KubeClient['list']>) => {
+    lists.push({ at: clock.monotonic() });
+    return realList(...args);
+  };
+  return { kube, lists };
+}
 
 function client(kc: KubeConfig = cluster.kubeConfig(), timeoutMs = 10_000): KubeClient {
   return new KubeClient({ kubeConfig: kc, timeoutMs });
@@ -223,8 +281,7 @@ describe('informer', () => {
 
   it('treats a resource that is not served yet as empty and synced, and picks it up once its CRD appears', async (t) => {
     const namespace = await cluster.namespace(t);
-    const group = `${namespace}.stateward.test`;
-    const type = { group, version: 'v1', resource: 'widgets', kind: 'Widget', namespaced: true };
+    const type = widgets(namespace);
     const kube = client();
     const informer = new Informer<KubeObject>({
       client: kube,
@@ -237,84 +294,95 @@ describe('informer', () => {
     t.after(() => informer.stop());
     await informer.waitForSync(AbortSignal.timeout(10_000));
     assert.equal(informer.size, 0);
-    const crd = join(cluster.state.stateDir, `crd-${namespace}.json`);
-    await writeFile(
-      crd,
-      JSON.stringify({
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: `widgets.${group}` },
-        spec: {
-          group,
-          scope: 'Namespaced',
-          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-            },
-          ],
-        },
-      }),
-    );
-    const applied = await kubectl(cluster, 'apply', '-f', crd);
-    assert.ok(applied.ok, applied.out);
-    t.after(() => kubectl(cluster, 'delete', '-f', crd, '--wait=false'));
-    await waitFor(
-      'a widget created',
-      () =>
-        kube
-          .create(type, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace } })
-          .catch(() => undefined),
-      { timeoutMs: 30_000 },
-    );
+    await installCrd(t, type);
+    await createWhenServed(kube, type, namespace, 'w1');
     await waitFor('the informer to see it', () => informer.get(namespace, 'w1'), { timeoutMs: 15_000 });
   });
 
-  it('looks for a resource that is not served at most every 5 minutes once it has been missing a while (no idle relists every 30 s)', async (t) => {
+  it('looks for a resource that is not served every 5 minutes (no idle relists every 30 s, no fast polling after start)', async (t) => {
     const namespace = await cluster.namespace(t);
-    const type = {
-      group: `${namespace}.stateward.test`,
-      version: 'v1',
-      resource: 'gadgets',
-      kind: 'Gadget',
-      namespaced: true,
-    };
-    const kube = client();
-    // Every list goes to the real apiserver (and gets its 404); the wrapper only counts them, on the fake clock.
+    const type = widgets(namespace, 'gadgets');
     const clock = new FakeClock();
-    const lists: number[] = [];
-    const realList = kube.list.bind(kube);
-    kube.list = (...args: Parameters<KubeClient['list']>) => {
-      lists.push(clock.monotonic());
-      return realList(...args);
-    };
+    const { kube, lists } = countingLists(client(), clock);
     const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
     informer.start();
     t.after(() => informer.stop());
     await informer.waitForSync(AbortSignal.timeout(10_000));
     assert.equal(informer.unavailable, 'not-served');
-    const start = lists[0]!;
-    // Ten simulated minutes, a second at a time, each step waiting for the informer's next sleep.
-    for (let s = 0; s < 600; s++) {
+    const start = clock.monotonic();
+    // Twenty simulated minutes, a second at a time, each step waiting for the informer's next sleep.
+    for (let s = 0; s < 1200; s++) {
       const before = lists.length;
       await clock.advance(1000);
       if (lists.length > before)
         await waitFor('the informer to sleep again', () => clock.pending > 0, { timeoutMs: 10_000, intervalMs: 10 });
     }
-    const gaps = lists.slice(1).map((at, i) => at - lists[i]!);
-    // Recheck n waits 5 s × 2^(n−1), capped at 5 min, spread ±20 % (the informer's backoff); a 1 s step of slack.
-    gaps.forEach((gap, i) => {
-      const base = Math.min(5_000 * 2 ** i, 300_000);
-      assert.ok(
-        gap >= base * 0.8 && gap <= base * 1.2 + 1000,
-        `recheck ${i + 1} after ${gap} ms; gaps ${gaps.join(', ')}`,
-      );
-    });
-    assert.ok(gaps.length >= 5, `gaps ${gaps.join(', ')}`);
-    assert.ok(lists.length <= 8, `${lists.length} lists in 10 minutes: ${lists.map((at) => at - start).join(', ')}`);
+    const at = lists.map((list) => list.at - start);
+    const gaps = at.slice(1).map((t1, i) => t1 - at[i]!);
+    // 5 min spread ±20 % (the informer's backoff), a 1 s step of slack.
+    for (const gap of gaps) assert.ok(gap >= 240_000 && gap <= 361_000, `looks at ${at.join(', ')} ms`);
+    assert.ok(gaps.length >= 3 && gaps.length <= 5, `looks at ${at.join(', ')} ms`);
+  });
+
+  it('lookAgain: looks for a missing resource at once, one look for concurrent callers, none while the last is fresh, and the cache holds what it found', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const type = widgets(namespace, 'sprockets');
+    // Each call gives up after 10 s, so a look that never comes fails the count rather than hanging.
+    // No simulated time passes but what the test advances: every look after the first is one lookAgain asked for.
+    const clock = new FakeClock();
+    const { kube, lists } = countingLists(client(), clock);
+    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    assert.equal(lists.length, 1);
+    await waitFor('the informer to wait for its next look', () => clock.pending > 0, { timeoutMs: 10_000 });
+    await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
+    assert.equal(lists.length, 1, 'the first look, just over, is fresh');
+
+    await clock.advance(1_000);
+    await Promise.all([
+      informer.lookAgain(1_000, AbortSignal.timeout(10_000)),
+      informer.lookAgain(1_000, AbortSignal.timeout(10_000)),
+      informer.lookAgain(1_000, AbortSignal.timeout(10_000)),
+    ]);
+    assert.equal(lists.length, 2, 'three concurrent callers share one look');
+    assert.equal(informer.unavailable, 'not-served');
+    await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
+    assert.equal(lists.length, 2, 'a look that just ended is fresh: no other');
+    await clock.advance(1_000);
+    await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
+    assert.equal(lists.length, 3, 'once it is 1 s old, the next caller looks again');
+
+    await installCrd(t, type);
+    await createWhenServed(kube, type, namespace, 's1');
+    await clock.advance(1_000);
+    await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
+    assert.equal(informer.unavailable, undefined, 'served now');
+    assert.ok(
+      informer.get(namespace, 's1'),
+      'the object created right after its CRD is in the cache when lookAgain resolves',
+    );
+    const looks = lists.length;
+    await informer.lookAgain(0, AbortSignal.timeout(10_000));
+    assert.equal(lists.length, looks, 'a served resource is watched, not looked for');
+    // The watch that follows keeps the cache current.
+    await kube.create(type, { apiVersion: `${type.group}/v1`, kind: type.kind, metadata: { name: 's2', namespace } });
+    await waitFor('the watch to bring s2', () => informer.get(namespace, 's2'), { timeoutMs: 15_000 });
+  });
+
+  it('lookAgain gives up when its signal aborts, and when the informer stops, without rejecting', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const type = widgets(namespace, 'cogs');
+    const clock = new FakeClock();
+    const informer = new Informer<KubeObject>({ client: client(), type, namespace, optional: true, clock });
+    informer.start();
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    const aborted = new AbortController();
+    aborted.abort();
+    await informer.lookAgain(0, aborted.signal);
+    await informer.stop();
+    await informer.lookAgain(0);
   });
 
   it('syncs a metadata-only cache of an empty collection (the server sends "items": null)', async (t) => {
