@@ -101,8 +101,14 @@ function fromDecision(d: EvictionDecision): Answer {
   return d.allowed ? allow(d.reason, d.warning) : deny(d.code, d.reason, d.message);
 }
 
-/** A look for a missing ZPDB resource is fresh this long: the evictions of one drain share it. */
-const LOOK_FRESH_MS = 1_000;
+/**
+ * A look for a missing ZPDB resource is fresh this long. For evictions: the
+ * evictions of one drain share it. For rolling deletes, the operator's own
+ * pace (one every few seconds through a whole rollout) would otherwise make
+ * a look per delete in every cluster without the CRD; the rollout's own
+ * max-unavailable holds meanwhile.
+ */
+const LOOK_FRESH_MS = { eviction: 1_000, rollingDelete: 30_000 };
 /** A decision waits at most this long for that look, then is made on the cache as it is. */
 const LOOK_WAIT_MS = 2_000;
 
@@ -224,13 +230,13 @@ export class ZpdbBudgets {
    * Without the ZPDB CRD (or leave to list ZPDBs) the cache is empty and the
    * informer looks again only every 5 minutes. A decision a budget could
    * change looks now, so a budget created right after its CRD is installed
-   * counts from the first eviction or rolling delete after it.
+   * counts from the first eviction after it (and rolling deletes within 30 s).
    */
-  private async lookForBudgets(namespace: string, signal?: AbortSignal): Promise<void> {
+  private async lookForBudgets(namespace: string, freshMs: number, signal?: AbortSignal): Promise<void> {
     const informer = informerFor(this.d.caches.zpdbs, namespace);
     if (informer?.unavailable === undefined) return;
     const wait = AbortSignal.timeout(LOOK_WAIT_MS);
-    await informer.lookAgain(LOOK_FRESH_MS, signal ? AbortSignal.any([signal, wait]) : wait);
+    await informer.lookAgain(freshMs, signal ? AbortSignal.any([signal, wait]) : wait);
   }
 
   private configs(namespace: string): ZpdbConfig[] {
@@ -291,7 +297,7 @@ export class ZpdbBudgets {
     // Only a uid says so; anything else in its place is judged as no precondition.
     if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
 
-    await this.lookForBudgets(namespace, signal);
+    await this.lookForBudgets(namespace, LOOK_FRESH_MS.eviction, signal);
     const { configs, invalid } = this.budgets(namespace);
     const scope = evictionScope(pod, configs, invalid);
     if (scope.kind === 'decided') return fromDecision(scope.decision);
@@ -324,7 +330,7 @@ export class ZpdbBudgets {
     signal?: AbortSignal,
   ): Promise<{ allowed: true } | { allowed: false; message: string }> {
     const namespace = pod.metadata?.namespace ?? '';
-    await this.lookForBudgets(namespace, signal);
+    await this.lookForBudgets(namespace, LOOK_FRESH_MS.rollingDelete, signal);
     const configs = this.configs(namespace);
     const decideWith = (pending: Map<string, number>) =>
       decideRolloutDelete({ ...this.snapshot(pod), pendingEvictions: pending, configs, rolloutMaxUnavailable });
