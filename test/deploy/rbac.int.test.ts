@@ -61,9 +61,11 @@ async function install(
   overlay: Overlay,
   namespace: string,
   extraFlags: string[],
+  /** Changes the rendered manifests before they are applied (a user's own, narrower Role, say). */
+  edit: (docs: Manifest[]) => Manifest[] = (docs) => docs,
 ): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
   const [webhookPort] = (await freePorts(1)) as [number];
-  const rendered = await renderOverlay(overlay, namespace);
+  const rendered = edit(await renderOverlay(overlay, namespace));
   const docs = rendered
     .filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? ''))
     .map((d) => {
@@ -448,6 +450,51 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-reschedule-tracking', '-n', namespace), true);
     for (const [type, name] of webhookNames)
       assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
+  });
+
+  it("a Role without ZoneAwarePodDisruptionBudgets (rollout-operator's older one): once granted, the budget judges the very next eviction", async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    await createGroup(kube, namespace, { all: { replicas: 2 } });
+    await waitGroupSettled(kube, namespace, 60_000);
+    const grantsZpdbs = (rule: PolicyRule) => rule.resources.includes(zpdbResource.resource);
+    const withoutZpdbs = (docs: Manifest[]) =>
+      docs.map((d) => {
+        if (d.kind !== 'Role') return d;
+        const role = structuredClone(d) as Manifest & { rules: PolicyRule[] };
+        role.rules = role.rules.filter((rule) => !grantsZpdbs(rule));
+        return role;
+      });
+    const { kubeconfig } = await install(t, 'all', namespace, ['-reconcile.interval=1s'], withoutZpdbs);
+    const zpdbList = ['list', `${zpdbResource.resource}.${zpdbResource.group}`, '-n', namespace];
+    assert.equal(await canI(kubeconfig, ...zpdbList), false);
+    // The overlay installs the CRD; the budget may take a moment to be accepted after it.
+    const zpdb = {
+      apiVersion: 'rollout-operator.grafana.com/v1',
+      kind: 'ZoneAwarePodDisruptionBudget',
+      metadata: { name: 'ingester', namespace },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+    } as KubeObject;
+    await waitFor('the budget created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
+      timeoutMs: 30_000,
+    });
+
+    // Not permitted: no budget is known, and two zones can be disrupted at once.
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
+    assert.equal((await evict(kube, namespace, 'ingester-zone-c-0')).code, 201, 'no budget while not permitted');
+    await waitGroupSettled(kube, namespace, 60_000);
+
+    // Granted (the shipped Role applied over the narrower one). The informer's own next look is
+    // minutes away: the eviction itself looks again, so the budget counts at once.
+    const shipped = (await renderOverlay('all', namespace)).filter(
+      (d) => d.kind === 'Role' && (d as Manifest & { rules: PolicyRule[] }).rules.some(grantsZpdbs),
+    );
+    assert.equal(shipped.length, 1);
+    await kubectlApply(cluster.kubeconfigPath, shipped);
+    await waitFor('ZPDBs listable', () => canI(kubeconfig, ...zpdbList), { timeoutMs: 30_000, intervalMs: 100 });
+    assert.equal((await evict(kube, namespace, 'ingester-zone-b-1')).code, 201);
+    const refused = await evict(kube, namespace, 'ingester-zone-c-1');
+    assert.equal(refused.code, 429, `a second zone refused by the budget: ${refused.message}`);
   });
 
   it('cluster-wide: rolls a group in another namespace with ClusterRoles, still no Secret access', async (t) => {
