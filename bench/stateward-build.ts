@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildRuntime, compileModule } from '../scripts/build.ts';
+import { imageEnv, imageNodeFlags } from '../scripts/image-runtime.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -24,31 +25,6 @@ export interface StatewardEntry {
 }
 
 let built: Promise<StatewardEntry> | undefined;
-
-/** The flags between node and the script in the Dockerfile's ENTRYPOINT ["/nodejs/bin/node", ..., "/app/bin/stateward.js"]. */
-export async function imageNodeFlags(): Promise<string[]> {
-  const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
-  const line = dockerfile.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
-  if (!line) throw new Error('the Dockerfile has no ENTRYPOINT line');
-  const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
-  return argv.slice(1, -1);
-}
-
-/** The variables the final stage of the Dockerfile sets with ENV KEY=VALUE ... (no quoting, as ours writes them). */
-export async function imageEnv(): Promise<Record<string, string>> {
-  const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
-  const lines = dockerfile.split('\n');
-  const final = lines.findLastIndex((l) => l.startsWith('FROM '));
-  const env: Record<string, string> = {};
-  for (const line of lines.slice(final).filter((l) => l.startsWith('ENV '))) {
-    for (const pair of line.slice('ENV '.length).trim().split(/\s+/)) {
-      const at = pair.indexOf('=');
-      if (at <= 0) throw new Error(`the Dockerfile's "${line}": only ENV KEY=VALUE ... is read`);
-      env[pair.slice(0, at)] = pair.slice(at + 1);
-    }
-  }
-  return env;
-}
 
 export async function statewardEntry(): Promise<StatewardEntry> {
   if (process.env['BENCH_STATEWARD_FROM'] === 'sources')

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
+import { imageEnv, imageNodeFlags } from '../../scripts/image-runtime.ts';
 
 /** Leader election fast enough for a test to see a failover within seconds. */
 export const FAST_ELECTION = [
@@ -41,13 +42,20 @@ export class OperatorProcess {
     cluster: TestCluster,
     namespace: string,
     flags: string[] = [],
-    options: { kubeconfig?: string; env?: NodeJS.ProcessEnv } = {},
+    options: {
+      kubeconfig?: string;
+      env?: NodeJS.ProcessEnv;
+      /** Node runs as the image runs it: the Dockerfile's ENTRYPOINT flags and ENV (the sources still, not the built form). */
+      asImage?: boolean;
+    } = {},
   ): Promise<OperatorProcess> {
     const [port] = await freePorts(1);
+    const image = options.asImage ? { flags: await imageNodeFlags(), env: await imageEnv() } : { flags: [], env: {} };
     const child = spawn(
       process.execPath,
       [
         ...nodeFlags,
+        ...image.flags,
         bin,
         `-kubernetes.namespace=${namespace}`,
         `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
@@ -56,7 +64,7 @@ export class OperatorProcess {
         '-log.level=debug',
         ...flags,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...image.env, ...options.env } },
     );
     return new OperatorProcess(child, port!);
   }
