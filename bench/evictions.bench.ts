@@ -13,7 +13,7 @@ import { LocalCluster } from '../test/cluster/cluster.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { apiClientMetrics } from '../src/runtime/kube/metrics.ts';
-import { resources, type KubeObject, type Lease, type Pod, type StatefulSet } from '../src/runtime/kube/types.ts';
+import { resources, type Lease, type Pod, type StatefulSet } from '../src/runtime/kube/types.ts';
 import { Informer } from '../src/runtime/informer/informer.ts';
 import { indexByOwnerUid } from '../src/runtime/informer/store.ts';
 import { systemClock } from '../src/runtime/clock.ts';
@@ -22,7 +22,7 @@ import { INDEX } from '../src/workloads/cache.ts';
 import { zpdbResource, type ZoneAwarePodDisruptionBudget } from '../src/drain/zpdb/config.ts';
 import { ZpdbBudgets } from '../src/drain/zpdb/evictions.ts';
 import { kubectl } from '../test/support/kubectl.ts';
-import { createGroup, waitGroupSettled } from '../test/support/rollout-group.ts';
+import { createGroup, createGroupBudget, waitGroupSettled } from '../test/support/rollout-group.ts';
 import type { AdmissionRequestV1 } from '../src/runtime/admission/admission.ts';
 import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
@@ -65,13 +65,7 @@ export async function evictionsBench(): Promise<boolean> {
     const crd = new URL('../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url).pathname;
     if (!(await kubectl({ kubeconfigPath: cluster.kubeconfigPath } as never, 'apply', '-f', crd)).ok)
       throw new Error('cannot install the ZPDB CRD');
-    const zpdb = {
-      apiVersion: 'rollout-operator.grafana.com/v1',
-      kind: 'ZoneAwarePodDisruptionBudget',
-      metadata: { name: 'ingester', namespace },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-    } as KubeObject;
-    await waitFor('the ZPDB', () => admin.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
+    await createGroupBudget(admin, namespace);
 
     const registry = new Registry();
     const client = new KubeClient({

@@ -19,10 +19,9 @@ import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { OperatorProcess } from '../test/support/operator-process.ts';
-import { createGroup, isReady, waitGroupSettled } from '../test/support/rollout-group.ts';
+import { createGroup, createGroupBudget, isReady, waitGroupSettled } from '../test/support/rollout-group.ts';
 import { KubeClient } from '../src/runtime/kube/client.ts';
-import { resources, type KubeObject, type Pod } from '../src/runtime/kube/types.ts';
-import { zpdbResource } from '../src/drain/zpdb/config.ts';
+import { resources, type Pod } from '../src/runtime/kube/types.ts';
 import { benchNamespace } from './namespace.ts';
 import { percentile, report } from './report.ts';
 
@@ -149,15 +148,7 @@ export async function webhooksLoadBench(): Promise<boolean> {
     const crd = new URL('../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url).pathname;
     if (!(await kubectl({ kubeconfigPath: cluster.kubeconfigPath } as never, 'apply', '-f', crd)).ok)
       throw new Error('cannot install the ZPDB CRD');
-    for (const namespace of [healthy, degraded]) {
-      const zpdb = {
-        apiVersion: 'rollout-operator.grafana.com/v1',
-        kind: 'ZoneAwarePodDisruptionBudget',
-        metadata: { name: 'ingester', namespace },
-        spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-      } as KubeObject;
-      await waitFor('the ZPDB', () => admin.create(zpdbResource, zpdb).catch(() => undefined), { timeoutMs: 30_000 });
-    }
+    for (const namespace of [healthy, degraded]) await createGroupBudget(admin, namespace);
     await waitGroupSettled(admin, healthy, 300_000);
     await waitFor(
       'zones a and b of the degraded group Ready',

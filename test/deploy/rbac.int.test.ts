@@ -31,6 +31,7 @@ import { mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-template
 import {
   changeTemplate,
   createGroup,
+  createGroupBudget,
   isReady,
   testClient,
   waitGroupSettled,
@@ -301,12 +302,7 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
 
     // Zone-aware disruption budget: validated on create, one zone at a time.
     await waitGroupSettled(kube, namespace, 60_000);
-    await kube.create(zpdbResource, {
-      apiVersion: 'rollout-operator.grafana.com/v1',
-      kind: 'ZoneAwarePodDisruptionBudget',
-      metadata: { name: 'ingester', namespace },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-    } as KubeObject);
+    await createGroupBudget(kube, namespace);
     assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);
     assert.equal((await evict(kube, namespace, 'ingester-zone-c-0')).code, 429, 'a second zone refused');
 
@@ -469,15 +465,7 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     const zpdbList = ['list', `${zpdbResource.resource}.${zpdbResource.group}`, '-n', namespace];
     assert.equal(await canI(kubeconfig, ...zpdbList), false);
     // The overlay installs the CRD; the budget may take a moment to be accepted after it.
-    const zpdb = {
-      apiVersion: 'rollout-operator.grafana.com/v1',
-      kind: 'ZoneAwarePodDisruptionBudget',
-      metadata: { name: 'ingester', namespace },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-    } as KubeObject;
-    await waitFor('the budget created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
-      timeoutMs: 30_000,
-    });
+    await createGroupBudget(kube, namespace);
 
     // Not permitted: no budget is known, and two zones can be disrupted at once.
     assert.equal((await evict(kube, namespace, 'ingester-zone-b-0')).code, 201);

@@ -12,8 +12,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { resources, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
+import { resources, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -25,6 +24,7 @@ import { DelayProxy } from '../support/delay-proxy.ts';
 import {
   changeTemplate,
   createGroup,
+  createGroupBudget,
   InvariantMonitor,
   isReady,
   testClient,
@@ -66,15 +66,7 @@ async function setup(t: TestContext, o: { zpdb: boolean; readyDelayA: string }) 
   });
   if (o.zpdb) {
     assert.ok((await kubectl(cluster, 'apply', '-f', crd)).ok);
-    const zpdb = {
-      apiVersion: 'rollout-operator.grafana.com/v1',
-      kind: 'ZoneAwarePodDisruptionBudget',
-      metadata: { name: 'ingester', namespace },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-    } as KubeObject;
-    await waitFor('the ZPDB created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
-      timeoutMs: 30_000,
-    });
+    await createGroupBudget(kube, namespace);
   }
   await waitGroupSettled(kube, namespace);
   const endpoints = new PodEndpoints();

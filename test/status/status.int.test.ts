@@ -6,15 +6,21 @@ import { fileURLToPath } from 'node:url';
 import { describe, it, type TestContext } from 'node:test';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type KubeObject, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { resources, type Lease, type Pod } from '../../src/runtime/kube/types.ts';
 import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import type { StatusReport } from '../../src/status/model.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { createGroup, testClient, waitGroupSettled, waitRevisionsPending, ZONES } from '../support/rollout-group.ts';
+import {
+  createGroup,
+  createGroupBudget,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  ZONES,
+} from '../support/rollout-group.ts';
 import { LEDGER_ANNOTATION, LEDGER_LABEL } from '../../src/vocabulary/keys.ts';
 
 const cluster = testCluster();
@@ -144,15 +150,7 @@ describe('stateward status on a cluster', { timeout: 180_000 }, () => {
     const { namespace, kube } = await setup(t, 1);
     const applied = await kubectl(cluster, 'apply', '-f', crd);
     assert.ok(applied.ok, applied.out);
-    const zpdb = {
-      apiVersion: 'rollout-operator.grafana.com/v1',
-      kind: 'ZoneAwarePodDisruptionBudget',
-      metadata: { name: 'ingester', namespace },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
-    } as KubeObject;
-    await waitFor('the ZPDB to be created', () => kube.create(zpdbResource, zpdb).catch(() => undefined), {
-      timeoutMs: 30_000,
-    });
+    await createGroupBudget(kube, namespace);
     // An eviction of zone b's pod was just allowed: the ledger says so.
     const b0 = await kube.get<Pod>(resources.pods, { namespace, name: 'ingester-zone-b-0' });
     const entry = { [b0.metadata!.uid!]: { pod: 'ingester-zone-b-0', at: Date.now() } };

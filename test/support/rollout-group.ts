@@ -2,7 +2,8 @@
 // them independently of the operator and records every breach of the
 // guarantees it sees over a whole run.
 import { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { resources, type KubeObject, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { Informer } from '../../src/runtime/informer/informer.ts';
 import { waitFor } from '../cluster/probe.ts';
 import type { TestCluster } from '../cluster/testing.ts';
@@ -79,6 +80,27 @@ export async function createGroup(
 ): Promise<void> {
   for (const zone of zones)
     await kube.create(resources.statefulSets, zoneStatefulSet(namespace, zone, { ...options.all, ...options[zone] }));
+}
+
+/**
+ * The group's ZoneAwarePodDisruptionBudget "ingester": at most one pod of
+ * the rollout group unavailable. Created as soon as the API server accepts
+ * it (its CRD may just have been installed).
+ */
+export async function createGroupBudget(kube: KubeClient, namespace: string): Promise<void> {
+  const zpdb = {
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'ZoneAwarePodDisruptionBudget',
+    metadata: { name: 'ingester', namespace },
+    spec: { maxUnavailable: 1, selector: { matchLabels: { 'rollout-group': 'ingester' } } },
+  } as KubeObject;
+  await waitFor(
+    `the ZPDB ${namespace}/ingester created`,
+    () => kube.create(zpdbResource, zpdb).catch(() => undefined),
+    {
+      timeoutMs: 30_000,
+    },
+  );
 }
 
 /** Ready and not terminating. */

@@ -227,7 +227,7 @@ export class ZpdbBudgets {
   }
 
   /**
-   * Without the ZPDB CRD (or leave to list ZPDBs) the cache is empty and the
+   * Without the ZPDB CRD (or permission to list ZPDBs) the cache is empty and the
    * informer looks again only every 5 minutes. A decision a budget could
    * change looks now, so a budget created right after its CRD is installed
    * counts from the first eviction after it (and rolling deletes within 30 s).

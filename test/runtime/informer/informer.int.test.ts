@@ -78,6 +78,19 @@ function countingLists(kube: KubeClient, clock: FakeClock): { kube: KubeClient; 
   return { kube, lists };
 }
 
+/** An optional informer of a resource not served yet, on a fake clock, synced, with its LISTs recorded. */
+async function startMissing(t: TestContext, resource: string) {
+  const namespace = await cluster.namespace(t);
+  const type = widgets(namespace, resource);
+  const clock = new FakeClock();
+  const { kube, lists } = countingLists(client(), clock);
+  const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
+  informer.start();
+  t.after(() => informer.stop());
+  await informer.waitForSync(AbortSignal.timeout(10_000));
+  return { informer, clock, lists, kube, type, namespace };
+}
+
 function client(kc: KubeConfig = cluster.kubeConfig(), timeoutMs = 10_000): KubeClient {
   return new KubeClient({ kubeConfig: kc, timeoutMs });
 }
@@ -300,14 +313,7 @@ describe('informer', () => {
   });
 
   it('looks for a resource that is not served every 5 minutes (no idle relists every 30 s, no fast polling after start)', async (t) => {
-    const namespace = await cluster.namespace(t);
-    const type = widgets(namespace, 'gadgets');
-    const clock = new FakeClock();
-    const { kube, lists } = countingLists(client(), clock);
-    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
-    informer.start();
-    t.after(() => informer.stop());
-    await informer.waitForSync(AbortSignal.timeout(10_000));
+    const { informer, clock, lists } = await startMissing(t, 'gadgets');
     assert.equal(informer.unavailable, 'not-served');
     const start = clock.monotonic();
     // Twenty simulated minutes, a second at a time, each step waiting for the informer's next sleep.
@@ -325,16 +331,9 @@ describe('informer', () => {
   });
 
   it('lookAgain: looks for a missing resource at once, one look for concurrent callers, none while the last is fresh, and the cache holds what it found', async (t) => {
-    const namespace = await cluster.namespace(t);
-    const type = widgets(namespace, 'sprockets');
     // Each call gives up after 10 s, so a look that never comes fails the count rather than hanging.
     // No simulated time passes but what the test advances: every look after the first is one lookAgain asked for.
-    const clock = new FakeClock();
-    const { kube, lists } = countingLists(client(), clock);
-    const informer = new Informer<KubeObject>({ client: kube, type, namespace, optional: true, clock });
-    informer.start();
-    t.after(() => informer.stop());
-    await informer.waitForSync(AbortSignal.timeout(10_000));
+    const { informer, clock, lists, kube, type, namespace } = await startMissing(t, 'sprockets');
     assert.equal(lists.length, 1);
     await waitFor('the informer to wait for its next look', () => clock.pending > 0, { timeoutMs: 10_000 });
     await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
