@@ -12,7 +12,8 @@ import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../
 import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
-import { planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
+import { PACE_WAITS, planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
+import { deletionNote, DeletionDigests, type DeletionReport } from './deletion-events.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
@@ -72,6 +73,14 @@ const DELETE_EXPECTATION_MS = 60_000;
  */
 const REQUEUE_MS = 1_000;
 
+/**
+ * How long a wait of the rollout's own pace (PACE_WAITS: its deleted pods
+ * terminating and coming back) lasts before it is a RolloutWaiting Event: a
+ * pod that takes longer than this to come back, or to go, is worth a look;
+ * one Event per pod of a healthy rollout is not (issue 19).
+ */
+export const PACE_NEWS_MS = 30_000;
+
 /** What carrying a plan out came to, beyond the plan itself. */
 interface Execution {
   /** The zone-aware budget refused the group's next delete. */
@@ -93,6 +102,9 @@ export class RolloutController {
   private readonly expectedDeletions = new Map<string, number>();
   /** Last wait/blocked message per group, so repeats do not become new Events. */
   private readonly lastReported = new Map<string, string>();
+  /** Per group, the wait of the rollout's own pace it is in and since when (monotonic): reported once it lasts. */
+  private readonly paceWaits = new Map<string, { wait: string; since: number }>();
+  private readonly deletionDigests = new DeletionDigests();
   private readonly knownGroups = new Set<string>();
   /** Per group: StatefulSet uid → the pending status already logged for it, so each is logged once. */
   private readonly pendingLogged = new Map<string, Map<string, string>>();
@@ -255,6 +267,9 @@ export class RolloutController {
     // No later term runs beside this one (LeadershipTerms); leave its queue alone all the same.
     if (this.queue !== queue) return;
     this.queue = undefined;
+    // This term's gathered deletes happened: they are told (Events are recorded by the runtime, not the term).
+    this.reportDeletions(this.deletionDigests.flush(this.runtime.clock.monotonic()));
+    this.paceWaits.clear();
     await this.status.stop();
     // A standby reports no groups: its last values would go stale beside the new leader's.
     for (const key of this.knownGroups) {
@@ -329,7 +344,9 @@ export class RolloutController {
       this.metrics.forget(metricGroup);
       this.status.remove(namespace, group);
       this.lastReported.delete(key);
+      this.paceWaits.delete(key);
       this.pendingLogged.delete(key);
+      this.reportDeletions(this.deletionDigests.flush(this.runtime.clock.monotonic(), key));
       return;
     }
     this.knownGroups.add(key);
@@ -384,6 +401,8 @@ export class RolloutController {
     if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
     outcome.settled =
       planDecidesNothing(plan) && execution.budgetWait === undefined && !(this.scaling?.involves(sets) ?? false);
+    // A settled group is not planned again until it changes: nothing of it may stay gathered.
+    if (outcome.settled) this.reportDeletions(this.deletionDigests.flush(this.runtime.clock.monotonic(), key));
     return undefined;
   }
 
@@ -505,21 +524,26 @@ export class RolloutController {
       this.expectedDeletions.set(deletion.uid, this.runtime.clock.monotonic());
       this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
       log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
-      events.event(
-        this.regarding(namespace, deletion.statefulSet, snapshot),
-        'Normal',
-        'DeletingPod',
-        'Rollout',
-        note,
-        { apiVersion: 'v1', kind: 'Pod', namespace, name: deletion.pod, uid: deletion.uid },
+      const { pod: name, uid, reason, detail } = deletion;
+      this.reportDeletions(
+        this.deletionDigests.deleted(
+          { group: key, namespace, statefulSet: deletion.statefulSet, revision: set.updateRevision ?? '' },
+          { pod: name, uid, reason, ...(detail ? { detail } : {}) },
+          this.runtime.clock.monotonic(),
+        ),
       );
     }
+    this.reportDeletions(this.deletionDigests.due(this.runtime.clock.monotonic()));
     let requeue = false;
     for (const update of plan.revisionUpdates) {
       if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };
       const outcome = await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
       if (outcome === 'conflict') requeue = true;
       if (outcome !== 'advanced') continue;
+      // Its deletes are told before its completion.
+      this.reportDeletions(
+        this.deletionDigests.flushStatefulSet(namespace, update.statefulSet, this.runtime.clock.monotonic()),
+      );
       events.event(
         this.regarding(namespace, update.statefulSet, snapshot),
         'Normal',
@@ -531,12 +555,15 @@ export class RolloutController {
     // Waiting for the StatefulSet controller's status is logged once per
     // StatefulSet (logPendingStatus) and is no Event: it is over in
     // milliseconds, and the status ConfigMap shows it while it lasts.
-    if (plan.waiting && plan.deletions.length === 0 && plan.waiting.code !== STATUS_PENDING_WAIT) {
-      const waiting = plan.waiting;
+    const waiting = plan.deletions.length === 0 ? plan.waiting : undefined;
+    if (!waiting || !PACE_WAITS.has(waiting.code)) this.paceWaits.delete(key);
+    if (waiting && waiting.code !== STATUS_PENDING_WAIT) {
       log.debug(waiting.message, { code: waiting.code });
       // One Event per distinct wait (reason and StatefulSet), not per count
-      // change; pods merely terminating after our own delete is not news.
-      if (waiting.code !== 'pods-terminating') {
+      // change. The rollout's own pace (its deleted pods terminating and
+      // coming back) is news only once it lasts: a waiting group is planned
+      // on every resync, so it is told within a resync of PACE_NEWS_MS.
+      if (this.isNews(key, waiting)) {
         this.reportOnce(key, `${waiting.code}:${waiting.statefulSet ?? ''}`, () => {
           if (waiting.statefulSet)
             events.event(
@@ -578,6 +605,38 @@ export class RolloutController {
         { statefulSet: name },
       );
     return outcome;
+  }
+
+  /** Whether a wait is worth an Event: any wait but the rollout's own pace, and that once it lasted PACE_NEWS_MS. */
+  private isNews(key: string, waiting: { code: string; statefulSet?: string }): boolean {
+    if (!PACE_WAITS.has(waiting.code)) return true;
+    const now = this.runtime.clock.monotonic();
+    const wait = `${waiting.code}:${waiting.statefulSet ?? ''}`;
+    const since = this.paceWaits.get(key);
+    if (since?.wait !== wait) {
+      this.paceWaits.set(key, { wait, since: now });
+      return false;
+    }
+    return now - since.since >= PACE_NEWS_MS;
+  }
+
+  /** Records the DeletingPod Events the digests decided on. */
+  private reportDeletions(reports: DeletionReport[]): void {
+    for (const report of reports) {
+      const { namespace, statefulSet, pods } = report;
+      const [only] = pods;
+      const uid = this.setInformer(namespace)?.get(namespace, statefulSet)?.metadata?.uid ?? '';
+      this.runtime.events.event(
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name: statefulSet, uid },
+        'Normal',
+        'DeletingPod',
+        'Rollout',
+        deletionNote(report),
+        ...(pods.length === 1 && only
+          ? [{ apiVersion: 'v1', kind: 'Pod', namespace, name: only.pod, uid: only.uid }]
+          : []),
+      );
+    }
   }
 
   private reportOnce(key: string, message: string, report: () => void): void {

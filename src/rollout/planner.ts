@@ -44,6 +44,19 @@ export type WaitCode =
 
 export const STATUS_PENDING_WAIT = 'statefulset-status-pending' satisfies WaitCode;
 
+/**
+ * Waits that are a rollout's own pace: its deleted pods terminating and
+ * coming back, the StatefulSet controller catching up. A group waiting on
+ * one of these is making progress; any other wait (another StatefulSet not
+ * Ready, a paused one, a zone-aware budget's refusal) is a state of its own.
+ */
+export const PACE_WAITS: ReadonlySet<string> = new Set<WaitCode>([
+  'max-unavailable-reached',
+  'pods-terminating',
+  'updated-pods-not-ready',
+  STATUS_PENDING_WAIT,
+]);
+
 export interface SetSummary {
   name: string;
   replicas: number;

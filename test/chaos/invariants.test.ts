@@ -2,7 +2,7 @@
 // the breach it is for and stays quiet on the legitimate sequence next to it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { V1ConfigMap, V1Deployment, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import type { EventsV1Event, V1ConfigMap, V1Deployment, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import {
   configReferences,
   DEFER_MS,
@@ -110,6 +110,42 @@ describe('chaos monitor rules', () => {
     c.tick(now() + DEFER_MS);
     assert.deepEqual(kinds(c), ['rollout-two-statefulsets-disrupted']);
     assert.match(c.violations[0]!.message, /ingester-zone-b-1 .* while ingester-zone-a/);
+  });
+
+  it('confirms a rolling delete by a DeletingPod Event naming it: by uid for one pod, by name in a gathered one', () => {
+    const { c, feed, now } = settledGroup();
+    const deleting = (note: string, related?: V1Pod): EventsV1Event => ({
+      metadata: { name: `e-${++rv}`, namespace: NS, uid: `e-${rv}` },
+      eventTime: new Date(now() + 1_000) as unknown as EventsV1Event['eventTime'],
+      reason: 'DeletingPod',
+      note,
+      reportingController: 'stateward.dev/operator',
+      regarding: { kind: 'StatefulSet', namespace: NS, name: 'ingester-zone-a' },
+      ...(related ? { related: { kind: 'Pod', uid: related.metadata!.uid!, name: related.metadata!.name! } } : {}),
+    });
+    for (const i of [0, 1, 2]) {
+      feed({ kind: 'Pod', object: pod('a', i, { deleting: true }) });
+      c.tick(now() + DEFER_MS);
+      feed({ kind: 'Pod', object: pod('a', i, { uid: `new-a-${i}` }) }, 'ADDED');
+    }
+    feed({ kind: 'Event', object: deleting('deleting pod ingester-zone-a-0 for revision r2', pod('a', 0)) }, 'ADDED');
+    feed(
+      {
+        kind: 'Event',
+        object: deleting(
+          'deleting pods ingester-zone-a-1 (already unavailable: Error), ingester-zone-b-2 for revision r2',
+        ),
+      },
+      'ADDED',
+    );
+    c.finish(now() + DEFER_MS);
+    assert.deepEqual(kinds(c), []);
+    assert.equal(c.counters['operatorDeletesOfReadyPods'], 3);
+    assert.equal(c.counters['operatorDeletesConfirmedByEvent'], 2);
+    assert.deepEqual(
+      c.unconfirmedDeletes().map((d) => d.pod),
+      [`${NS}/ingester-zone-a-2`],
+    );
   });
 
   it("counts a StatefulSet's unavailable pods against rollout-max-unavailable (N and P%)", () => {

@@ -276,6 +276,10 @@ export function configReferences(namespace: string, spec: V1PodSpec | undefined)
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** How long after a delete a DeletingPod Event listing the pod by name still confirms it. */
+const NAMED_CONFIRM_MS = 60_000;
+/** The monitor's and the operator's clocks are one machine's, read a moment apart. */
+const CLOCK_SLACK_MS = 2_000;
 
 export class InvariantChecker {
   readonly violations: Violation[] = [];
@@ -289,8 +293,10 @@ export class InvariantChecker {
   private readonly workloads = new Map<string, WorkloadState>();
   private readonly lastDownscale = new Map<string, { at: number; reliable: boolean }>();
   private readonly seenEvents = new Set<string>();
-  /** Pod UIDs named by the operator's DeletingPod Events. */
+  /** Pod UIDs named by the operator's DeletingPod Events (the related object of one naming a single pod). */
   private readonly confirmedDeletes = new Set<string>();
+  /** namespace/pod → eventTimes (ms) of DeletingPod Events listing it by name (a report of several pods names no uid). */
+  private readonly namedDeletes = new Map<string, number[]>();
   private readonly operatorDeletes = new Map<string, { pod: string; at: string }>();
   private readonly deferred: (DeferredDelete | DeferredRestart)[] = [];
 
@@ -734,7 +740,27 @@ export class InvariantChecker {
     if (this.seenEvents.has(uid)) return;
     this.seenEvents.add(uid);
     this.count(`operatorEvents.${event.reason}`);
-    if (event.reason === 'DeletingPod' && event.related?.uid) this.confirmedDeletes.add(event.related.uid);
+    if (event.reason !== 'DeletingPod') return;
+    if (event.related?.uid) this.confirmedDeletes.add(event.related.uid);
+    // docs/rollouts.md: "deleting pods X, Y (already unavailable), Z for revision R".
+    const list = /^deleting pods? (.+) for revision /.exec(event.note ?? '')?.[1];
+    // JSON from the watch: a string, whatever the client's type says.
+    const at = new Date((event.eventTime as unknown as string | undefined) ?? NaN).getTime();
+    if (!list || !Number.isFinite(at)) return;
+    for (const name of list.split(', ')) {
+      const key = `${event.regarding?.namespace ?? ''}/${name.replace(/ \(.*\)$/, '')}`;
+      this.namedDeletes.set(key, [...(this.namedDeletes.get(key) ?? []), at]);
+    }
+  }
+
+  /**
+   * A pod is reused under its name by its StatefulSet: a listing confirms
+   * the delete it follows within NAMED_CONFIRM_MS (a gathered report comes
+   * up to 30 s and a resync after the delete).
+   */
+  private confirmedByName(d: { pod: string; at: string }): boolean {
+    const at = Date.parse(d.at);
+    return (this.namedDeletes.get(d.pod) ?? []).some((t) => t >= at - CLOCK_SLACK_MS && t <= at + NAMED_CONFIRM_MS);
   }
 
   // -------------------------------------------------------------------- time
@@ -782,7 +808,7 @@ export class InvariantChecker {
    */
   unconfirmedDeletes(): { pod: string; uid: string; at: string }[] {
     return [...this.operatorDeletes]
-      .filter(([uid]) => !this.confirmedDeletes.has(uid))
+      .filter(([uid, d]) => !this.confirmedDeletes.has(uid) && !this.confirmedByName(d))
       .map(([uid, d]) => ({ uid, ...d }));
   }
 }

@@ -7,6 +7,7 @@ import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } fro
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { Prng } from '../chaos/prng.ts';
+import { PACE_NEWS_MS } from '../../src/rollout/controller.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import {
   changeTemplate,
@@ -49,6 +50,23 @@ async function startOperator(t: TestContext, namespace: string, flags: string[] 
   return operator;
 }
 
+/** The operator's Events of one reason in the namespace, oldest first. */
+async function operatorEvents(
+  kube: ReturnType<typeof testClient>,
+  namespace: string,
+  reason: string,
+): Promise<Event[]> {
+  return (await kube.list<Event>(resources.events, { namespace })).items
+    .filter((e) => e.reason === reason && e.reportingController === 'stateward.dev/operator')
+    .sort((a, b) => (a.eventTime ?? '').localeCompare(b.eventTime ?? ''));
+}
+
+/** Pod names a DeletingPod note lists ("deleting pod X for ..." or "deleting pods X, Y (already unavailable) for ..."). */
+function podsNamed(note: string): string[] {
+  const list = /^deleting pods? (.+) for revision /.exec(note)?.[1] ?? '';
+  return list.split(', ').map((name) => name.replace(/ \(.*\)$/, ''));
+}
+
 /** The order in which zones first lost a pod to the rollout. */
 function zoneOrder(transitions: Transition[]): string[] {
   const order: string[] = [];
@@ -84,6 +102,32 @@ describe('rollouts', () => {
       { timeoutMs: 10_000 },
     );
     assert.equal(group.statefulSets.length, 3);
+    // Every delete is named by exactly one DeletingPod Event: the first of a
+    // zone at once, the others gathered (the zone rolled within 30 s), all
+    // before the zone's RolloutComplete. A rollout at its own pace has no
+    // RolloutWaiting Event.
+    const deleted = ZONES.flatMap((zone) => [0, 1, 2].map((i) => `ingester-zone-${zone}-${i}`));
+    const [deleting, complete] = await waitFor(
+      'a RolloutComplete Event per zone',
+      async () => {
+        const done = await operatorEvents(kube, namespace, 'RolloutComplete');
+        return done.length === 3 ? [await operatorEvents(kube, namespace, 'DeletingPod'), done] : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
+    assert.deepEqual(deleting.flatMap((e) => podsNamed(e.note ?? '')).sort(), deleted);
+    for (const zone of ZONES) {
+      const name = `ingester-zone-${zone}`;
+      const ofZone = deleting.filter((e) => e.regarding?.name === name);
+      assert.deepEqual(
+        ofZone.map((e) => podsNamed(e.note ?? '')),
+        [[`${name}-0`], [`${name}-1`, `${name}-2`]],
+      );
+      assert.equal(ofZone[0]?.related?.name, `${name}-0`);
+      const done = complete.find((e) => e.regarding?.name === name)!;
+      for (const e of ofZone) assert.ok(e.eventTime! <= done.eventTime!, `${e.note} before ${done.note}`);
+    }
+    assert.deepEqual(await operatorEvents(kube, namespace, 'RolloutWaiting'), []);
   });
 
   it('takes up to rollout-max-unavailable pods of a zone at once: "2" and "50%"', async (t) => {
@@ -231,6 +275,18 @@ describe('rollouts', () => {
       },
       { timeoutMs: 30_000 },
     );
+    // The rollout waits on its own pace (the pod it replaced not Ready):
+    // told by an Event once that lasted PACE_NEWS_MS, not before.
+    const waiting = await waitFor(
+      'a RolloutWaiting Event on ingester-zone-a',
+      async () => (await operatorEvents(kube, namespace, 'RolloutWaiting'))[0],
+      { timeoutMs: PACE_NEWS_MS + 30_000 },
+    );
+    assert.equal(waiting.regarding?.name, 'ingester-zone-a');
+    assert.match(waiting.note ?? '', /not Ready/);
+    const deleted = (await operatorEvents(kube, namespace, 'DeletingPod')).at(-1)!;
+    const waitedMs = Date.parse(waiting.eventTime!) - Date.parse(deleted.eventTime!);
+    assert.ok(waitedMs >= PACE_NEWS_MS, `told after ${waitedMs} ms of waiting`);
     const monitor = new InvariantMonitor(kube, namespace, {});
     await monitor.start();
     t.after(() => monitor.stop());
