@@ -116,7 +116,7 @@ describe('chaos monitor rules', () => {
     const { c, feed, now } = settledGroup();
     const deleting = (note: string, related?: V1Pod): EventsV1Event => ({
       metadata: { name: `e-${++rv}`, namespace: NS, uid: `e-${rv}` },
-      eventTime: new Date(now() + 1_000) as unknown as EventsV1Event['eventTime'],
+      eventTime: new Date(now() + 1_000),
       reason: 'DeletingPod',
       note,
       reportingController: 'stateward.dev/operator',

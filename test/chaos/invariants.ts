@@ -745,7 +745,7 @@ export class InvariantChecker {
     // docs/rollouts.md: "deleting pods X, Y (already unavailable), Z for revision R".
     const list = /^deleting pods? (.+) for revision /.exec(event.note ?? '')?.[1];
     // JSON from the watch: a string, whatever the client's type says.
-    const at = new Date((event.eventTime as unknown as string | undefined) ?? NaN).getTime();
+    const at = new Date(event.eventTime ?? NaN).getTime();
     if (!list || !Number.isFinite(at)) return;
     for (const name of list.split(', ')) {
       const key = `${event.regarding?.namespace ?? ''}/${name.replace(/ \(.*\)$/, '')}`;

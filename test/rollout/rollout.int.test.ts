@@ -125,7 +125,7 @@ describe('rollouts', () => {
       );
       assert.equal(ofZone[0]?.related?.name, `${name}-0`);
       const done = complete.find((e) => e.regarding?.name === name)!;
-      for (const e of ofZone) assert.ok(e.eventTime! <= done.eventTime!, `${e.note} before ${done.note}`);
+      for (const e of ofZone) assert.ok(e.eventTime <= done.eventTime, `${e.note} before ${done.note}`);
     }
     assert.deepEqual(await operatorEvents(kube, namespace, 'RolloutWaiting'), []);
   });
@@ -285,7 +285,7 @@ describe('rollouts', () => {
     assert.equal(waiting.regarding?.name, 'ingester-zone-a');
     assert.match(waiting.note ?? '', /not Ready/);
     const deleted = (await operatorEvents(kube, namespace, 'DeletingPod')).at(-1)!;
-    const waitedMs = Date.parse(waiting.eventTime!) - Date.parse(deleted.eventTime!);
+    const waitedMs = Date.parse(waiting.eventTime) - Date.parse(deleted.eventTime);
     assert.ok(waitedMs >= PACE_NEWS_MS, `told after ${waitedMs} ms of waiting`);
     const monitor = new InvariantMonitor(kube, namespace, {});
     await monitor.start();
