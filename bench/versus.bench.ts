@@ -49,7 +49,15 @@
 //
 // Sizes: BENCH_VERSUS_SIZES (30): comma-separated pod counts per namespace;
 // above 30, a Deployment of the rest (pods outside the group, Ready at once)
-// shares the namespace, e.g. 30,3000. BENCH_VERSUS_ROUNDS (3) rounds per size.
+// shares the namespace, e.g. 30,3000. A count ending in `*` is the whole
+// cluster's, spread over BENCH_VERSUS_CELLS (10) namespaces ("cells", as one
+// per Mimir or Loki cell), each with its own group and an equal share of
+// the rest, e.g. 30,3000,10000*. Stateward runs once for the cluster
+// (-kubernetes.watch-namespaces=*); rollout-operator v0.38.1 watches one
+// namespace only, so it runs as a cluster needs it: one process per cell,
+// and its figures are their sums (RSS, CPU, API requests; ready when the
+// last one is). Both systems' rollouts are of cell 0's group, in turn.
+// BENCH_VERSUS_ROUNDS (3) rounds per size.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
@@ -80,12 +88,24 @@ const IDLE_MS = envNumber('BENCH_VERSUS_IDLE_S', 60) * 1000;
 const SETTLE_MS = envNumber('BENCH_VERSUS_SETTLE_S', 10) * 1000;
 const READY_DELAY = process.env['BENCH_VERSUS_READY_DELAY'] || '2s';
 const LOG_LEVEL = process.env['BENCH_VERSUS_LOG_LEVEL'] || 'info';
-const SIZES = (process.env['BENCH_VERSUS_SIZES'] || String(GROUP_PODS)).split(',').map((s) => {
-  const n = Number(s.trim());
-  if (!Number.isInteger(n) || n < GROUP_PODS)
-    throw new Error(`BENCH_VERSUS_SIZES: "${s}" is not a pod count of at least ${GROUP_PODS}`);
-  return n;
+interface Size {
+  /** Pods per namespace, or in the whole cluster. */
+  pods: number;
+  /** The pods are the cluster's, over CELLS namespaces each with a group; Stateward watches every namespace. */
+  clusterWide: boolean;
+}
+const CELLS = Math.round(envNumber('BENCH_VERSUS_CELLS', 10));
+const SIZES: Size[] = (process.env['BENCH_VERSUS_SIZES'] || String(GROUP_PODS)).split(',').map((s) => {
+  const text = s.trim();
+  const clusterWide = text.endsWith('*');
+  const pods = Number(clusterWide ? text.slice(0, -1) : text);
+  const least = clusterWide ? CELLS * GROUP_PODS : GROUP_PODS;
+  if (!Number.isInteger(pods) || pods < least)
+    throw new Error(`BENCH_VERSUS_SIZES: "${s}" is not a pod count of at least ${least}`);
+  return { pods, clusterWide };
 });
+const sizeTitle = (size: Size) =>
+  size.clusterWide ? `${size.pods} pods cluster-wide (${CELLS} namespaces)` : `${size.pods} pods`;
 const MAX_UNAVAILABLE = [1, 5] as const;
 /** Requests up to this long after a rollout completed count for it. */
 const TAIL_MS = 3000;
@@ -99,13 +119,13 @@ interface System {
   /** The User-Agent prefix of its API requests. */
   agent: string;
   command: string;
-  args: (o: { namespace: string; port: number; kubeconfig: string; apiUrl: string }) => string[];
+  args: (o: { namespace: string; clusterWide: boolean; port: number; kubeconfig: string; apiUrl: string }) => string[];
   /** Set on top of the bench's environment: the image's ENV for Stateward. */
   env?: Record<string, string>;
 }
 
 function systems(roBinary: string, stateward: StatewardEntry): System[] {
-  const common = (o: { namespace: string; port: number; kubeconfig: string; apiUrl: string }) => [
+  const common = (o: { namespace: string; clusterWide: boolean; port: number; kubeconfig: string; apiUrl: string }) => [
     `-kubernetes.namespace=${o.namespace}`,
     `-kubernetes.config-file=${o.kubeconfig}`,
     `-kubernetes.api-url=${o.apiUrl}`,
@@ -121,7 +141,12 @@ function systems(roBinary: string, stateward: StatewardEntry): System[] {
       agent: 'stateward/',
       command: process.execPath,
       // As the image runs it (bench/stateward-build.ts): the built entry with the Dockerfile's node flags.
-      args: (o) => [...stateward.nodeFlags, stateward.entry, ...common(o)],
+      args: (o) => [
+        ...stateward.nodeFlags,
+        stateward.entry,
+        ...common(o),
+        ...(o.clusterWide ? ['-kubernetes.watch-namespaces=*'] : []),
+      ],
       env: stateward.env,
     },
   ];
@@ -254,7 +279,7 @@ interface Rollout {
 
 interface Run {
   system: SystemKey;
-  size: number;
+  size: Size;
   round: number;
   readyS: number;
   rssIdle: { total: number; file: number };
@@ -282,7 +307,7 @@ async function setMaxUnavailable(kube: KubeClient, namespace: string, value: num
     });
 }
 
-async function rollout(bed: Bed, system: System, child: Child, namespace: string, mu: number): Promise<Rollout> {
+async function rollout(bed: Bed, system: System, fleet: Fleet, namespace: string, mu: number): Promise<Rollout> {
   const watch = bed.watches.get(namespace)!;
   watch.budget = mu;
   watch.transitions.length = 0;
@@ -294,9 +319,9 @@ async function rollout(bed: Bed, system: System, child: Child, namespace: string
   await waitFor(`${system.title}: the rollout at max-unavailable ${mu} to complete`, () => watch.rolledOut(), {
     timeoutMs: ROLLOUT_TIMEOUT_MS,
     intervalMs: 50,
-    fail: () => child.failure(),
+    fail: () => fleet.failure(),
   }).catch((error: unknown) => {
-    throw new Error(`${String(error)}; ${system.title}'s last output:\n  ${child.lastOutput()}`, { cause: error });
+    throw new Error(`${String(error)}; ${system.title}'s last output:\n  ${fleet.lastOutput()}`, { cause: error });
   });
   const doneAt = Date.now();
   await delay(TAIL_MS);
@@ -323,30 +348,88 @@ async function rollout(bed: Bed, system: System, child: Child, namespace: string
   };
 }
 
-async function runOnce(bed: Bed, system: System, namespace: string, size: number, round: number): Promise<Run> {
-  const [port] = (await freePorts(1)) as [number];
+/**
+ * A system's processes for one run: one, or for rollout-operator at a
+ * cluster-wide size one per cell. Figures are the processes' sums.
+ */
+class Fleet {
+  readonly children: Child[];
+  readonly ports: number[];
+
+  constructor(children: Child[], ports: number[]) {
+    this.children = children;
+    this.ports = ports;
+  }
+
+  failure(): string | undefined {
+    for (const child of this.children) {
+      const failure = child.failure();
+      if (failure) return failure;
+    }
+    return undefined;
+  }
+
+  lastOutput(): string {
+    return this.children.map((c) => c.lastOutput()).join('\n  ');
+  }
+
+  rss(): { total: number; file: number } {
+    return this.children
+      .map((c) => rss(c.pid))
+      .reduce((a, b) => ({ total: a.total + b.total, file: a.file + b.file }), { total: 0, file: 0 });
+  }
+
+  cpuMs(): number {
+    return this.children.reduce((n, c) => n + cpuPreciseMs(c.pid), 0);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.children.map((c) => c.stop()));
+  }
+}
+
+async function startFleet(bed: Bed, system: System, size: Size, cells: string[]): Promise<Fleet> {
+  // Stateward watches the whole cluster from the first cell; rollout-operator needs a process per cell.
+  const scopes = size.clusterWide && system.key === 'ro' ? cells : [cells[0]!];
+  const ports = await freePorts(scopes.length);
+  const children = scopes.map(
+    (namespace, i) =>
+      new Child(
+        scopes.length > 1 ? `${system.title} ${i}` : system.title,
+        system.command,
+        system.args({
+          namespace,
+          clusterWide: size.clusterWide,
+          port: ports[i]!,
+          kubeconfig: bed.kubeconfig,
+          apiUrl: bed.proxy.url,
+        }),
+        outOfClusterEnv(system.env),
+      ),
+  );
+  return new Fleet(children, ports);
+}
+
+async function runOnce(bed: Bed, system: System, cells: string[], size: Size, round: number): Promise<Run> {
+  const namespace = cells[0]!;
   const startedWall = Date.now();
   const started = performance.now();
-  const child = new Child(
-    system.title,
-    system.command,
-    system.args({ namespace, port, kubeconfig: bed.kubeconfig, apiUrl: bed.proxy.url }),
-    outOfClusterEnv(system.env),
-  );
+  const fleet = await startFleet(bed, system, size, cells);
   try {
-    await waitFor(`${system.title}: GET /ready answering 200`, () => httpOk(`http://127.0.0.1:${port}/ready`), {
-      timeoutMs: 180_000,
-      intervalMs: 20,
-      fail: () => child.failure(),
-    });
+    await waitFor(
+      `${system.title}: GET /ready answering 200`,
+      async () =>
+        (await Promise.all(fleet.ports.map((port) => httpOk(`http://127.0.0.1:${port}/ready`)))).every(Boolean),
+      { timeoutMs: 180_000, intervalMs: 20, fail: () => fleet.failure() },
+    );
     const readyS = (performance.now() - started) / 1000;
     await delay(SETTLE_MS);
-    const rssIdle = rss(child.pid);
+    const rssIdle = fleet.rss();
     const idleFrom = Date.now();
     const startup = bed.proxy.between(system.agent, startedWall, idleFrom);
-    const cpu0 = cpuPreciseMs(child.pid);
+    const cpu0 = fleet.cpuMs();
     await delay(IDLE_MS);
-    const idleCpu = cpuPreciseMs(child.pid) - cpu0;
+    const idleCpu = fleet.cpuMs() - cpu0;
     const idleTo = Date.now();
     const rollouts: Rollout[] = [];
     let current = 1;
@@ -356,9 +439,9 @@ async function runOnce(bed: Bed, system: System, namespace: string, size: number
         current = mu;
         await delay(1000);
       }
-      rollouts.push(await rollout(bed, system, child, namespace, mu));
+      rollouts.push(await rollout(bed, system, fleet, namespace, mu));
     }
-    const rssAfter = rss(child.pid);
+    const rssAfter = fleet.rss();
     return {
       system: system.key,
       size,
@@ -373,7 +456,7 @@ async function runOnce(bed: Bed, system: System, namespace: string, size: number
       rollouts,
     };
   } finally {
-    await child.stop();
+    await fleet.stop();
     // Back to the starting state for the next run in this namespace.
     await setMaxUnavailable(bed.kube, namespace, 1);
   }
@@ -495,7 +578,7 @@ const callList = (requests: ProxiedRequest[]) =>
 
 function runLine(run: Run, title: string): string {
   const parts = [
-    `size ${run.size}, round ${run.round}, ${title}: ready ${s2(run.readyS)} s`,
+    `${sizeTitle(run.size)}, round ${run.round}, ${title}: ready ${s2(run.readyS)} s`,
     `RSS ${mib1(run.rssIdle.total)} MiB idle (${mib1(run.rssIdle.file)} file-backed), ${mib1(run.rssAfter.total)} MiB after the rollouts`,
     `idle CPU ${i0(run.idleCpuMsPer60s)} ms/60 s`,
     `start → +${SETTLE_MS / 1000} s: ${run.startup.length} requests (${callList(run.startup)})`,
@@ -508,7 +591,7 @@ function runLine(run: Run, title: string): string {
   return parts.join('; ');
 }
 
-function table(size: number, runs: Run[], ro: System, sw: System): string[] {
+function table(size: Size, runs: Run[], ro: System, sw: System): string[] {
   const of = (key: SystemKey) => runs.filter((r) => r.system === key);
   const row = (label: string, pick: (r: Run) => number, format: (n: number) => string) => {
     const a = of('ro').map(pick);
@@ -517,7 +600,7 @@ function table(size: number, runs: Run[], ro: System, sw: System): string[] {
   };
   const per60 = (r: Run, n: number) => (n * 60_000) / r.idleWindowMs;
   const lines = [
-    `| ${size} pods, ${ROUNDS} rounds: median (min–max) | ${ro.title} | ${sw.title} | ${sw.title} ÷ ${ro.title} |`,
+    `| ${sizeTitle(size)}, ${ROUNDS} rounds: median (min–max) | ${ro.title}${size.clusterWide ? ` (${CELLS} processes, summed)` : ''} | ${sw.title} | ${sw.title} ÷ ${ro.title} |`,
     '|---|---|---|---|',
     row('start → /ready 200 (s)', (r) => r.readyS, s2),
     row(`RSS, idle ${SETTLE_MS / 1000} s after ready (MiB)`, (r) => r.rssIdle.total, mib1),
@@ -605,14 +688,15 @@ export async function versusBench(): Promise<boolean> {
   );
   const [ro, sw] = systems(built.path, form) as [System, System];
 
-  const largest = Math.max(...SIZES);
+  // Pods in the cluster at once: both systems' namespaces, or the cells.
+  const largest = Math.max(...SIZES.map((size) => (size.clusterWide ? size.pods : 2 * size.pods)));
   const scratch = await mkdtemp(join(tmpdir(), 'stateward-bench-versus-'));
   const cluster = await LocalCluster.start({
     name: `bench-versus-${process.pid}`,
     nodesPerZone: 1,
     log: () => {},
     // Room for both namespaces' pods on the three fake nodes.
-    ...(largest > GROUP_PODS ? { maxPodsPerNode: Math.ceil((2 * largest) / ZONES.length) + 100 } : {}),
+    ...(largest > 2 * GROUP_PODS ? { maxPodsPerNode: Math.ceil(largest / ZONES.length) + 100 } : {}),
   });
   const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 60_000, userAgent: 'stateward-bench' });
   let proxy: CountingProxy | undefined;
@@ -638,23 +722,30 @@ export async function versusBench(): Promise<boolean> {
     const bed: Bed = { kube, proxy, kubeconfig, versions: new Map(), watches };
 
     for (const [index, size] of SIZES.entries()) {
-      const namespaces: Record<SystemKey, string> = { ro: `versus-ro-${size}`, sw: `versus-sw-${size}` };
+      // Per system, the namespaces it runs for (rollouts in the first); at a cluster-wide size both share the cells.
+      const cells = Array.from({ length: CELLS }, (_, i) => `versus-cell-${i}-${size.pods}`);
+      const scopes: Record<SystemKey, string[]> = size.clusterWide
+        ? { ro: cells, sw: cells }
+        : { ro: [`versus-ro-${size.pods}`], sw: [`versus-sw-${size.pods}`] };
+      const prepared = [...new Set([...scopes.ro, ...scopes.sw])];
+      const perNamespace = size.clusterWide ? Math.floor(size.pods / CELLS) : size.pods;
       const preparing = performance.now();
-      for (const key of ['ro', 'sw'] as const) await prepareNamespace(kube, namespaces[key], size);
-      for (const key of ['ro', 'sw'] as const) await waitPrepared(kube, namespaces[key], size);
-      for (const key of ['ro', 'sw'] as const) {
-        const watch = new GroupWatch(kube, namespaces[key]);
+      for (const namespace of prepared) await prepareNamespace(kube, namespace, perNamespace);
+      for (const namespace of prepared) await waitPrepared(kube, namespace, perNamespace);
+      const rolled = [...new Set([scopes.ro[0]!, scopes.sw[0]!])];
+      for (const namespace of rolled) {
+        const watch = new GroupWatch(kube, namespace);
         await watch.start();
-        watches.set(namespaces[key], watch);
+        watches.set(namespace, watch);
       }
       report(
         'versus-setup',
-        `${size} pods per namespace (the group: ${ZONES.length} StatefulSets × ${REPLICAS}, ready delay ${READY_DELAY}${size > GROUP_PODS ? `; ${size - GROUP_PODS} pods outside it` : ''}) ready in ${((performance.now() - preparing) / 1000).toFixed(0)} s; ${ROUNDS} rounds; idle window ${IDLE_MS / 1000} s (scaled to 60 s), settle ${SETTLE_MS / 1000} s; log level ${LOG_LEVEL}`,
+        `${sizeTitle(size)}: ${perNamespace} pods per namespace (the group: ${ZONES.length} StatefulSets × ${REPLICAS}, ready delay ${READY_DELAY}${perNamespace > GROUP_PODS ? `; ${perNamespace - GROUP_PODS} pods outside it` : ''}) ready in ${((performance.now() - preparing) / 1000).toFixed(0)} s; ${ROUNDS} rounds; idle window ${IDLE_MS / 1000} s (scaled to 60 s), settle ${SETTLE_MS / 1000} s; log level ${LOG_LEVEL}`,
       );
       const runs: Run[] = [];
       for (let round = 1; round <= ROUNDS; round++)
         for (const system of [ro, sw]) {
-          const run = await runOnce(bed, system, namespaces[system.key], size, round);
+          const run = await runOnce(bed, system, scopes[system.key], size, round);
           runs.push(run);
           report('versus-run', runLine(run, system.title));
         }
@@ -668,14 +759,31 @@ export async function versusBench(): Promise<boolean> {
         `ideal makespan = ${ZONES.length} zones × ⌈${REPLICAS} / max-unavailable⌉ batches × the median delete → replacement Ready time of that rollout's pods (kwok ready delay ${READY_DELAY}). rollout-operator acts on a change at its next -reconcile.interval tick (5 s), Stateward at once`,
       );
       if (runs.some((r) => r.system === 'sw' && r.rollouts.some((x) => x.violations > 0))) ok = false;
-      for (const key of ['ro', 'sw'] as const) {
-        await watches.get(namespaces[key])?.stop();
-        watches.delete(namespaces[key]);
+      for (const namespace of rolled) {
+        await watches.get(namespace)?.stop();
+        watches.delete(namespace);
       }
       // The next size starts from empty namespaces (the last size's go with the cluster).
-      if (index < SIZES.length - 1)
-        for (const key of ['ro', 'sw'] as const)
-          await kube.delete(resources.namespaces, { name: namespaces[key] }).catch(() => undefined);
+      if (index < SIZES.length - 1) {
+        for (const namespace of prepared)
+          await kube.delete(resources.namespaces, { name: namespace }).catch(() => undefined);
+        // Gone before the next size: a cluster-wide Stateward would count their terminating pods.
+        await waitFor(
+          "the last size's namespaces to be gone",
+          async () => {
+            const left = await Promise.all(
+              prepared.map((name) =>
+                kube.get(resources.namespaces, { name }).then(
+                  () => true,
+                  () => false,
+                ),
+              ),
+            );
+            return !left.some(Boolean);
+          },
+          { timeoutMs: 1_200_000, intervalMs: 2000 },
+        );
+      }
     }
     return ok;
   } finally {

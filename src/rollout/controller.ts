@@ -448,6 +448,8 @@ export class RolloutController {
     const { namespace, group } = plan;
     const events = this.runtime.events;
     const log = this.log.child({ namespace, group });
+    // Deletes gathered a window ago are told on any reconcile, a blocked group's too.
+    this.reportDeletions(this.deletionDigests.due(this.runtime.clock.monotonic()));
     for (const warning of plan.warnings) {
       this.reportOnce(`${key}#warn#${warning.statefulSet}`, warning.message, () => {
         log.warn(warning.message, { statefulSet: warning.statefulSet });
@@ -533,7 +535,6 @@ export class RolloutController {
         ),
       );
     }
-    this.reportDeletions(this.deletionDigests.due(this.runtime.clock.monotonic()));
     let requeue = false;
     for (const update of plan.revisionUpdates) {
       if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };

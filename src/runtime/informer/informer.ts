@@ -37,6 +37,15 @@ export interface InformerOptions<T extends KubeObject> {
   idleTimeoutMs?: number;
   /** Items per list page. */
   pageSize?: number;
+  /**
+   * Fill the cache from a watch-list (KEP-3157: the watch streams every
+   * object, then a bookmark marks the end of the initial list) instead of a
+   * paged LIST then a watch: one request instead of two or more, as
+   * client-go's reflector does. Default true; a server that refuses it (400
+   * or 422: the WatchList feature off, an older apiserver) is listed
+   * instead from then on.
+   */
+  watchList?: boolean;
   backoff?: { initialMs: number; maxMs: number };
   /**
    * The resource may not be served (a CRD not installed yet) or not be
@@ -68,6 +77,14 @@ const DEFAULTS = {
   unavailableBackoff: { initialMs: 5 * 60_000, maxMs: 5 * 60_000 },
 };
 
+/** The annotation of the bookmark that ends a watch-list's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** A server that does not do watch-lists says so with 400 or 422 (the WatchList feature gate off). */
+function isWatchListRefused(error: unknown): boolean {
+  return error instanceof KubeApiError && (error.code === 400 || error.code === 422);
+}
+
 export class Informer<T extends KubeObject> {
   private readonly options: InformerOptions<T>;
   private readonly store: IndexedStore<T>;
@@ -87,6 +104,8 @@ export class Informer<T extends KubeObject> {
   private lookWaiters: (() => void)[] = [];
   /** When (monotonic) the last look at an unavailable optional resource ended. */
   private lookedAt: number | undefined;
+  /** Whether the cache is filled by a watch-list; false once the server refused one. */
+  private watchList: boolean;
 
   constructor(options: InformerOptions<T>) {
     this.options = options;
@@ -94,6 +113,7 @@ export class Informer<T extends KubeObject> {
     this.clock = options.clock ?? systemClock;
     this.transform = options.transform ?? stripManagedFields;
     this.log = (options.logger ?? nopLogger).child({ informer: this.name });
+    this.watchList = options.watchList ?? true;
   }
 
   /** The namespace this informer caches; undefined for all namespaces (or a cluster-scoped type). */
@@ -207,11 +227,7 @@ export class Informer<T extends KubeObject> {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        if (!this.resourceVersion) {
-          const wasUnavailable = this.unavailableNow !== undefined;
-          await this.relist(signal);
-          if (wasUnavailable) this.looked();
-        }
+        if (!this.resourceVersion && !this.watchList) await this.relist(signal);
         const delivered = await this.watch(signal);
         // A watch that delivered events was healthy: start backing off from scratch.
         // One that ended without a single event (not even a bookmark) is
@@ -224,6 +240,13 @@ export class Informer<T extends KubeObject> {
         await this.clock.sleep(backoffDelay(failures, { ...backoff, spread: 0.2 }), signal);
       } catch (error) {
         if (signal.aborted) break;
+        if (this.watchList && !this.resourceVersion && isWatchListRefused(error)) {
+          this.watchList = false;
+          this.log.info('the server does not stream lists in watches (watch-list); listing instead', {
+            err: error instanceof Error ? error.message : String(error),
+          });
+          continue;
+        }
         if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
           failures++;
           this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
@@ -337,6 +360,12 @@ export class Informer<T extends KubeObject> {
       continueToken = page.metadata?.continue || undefined;
       if (!continueToken) break;
     }
+    this.listed(items, resourceVersion);
+  }
+
+  /** A whole list arrived (a LIST, or a watch-list's initial events): it replaces the cache, which is synced. */
+  private listed(items: T[], resourceVersion: string): void {
+    const { type } = this.options;
     this.options.metrics?.relist(type);
     if (this.reported) {
       this.log.info(this.reported === 'not-served' ? 'resource served now' : 'resource permitted now', {
@@ -344,6 +373,7 @@ export class Informer<T extends KubeObject> {
       });
       this.reported = undefined;
     }
+    const wasUnavailable = this.unavailableNow !== undefined;
     this.unavailableNow = undefined;
     this.replace(items);
     this.resourceVersion = resourceVersion;
@@ -352,9 +382,15 @@ export class Informer<T extends KubeObject> {
       this.log.debug('synced', { objects: items.length, resourceVersion });
       for (const waiter of this.syncWaiters.splice(0)) waiter();
     }
+    if (wasUnavailable) this.looked();
   }
 
-  /** Watches from the current resourceVersion until the stream ends; returns how many events it applied. */
+  /**
+   * Watches from the current resourceVersion until the stream ends; returns
+   * how many events it applied. Without one (a watch-list), the stream's
+   * initial events are gathered and replace the cache at the bookmark that
+   * ends them; a stream that ends before it leaves the cache as it was.
+   */
   private async watch(signal: AbortSignal): Promise<number> {
     const { client, type, namespace, labelSelector, fieldSelector, metadataOnly } = this.options;
     const idleTimeoutMs = this.options.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs;
@@ -370,6 +406,8 @@ export class Informer<T extends KubeObject> {
       });
     };
     let delivered = 0;
+    /** The initial events of a watch-list, until the bookmark that ends them. */
+    let initial = this.resourceVersion ? undefined : new Map<string, T>();
     armWatchdog();
     try {
       // The server ends a watch after timeoutSeconds; spread them so many
@@ -383,13 +421,25 @@ export class Informer<T extends KubeObject> {
         fieldSelector,
         metadataOnly,
         resourceVersion: this.resourceVersion,
+        sendInitialEvents: initial !== undefined,
         timeoutSeconds,
         decode,
         signal: combined,
       })) {
         armWatchdog();
-        this.apply(event);
         delivered++;
+        if (!initial) {
+          this.apply(event);
+          continue;
+        }
+        if (event.type === 'ERROR') this.apply(event);
+        const metadata = event.object.metadata;
+        if (event.type === 'BOOKMARK') {
+          if (metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') continue;
+          this.listed([...initial.values()], metadata.resourceVersion ?? '');
+          initial = undefined;
+        } else if (event.type === 'DELETED') initial.delete(objectKey(event.object));
+        else initial.set(objectKey(event.object), event.object);
       }
     } catch (error) {
       if (idle && !signal.aborted) {

@@ -470,6 +470,12 @@ export class KubeClient {
       resourceVersion?: string;
       timeoutSeconds?: number;
       metadataOnly?: boolean;
+      /**
+       * A watch-list (KEP-3157): the stream starts with every object as
+       * ADDED, then a bookmark annotated `k8s.io/initial-events-end`, in
+       * place of a LIST.
+       */
+      sendInitialEvents?: boolean;
       decode?: (object: T) => T;
       signal: AbortSignal;
     },
@@ -480,7 +486,8 @@ export class KubeClient {
       allowWatchBookmarks: true,
       labelSelector: options.labelSelector,
       fieldSelector: options.fieldSelector,
-      resourceVersion: options.resourceVersion,
+      resourceVersion: options.resourceVersion || undefined,
+      ...(options.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
       timeoutSeconds: options.timeoutSeconds,
     });
     await this.limit('WATCH', path, this.clock.monotonic() + this.timeoutMs, options.signal);

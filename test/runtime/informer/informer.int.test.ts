@@ -9,7 +9,8 @@ import { Registry } from 'prom-client';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
 import type { KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
-import { resources, type ConfigMap, type KubeObject } from '../../../src/runtime/kube/types.ts';
+import { resources, type ConfigMap, type KubeObject, type ResourceType } from '../../../src/runtime/kube/types.ts';
+import { KubeApiError } from '../../../src/runtime/kube/errors.ts';
 import { Informer } from '../../../src/runtime/informer/informer.ts';
 import { indexByLabel } from '../../../src/runtime/informer/store.ts';
 import { informerMetrics } from '../../../src/runtime/informer/metrics.ts';
@@ -67,14 +68,59 @@ async function createWhenServed(kube: KubeClient, type: ReturnType<typeof widget
   );
 }
 
-/** The client, with the time of every LIST it sends recorded (each still goes to the real API server). */
-function countingLists(kube: KubeClient, clock: FakeClock): { kube: KubeClient; lists: { at: number }[] } {
-  const lists: { at: number }[] = [];
+type WatchOptions = Parameters<KubeClient['watch']>[1];
+
+/**
+ * The client, with every LIST, watch-list (a watch that streams the list
+ * first) and watch it sends recorded; each still goes to the real API
+ * server, unless `refuseWatchList` answers a watch-list as a server without
+ * the WatchList feature would. What `record` returns is called when the
+ * call has ended (its answer, or its stream, is over).
+ */
+function recordingCalls(
+  kube: KubeClient,
+  record: (call: 'list' | 'watch-list' | 'watch') => unknown,
+  refuseWatchList?: () => Error,
+): KubeClient {
   const realList = kube.list.bind(kube);
-  kube.list = (...args: Parameters<KubeClient['list']>) => {
-    lists.push({ at: clock.monotonic() });
-    return realList(...args);
+  const realWatch = kube.watch.bind(kube);
+  const ended = (done: unknown) => () => {
+    if (typeof done === 'function') (done as () => void)();
   };
+  kube.list = ((...args: Parameters<KubeClient['list']>) => {
+    const done = ended(record('list'));
+    return realList(...args).finally(done);
+  }) as KubeClient['list'];
+  kube.watch = ((type: ResourceType, options: WatchOptions) => {
+    const done = ended(record(options.sendInitialEvents ? 'watch-list' : 'watch'));
+    if (options.sendInitialEvents && refuseWatchList) {
+      done();
+      throw refuseWatchList();
+    }
+    const stream = realWatch(type, options);
+    return (async function* () {
+      try {
+        yield* stream;
+      } finally {
+        done();
+      }
+    })();
+  }) as KubeClient['watch'];
+  return kube;
+}
+
+/** The client, with every look at the whole collection (a LIST or a watch-list) recorded: when it began, and whether it has ended. */
+function countingLists(
+  kube: KubeClient,
+  clock: FakeClock,
+): { kube: KubeClient; lists: { at: number; ended: boolean }[] } {
+  const lists: { at: number; ended: boolean }[] = [];
+  recordingCalls(kube, (call) => {
+    if (call === 'watch') return undefined;
+    const look = { at: clock.monotonic(), ended: false };
+    lists.push(look);
+    return () => (look.ended = true);
+  });
   return { kube, lists };
 }
 
@@ -165,6 +211,64 @@ describe('informer', () => {
       ['a'],
     );
     assert.deepEqual(informer.byIndex('tier', 'x'), []);
+  });
+
+  it('fills its cache from one watch-list where the server streams lists: no LIST, then follows changes on the same watch', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    for (let i = 0; i < 7; i++) await kube.create(resources.configMaps, configMap(namespace, `cm-${i}`, '1'));
+    const calls: string[] = [];
+    recordingCalls(kube, (call) => calls.push(call));
+    // Pages of 3: a LIST would have taken three requests.
+    const informer = new Informer<ConfigMap>({ client: kube, type: resources.configMaps, namespace, pageSize: 3 });
+    const adds: string[] = [];
+    informer.addHandlers({ onAdd: (o, initial) => adds.push(`${o.metadata?.name} ${initial}`) });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    // Every ConfigMap of the namespace (kube-root-ca.crt too), delivered as the initial list.
+    const listed = (await client().list<ConfigMap>(resources.configMaps, { namespace })).items.map(
+      (c) => `${c.metadata!.name!} true`,
+    );
+    assert.deepEqual(adds.sort(), listed.sort());
+    assert.ok(informer.lastResourceVersion, 'the bookmark that ended the list gave the resourceVersion');
+    await kube.create(resources.configMaps, configMap(namespace, 'later', '1'));
+    await waitFor('the later add', () => adds.includes('later false'), { timeoutMs: 10_000 });
+    assert.deepEqual(calls, ['watch-list']);
+  });
+
+  it('lists instead, from then on, when the server refuses watch-lists (422: the WatchList feature off)', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const kube = client();
+    await kube.create(resources.configMaps, configMap(namespace, 'a', '1'));
+    const calls: string[] = [];
+    // An apiserver with the WatchList feature gate off answers a watch-list so.
+    recordingCalls(
+      kube,
+      (call) => calls.push(call),
+      () =>
+        new KubeApiError({
+          code: 422,
+          reason: 'Invalid',
+          message:
+            'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+          method: 'WATCH',
+          path: '/api/v1/configmaps',
+        }),
+    );
+    const informer = new Informer<ConfigMap>({
+      client: kube,
+      type: resources.configMaps,
+      namespace,
+      backoff: { initialMs: 100, maxMs: 1000 },
+    });
+    informer.start();
+    t.after(() => informer.stop());
+    await informer.waitForSync(AbortSignal.timeout(10_000));
+    assert.equal(informer.get(namespace, 'a')?.data?.['v'], '1');
+    await kube.create(resources.configMaps, configMap(namespace, 'b', '1'));
+    await waitFor('the later add', () => informer.get(namespace, 'b') !== undefined, { timeoutMs: 10_000 });
+    assert.deepEqual(calls, ['watch-list', 'list', 'watch']);
   });
 
   it('delivers every update of a busy object, in order', async (t) => {
@@ -320,8 +424,12 @@ describe('informer', () => {
     for (let s = 0; s < 1200; s++) {
       const before = lists.length;
       await clock.advance(1000);
+      // The look is a request to the real server, in real time: the fake clock waits for it to end.
       if (lists.length > before)
-        await waitFor('the informer to sleep again', () => clock.pending > 0, { timeoutMs: 10_000, intervalMs: 10 });
+        await waitFor('the informer to sleep again', () => lists.at(-1)!.ended && clock.pending > 0, {
+          timeoutMs: 10_000,
+          intervalMs: 10,
+        });
     }
     const at = lists.map((list) => list.at - start);
     const gaps = at.slice(1).map((t1, i) => t1 - at[i]!);
