@@ -113,19 +113,28 @@ const ROLLOUT_TIMEOUT_MS = 600_000;
 
 type SystemKey = 'ro' | 'sw';
 
+/** What one process of a system is run for: its namespace (and, cluster-wide, every namespace). */
+interface ProcessScope {
+  namespace: string;
+  clusterWide: boolean;
+  port: number;
+  kubeconfig: string;
+  apiUrl: string;
+}
+
 interface System {
   key: SystemKey;
   title: string;
   /** The User-Agent prefix of its API requests. */
   agent: string;
   command: string;
-  args: (o: { namespace: string; clusterWide: boolean; port: number; kubeconfig: string; apiUrl: string }) => string[];
+  args: (o: ProcessScope) => string[];
   /** Set on top of the bench's environment: the image's ENV for Stateward. */
   env?: Record<string, string>;
 }
 
 function systems(roBinary: string, stateward: StatewardEntry): System[] {
-  const common = (o: { namespace: string; clusterWide: boolean; port: number; kubeconfig: string; apiUrl: string }) => [
+  const common = (o: ProcessScope) => [
     `-kubernetes.namespace=${o.namespace}`,
     `-kubernetes.config-file=${o.kubeconfig}`,
     `-kubernetes.api-url=${o.apiUrl}`,

@@ -1,4 +1,5 @@
-// A list-then-watch cache of one kind of object, built to survive what real
+// A list-then-watch cache of one kind of object (the list streamed in the
+// watch where the server allows: a watch-list), built to survive what real
 // clusters do to watches: apiserver restarts, 410 Gone after compaction,
 // half-open connections that never deliver another byte, and errors of every
 // kind. See docs/runtime.md for the guarantees.
