@@ -43,8 +43,9 @@ export interface InformerOptions<T extends KubeObject> {
    * object, then a bookmark marks the end of the initial list) instead of a
    * paged LIST then a watch: one request instead of two or more, as
    * client-go's reflector does. Default true; a server that refuses it (400
-   * or 422: the WatchList feature off, an older apiserver) is listed
-   * instead from then on.
+   * or 422: the WatchList feature off), or that ignores it (older than 1.27:
+   * its first bookmark does not end the initial events), is listed instead
+   * from then on.
    */
   watchList?: boolean;
   backoff?: { initialMs: number; maxMs: number };
@@ -436,7 +437,16 @@ export class Informer<T extends KubeObject> {
         if (event.type === 'ERROR') this.apply(event);
         const metadata = event.object.metadata;
         if (event.type === 'BOOKMARK') {
-          if (metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') continue;
+          if (metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') {
+            // A server older than watch-lists (1.27) ignores sendInitialEvents
+            // and never marks the end of the initial events; its first
+            // bookmark (within about a minute) says so. List instead from now
+            // on. Not tested: a current apiserver marks the end even of a
+            // plain watch from "now", so none behaves this way any more.
+            this.watchList = false;
+            this.log.info('the server does not mark the end of a watch-list; listing instead');
+            return delivered;
+          }
           this.listed([...initial.values()], metadata.resourceVersion ?? '');
           initial = undefined;
         } else if (event.type === 'DELETED') initial.delete(objectKey(event.object));

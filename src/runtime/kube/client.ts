@@ -517,12 +517,21 @@ export class KubeClient {
     };
     // A watch is one span: its opening, up to the answer's status. Its events are not traced.
     const t = tracer();
-    const response =
-      t === undefined
-        ? await open(undefined)
-        : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
+    // Timed as rollout-operator's instrumented round trip times it: a GET, up
+    // to the response headers (a watch-list is how the caches are filled).
+    const started = performance.now();
+    let response;
     try {
-      this.metrics?.observeRequest('WATCH', path, String(response.status), 0);
+      response =
+        t === undefined
+          ? await open(undefined)
+          : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
+    } catch (error) {
+      this.metrics?.observeRequest('GET', path, 'error', (performance.now() - started) / 1000);
+      throw error;
+    }
+    try {
+      this.metrics?.observeRequest('GET', path, String(response.status), (performance.now() - started) / 1000);
       if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
       if (response.status !== 200) {
         const text = await readBody(response.body).then(

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { describePath } from './paths.ts';
 
 export interface ApiClientMetrics {
+  /** One request, timed to its answer (a watch: to its response headers, as a GET). */
   observeRequest(method: string, path: string, statusCode: string, seconds: number): void;
   rateLimited(apiGroup: string): void;
 }
@@ -35,8 +36,6 @@ export function apiClientMetrics(registry: Registry, options: { qps?: number } =
   });
   return {
     observeRequest(method, path, statusCode, seconds) {
-      // Watches are long-lived; their duration would only pollute the histogram.
-      if (method === 'WATCH') return;
       duration.observe({ path: describePath(path), method, status_code: statusCode }, seconds);
     },
     rateLimited(apiGroup) {
