@@ -276,6 +276,12 @@ export function configReferences(namespace: string, spec: V1PodSpec | undefined)
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The pods a DeletingPod note names (docs/rollouts.md: "deleting pod X for revision R", "deleting pods X, Y (already unavailable), Z for revision R"). */
+export function podsNamed(note: string): string[] {
+  const list = /^deleting pods? (.+) for revision /.exec(note)?.[1];
+  return list ? list.split(', ').map((name) => name.replace(/ \(.*\)$/, '')) : [];
+}
 /** How long after a delete a DeletingPod Event listing the pod by name still confirms it. */
 const NAMED_CONFIRM_MS = 60_000;
 /** The monitor's and the operator's clocks are one machine's, read a moment apart. */
@@ -742,13 +748,11 @@ export class InvariantChecker {
     this.count(`operatorEvents.${event.reason}`);
     if (event.reason !== 'DeletingPod') return;
     if (event.related?.uid) this.confirmedDeletes.add(event.related.uid);
-    // docs/rollouts.md: "deleting pods X, Y (already unavailable), Z for revision R".
-    const list = /^deleting pods? (.+) for revision /.exec(event.note ?? '')?.[1];
     // JSON from the watch: a string, whatever the client's type says.
     const at = new Date(event.eventTime ?? NaN).getTime();
-    if (!list || !Number.isFinite(at)) return;
-    for (const name of list.split(', ')) {
-      const key = `${event.regarding?.namespace ?? ''}/${name.replace(/ \(.*\)$/, '')}`;
+    if (!Number.isFinite(at)) return;
+    for (const name of podsNamed(event.note ?? '')) {
+      const key = `${event.regarding?.namespace ?? ''}/${name}`;
       this.namedDeletes.set(key, [...(this.namedDeletes.get(key) ?? []), at]);
     }
   }

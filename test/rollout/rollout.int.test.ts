@@ -7,6 +7,7 @@ import { resources, type ConfigMap, type Event, type Pod, type StatefulSet } fro
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { Prng } from '../chaos/prng.ts';
+import { podsNamed } from '../chaos/invariants.ts';
 import { PACE_NEWS_MS } from '../../src/rollout/controller.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import {
@@ -59,12 +60,6 @@ async function operatorEvents(
   return (await kube.list<Event>(resources.events, { namespace })).items
     .filter((e) => e.reason === reason && e.reportingController === 'stateward.dev/operator')
     .sort((a, b) => (a.eventTime ?? '').localeCompare(b.eventTime ?? ''));
-}
-
-/** Pod names a DeletingPod note lists ("deleting pod X for ..." or "deleting pods X, Y (already unavailable) for ..."). */
-function podsNamed(note: string): string[] {
-  const list = /^deleting pods? (.+) for revision /.exec(note)?.[1] ?? '';
-  return list.split(', ').map((name) => name.replace(/ \(.*\)$/, ''));
 }
 
 /** The order in which zones first lost a pod to the rollout. */
