@@ -75,7 +75,17 @@ function registerServerFlags(fs: FlagSet) {
     maxConnections: fs.int(
       'server.max-connections',
       512,
-      'Most connections the HTTP server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).',
+      'Most connections the HTTP server keeps open; at the cap a new one is let in and the longest-idle one closed (counted in stateward_http_connections_closed_total).',
+    ),
+    maxConnectionsPerPeer: fs.int(
+      'server.max-connections-per-peer',
+      0,
+      "Most connections one client address holds on the HTTP server; beyond it, that address's longest-idle one is closed. 0: half of -server.max-connections.",
+    ),
+    writeTimeout: fs.duration(
+      'server.write-timeout',
+      10_000,
+      'A response of the HTTP server its client has not read this long after it was written closes the connection.',
     ),
   };
 }
@@ -233,6 +243,8 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
       requestTimeoutMs: server.requestTimeout.value,
       idleTimeoutMs: server.idleTimeout.value,
       maxConnections: server.maxConnections.value,
+      maxConnectionsPerPeer: server.maxConnectionsPerPeer.value,
+      writeTimeoutMs: server.writeTimeout.value,
     },
     clusterValidation: readClusterValidation(cv, kube),
     kubeApiUrl: kube.apiUrl.value,
@@ -254,6 +266,8 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     if (server.requestTimeout.value <= 0) return '-server.request-timeout must be positive';
     if (server.idleTimeout.value <= 0) return '-server.idle-timeout must be positive';
     if (server.maxConnections.value < 1) return '-server.max-connections must be at least 1';
+    if (server.maxConnectionsPerPeer.value < 0) return '-server.max-connections-per-peer must not be negative';
+    if (server.writeTimeout.value <= 0) return '-server.write-timeout must be positive';
     if (qps.value < 0) return '-kubernetes.client-qps must not be negative';
     if (qps.value > 0 && burst.value < 1)
       return '-kubernetes.client-burst must be at least 1 when -kubernetes.client-qps is above 0';

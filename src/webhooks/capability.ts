@@ -154,6 +154,8 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
           requestTimeoutMs: config.requestTimeoutMs,
           idleTimeoutMs: config.idleTimeoutMs,
           maxConnections: config.maxConnections,
+          maxConnectionsPerPeer: config.maxConnectionsPerPeer,
+          bodyStallTimeoutMs: config.bodyStallTimeoutMs,
           maxInflightBodyBytes: config.maxInflightBodyBytes,
           registry: runtime.registry,
           logger: runtime.logger,

@@ -10,6 +10,9 @@ export interface WebhookConfig extends PodCallConfig {
   requestTimeoutMs: number;
   idleTimeoutMs: number;
   maxConnections: number;
+  /** 0: half of maxConnections. */
+  maxConnectionsPerPeer: number;
+  bodyStallTimeoutMs: number;
   /** Bytes of request bodies held at once across every connection (read, parsed or being decided). */
   maxInflightBodyBytes: number;
   certFile: string;
@@ -43,7 +46,17 @@ function registerServerTlsFlags(fs: FlagSet) {
     maxConnections: fs.int(
       'server-tls.max-connections',
       1024,
-      'Most connections the HTTPS server keeps open; further ones are closed on arrival (counted in stateward_http_connections_refused_total).',
+      'Most connections the HTTPS server keeps open; at the cap a new one is let in and the longest-idle one closed (counted in stateward_http_connections_closed_total).',
+    ),
+    maxConnectionsPerPeer: fs.int(
+      'server-tls.max-connections-per-peer',
+      0,
+      "Most connections one client address holds on the HTTPS server; beyond it, that address's longest-idle one is closed. 0: half of -server-tls.max-connections.",
+    ),
+    bodyStall: fs.duration(
+      'server-tls.body-stall-timeout',
+      2000,
+      'An AdmissionReview body with no byte for this long ends its request (408) and frees what it held.',
     ),
     maxInflight: fs.int(
       'server-tls.max-inflight-body-bytes',
@@ -129,6 +142,8 @@ function serverTlsProblem(tls: ServerTlsFlags, cert: SelfSignedCertFlags, ca: Ca
   if (tls.timeout.value <= 0) return '-server-tls.request-timeout must be greater than 0';
   if (tls.idle.value <= 0) return '-server-tls.idle-timeout must be greater than 0';
   if (tls.maxConnections.value < 1) return '-server-tls.max-connections must be at least 1';
+  if (tls.maxConnectionsPerPeer.value < 0) return '-server-tls.max-connections-per-peer must not be negative';
+  if (tls.bodyStall.value <= 0) return '-server-tls.body-stall-timeout must be positive';
   if (tls.maxInflight.value < MAX_ADMISSION_BODY_BYTES)
     return `-server-tls.max-inflight-body-bytes must be at least ${MAX_ADMISSION_BODY_BYTES}, the largest AdmissionReview accepted`;
   if (tls.port.value < 0 || tls.port.value > 65535) return `-server-tls.port=${tls.port.value}: not a port number`;
@@ -156,6 +171,8 @@ export function registerWebhookFlags(
       requestTimeoutMs: tls.timeout.value,
       idleTimeoutMs: tls.idle.value,
       maxConnections: tls.maxConnections.value,
+      maxConnectionsPerPeer: tls.maxConnectionsPerPeer.value,
+      bodyStallTimeoutMs: tls.bodyStall.value,
       maxInflightBodyBytes: tls.maxInflight.value,
       certFile: tls.certFile.value,
       keyFile: tls.keyFile.value,

@@ -113,6 +113,22 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/** Thrown by readLimitedBody when no byte of the body arrived for its stall timeout. */
+export class BodyStalledError extends Error {
+  constructor(stallMs: number) {
+    super(`no byte of the request body arrived for ${stallMs} ms`);
+    this.name = 'BodyStalledError';
+  }
+}
+
+/**
+ * Bodies declared up to this size are copied into one buffer of their
+ * declared size as they arrive; larger ones are gathered in the chunks that
+ * arrived, so that memory follows the bytes received, not what a client
+ * declares and never sends.
+ */
+const PREALLOCATED_BODY_BYTES = 64 * 1024;
+
 /** Thrown by readLimitedBody when the server's shared byte budget has no room for more of the body. */
 export class BodyBudgetExhaustedError extends Error {
   constructor() {
@@ -126,8 +142,9 @@ export class BodyBudgetExhaustedError extends Error {
  * drops what it holds, detaches and pauses the stream (it does not destroy it,
  * so an HTTP server can still answer 413 — best with `Connection: close`), and
  * rejects with BodyTooLargeError. At most limit + one chunk is ever held.
- * Rejects with the signal's reason on abort, and with the stream's error, or
- * an Error if it closes before its end.
+ * Rejects with the signal's reason on abort, with BodyStalledError when no
+ * byte arrived for `stallMs`, and with the stream's error, or an Error if it
+ * closes before its end.
  */
 export function readLimitedBody(
   stream: Readable,
@@ -135,6 +152,7 @@ export function readLimitedBody(
   signal: AbortSignal,
   take: (bytes: number) => boolean = () => true,
   expectedLength?: number,
+  stallMs?: number,
 ): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     if (signal.aborted) {
@@ -144,10 +162,19 @@ export function readLimitedBody(
     // With a known length (Content-Length, which Node's parser enforces) the
     // body is copied into one buffer as it arrives: no second copy at the end.
     let whole =
-      expectedLength !== undefined && expectedLength <= limit ? Buffer.allocUnsafe(expectedLength) : undefined;
+      expectedLength !== undefined && expectedLength <= Math.min(limit, PREALLOCATED_BODY_BYTES)
+        ? Buffer.allocUnsafe(expectedLength)
+        : undefined;
+    let stall: NodeJS.Timeout | undefined;
+    const watchStall = () => {
+      if (stallMs === undefined) return;
+      clearTimeout(stall);
+      stall = setTimeout(() => fail(new BodyStalledError(stallMs)), stallMs);
+    };
     let chunks: Buffer[] = [];
     let received = 0;
     const detach = () => {
+      clearTimeout(stall);
       stream.off('data', onData);
       stream.off('end', onEnd);
       stream.off('error', onError);
@@ -174,6 +201,7 @@ export function readLimitedBody(
       }
       if (whole && received <= whole.length) buffer.copy(whole, received - buffer.length);
       else chunks.push(buffer);
+      watchStall();
     };
     const onEnd = () => {
       detach();
@@ -187,6 +215,7 @@ export function readLimitedBody(
     stream.once('error', onError);
     stream.once('close', onClose);
     signal.addEventListener('abort', onAbort, { once: true });
+    watchStall();
   });
 }
 

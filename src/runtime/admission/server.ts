@@ -4,7 +4,8 @@
 // connections: new handshakes use the new one.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { ConnectionGovernor, peerOf } from '../http/connections.ts';
 import { ByteBudget } from '../http/budget.ts';
 import type { ClusterValidationConfig } from '../http/clustervalidation.ts';
 import {
@@ -21,6 +22,7 @@ import { type Logger, nopLogger } from '../log/logger.ts';
 import {
   type AdmissionHandler,
   BodyBudgetExhaustedError,
+  BodyStalledError,
   BodyTooLargeError,
   MAX_ADMISSION_BODY_BYTES,
   readLimitedBody,
@@ -43,6 +45,10 @@ export interface WebhookServerOptions {
   maxConnections?: number;
   /** -server-tls.max-inflight-body-bytes (default 12 MiB). */
   maxInflightBodyBytes?: number;
+  /** -server-tls.max-connections-per-peer (default 0: half of maxConnections). */
+  maxConnectionsPerPeer?: number;
+  /** -server-tls.body-stall-timeout (default 2 s): a body with no byte for this long ends its request. */
+  bodyStallTimeoutMs?: number;
   registry: Registry;
   logger?: Logger;
   tls: TlsPair;
@@ -60,6 +66,9 @@ export class WebhookServer {
   /** Larger bodies, and chunked ones of unknown length: one of the largest size at a time. */
   private readonly largeBodies: ByteBudget;
   private listening = false;
+  private readonly refused: Counter;
+  private readonly connections: ConnectionGovernor;
+  private readonly warnedAt = new Map<string, number>();
 
   constructor(options: WebhookServerOptions) {
     this.o = options;
@@ -76,11 +85,19 @@ export class WebhookServer {
       // apiserver closes idle connections first and never races our close.
       idleTimeoutMs: options.idleTimeoutMs ?? 90_000,
       maxConnections: options.maxConnections ?? 1024,
+      maxConnectionsPerPeer: options.maxConnectionsPerPeer ?? 0,
+      // -server-tls.request-timeout is the read and write timeout, as its flag says.
+      writeTimeoutMs: options.requestTimeoutMs,
     };
+    const connections = new ConnectionGovernor(limits, 'https', options.registry, this.log);
+    this.connections = connections;
+    this.refused = bodyRefusedMetric(options.registry);
+    bodyBytesInFlightMetric(options.registry, { small: this.smallBodies, large: this.largeBodies });
     const listener = requestListener({
       log: this.log,
       registry: options.registry,
       readsBodies: true,
+      connections,
       ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}),
       resolve: (path) => {
         const handler = this.handlers.get(path);
@@ -99,8 +116,13 @@ export class WebhookServer {
       },
       listener,
     );
-    applyLimits(this.server, limits, 'https', options.registry, this.log);
+    applyLimits(this.server, limits, 'https', options.registry, this.log, connections);
     this.server.on('tlsClientError', (error) => this.log.debug('TLS handshake failed', { err: error.message }));
+  }
+
+  /** Connections open now (the connection cap counts these). */
+  get openConnections(): number {
+    return this.connections.open;
   }
 
   handle(path: string, handler: AdmissionHandler): void {
@@ -154,11 +176,12 @@ export class WebhookServer {
     if (declared !== undefined && declared > MAX_ADMISSION_BODY_BYTES) {
       return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
     }
-    // Held from the first byte read until the answer is sent: the parsed
-    // review lives as long as its handler runs.
+    // Charged for the bytes received, as they arrive, and held until the
+    // answer is sent (the parsed review lives as long as its handler runs).
+    // A connection serves one request at a time, so it holds at most one
+    // body's share; a declared length reserves nothing.
     const hold = (declared !== undefined && declared <= SMALL_BODY_BYTES ? this.smallBodies : this.largeBodies).hold();
     res.once('close', () => hold.release());
-    if (declared !== undefined && !hold.take(declared)) return busy(res);
     // The handler's deadline: 90 % of the request timeout, as rollout-operator,
     // so an answer always leaves before the apiserver gives up on us.
     const signal = AbortSignal.timeout(Math.floor(this.o.requestTimeoutMs * 0.9));
@@ -168,24 +191,41 @@ export class WebhookServer {
         req,
         MAX_ADMISSION_BODY_BYTES,
         signal,
-        declared === undefined ? (bytes) => hold.take(bytes) : () => true,
+        (bytes) => hold.take(bytes),
         declared,
+        this.o.bodyStallTimeoutMs ?? DEFAULT_BODY_STALL_MS,
       );
     } catch (error) {
-      if (error instanceof BodyBudgetExhaustedError) return busy(res);
-      if (error instanceof BodyTooLargeError)
-        return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
-      if (signal.aborted) return replyText(res, 408, 'the request body did not arrive in time\n');
-      this.log.debug('could not read an admission request body', {
-        err: error instanceof Error ? error.message : String(error),
-      });
-      return replyText(res, 400, 'could not read the request body\n');
+      return this.bodyFailed(req, res, error, signal);
     }
     // serveAdmission drops the bytes once decoded; nothing here keeps them.
     const input = { contentType: req.headers['content-type'], body, signal, span };
     body = undefined;
     const answer = await serveAdmission(input, handler, this.log);
     replyText(res, answer.status, answer.body, { 'content-type': answer.contentType });
+  }
+
+  /** The answer to a body that could not be read, counted and (at most once a minute per reason) logged with the peer. */
+  private bodyFailed(req: IncomingMessage, res: ServerResponse, error: unknown, signal: AbortSignal): void {
+    const refuse = (reason: string, status: number, message: string, headers: Record<string, string> = {}) => {
+      this.refused.inc({ server: 'https', reason });
+      const now = performance.now();
+      if (now - (this.warnedAt.get(reason) ?? -Infinity) >= 60_000) {
+        this.warnedAt.set(reason, now);
+        this.log.warn('admission request refused', { reason, peer: peerOf(req.socket), status });
+      }
+      replyText(res, status, message, headers);
+    };
+    if (error instanceof BodyBudgetExhaustedError)
+      return refuse('body-budget', 503, 'too many request bytes in flight; retry\n', { 'retry-after': '1' });
+    if (error instanceof BodyStalledError) return refuse('body-stalled', 408, `${error.message}\n`);
+    if (error instanceof BodyTooLargeError)
+      return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
+    if (signal.aborted) return refuse('body-deadline', 408, 'the request body did not arrive in time\n');
+    this.log.debug('could not read an admission request body', {
+      err: error instanceof Error ? error.message : String(error),
+    });
+    replyText(res, 400, 'could not read the request body\n');
   }
 
   async listen(): Promise<number> {
@@ -213,7 +253,44 @@ function declaredLength(req: IncomingMessage): number | undefined {
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
-/** Over the in-flight byte budget: refused at once, and the rest of the body is not read. */
-function busy(res: ServerResponse): void {
-  replyText(res, 503, 'too many request bytes in flight; retry\n', { 'retry-after': '1' });
+/** -server-tls.body-stall-timeout's default: well under the handler deadline, far over any pause of an API server sending a body. */
+export const DEFAULT_BODY_STALL_MS = 2000;
+
+/**
+ * The request body bytes held now, per lane of the budget. One gauge per
+ * registry, reading the lanes of the server made last with it (one webhook
+ * server per process).
+ */
+const bodyLanes = new WeakMap<Registry, Record<'small' | 'large', ByteBudget>>();
+
+function bodyBytesInFlightMetric(registry: Registry, lanes: Record<'small' | 'large', ByteBudget>): void {
+  const registered = bodyLanes.has(registry);
+  bodyLanes.set(registry, lanes);
+  if (registered) return;
+  new Gauge({
+    name: 'stateward_http_body_bytes_in_flight',
+    help: 'Bytes of AdmissionReview bodies received and held now, by lane of -server-tls.max-inflight-body-bytes: small (bodies declared up to 1 MiB) and large.',
+    labelNames: ['server', 'lane'],
+    registers: [registry],
+    collect() {
+      const current = bodyLanes.get(registry);
+      for (const lane of ['small', 'large'] as const) this.set({ server: 'https', lane }, current?.[lane].inUse ?? 0);
+    },
+  });
+}
+
+const bodyRefusedMetrics = new WeakMap<Registry, Counter>();
+
+function bodyRefusedMetric(registry: Registry): Counter {
+  let metric = bodyRefusedMetrics.get(registry);
+  if (!metric) {
+    metric = new Counter({
+      name: 'stateward_http_requests_refused_total',
+      help: 'Admission requests refused before their handler ran, by reason: body-budget (503: the request bytes in flight are at -server-tls.max-inflight-body-bytes), body-stalled (408: no body byte for -server-tls.body-stall-timeout), body-deadline (408: the body did not arrive within the handler deadline).',
+      labelNames: ['server', 'reason'],
+      registers: [registry],
+    });
+    bodyRefusedMetrics.set(registry, metric);
+  }
+  return metric;
 }

@@ -14,14 +14,19 @@ import { CLUSTER_REJECTED_STATUS } from './clusterlabel.ts';
 import { type ClusterValidationConfig, ClusterValidator, invalidClusterRequestsMetric } from './clustervalidation.ts';
 import { parseRequestTarget } from './target.ts';
 import { checkDeadlinesOnlyWhileConnected } from './deadlinechecks.ts';
+import { ConnectionGovernor, declaredBodyBytes } from './connections.ts';
 
 export interface ServerLimits {
   /** Headers and body must arrive within this; a connection that sends no request at all is closed after it. */
   requestTimeoutMs: number;
   /** A keep-alive connection idle for this long after a response is closed. */
   idleTimeoutMs: number;
-  /** Connections beyond this many open ones are closed as they arrive. */
+  /** Open connections; at the cap a newcomer displaces the longest-idle one (connections.ts). */
   maxConnections: number;
+  /** Open connections from one peer address; 0 or absent is half of maxConnections. */
+  maxConnectionsPerPeer?: number;
+  /** A response its client has not taken this long after its last byte was written closes the connection. */
+  writeTimeoutMs: number;
 }
 
 /**
@@ -82,8 +87,19 @@ function byteLength(chunk: unknown, encoding?: unknown): number {
   return chunk instanceof Uint8Array ? chunk.byteLength : 0;
 }
 
-/** The limits a server's constructor options cannot carry; `name` labels the dropped-connections metric ("http", "https"). */
-export function applyLimits(server: Server, limits: ServerLimits, name: string, registry: Registry, log: Logger): void {
+/**
+ * The limits a server's constructor options cannot carry; `name` labels the
+ * connection metrics ("http", "https"). `connections` is the governor the
+ * server's request listener serves requests in turn with.
+ */
+export function applyLimits(
+  server: Server,
+  limits: ServerLimits,
+  name: string,
+  registry: Registry,
+  log: Logger,
+  connections = new ConnectionGovernor(limits, name, registry, log),
+): void {
   server.keepAliveTimeout = limits.idleTimeoutMs;
   // A connection that never sends a byte is closed at the request timeout by
   // two things that race: Node's deadline check (Node 24 starts it at
@@ -92,14 +108,17 @@ export function applyLimits(server: Server, limits: ServerLimits, name: string, 
   // parser bookkeeping. It is switched off as each request starts (see
   // requestListener), as Node itself does for a keep-alive connection's later requests.
   server.timeout = limits.requestTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  connections.attach(server);
   checkDeadlinesOnlyWhileConnected(server);
   const dropped = droppedConnectionsMetric(registry);
   const warn = everyMs(60_000);
   server.on('drop', () => {
     dropped.inc({ server: name });
     if (warn())
-      log.warn('connection refused: too many open connections', { server: name, limit: limits.maxConnections });
+      log.warn('connection refused: connections arrive faster than displaced ones close', {
+        server: name,
+        limit: server.maxConnections,
+      });
   });
 }
 
@@ -123,6 +142,15 @@ export interface ListenerOptions {
   readsBodies: boolean;
   /** -server.cluster-validation.http.*; checked only when enabled. */
   clusterValidation?: ClusterValidationConfig;
+  /** Serves each connection's requests one at a time (connections.ts); absent, every request is served at once. */
+  connections?: ConnectionGovernor;
+}
+
+/** Methods that get a label of their own in the request metrics; any other is "other", so that clients cannot grow them. */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
+
+export function methodLabel(method: string | undefined): string {
+  return method !== undefined && KNOWN_METHODS.has(method) ? method : 'other';
 }
 
 /**
@@ -148,10 +176,9 @@ export function requestListener(options: ListenerOptions): RequestListener {
   return (req, res) => {
     req.socket.setTimeout(0);
     if (!options.readsBodies && carriesBody(req)) res.shouldKeepAlive = false;
-    const method = req.method ?? 'GET';
     const target = parseRequestTarget(req.url);
     const route = target.ok ? resolve(target.path) : undefined;
-    const labels = { method, route: route?.name ?? 'other' };
+    const labels = { method: methodLabel(req.method), route: route?.name ?? 'other' };
     const started = performance.now();
     inflight.inc(labels);
     res.once('close', () => {
@@ -163,29 +190,43 @@ export function requestListener(options: ListenerOptions): RequestListener {
       requestBytes.observe(labels, req instanceof MeteredRequest ? req.bodyBytesRead : 0);
       responseBytes.observe(labels, res instanceof MeteredResponse ? res.bodyBytesWritten : 0);
     });
-    if (!target.ok) {
-      log.debug('unusable request target', { target: req.url ?? '', reason: target.reason });
-      return replyText(res, target.status, `${target.reason}\n`);
-    }
-    const refusal = clusterValidator?.screen(req, target.path, route?.name);
-    if (refusal !== undefined)
-      return replyText(res, CLUSTER_REJECTED_STATUS, refusal, { 'content-type': 'application/json' });
-    if (!route) return replyText(res, 404, '404 page not found\n');
-    const failed = (error: unknown) => {
-      log.error('request handler failed', {
-        path: target.path,
-        err: error instanceof Error ? error.message : String(error),
-      });
-      if (!res.headersSent) replyText(res, 500, 'internal error\n');
-      else res.destroy();
-    };
-    try {
-      const pending = route.handle(req, res, target.path);
-      if (pending) pending.catch(failed);
-    } catch (error) {
-      failed(error);
-    }
+    const serve = () => dispatch(req, res, target, route, clusterValidator, log);
+    if (options.connections) options.connections.serveInTurn(req, res, serve);
+    else serve();
   };
+}
+
+/** One request, in its connection's turn: the target's checks, cluster validation, then its route. */
+function dispatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: ReturnType<typeof parseRequestTarget>,
+  route: Route | undefined,
+  clusterValidator: ClusterValidator | undefined,
+  log: Logger,
+): void {
+  if (!target.ok) {
+    log.debug('unusable request target', { target: req.url ?? '', reason: target.reason });
+    return replyText(res, target.status, `${target.reason}\n`);
+  }
+  const refusal = clusterValidator?.screen(req, target.path, route?.name);
+  if (refusal !== undefined)
+    return replyText(res, CLUSTER_REJECTED_STATUS, refusal, { 'content-type': 'application/json' });
+  if (!route) return replyText(res, 404, '404 page not found\n');
+  const failed = (error: unknown) => {
+    log.error('request handler failed', {
+      path: target.path,
+      err: error instanceof Error ? error.message : String(error),
+    });
+    if (!res.headersSent) replyText(res, 500, 'internal error\n');
+    else res.destroy();
+  };
+  try {
+    const pending = route.handle(req, res, target.path);
+    if (pending) pending.catch(failed);
+  } catch (error) {
+    failed(error);
+  }
 }
 
 /**
@@ -203,7 +244,9 @@ export function replyText(
   headers: Record<string, string> = {},
 ): void {
   if (res.headersSent) return;
-  if (!res.req.complete) res.shouldKeepAlive = false;
+  // A request without a body is whole once its headers are (Node calls the
+  // listener before it marks the message complete): keep-alive stays on.
+  if (!res.req.complete && carriesBody(res.req)) res.shouldKeepAlive = false;
   res.writeHead(status, {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
@@ -213,8 +256,7 @@ export function replyText(
 }
 
 function carriesBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  return declaredBodyBytes(req) !== 0;
 }
 
 /** A gate that opens at most once per interval (monotonic time). */

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { type Logger, nopLogger } from '../log/logger.ts';
 import type { ClusterValidationConfig } from './clustervalidation.ts';
+import { ConnectionGovernor } from './connections.ts';
 import { applyLimits, replyText, requestListener, serverOptions, type Route, type ServerLimits } from './guard.ts';
 
 /** A route's handler; `path` is the request's path, already checked (see target.ts). */
@@ -29,7 +30,18 @@ export const DEFAULT_HTTP_LIMITS: ServerLimits = {
   requestTimeoutMs: 10_000,
   idleTimeoutMs: 180_000,
   maxConnections: 512,
+  writeTimeoutMs: 10_000,
 };
+
+/**
+ * A /metrics exposition is reused for this long: however many clients ask,
+ * the registry is rendered at most once per interval (Prometheus scrapes
+ * every 15 s or more; a flood of scrapes costs one render a second).
+ */
+export const METRICS_REUSE_MS = 1000;
+
+/** Every plain-server route only reads. */
+const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /** Route names as rollout-operator's dskit middleware spells them: "/admission/pod-eviction" → "admission_pod_eviction". */
 export function routeName(path: string): string {
@@ -42,6 +54,7 @@ export class HttpServer {
   private readonly prefixes: { prefix: string; handler: Handler }[] = [];
   private readonly server: Server;
   private readonly log: Logger;
+  private readonly connections: ConnectionGovernor;
 
   constructor(options: HttpServerOptions) {
     this.options = options;
@@ -52,26 +65,36 @@ export class HttpServer {
       const missing = this.options.notReady();
       replyText(res, missing === undefined ? 200 : 503, missing === undefined ? 'ready\n' : `not ready: ${missing}\n`);
     });
+    const exposition = reusedFor(METRICS_REUSE_MS, async () => Buffer.from(await options.registry.metrics()));
     this.route('/metrics', async (_req, res) => {
-      const body = await this.options.registry.metrics();
-      res.writeHead(200, { 'content-type': this.options.registry.contentType });
+      const body = await exposition();
+      res.writeHead(200, { 'content-type': this.options.registry.contentType, 'content-length': body.length });
       res.end(body);
     });
+    const connections = new ConnectionGovernor(limits, 'http', options.registry, this.log);
+    this.connections = connections;
     this.server = http.createServer(
       serverOptions(limits),
       requestListener({
         log: this.log,
         registry: options.registry,
         readsBodies: false,
+        connections,
         ...(options.clusterValidation ? { clusterValidation: options.clusterValidation } : {}),
         resolve: (path) => this.resolve(path),
       }),
     );
-    applyLimits(this.server, limits, 'http', options.registry, this.log);
+    applyLimits(this.server, limits, 'http', options.registry, this.log, connections);
+  }
+
+  /** Serves `path`; every route here only reads, so methods other than GET and HEAD get 405. */
+  /** Connections open now (the connection cap counts these). */
+  get openConnections(): number {
+    return this.connections.open;
   }
 
   route(path: string, handler: Handler): void {
-    this.routes.set(path, handler);
+    this.routes.set(path, onlyReading(handler));
   }
 
   /**
@@ -80,7 +103,7 @@ export class HttpServer {
    * path, so paths carrying names (namespaces) add no label values.
    */
   routePrefix(prefix: string, handler: Handler): void {
-    this.prefixes.push({ prefix, handler });
+    this.prefixes.push({ prefix, handler: onlyReading(handler) });
     this.prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
@@ -101,6 +124,34 @@ export class HttpServer {
   async close(graceMs = 5000): Promise<void> {
     await closeGracefully(this.server, graceMs);
   }
+}
+
+/** The handler for GET and HEAD; any other method is answered 405. */
+function onlyReading(handler: Handler): Handler {
+  return (req, res, path) => {
+    if (READ_METHODS.has(req.method ?? '')) return handler(req, res, path);
+    replyText(res, 405, 'method not allowed\n', { allow: 'GET, HEAD' });
+  };
+}
+
+/**
+ * `make`'s result, made again only when the last one is older than `ms`;
+ * callers that ask while it is being made share that one.
+ */
+export function reusedFor<T>(ms: number, make: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = performance.now();
+    if (last === undefined || now - last.at >= ms) {
+      const value = make();
+      last = { at: now, value };
+      // A failed render is not reused.
+      value.catch(() => {
+        if (last?.value === value) last = undefined;
+      });
+    }
+    return last.value;
+  };
 }
 
 /** Listens (port 0 = any free one) and resolves to the bound port; a bind error rejects. */

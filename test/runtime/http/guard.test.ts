@@ -19,7 +19,7 @@ import { WebhookServer } from '../../../src/runtime/admission/server.ts';
 import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
-const LIMITS = { requestTimeoutMs: 600, idleTimeoutMs: 400, maxConnections: 50 };
+const LIMITS = { requestTimeoutMs: 600, idleTimeoutMs: 400, maxConnections: 50, writeTimeoutMs: 600 };
 
 interface Exchange {
   /** Everything the server sent. */
@@ -80,16 +80,27 @@ async function plainServer(t: TestContext, limits = LIMITS) {
   return { port, registry };
 }
 
-async function webhookServer(t: TestContext, extra: { maxInflightBodyBytes?: number; maxConnections?: number } = {}) {
+async function webhookServer(
+  t: TestContext,
+  extra: {
+    maxInflightBodyBytes?: number;
+    maxConnections?: number;
+    maxConnectionsPerPeer?: number;
+    bodyStallTimeoutMs?: number;
+    requestTimeoutMs?: number;
+  } = {},
+) {
   const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
   const registry = new Registry();
   const server = new WebhookServer({
     port: 0,
     host: '127.0.0.1',
-    requestTimeoutMs: LIMITS.requestTimeoutMs,
+    requestTimeoutMs: extra.requestTimeoutMs ?? LIMITS.requestTimeoutMs,
     idleTimeoutMs: LIMITS.idleTimeoutMs,
     maxConnections: extra.maxConnections ?? 50,
     maxInflightBodyBytes: extra.maxInflightBodyBytes,
+    bodyStallTimeoutMs: extra.bodyStallTimeoutMs,
+    maxConnectionsPerPeer: extra.maxConnectionsPerPeer,
     registry,
     tls,
   });
@@ -234,49 +245,89 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     const reply = await exchange(
       plain.port,
       false,
-      ['POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n'],
+      ['GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n'],
       { deadlineMs: 4000 },
     );
     assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 200']);
     assert.ok(reply.closedAfterMs !== undefined, 'connection closed');
   });
 
-  it('refuses connections over the cap at once and counts them', async (t) => {
-    const hooks = await webhookServer(t, { maxConnections: 3 });
-    const held = [0, 1, 2].map(() => exchange(hooks.port, false, [], { deadlineMs: 3000 }));
-    // Let the three be accepted before the fourth arrives.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const refused = await exchange(hooks.port, false, [], { deadlineMs: 3000 });
-    assert.ok(
-      refused.closedAfterMs !== undefined && refused.closedAfterMs < 300,
-      `the fourth connection closed after ${refused.closedAfterMs} ms`,
-    );
-    await Promise.all(held);
-    assert.match(await hooks.registry.metrics(), /stateward_http_connections_refused_total\{server="https"\} [1-9]/);
+  it('at the connection cap lets a newcomer in and closes the longest-idle connection, and counts it', async (t) => {
+    // A request timeout far longer than the test, so that only the cap can close the held connections.
+    const hooks = await webhookServer(t, { maxConnections: 3, maxConnectionsPerPeer: 10, requestTimeoutMs: 20_000 });
+    const held: Promise<Exchange>[] = [];
+    for (let i = 0; i < 3; i++) {
+      held.push(exchange(hooks.port, false, [], { deadlineMs: 8000 }));
+      // Each is accepted before the next arrives, so the first is the longest idle.
+      await waitFor(`connection ${i + 1} to be open`, () => hooks.server.openConnections >= i + 1, {
+        timeoutMs: 2000,
+      });
+    }
+    // The fourth is served (it would have been refused on 215bbb7)...
     await answersGoodRequests(undefined, hooks.port);
+    // ...and the first, idle longest, was closed at once to make room.
+    const first = await held[0]!;
+    assert.ok(first.closedAfterMs !== undefined, 'the longest-idle connection was closed');
+    const [, second, third] = await Promise.all(held);
+    assert.equal(second!.closedAfterMs, undefined, 'the second connection was left open');
+    assert.equal(third!.closedAfterMs, undefined, 'the third connection was left open');
+    assert.match(
+      await hooks.registry.metrics(),
+      /stateward_http_connections_closed_total\{server="https",reason="displaced"\} [1-9]/,
+    );
   });
 
-  it('keeps request bodies in flight within the byte budget: over it, 503 at once; within it again, served', async (t) => {
+  it('charges the body budget for bytes received, not declared: declared-only bodies hold nothing and stall out', async (t) => {
     const budget = MAX_ADMISSION_BODY_BYTES + 1024 * 1024;
-    const hooks = await webhookServer(t, { maxInflightBodyBytes: budget });
+    const hooks = await webhookServer(t, { maxInflightBodyBytes: budget, bodyStallTimeoutMs: 300 });
+    // issue 33: five connections declare 1 MiB and send one byte; on 215bbb7 every good review got 503.
+    const holders = [0, 1, 2, 3, 4].map(() =>
+      exchange(
+        hooks.port,
+        true,
+        [
+          `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024}\r\n\r\n{`,
+        ],
+        { deadlineMs: 3000 },
+      ),
+    );
+    await waitFor('the holders to be connected', () => hooks.server.openConnections >= 5, {
+      timeoutMs: 2000,
+    });
+    await answersGoodRequests(undefined, hooks.port);
+    // Each holder ends at the stall timeout, well before the handler deadline, with one 408.
+    for (const reply of await Promise.all(holders)) {
+      assert.deepEqual(statusLines(reply.data), ['HTTP/1.1 408']);
+      assert.match(reply.data, /no byte of the request body arrived for 300 ms/);
+    }
+    assert.match(
+      await hooks.registry.metrics(),
+      /stateward_http_requests_refused_total\{server="https",reason="body-stalled"\} 5/,
+    );
+  });
+
+  it('keeps request bodies received within the byte budget: over it, 503; once the holder stalls out, served', async (t) => {
+    const budget = MAX_ADMISSION_BODY_BYTES + 1024 * 1024;
+    const hooks = await webhookServer(t, { maxInflightBodyBytes: budget, bodyStallTimeoutMs: 1500 });
     const large = MAX_ADMISSION_BODY_BYTES - 100;
-    // A large body held open: half of it sent, the rest never.
+    // A large body held open: 6 MiB of it sent, the rest never.
     const holding = exchange(
       hooks.port,
       true,
       [
-        `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\n\r\n${' '.repeat(1000)}`,
+        `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${large}\r\n\r\n${' '.repeat(6 * 1024 * 1024)}`,
       ],
-      { deadlineMs: 3000 },
+      { deadlineMs: 5000 },
     );
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const started = performance.now();
-    const declared = await exchange(hooks.port, true, [
-      `POST /admission/test HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`,
-    ]);
-    assert.deepEqual(statusLines(declared.data), ['HTTP/1.1 503']);
-    assert.ok(performance.now() - started < 400, 'refused without waiting for the body');
-    // Chunked: refused once the chunks it sent no longer fit.
+    await waitFor(
+      'the held bytes to be received',
+      async () =>
+        /stateward_http_body_bytes_in_flight\{server="https",lane="large"\} 6291456/.test(
+          await hooks.registry.metrics(),
+        ),
+      { timeoutMs: 3000 },
+    );
+    // Chunked (the large lane): refused once the chunks it sent no longer fit beside the 6 MiB.
     const chunk = 'a'.repeat(1024 * 1024);
     const chunked = await exchange(
       hooks.port,
@@ -290,8 +341,8 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     assert.deepEqual(statusLines(chunked.data), ['HTTP/1.1 503']);
     // Small reviews still fit beside the held body.
     await answersGoodRequests(undefined, hooks.port);
-    await holding;
-    // The held body's share came back when its connection ended.
+    assert.deepEqual(statusLines((await holding).data), ['HTTP/1.1 408']);
+    // The held body's share came back when it stalled out.
     const whole = await exchange(
       hooks.port,
       true,

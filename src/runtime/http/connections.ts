@@ -1,0 +1,254 @@
+// What each connection of Stateward's two servers may hold, and how a full
+// server makes room, so that no client — slow, pipelining, never reading, or
+// holding many connections — can deny service to the API server's fresh
+// connections or the kubelet's probe (issue 33):
+//
+// - One request at a time per connection. Node parses every pipelined
+//   request it receives and calls the listener for each at once; for an
+//   async route that meant thousands of handlers in flight for one socket.
+//   Here a connection's next request waits until the previous response has
+//   been written out; a few may wait (MAX_QUEUED_PER_CONNECTION, and
+//   MAX_QUEUED_PER_SERVER across all connections), and a connection that
+//   pipelines beyond that is closed. Node offers no reliable way to stop
+//   parsing a socket it consumes (socket.pause() and parser.pause() were both
+//   tried: the first is ignored, the second loses requests), so the bound is
+//   on what is queued, not on what is read.
+// - A write timeout: a response the client has not taken within
+//   writeTimeoutMs of its last byte being handed to the socket closes the
+//   connection and frees what it held.
+// - A connection cap that nobody can fill: at the cap a newcomer is let in
+//   and the connection that has waited longest without a request in progress
+//   is closed (the longest-idle keep-alive, a connection that never sent a
+//   whole request); a peer address that already holds its share of the cap
+//   has its own oldest connection closed instead. The API server opens new
+//   connections whenever its pool is short, and the kubelet's probe opens
+//   one each time: both get in while an attacker holds idle or slow ones.
+//
+// Every connection closed here is counted (stateward_http_connections_closed_total)
+// and logged at most once a minute per reason, with the peer address.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { Counter, type Registry } from 'prom-client';
+import type { Logger } from '../log/logger.ts';
+
+export interface ConnectionLimits {
+  /** Open connections; at the cap a newcomer displaces the longest-idle one. */
+  maxConnections: number;
+  /** Open connections from one peer address; 0 is half of maxConnections. */
+  maxConnectionsPerPeer?: number;
+  /** A response not taken by the client within this closes its connection. */
+  writeTimeoutMs: number;
+}
+
+/** Requests waiting behind the one being served on a connection: more are not HTTP clients anyone runs (the API server, the kubelet and Prometheus never pipeline). */
+export const MAX_QUEUED_PER_CONNECTION = 4;
+/** Requests waiting across a server: bounds what pipelining clients together can make it hold. */
+export const MAX_QUEUED_PER_SERVER = 256;
+/** A request queued behind another may carry at most this much body: nobody reads it meanwhile, so it is held unbudgeted. */
+export const MAX_QUEUED_BODY_BYTES = 64 * 1024;
+
+export type CloseReason = 'pipelined' | 'write-timeout' | 'displaced' | 'peer-share';
+
+interface Connection {
+  readonly raw: Socket;
+  readonly peer: string;
+  /** Monotonic ms of the connection's start, its last request's start or its last response's end. */
+  lastActive: number;
+  /** A request is being served. */
+  busy: boolean;
+  readonly queue: (() => void)[];
+  closed: boolean;
+}
+
+/** The peer address as one key: an IPv4-mapped IPv6 address is its IPv4 address. */
+export function peerOf(socket: Pick<Socket, 'remoteAddress'>): string {
+  const address = socket.remoteAddress ?? 'unknown';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+export class ConnectionGovernor {
+  private readonly limits: ConnectionLimits;
+  private readonly name: string;
+  private readonly log: Logger;
+  private readonly closedTotal: Counter;
+  private readonly byRaw = new Map<Socket, Connection>();
+  private readonly bySocket = new WeakMap<Socket, Connection>();
+  private readonly perPeer = new Map<string, number>();
+  private readonly warned = new Map<CloseReason, number>();
+  private queued = 0;
+
+  constructor(limits: ConnectionLimits, name: string, registry: Registry, log: Logger) {
+    this.limits = limits;
+    this.name = name;
+    this.log = log;
+    this.closedTotal = connectionsClosedMetric(registry);
+  }
+
+  get open(): number {
+    return this.byRaw.size;
+  }
+
+  private get peerCap(): number {
+    const share = this.limits.maxConnectionsPerPeer ?? 0;
+    return share > 0 ? share : Math.max(1, Math.floor(this.limits.maxConnections / 2));
+  }
+
+  /**
+   * Follows every connection of `server` from its arrival ('connection': the
+   * TCP socket, before any TLS). Node's own cap (server.maxConnections) is
+   * left at twice ours, as a last resort for connections arriving faster
+   * than displaced ones close.
+   */
+  attach(server: Server): void {
+    server.maxConnections = this.limits.maxConnections * 2;
+    server.on('connection', (raw: Socket) => this.admit(raw));
+    // Requests on a TLS connection arrive on its TLSSocket, whose _parent is the TCP socket.
+    server.on('secureConnection', (socket: TLSSocket) => {
+      const parent = (socket as TLSSocket & { _parent?: Socket })._parent;
+      const connection = parent ? this.byRaw.get(parent) : undefined;
+      if (connection) this.bySocket.set(socket, connection);
+    });
+  }
+
+  private admit(raw: Socket): void {
+    const connection: Connection = {
+      raw,
+      peer: peerOf(raw),
+      lastActive: performance.now(),
+      busy: false,
+      queue: [],
+      closed: false,
+    };
+    this.byRaw.set(raw, connection);
+    this.bySocket.set(raw, connection);
+    const fromPeer = (this.perPeer.get(connection.peer) ?? 0) + 1;
+    this.perPeer.set(connection.peer, fromPeer);
+    raw.once('close', () => this.forget(connection));
+    if (fromPeer > this.peerCap) {
+      const victim = this.oldest((c) => c.peer === connection.peer && c !== connection);
+      if (victim) this.close(victim, 'peer-share');
+    } else if (this.byRaw.size > this.limits.maxConnections) {
+      const victim = this.oldest((c) => c !== connection);
+      if (victim) this.close(victim, 'displaced');
+    }
+  }
+
+  /** The longest-idle connection passing `eligible`: one without a request in progress if any, else the longest-busy. */
+  private oldest(eligible: (c: Connection) => boolean): Connection | undefined {
+    let idle: Connection | undefined;
+    let busy: Connection | undefined;
+    for (const c of this.byRaw.values()) {
+      if (c.closed || !eligible(c)) continue;
+      if (!c.busy && c.queue.length === 0) {
+        if (!idle || c.lastActive < idle.lastActive) idle = c;
+      } else if (!busy || c.lastActive < busy.lastActive) busy = c;
+    }
+    return idle ?? busy;
+  }
+
+  private forget(connection: Connection): void {
+    connection.closed = true;
+    this.queued -= connection.queue.length;
+    connection.queue.length = 0;
+    this.byRaw.delete(connection.raw);
+    const left = (this.perPeer.get(connection.peer) ?? 1) - 1;
+    if (left > 0) this.perPeer.set(connection.peer, left);
+    else this.perPeer.delete(connection.peer);
+  }
+
+  private close(connection: Connection, reason: CloseReason): void {
+    if (connection.closed) return;
+    connection.closed = true;
+    connection.raw.destroy();
+    this.closedTotal.inc({ server: this.name, reason });
+    const now = performance.now();
+    if (now - (this.warned.get(reason) ?? -Infinity) >= 60_000) {
+      this.warned.set(reason, now);
+      this.log.warn(CLOSE_MESSAGES[reason], { server: this.name, peer: connection.peer, reason });
+    }
+  }
+
+  /**
+   * Runs `serve` (the request's handler) now if its connection has nothing
+   * in progress, else once the responses before it are written out. A
+   * request that cannot wait is dropped with its connection. While it is
+   * served, the response must be taken by the client within the write
+   * timeout of its last byte being handed to the socket.
+   */
+  serveInTurn(req: IncomingMessage, res: ServerResponse, serve: () => void): void {
+    const connection = this.bySocket.get(req.socket);
+    if (!connection) return serve(); // a request injected without a connection this governor saw arrive
+    if (connection.closed) return;
+    if (!connection.busy) return this.start(connection, res, serve);
+    const declared = declaredBodyBytes(req);
+    if (
+      connection.queue.length >= MAX_QUEUED_PER_CONNECTION ||
+      this.queued >= MAX_QUEUED_PER_SERVER ||
+      declared === undefined ||
+      declared > MAX_QUEUED_BODY_BYTES
+    )
+      return this.close(connection, 'pipelined');
+    connection.queue.push(() => this.start(connection, res, serve));
+    this.queued++;
+  }
+
+  private start(connection: Connection, res: ServerResponse, serve: () => void): void {
+    connection.busy = true;
+    connection.lastActive = performance.now();
+    let writing: NodeJS.Timeout | undefined;
+    // 'prefinish': the response's last byte is in the socket's hands; 'finish': the kernel took it.
+    res.once('prefinish', () => {
+      writing = setTimeout(() => this.close(connection, 'write-timeout'), this.limits.writeTimeoutMs);
+    });
+    res.once('finish', () => clearTimeout(writing));
+    res.once('close', () => {
+      clearTimeout(writing);
+      this.next(connection);
+    });
+    serve();
+  }
+
+  private next(connection: Connection): void {
+    connection.busy = false;
+    connection.lastActive = performance.now();
+    if (connection.closed) return;
+    const next = connection.queue.shift();
+    if (next) {
+      this.queued--;
+      next();
+    }
+  }
+}
+
+/** Content-Length as a number; undefined when the body is chunked or the header unusable; 0 when there is none. */
+export function declaredBodyBytes(req: IncomingMessage): number | undefined {
+  const header = req.headers['content-length'];
+  if (header === undefined) return req.headers['transfer-encoding'] === undefined ? 0 : undefined;
+  const length = Number(header);
+  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
+}
+
+const CLOSE_MESSAGES: Record<CloseReason, string> = {
+  pipelined: 'connection closed: it pipelined more requests than are served in turn',
+  'write-timeout': 'connection closed: its client did not read a response within the write timeout',
+  displaced: 'connection closed to admit a new one: the server was at its connection cap and this one was idle longest',
+  'peer-share':
+    'connection closed to admit a new one from the same peer: the peer held its share of the connection cap',
+};
+
+const closedMetrics = new WeakMap<Registry, Counter>();
+
+export function connectionsClosedMetric(registry: Registry): Counter {
+  let metric = closedMetrics.get(registry);
+  if (!metric) {
+    metric = new Counter({
+      name: 'stateward_http_connections_closed_total',
+      help: 'Connections a server closed to stay within its bounds, by reason: pipelined (more requests waiting than are served in turn), write-timeout (a response not read in time), displaced (longest-idle, closed at the connection cap to admit a new one), peer-share (the same, within a peer over its share).',
+      labelNames: ['server', 'reason'],
+      registers: [registry],
+    });
+    closedMetrics.set(registry, metric);
+  }
+  return metric;
+}
