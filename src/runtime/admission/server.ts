@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { ConnectionGovernor, peerOf } from '../http/connections.ts';
+import { handshakesInTurn } from '../http/handshakes.ts';
 import { ByteBudget } from '../http/budget.ts';
 import type { ClusterValidationConfig } from '../http/clustervalidation.ts';
 import {
@@ -49,6 +50,8 @@ export interface WebhookServerOptions {
   maxConnectionsPerPeer?: number;
   /** -server-tls.body-stall-timeout (default 2 s): a body with no byte for this long ends its request. */
   bodyStallTimeoutMs?: number;
+  /** -server-tls.max-concurrent-handshakes (default 16). */
+  maxConcurrentHandshakes?: number;
   registry: Registry;
   logger?: Logger;
   tls: TlsPair;
@@ -116,6 +119,10 @@ export class WebhookServer {
       },
       listener,
     );
+    // Before applyLimits: the gate takes Node's own 'connection' listener, which must be the only one.
+    const gate = handshakesInTurn(this.server, options.maxConcurrentHandshakes ?? DEFAULT_CONCURRENT_HANDSHAKES);
+    if (!gate)
+      this.log.warn('TLS handshakes are not put in turn on this Node version: a handshake flood competes with reviews');
     applyLimits(this.server, limits, 'https', options.registry, this.log, connections);
     this.server.on('tlsClientError', (error) => this.log.debug('TLS handshake failed', { err: error.message }));
   }
@@ -252,6 +259,9 @@ function declaredLength(req: IncomingMessage): number | undefined {
   const length = Number(header);
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
+
+/** -server-tls.max-concurrent-handshakes' default: the API server opens a few connections at a time; a flood waits in line. */
+export const DEFAULT_CONCURRENT_HANDSHAKES = 16;
 
 /** -server-tls.body-stall-timeout's default: well under the handler deadline, far over any pause of an API server sending a body. */
 export const DEFAULT_BODY_STALL_MS = 2000;
