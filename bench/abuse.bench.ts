@@ -22,19 +22,30 @@
 // Targets: alive throughout; peak RSS (VmHWM: the process is fresh, so it
 // is the row's) under 70 % of the chart's 512Mi limit; under 1 MB of log per
 // 1,000 hostile requests; good p99 within 2× idle.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+//
+// Then issue 33's attacks (bench/abuse-rows.ts), Stateward and
+// rollout-operator side by side on each: pipeline-metrics,
+// pipeline-metrics-20, body-hold, slow-readers, idle-tls, handshake-flood,
+// pipeline-reviews, keepalive-plain.
+// Environment: BENCH_ABUSE_ROWS (every row): a comma-separated selection
+// of the rows above, old and new, e.g. big,pipeline-metrics,body-hold;
+// BENCH_ABUSE_SYSTEMS (stateward,rollout-operator): the systems of the
+// issue-33 rows; BENCH_ABUSE_SAME_PEER=1: their attacks come from 127.0.0.1,
+// the good traffic's own address, instead of 127.0.0.2; BENCH_ABUSE_SECONDS
+// (20) per attack; BENCH_ABUSE_FRESH_RPS (20) and BENCH_ABUSE_KEEPALIVE_RPS
+// (100), the good reviews' rates there.
 import { Agent } from 'node:https';
-import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { FuzzOperator, HOST } from '../test/fuzz/http-driver.ts';
+import type { Attack } from './abuse-attacks.child.ts';
 import type { ClientOptions, ClientResult, Scenario } from './abuse-client.child.ts';
+import { ATTACKS, issue33Rows } from './abuse-rows.ts';
+import { hostileProcess, RssSampler, SYSTEM_NAMES, type SystemName } from './abuse-systems.ts';
 import { benchNamespace } from './namespace.ts';
 import { mib, percentile, report } from './report.ts';
+import { installCrds } from './versus.bench.ts';
 import { drive, reviewTemplate } from './webhooks.bench.ts';
 
 const CHART_MEMORY_LIMIT = 512 * 2 ** 20;
@@ -50,37 +61,6 @@ const SCENARIOS: { scenario: Scenario; label: string }[] = [
   { scenario: 'slowloris', label: '(c) slowloris' },
   { scenario: 'fuzz', label: '(d) fuzzer, full speed' },
 ];
-
-/** VmRSS and VmHWM of a process, sampled every 100 ms. */
-class RssSampler {
-  peak = 0;
-  hwm = 0;
-  private readonly timer: NodeJS.Timeout;
-  private readonly pid: number;
-
-  constructor(pid: number) {
-    this.pid = pid;
-    this.sample();
-    this.timer = setInterval(() => this.sample(), 100);
-  }
-
-  private sample(): void {
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
-    } catch {
-      return; // exited
-    }
-    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-    this.peak = Math.max(this.peak, kib('VmRSS'));
-    this.hwm = Math.max(this.hwm, kib('VmHWM'));
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.sample();
-  }
-}
 
 interface Row {
   label: string;
@@ -100,50 +80,74 @@ interface Row {
 
 /** Runs the hostile client for one scenario; resolves to its result (or the reason there is none). */
 function hostileClient(options: ClientOptions): Promise<ClientResult | string> {
-  const script = fileURLToPath(new URL('./abuse-client.child.ts', import.meta.url));
-  const child = spawn(process.execPath, [script, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  // Lowest CPU priority: a real attacker runs on another machine; here it
-  // shares two cores with the operator, and should take only what is left.
-  try {
-    if (child.pid) setPriority(child.pid, 19);
-  } catch {
-    // not permitted: it competes at normal priority
-  }
-  const lines = createInterface({ input: child.stdout });
-  return new Promise((resolve) => {
-    let settled = false;
-    const done = (value: ClientResult | string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(value);
-    };
-    const timer = setTimeout(
-      () => {
-        child.kill('SIGKILL');
-        done('the hostile client did not finish in time');
-      },
-      options.seconds * 1000 + 60_000,
-    );
-    lines.on('line', (line) => {
-      try {
-        done(JSON.parse(line) as ClientResult);
-      } catch {
-        // not its result line
-      }
-    });
-    child.on('exit', (code) => done(`the hostile client exited with ${code} without a result`));
-  });
+  return hostileProcess<ClientResult>(new URL('./abuse-client.child.ts', import.meta.url), options, options.seconds);
+}
+
+/** BENCH_ABUSE_ROWS, BENCH_ABUSE_SYSTEMS: what to run (every row and both systems when unset). */
+function selection(): { scenarios: typeof SCENARIOS; attacks: Attack[]; systems: SystemName[] } {
+  const names = (variable: string) =>
+    (process.env[variable] ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+  const rows = names('BENCH_ABUSE_ROWS');
+  const known = [...SCENARIOS.map((x) => x.scenario), ...ATTACKS.map((x) => x.attack)] as string[];
+  for (const row of rows)
+    if (!known.includes(row)) throw new Error(`BENCH_ABUSE_ROWS: unknown row "${row}"; one of ${known.join(', ')}`);
+  const systems = names('BENCH_ABUSE_SYSTEMS');
+  for (const system of systems)
+    if (!(SYSTEM_NAMES as string[]).includes(system))
+      throw new Error(`BENCH_ABUSE_SYSTEMS: unknown system "${system}"; one of ${SYSTEM_NAMES.join(', ')}`);
+  const chosen = (row: string) => rows.length === 0 || rows.includes(row);
+  return {
+    scenarios: SCENARIOS.filter((x) => chosen(x.scenario)),
+    attacks: ATTACKS.filter((x) => chosen(x.attack)).map((x) => x.attack),
+    systems: systems.length ? (systems as SystemName[]) : [...SYSTEM_NAMES],
+  };
 }
 
 export async function abuseBench(): Promise<boolean> {
   if (!(SECONDS > 0)) throw new Error('BENCH_ABUSE_SECONDS must be a positive number');
+  const chosen = selection();
   const cluster = await LocalCluster.start({ name: `bench-abuse-${process.pid}`, nodesPerZone: 1, log: () => {} });
+  const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
+  try {
+    let ok = true;
+    if (chosen.scenarios.length > 0)
+      ok = (await issue16Rows(cluster, await benchNamespace(kube, 'bench-abuse'), chosen.scenarios)) && ok;
+    if (chosen.attacks.length > 0) {
+      // rollout-operator never gets ready without the zone-aware PDB CRD (bench/versus.bench.ts).
+      installCrds(cluster.kubeconfigPath);
+      // A namespace each: Stateward would reuse the certificate rollout-operator stored in a shared one.
+      const namespaces: Record<SystemName, string> = {
+        stateward: await benchNamespace(kube, 'bench-abuse-sw'),
+        'rollout-operator': await benchNamespace(kube, 'bench-abuse-ro'),
+      };
+      const rows = await issue33Rows({
+        attacks: chosen.attacks,
+        systems: chosen.systems,
+        seconds: SECONDS,
+        seed: SEED,
+        localAddress: process.env['BENCH_ABUSE_SAME_PEER'] === '1' ? '127.0.0.1' : '127.0.0.2',
+        scope: (system) => ({
+          namespace: namespaces[system],
+          kubeconfig: cluster.kubeconfigPath,
+          apiUrl: cluster.server,
+        }),
+      });
+      ok = rows && ok;
+    }
+    return ok;
+  } finally {
+    await kube.close();
+    await cluster.teardown();
+  }
+}
+
+/** Issue 16's rows: the operator (from its sources, both servers, -web.enabled) under each scenario, idle before and after. */
+async function issue16Rows(cluster: LocalCluster, namespace: string, scenarios: typeof SCENARIOS): Promise<boolean> {
   let operator: FuzzOperator | undefined;
   try {
-    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 15_000 });
-    const namespace = await benchNamespace(kube, 'bench-abuse');
-    await kube.close();
     const op = (operator = await FuzzOperator.start({
       kubeconfigPath: cluster.kubeconfigPath,
       apiServer: cluster.server,
@@ -207,7 +211,7 @@ export async function abuseBench(): Promise<boolean> {
 
     const before = await measure('idle, before (no hostile load)', undefined);
     const rows = [before];
-    for (const { scenario, label } of SCENARIOS) rows.push(await measure(label, scenario));
+    for (const { scenario, label } of scenarios) rows.push(await measure(label, scenario));
     // Again at the end: on a shared machine the baseline drifts; the lower one is the reference.
     const after = await measure('idle, after (no hostile load)', undefined);
     rows.push(after);
@@ -278,6 +282,5 @@ export async function abuseBench(): Promise<boolean> {
     return ok;
   } finally {
     await operator?.stop();
-    await cluster.teardown();
   }
 }

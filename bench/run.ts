@@ -8,7 +8,9 @@
 //   evictions pod-eviction decisions with 300 pods over 3 zones: rate, p99, API calls per decision
 //   restarts  config-change restarts with 7,000 configs and 500 workloads, side by side with Reloader
 //             and xing's restart controller (built from source on first use): start, sync, latency, memory, CPU, API calls
-//   abuse     the operator's two servers under hostile clients (issue 16): RSS, log bytes, good-request p99
+//   abuse     the operator's two servers under hostile clients (issue 16): RSS, log bytes, good-request p99;
+//             then issue 33's attacks, side by side with rollout-operator v0.38.1 (BENCH_ABUSE_ROWS,
+//             BENCH_ABUSE_SYSTEMS, BENCH_ABUSE_SAME_PEER: see bench/abuse.bench.ts)
 //   versus    side by side with grafana/rollout-operator v0.38.1 (built from source on first use): start, RSS,
 //             idle CPU, API requests (idle, per rollout, through a counting proxy), makespan ÷ ideal (issue 19)
 import { clusterBench } from './cluster.bench.ts';

@@ -477,7 +477,7 @@ const CRDS = ['replica-templates.yaml', 'zone-aware-pod-disruption-budgets.yaml'
   fileURLToPath(new URL(`../deploy/crds/${f}`, import.meta.url)),
 );
 
-function installCrds(kubeconfig: string): void {
+export function installCrds(kubeconfig: string): void {
   execFileSync('kubectl', ['--kubeconfig', kubeconfig, 'apply', ...CRDS.flatMap((f) => ['-f', f])], {
     stdio: 'ignore',
   });
