@@ -14,6 +14,7 @@
 //   pipeline-reviews     20 TLS connections × 2,000 pipelined reviews in one write, never read
 //   keepalive-plain      GET /healthz then GET /ready on one connection, over and over: both answered?
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -151,8 +152,60 @@ async function drainAndClose(h: Held): Promise<void> {
 
 const statuses = (life: Life) => [...life.head.matchAll(STATUS_LINE)].map((m) => m[1]!);
 
+/** /proc/net/tcp's key for a local IPv4 endpoint: the address as the kernel's little-endian hex, the port in hex. */
+function kernelKey(address: string, port: number): string {
+  const ip = address
+    .split('.')
+    .reverse()
+    .map((b) => Number(b).toString(16).padStart(2, '0'))
+    .join('');
+  return `${ip}:${port.toString(16).padStart(4, '0')}`.toUpperCase();
+}
+
+/**
+ * A never-read connection does not see the server's close until it reads,
+ * so the kernel is asked instead, every 250 ms until the deadline: a socket
+ * gone from /proc/net/tcp was reset, one in CLOSE_WAIT (08) got the server's
+ * FIN. Either is a cut, timed to within 250 ms.
+ */
+async function watchKernel(held: Held[], deadline: number): Promise<void> {
+  const keys = new Map<Held, string>();
+  for (const h of held)
+    if (h.life.openedAt !== undefined && h.socket.localAddress && h.socket.localPort)
+      keys.set(h, kernelKey(h.socket.localAddress, h.socket.localPort));
+  while (performance.now() < deadline) {
+    let states: Map<string, string>;
+    try {
+      states = new Map(
+        readFileSync('/proc/net/tcp', 'utf8')
+          .split('\n')
+          .slice(1)
+          .map((line) => line.trim().split(/\s+/))
+          .filter((f) => f.length > 3)
+          .map((f) => [f[1]!, f[3]!]),
+      );
+    } catch {
+      return; // not Linux: cuts are seen at the end only
+    }
+    const now = performance.now();
+    for (const [h, key] of keys) {
+      const state = states.get(key);
+      if (h.life.cutAt === undefined && (state === undefined || state === '08')) h.life.cutAt = now;
+    }
+    await delay(Math.min(250, Math.max(0, deadline - performance.now())));
+  }
+}
+
 /** Cut by the server, whether seen as it happened or only at the end. */
 const wasCut = (l: Life) => l.cutAt !== undefined || l.cutSeenLate === true;
+
+/** " after <median> s" of the cuts timed as they happened; empty without any. */
+function cutTimes(lives: Life[]): string {
+  const after = lives
+    .filter((l) => l.cutAt !== undefined && l.openedAt !== undefined)
+    .map((l) => l.cutAt! - l.openedAt!);
+  return after.length ? ` after ${s(percentile(after, 50))}` : '';
+}
 
 /** Per group of lives: opened, cut by the server (when), still open at the end. */
 function livesNote(name: string, lives: Life[]): string {
@@ -192,7 +245,7 @@ async function pipeline(
   const payload = Buffer.concat(Array.from({ length: count }, () => request));
   const held = await Promise.all(Array.from({ length: connections }, () => track(o, tls, false)));
   for (const { socket, life } of held) if (life.openedAt !== undefined && !socket.destroyed) socket.write(payload);
-  await delay(Math.max(0, deadline - performance.now()));
+  await watchKernel(held, deadline);
   // Per connection: what of our requests the server had not read by the end.
   const unread = held.reduce((n, { socket }) => n + socket.writableLength, 0);
   await Promise.all(held.map(drainAndClose));
@@ -201,7 +254,7 @@ async function pipeline(
   const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
   return {
     hostile: connections * count,
-    headline: `${cut}/${connections} cut by server`,
+    headline: `${cut}/${connections} cut by server${cutTimes(lives)}`,
     notes: [
       `${connections} connection(s) × ${count} requests of ${request.length} bytes (${mib(payload.length)} each, one write), never read`,
       livesNote(tls ? 'TLS' : 'plain', lives),
@@ -339,13 +392,13 @@ async function slowReaders(o: AttackOptions): Promise<AttackResult> {
       }
     }),
   );
-  await delay(Math.max(0, deadline - performance.now()));
+  await watchKernel(held, deadline);
   await Promise.all(held.map(drainAndClose));
   const lives = held.map((h) => h.life);
   const cut = lives.filter(wasCut).length;
   return {
     hostile: methodsSent + held.length,
-    headline: `${held.length - cut}/${held.length} held`,
+    headline: `${held.length - cut}/${held.length} held${cut ? `, ${cut} cut${cutTimes(lives)}` : ''}`,
     notes: [
       `${methodsSent} requests with unusual or made-up methods (GET's path /metrics), one connection each: ${list(byStatus)}`,
       livesNote('plain, GET /metrics never read', lives),
