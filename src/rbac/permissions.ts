@@ -339,3 +339,79 @@ export function policyRules(features: readonly Feature[], scopes: readonly Scope
   }
   return out;
 }
+
+// ------------------------------------------------------------ the write policy
+//
+// RBAC cannot name what it cannot see: `create` carries no name in its URL,
+// and the Leases Stateward keeps per budget and per rollout group are named
+// after user objects, so cluster-wide the ServiceAccount may update every
+// Lease (kube-system's leader elections included) and create ConfigMaps
+// anywhere. A ValidatingAdmissionPolicy sees the object, so it holds the
+// ServiceAccount's writes of these kinds to the names below.
+// deploy/generate.ts renders it (deploy/kustomize/rbac/write-policy, the
+// chart's files/write-policy.yaml).
+
+/** Every Lease, ConfigMap and Secret Stateward names itself starts with this. */
+export const NAME_PREFIX = 'stateward-';
+/** Of src/drain/zpdb/ledger.ts ledgerName (a capability this one may not import: a test holds them equal). */
+export const ZPDB_LEDGER_PREFIX = 'stateward-zpdb-';
+/** Of src/downscale/prepare/handler.ts lockName (likewise). */
+export const DOWNSCALE_LOCK_PREFIX = 'stateward-downscale-';
+
+/** Names by prefix or exactly. */
+export interface NameMatch {
+  prefixes: readonly string[];
+  names: readonly string[];
+}
+
+/** A kind Stateward writes, and the names it writes it under. */
+export interface WrittenKind {
+  apiGroup: string;
+  /** The resource (plural), as in request.resource.resource. */
+  resource: string;
+  kind: string;
+  /** In every namespace its RBAC reaches (the managed namespaces). */
+  anywhere: NameMatch;
+  /** In its own namespace only: the ServiceAccount's. */
+  own: NameMatch;
+  why: string;
+}
+
+const NONE: NameMatch = { prefixes: [], names: [] };
+
+/**
+ * The write policy's allow-list. The two names Stateward shares with
+ * rollout-operator (its certificate Secret and zone tracker ConfigMap) are
+ * allowed exactly: a drop-in keeps the objects rollout-operator left. Every
+ * other name, those set by flags included, is allowed by prefix, so a flag
+ * renamed within the prefix needs no change here.
+ */
+export const WRITTEN: readonly WrittenKind[] = [
+  {
+    apiGroup: 'coordination.k8s.io',
+    resource: 'leases',
+    kind: 'Lease',
+    anywhere: { prefixes: [ZPDB_LEDGER_PREFIX, DOWNSCALE_LOCK_PREFIX], names: [] },
+    own: { prefixes: [NAME_PREFIX], names: [] },
+    why: `budget ledgers (\`${ZPDB_LEDGER_PREFIX}<budget>-<hash>\`) and prepare-downscale locks (\`${DOWNSCALE_LOCK_PREFIX}<group>-<hash>\`) where their workloads are; the leader Lease (-leader-election.lease-name, default ${LEADER_LEASE}) in its own namespace`,
+  },
+  {
+    apiGroup: '',
+    resource: 'configmaps',
+    kind: 'ConfigMap',
+    anywhere: { prefixes: [NAME_PREFIX], names: [ZONE_TRACKER_CONFIGMAP] },
+    own: NONE,
+    why: `the rollout status (${ROLLOUT_STATUS_CONFIGMAP}) and reschedule tracking (-reschedule.tracking-config-map, default ${RESCHEDULE_TRACKING_CONFIGMAP}) ConfigMaps, and the zone tracker under rollout-operator's name (-zone-tracker.config-map-name)`,
+  },
+  {
+    apiGroup: '',
+    resource: 'secrets',
+    kind: 'Secret',
+    anywhere: NONE,
+    own: { prefixes: [NAME_PREFIX], names: [CERTIFICATE_SECRET] },
+    why: `in its own namespace only: the checksum key (-config-restarts.checksum-key-secret, default ${CHECKSUM_KEY_SECRET}) and the certificate under rollout-operator's name (-server-tls.self-signed-cert.secret-name)`,
+  },
+];
+
+/** The ServiceAccount the shipped manifests run Stateward as (deploy/kustomize/base, the chart). */
+export const SERVICE_ACCOUNT = 'stateward';

@@ -4,12 +4,15 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
-import { generatedFiles, staleFiles } from '../../deploy/generate.ts';
+import { generatedFiles, staleFiles, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
+import { lockName } from '../../src/downscale/prepare/handler.ts';
 import { DEFAULT_TRACKING_CONFIG_MAP } from '../../src/drain/reschedule/config.ts';
 import { registerRescheduleFlags } from '../../src/drain/reschedule/webhook.ts';
+import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import {
   CERTIFICATE_SECRET,
   CHECKSUM_KEY_SECRET,
+  DOWNSCALE_LOCK_PREFIX,
   FEATURES,
   LEADER_LEASE,
   PERMISSIONS,
@@ -18,8 +21,11 @@ import {
   RESCHEDULE_WEBHOOK_CONFIGURATION,
   ROLLOUT_STATUS_CONFIGMAP,
   WEBHOOK_CONFIGURATIONS,
+  WRITTEN,
   ZONE_TRACKER_CONFIGMAP,
+  ZPDB_LEDGER_PREFIX,
   type KubeRule,
+  type NameMatch,
 } from '../../src/rbac/permissions.ts';
 import { registerRestartFlags } from '../../src/restarts/controller.ts';
 import { STATUS_CONFIGMAP } from '../../src/rollout/status.ts';
@@ -54,6 +60,16 @@ function flagDefaults(): Map<string, string> {
     if (value !== undefined) defaults.set(entry.split(/\s/)[0]!, value);
   }
   return defaults;
+}
+
+const matches = (match: NameMatch, name: string) =>
+  match.names.includes(name) || match.prefixes.some((p) => name.startsWith(p));
+
+/** Whether the write policy's allow-list lets the operator write `name` of `resource`, in its own namespace or another. */
+function allowed(resource: string, name: string, where: 'own' | 'elsewhere'): boolean {
+  const kind = WRITTEN.find((k) => k.resource === resource);
+  if (!kind) return false;
+  return matches(kind.anywhere, name) || (where === 'own' && matches(kind.own, name));
 }
 
 describe('generated deploy files', { timeout: 10_000 }, () => {
@@ -91,6 +107,61 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     assert.equal(defaults.get('reschedule.tracking-config-map'), RESCHEDULE_TRACKING_CONFIGMAP);
     assert.equal(DEFAULT_TRACKING_CONFIG_MAP, RESCHEDULE_TRACKING_CONFIGMAP);
     assert.equal(STATUS_CONFIGMAP, ROLLOUT_STATUS_CONFIGMAP);
+  });
+
+  it("the write policy allows every name Stateward writes, where it writes it, and nothing of kube-system's", () => {
+    // Written in every managed namespace.
+    for (const zpdb of ['ingester', 'Kafka.Brokers', '']) assert.ok(allowed('leases', ledgerName(zpdb), 'elsewhere'));
+    for (const group of ['ingester', 'UPPER_case', '']) assert.ok(allowed('leases', lockName(group), 'elsewhere'));
+    assert.ok(ledgerName('x').startsWith(ZPDB_LEDGER_PREFIX) && lockName('x').startsWith(DOWNSCALE_LOCK_PREFIX));
+    for (const name of [ROLLOUT_STATUS_CONFIGMAP, RESCHEDULE_TRACKING_CONFIGMAP, ZONE_TRACKER_CONFIGMAP])
+      assert.ok(allowed('configmaps', name, 'elsewhere'), name);
+    // Written in its own namespace only (the leader Lease's and the Secrets' Roles are `own`).
+    assert.ok(allowed('leases', LEADER_LEASE, 'own') && !allowed('leases', LEADER_LEASE, 'elsewhere'));
+    for (const name of [CERTIFICATE_SECRET, CHECKSUM_KEY_SECRET])
+      assert.ok(allowed('secrets', name, 'own') && !allowed('secrets', name, 'elsewhere'), name);
+    // What it must not write.
+    for (const name of ['kube-controller-manager', 'kube-scheduler', 'cloud-controller-manager'])
+      assert.ok(!allowed('leases', name, 'elsewhere') && !allowed('leases', name, 'own'), name);
+    for (const name of ['kube-proxy', 'coredns', 'extension-apiserver-authentication'])
+      assert.ok(!allowed('configmaps', name, 'elsewhere'), name);
+    assert.ok(!allowed('secrets', 'default-token', 'own'));
+    // The rendered policy judges exactly these kinds, with one validation each, and fails closed.
+    const spec = writePolicySpec() as {
+      failurePolicy: string;
+      matchConstraints: { resourceRules: { apiGroups: string[]; resources: string[]; operations: string[] }[] };
+      validations: { expression: string; message: string; reason: string }[];
+    };
+    assert.equal(spec.failurePolicy, 'Fail');
+    assert.deepEqual(
+      spec.matchConstraints.resourceRules.flatMap((r) => r.resources.map((x) => `${r.apiGroups[0]}/${x}`)).sort(),
+      WRITTEN.map((k) => `${k.apiGroup}/${k.resource}`).sort(),
+    );
+    for (const r of spec.matchConstraints.resourceRules) assert.deepEqual(r.operations, ['CREATE', 'UPDATE', 'DELETE']);
+    assert.equal(spec.validations.length, WRITTEN.length);
+    for (const [i, kind] of WRITTEN.entries()) {
+      assert.ok(spec.validations[i]!.expression.startsWith(`request.resource.resource != '${kind.resource}' || `));
+      assert.equal(spec.validations[i]!.reason, 'Forbidden', 'refused as RBAC refuses: 403');
+      for (const p of [...kind.anywhere.prefixes, ...kind.own.prefixes, ...kind.anywhere.names, ...kind.own.names])
+        assert.ok(spec.validations[i]!.message.includes(p), `${kind.kind}'s message names ${p}`);
+    }
+    // Every overlay ships it.
+    for (const overlay of ['rollouts', 'webhooks', 'cluster-wide', 'ha', 'all'])
+      assert.match(
+        readFileSync(`${DEPLOY}kustomize/overlays/${overlay}/kustomization.yaml`, 'utf8'),
+        /^- \.\.\/\.\.\/rbac\/write-policy$/m,
+        overlay,
+      );
+    const docs = parseAllDocuments(generatedFiles().get('kustomize/rbac/write-policy/write-policy.yaml')!).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string }; spec: { policyName?: string } },
+    );
+    assert.deepEqual(
+      docs.map((d) => [d.kind, d.metadata.name, d.spec.policyName]),
+      [
+        ['ValidatingAdmissionPolicy', WRITE_POLICY, undefined],
+        ['ValidatingAdmissionPolicyBinding', WRITE_POLICY, WRITE_POLICY],
+      ],
+    );
   });
 
   it('webhook-configuration names are exactly the shipped configurations', () => {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import { serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
 import { policyRules, type Feature, type KubeRule, type Scope } from '../../src/rbac/permissions.ts';
 import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
@@ -148,6 +149,14 @@ describe('Helm chart', { timeout: 900_000 }, () => {
         if (r) assert.deepEqual(narrowingViolations(r.rules, configurations), [], `${r.kind} narrowed`);
       assert.ok(!args.some((a) => a.startsWith('-web.enabled')), 'the web view stays off');
       assert.ok(!docs.some((d) => d.kind === 'NetworkPolicy'), 'the NetworkPolicy is opt-in');
+      // The overlays' write policy, judging exactly this release's ServiceAccount.
+      const policy = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy') as Manifest & { spec: unknown };
+      assert.equal(policy.metadata?.name, `${WRITE_POLICY}-helm-ns`);
+      assert.deepEqual(policy.spec, writePolicySpec(serviceAccountCondition('helm-ns')));
+      assert.deepEqual(docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding')?.['spec'], {
+        policyName: `${WRITE_POLICY}-helm-ns`,
+        validationActions: ['Deny'],
+      });
       if (!c.overlay) return;
       const overlay = await renderOverlay(c.overlay, 'helm-ns');
       const chartDeployment = docs.find((d): d is Deployment => d.kind === 'Deployment')!;
@@ -215,6 +224,14 @@ describe('Helm chart', { timeout: 900_000 }, () => {
         },
       ],
       'monitoring by default',
+    );
+  });
+
+  it('writePolicy.enabled=false leaves the write policy out (clusters before Kubernetes 1.30)', async () => {
+    const docs = await template('helm-ns', ['clusterWide=true', 'writePolicy.enabled=false']);
+    assert.deepEqual(
+      docs.filter((d) => d.kind?.startsWith('ValidatingAdmissionPolicy')),
+      [],
     );
   });
 

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
+import { serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
 import { caBundleConfigurations, type KubeRule } from '../../src/rbac/permissions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { testClient } from '../support/rollout-group.ts';
@@ -53,6 +54,8 @@ type NetworkPolicy = Manifest & {
   };
 };
 type Rules = Manifest & { rules: KubeRule[] };
+type Policy = Manifest & { spec: { matchConditions: { name: string; expression: string }[] } };
+type PolicyBinding = Manifest & { spec: { policyName: string; validationActions: string[] } };
 type WebhookConfiguration = Manifest & {
   webhooks: {
     name: string;
@@ -175,6 +178,16 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
           );
         }
       }
+      // The write policy, whatever the features: the generated one, bound to deny.
+      const policy = docs.find((d): d is Policy => d.kind === 'ValidatingAdmissionPolicy');
+      const { metadata: _, ...spec } = policy ?? {};
+      assert.deepEqual(spec, {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        spec: writePolicySpec(),
+      });
+      const binding = docs.find((d): d is PolicyBinding => d.kind === 'ValidatingAdmissionPolicyBinding');
+      assert.deepEqual(binding?.spec, { policyName: policy?.metadata?.name, validationActions: ['Deny'] });
       await kubectlApply(cluster.kubeconfigPath, docs);
       const kube = testClient(cluster);
       await waitFor(
@@ -266,6 +279,20 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
           suffixed(['stateward-reschedule-on-eviction']),
         ),
       },
+      {
+        target: { kind: 'ValidatingAdmissionPolicy', name: WRITE_POLICY },
+        patch: [
+          { op: 'test', path: '/spec/matchConditions/0/expression', value: serviceAccountCondition() },
+          {
+            op: 'replace',
+            path: '/spec/matchConditions/0/expression',
+            value:
+              "request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':stateward-team-b')",
+          },
+        ]
+          .map((op) => `- ${JSON.stringify(op)}`)
+          .join('\n'),
+      },
     ];
     const docs = await renderOverlay('all', 'team-b', { nameSuffix: '-team-b', patches });
     const configurations = docs
@@ -291,6 +318,18 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
       .filter((d): d is Service => d.kind === 'Service')
       .find((d) => d.spec.ports.some((p) => p.port === 443))!;
     assert.equal(service.metadata?.name, 'stateward-team-b');
+    // The write policy judges the renamed ServiceAccount, under a name of its own (its binding follows).
+    const serviceAccount = docs.find((d) => d.kind === 'ServiceAccount')!.metadata!.name!;
+    assert.equal(serviceAccount, 'stateward-team-b');
+    const policy = docs.find((d): d is Policy => d.kind === 'ValidatingAdmissionPolicy')!;
+    assert.equal(policy.metadata?.name, `${WRITE_POLICY}-team-b`);
+    assert.deepEqual(policy.spec.matchConditions, [
+      { name: 'stateward-service-account', expression: serviceAccountCondition(undefined, serviceAccount) },
+    ]);
+    assert.equal(
+      docs.find((d): d is PolicyBinding => d.kind === 'ValidatingAdmissionPolicyBinding')?.spec.policyName,
+      policy.metadata?.name,
+    );
     for (const d of docs.filter(
       (x): x is WebhookConfiguration =>
         x.kind === 'ValidatingWebhookConfiguration' || x.kind === 'MutatingWebhookConfiguration',

@@ -1,14 +1,20 @@
 // Least privilege, proved: the operator runs authenticated as the shipped
 // ServiceAccount (a token minted by the local control plane's TokenRequest
-// API) with only the RBAC the shipped overlay renders bound to it, and every
-// feature is driven through it. Not one API call may be refused, and a few
-// permissions it must not have are checked to be absent.
+// API) with only the RBAC the shipped overlay renders bound to it, and the
+// shipped write policy (a ValidatingAdmissionPolicy) judging its writes, and
+// every feature is driven through it. Not one API call may be refused, and a
+// few permissions it must not have are checked to be absent: by RBAC, and
+// where RBAC cannot name the object, by the policy.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
+import { WRITE_POLICY } from '../../deploy/generate.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
 import { CERTIFICATE_SECRET } from '../../src/rbac/permissions.ts';
+import { KubeClient } from '../../src/runtime/kube/client.ts';
+import { isForbidden } from '../../src/runtime/kube/errors.ts';
+import { readKubeConfigFile } from '../../src/runtime/kube/kubeconfig.ts';
 import {
   resources,
   type ResourceType,
@@ -44,6 +50,7 @@ const exec = promisify(execFile);
 const cluster = testCluster();
 const WEBHOOK_KINDS = new Set(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']);
 const RUNS_ELSEWHERE = new Set(['Deployment', 'Service', 'PodDisruptionBudget']);
+const POLICY_KINDS = new Set(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
 
 type Container = { args?: string[] };
 type WebhookConfiguration = Manifest & {
@@ -70,6 +77,7 @@ async function install(
   const docs = rendered
     .filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? ''))
     .map((d) => {
+      if (POLICY_KINDS.has(d.kind ?? '')) return ownPolicy(d, namespace);
       if (!WEBHOOK_KINDS.has(d.kind ?? '')) return d;
       const config = structuredClone(d) as WebhookConfiguration;
       for (const w of config.webhooks)
@@ -90,6 +98,7 @@ async function install(
     deployment.spec.template.spec.serviceAccountName,
   );
   await waitRbacEffective(kubeconfig, docs, namespace);
+  if (docs.some((d) => d.kind === 'ValidatingAdmissionPolicy')) await waitPolicyEffective(kubeconfig, namespace);
   const op = await OperatorProcess.start(
     cluster,
     namespace,
@@ -102,6 +111,69 @@ async function install(
 }
 
 type PolicyRule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+
+/**
+ * The overlays' write policy is one cluster-scoped object that every install
+ * shares (it judges the ServiceAccount `stateward` of any namespace). Each
+ * test applies the same spec under a name of its own, so another test's
+ * clean-up cannot take it away mid-test.
+ */
+function ownPolicy(doc: Manifest, namespace: string): Manifest {
+  const renamed = structuredClone(doc) as Manifest & { spec: { policyName?: string } };
+  renamed.metadata = { ...renamed.metadata, name: `${WRITE_POLICY}-${namespace}` };
+  if (renamed.kind === 'ValidatingAdmissionPolicyBinding') renamed.spec.policyName = `${WRITE_POLICY}-${namespace}`;
+  return renamed;
+}
+
+/** A client authenticated as the ServiceAccount, to try writes the operator never makes (dry runs). */
+const asServiceAccount = (kubeconfig: string) =>
+  new KubeClient({ kubeConfig: readKubeConfigFile(kubeconfig), timeoutMs: 15_000 });
+
+/** The message of a write's refusal, or undefined when it was let through. */
+async function refusal(write: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await write;
+    return undefined;
+  } catch (error) {
+    if (!isForbidden(error)) throw error;
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+/** Updates a Lease to name the operator its holder, as a dry run (RBAC grants Leases update, not patch). */
+async function takeOver(sa: KubeClient, where: { namespace: string; name: string }): Promise<unknown> {
+  const lease = await sa.get<Lease>(resources.leases, where);
+  return sa.update<Lease>(
+    resources.leases,
+    { ...lease, spec: { ...lease.spec, holderIdentity: 'stateward' } },
+    { dryRun: true },
+  );
+}
+
+/** How the write policy's refusal reads: the apiserver names the policy, then our message for the kind. */
+const byPolicy = (kind: string) =>
+  new RegExp(
+    `ValidatingAdmissionPolicy '${WRITE_POLICY}-[^']+'.*denied request: Stateward's ServiceAccount writes ${kind}s only under its own names`,
+  );
+
+/**
+ * The apiserver compiles a new policy from its own watch, as it learns of
+ * RBAC: until then a write it should refuse goes through. Waits until a
+ * ConfigMap outside Stateward's names is refused (a dry run: nothing is
+ * written even before).
+ */
+async function waitPolicyEffective(kubeconfig: string, namespace: string): Promise<void> {
+  const sa = asServiceAccount(kubeconfig);
+  const probe = { metadata: { name: 'not-statewards', namespace } };
+  await waitFor(
+    'the write policy in effect',
+    async () => {
+      const message = await refusal(sa.create<ConfigMap>(resources.configMaps, probe, { dryRun: true }));
+      return message !== undefined && byPolicy('ConfigMap').test(message);
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+}
 
 /**
  * The apiserver's authorizer learns of new Roles and bindings from its own
@@ -446,6 +518,37 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-reschedule-tracking', '-n', namespace), true);
     for (const [type, name] of webhookNames)
       assert.equal(await canI(kubeconfig, 'patch', `${type.resource}/${name}`), true, `patch ${name}`);
+
+    // What RBAC cannot name, the write policy refuses: the ServiceAccount may
+    // create ConfigMaps, Secrets and Leases, and update every Lease of the
+    // namespace, but only under Stateward's names (dry runs: nothing is written).
+    const sa = asServiceAccount(kubeconfig);
+    const named = (name: string) => ({ metadata: { name, namespace } });
+    const kinds = [resources.configMaps, resources.secrets, resources.leases];
+    for (const type of kinds)
+      assert.match(
+        (await refusal(sa.create(type, named('someone-elses'), { dryRun: true }))) ?? 'let through',
+        byPolicy(type.kind),
+        `create ${type.kind} someone-elses`,
+      );
+    await kube.create<Lease>(resources.leases, { ...named('someone-elses'), spec: {} });
+    assert.match(
+      (await refusal(takeOver(sa, { namespace, name: 'someone-elses' }))) ?? 'let through',
+      byPolicy('Lease'),
+      'no update of a Lease not its own',
+    );
+    // Its own names get through, new ones too: a flag renamed within the prefix needs no change to the policy.
+    for (const [type, name] of [
+      [resources.configMaps, 'stateward-renamed'],
+      [resources.secrets, 'stateward-renamed'],
+      [resources.leases, 'stateward-renamed-leader'],
+      [resources.leases, 'stateward-zpdb-other-0123abcd'],
+    ] as const)
+      assert.equal(
+        await refusal(sa.create(type, named(name), { dryRun: true })),
+        undefined,
+        `create ${type.kind} ${name}`,
+      );
   });
 
   it("a Role without ZoneAwarePodDisruptionBudgets (rollout-operator's older one): once granted, the budget judges the very next eviction", async (t) => {
@@ -492,6 +595,8 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     await createGroup(kube, workloads, { all: { replicas: 1 } });
     await waitGroupSettled(kube, workloads, 60_000);
     const { op, kubeconfig } = await install(t, 'cluster-wide', namespace, ['-reconcile.interval=1s']);
+    // A budget, so the rolling deletes commit to its ledger Lease in the workloads' namespace.
+    await createGroupBudget(kube, workloads);
     for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, workloads, zone, '2');
     await waitRevisionsPending(kube, workloads);
     await waitRolledOut(kube, workloads);
@@ -521,5 +626,46 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
       );
     assert.equal(await canI(kubeconfig, 'delete', 'leases', '-n', 'kube-system'), false);
     assert.equal(await canI(kubeconfig, 'patch', 'configmaps/stateward-rollout-status', '-n', workloads), true);
+
+    // Its writes in a namespace it does not run in went through the write policy.
+    const ledgers = (await kube.list<Lease>(resources.leases, { namespace: workloads })).items.filter((l) =>
+      l.metadata?.name?.startsWith('stateward-zpdb-'),
+    );
+    assert.equal(ledgers.length, 1, "the budget's ledger written where the budget is");
+    await kube.get<ConfigMap>(resources.configMaps, { namespace: workloads, name: 'stateward-rollout-status' });
+
+    // RBAC lets it update every Lease in the cluster and create ConfigMaps in
+    // every namespace; the write policy holds it to Stateward's names. Dry
+    // runs: a policy that failed to refuse would not touch kube-system.
+    const sa = asServiceAccount(kubeconfig);
+    const systemLease = await waitFor(
+      "a Lease of kube-system's (the apiserver's identity, a leader election's)",
+      async () => (await kube.list<Lease>(resources.leases, { namespace: 'kube-system' })).items[0],
+      { timeoutMs: 30_000 },
+    );
+    const where = { namespace: 'kube-system', name: systemLease.metadata!.name! };
+    assert.equal(
+      await canI(kubeconfig, 'update', `leases.coordination.k8s.io/${where.name}`, '-n', 'kube-system'),
+      true,
+      'RBAC lets it',
+    );
+    assert.match(
+      (await refusal(takeOver(sa, where))) ?? 'let through',
+      byPolicy('Lease'),
+      `no update of kube-system's Lease ${where.name}`,
+    );
+    const elsewhere = (ns: string, name: string) => ({ metadata: { name, namespace: ns } });
+    for (const [type, ns, name, why] of [
+      [resources.configMaps, 'kube-system', 'someone-elses', 'no ConfigMap created in kube-system but its own'],
+      [resources.leases, workloads, 'someone-elses', 'no Lease created but its own'],
+      [resources.leases, workloads, 'stateward-leader', 'a leader Lease in its own namespace only'],
+    ] as const)
+      assert.match(
+        (await refusal(sa.create(type, elsewhere(ns, name), { dryRun: true }))) ?? 'let through',
+        byPolicy(type.kind),
+        why,
+      );
+    // The policy judges no one else: the cluster's administrator may still write there.
+    assert.ok(await kube.patch(resources.leases, where, 'merge', { metadata: {} }, { dryRun: true }));
   });
 });

@@ -82,6 +82,8 @@ export const CLUSTER_SCOPED = new Set([
   'ClusterRoleBinding',
   'ValidatingWebhookConfiguration',
   'MutatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
 ]);
 
 /** Deletes what an apply created outside the test namespace (CRDs stay: other tests share them). */
