@@ -156,7 +156,6 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
           maxConnections: config.maxConnections,
           maxConnectionsPerPeer: config.maxConnectionsPerPeer,
           bodyStallTimeoutMs: config.bodyStallTimeoutMs,
-          maxConcurrentHandshakes: config.maxConcurrentHandshakes,
           maxInflightBodyBytes: config.maxInflightBodyBytes,
           registry: runtime.registry,
           logger: runtime.logger,

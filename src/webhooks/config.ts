@@ -13,7 +13,6 @@ export interface WebhookConfig extends PodCallConfig {
   /** 0: half of maxConnections. */
   maxConnectionsPerPeer: number;
   bodyStallTimeoutMs: number;
-  maxConcurrentHandshakes: number;
   /** Bytes of request bodies held at once across every connection (read, parsed or being decided). */
   maxInflightBodyBytes: number;
   certFile: string;
@@ -53,11 +52,6 @@ function registerServerTlsFlags(fs: FlagSet) {
       'server-tls.max-connections-per-peer',
       0,
       "Most connections one client address holds on the HTTPS server; beyond it, that address's longest-idle one is closed. 0: half of -server-tls.max-connections.",
-    ),
-    maxHandshakes: fs.int(
-      'server-tls.max-concurrent-handshakes',
-      16,
-      'TLS handshakes of the HTTPS server in progress at once; further connections wait their turn, and each handshake begins only after the reads of established connections that are ready.',
     ),
     bodyStall: fs.duration(
       'server-tls.body-stall-timeout',
@@ -149,7 +143,6 @@ function serverTlsProblem(tls: ServerTlsFlags, cert: SelfSignedCertFlags, ca: Ca
   if (tls.idle.value <= 0) return '-server-tls.idle-timeout must be greater than 0';
   if (tls.maxConnections.value < 1) return '-server-tls.max-connections must be at least 1';
   if (tls.maxConnectionsPerPeer.value < 0) return '-server-tls.max-connections-per-peer must not be negative';
-  if (tls.maxHandshakes.value < 1) return '-server-tls.max-concurrent-handshakes must be at least 1';
   if (tls.bodyStall.value <= 0) return '-server-tls.body-stall-timeout must be positive';
   if (tls.maxInflight.value < MAX_ADMISSION_BODY_BYTES)
     return `-server-tls.max-inflight-body-bytes must be at least ${MAX_ADMISSION_BODY_BYTES}, the largest AdmissionReview accepted`;
@@ -180,7 +173,6 @@ export function registerWebhookFlags(
       maxConnections: tls.maxConnections.value,
       maxConnectionsPerPeer: tls.maxConnectionsPerPeer.value,
       bodyStallTimeoutMs: tls.bodyStall.value,
-      maxConcurrentHandshakes: tls.maxHandshakes.value,
       maxInflightBodyBytes: tls.maxInflight.value,
       certFile: tls.certFile.value,
       keyFile: tls.keyFile.value,

@@ -50,8 +50,6 @@ export interface WebhookServerOptions {
   maxConnectionsPerPeer?: number;
   /** -server-tls.body-stall-timeout (default 2 s): a body with no byte for this long ends its request. */
   bodyStallTimeoutMs?: number;
-  /** -server-tls.max-concurrent-handshakes (default 16). */
-  maxConcurrentHandshakes?: number;
   registry: Registry;
   logger?: Logger;
   tls: TlsPair;
@@ -120,7 +118,7 @@ export class WebhookServer {
       listener,
     );
     // Before applyLimits: the gate takes Node's own 'connection' listener, which must be the only one.
-    const gate = handshakesInTurn(this.server, options.maxConcurrentHandshakes ?? DEFAULT_CONCURRENT_HANDSHAKES);
+    const gate = handshakesInTurn(this.server, options.requestTimeoutMs);
     if (!gate)
       this.log.warn('TLS handshakes are not put in turn on this Node version: a handshake flood competes with reviews');
     applyLimits(this.server, limits, 'https', options.registry, this.log, connections);
@@ -259,9 +257,6 @@ function declaredLength(req: IncomingMessage): number | undefined {
   const length = Number(header);
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
-
-/** -server-tls.max-concurrent-handshakes' default: the API server opens a few connections at a time; a flood waits in line. */
-export const DEFAULT_CONCURRENT_HANDSHAKES = 16;
 
 /** -server-tls.body-stall-timeout's default: well under the handler deadline, far over any pause of an API server sending a body. */
 export const DEFAULT_BODY_STALL_MS = 2000;
