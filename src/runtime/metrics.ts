@@ -20,3 +20,21 @@ export function createRegistry(options: { defaultMetrics?: boolean } = {}): Regi
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   return registry;
 }
+
+/**
+ * A metric made once per registry: `perRegistry(make)(registry)` returns the
+ * same metric each time for one registry (registering it twice would throw),
+ * and a new one for another, so that two operators in one process share
+ * nothing.
+ */
+export function perRegistry<M>(make: (registry: Registry) => M): (registry: Registry) => M {
+  const made = new WeakMap<Registry, M>();
+  return (registry) => {
+    let metric = made.get(registry);
+    if (metric === undefined) {
+      metric = make(registry);
+      made.set(registry, metric);
+    }
+    return metric;
+  };
+}

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { ConnectionGovernor, peerOf } from '../http/connections.ts';
 import { handshakesInTurn } from '../http/handshakes.ts';
+import { perRegistry } from '../metrics.ts';
 import { ByteBudget } from '../http/budget.ts';
 import type { ClusterValidationConfig } from '../http/clustervalidation.ts';
 import {
@@ -284,18 +285,12 @@ function bodyBytesInFlightMetric(registry: Registry, lanes: Record<'small' | 'la
   });
 }
 
-const bodyRefusedMetrics = new WeakMap<Registry, Counter>();
-
-function bodyRefusedMetric(registry: Registry): Counter {
-  let metric = bodyRefusedMetrics.get(registry);
-  if (!metric) {
-    metric = new Counter({
+const bodyRefusedMetric = perRegistry(
+  (registry) =>
+    new Counter({
       name: 'stateward_http_requests_refused_total',
       help: 'Admission requests refused before their handler ran, by reason: body-budget (503: the request bytes in flight are at -server-tls.max-inflight-body-bytes), body-stalled (408: no body byte for -server-tls.body-stall-timeout), body-deadline (408: the body did not arrive within the handler deadline).',
       labelNames: ['server', 'reason'],
       registers: [registry],
-    });
-    bodyRefusedMetrics.set(registry, metric);
-  }
-  return metric;
-}
+    }),
+);

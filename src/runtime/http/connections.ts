@@ -31,6 +31,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
+import { perRegistry } from '../metrics.ts';
 
 export interface ConnectionLimits {
   /** Open connections; at the cap a newcomer displaces the longest-idle one. */
@@ -237,18 +238,12 @@ const CLOSE_MESSAGES: Record<CloseReason, string> = {
     'connection closed to admit a new one from the same peer: the peer held its share of the connection cap',
 };
 
-const closedMetrics = new WeakMap<Registry, Counter>();
-
-export function connectionsClosedMetric(registry: Registry): Counter {
-  let metric = closedMetrics.get(registry);
-  if (!metric) {
-    metric = new Counter({
+export const connectionsClosedMetric = perRegistry(
+  (registry) =>
+    new Counter({
       name: 'stateward_http_connections_closed_total',
       help: 'Connections a server closed to stay within its bounds, by reason: pipelined (more requests waiting than are served in turn), write-timeout (a response not read in time), displaced (longest-idle, closed at the connection cap to admit a new one), peer-share (the same, within a peer over its share).',
       labelNames: ['server', 'reason'],
       registers: [registry],
-    });
-    closedMetrics.set(registry, metric);
-  }
-  return metric;
-}
+    }),
+);

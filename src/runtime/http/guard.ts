@@ -15,6 +15,7 @@ import { type ClusterValidationConfig, ClusterValidator, invalidClusterRequestsM
 import { parseRequestTarget } from './target.ts';
 import { checkDeadlinesOnlyWhileConnected } from './deadlinechecks.ts';
 import { ConnectionGovernor, declaredBodyBytes } from './connections.ts';
+import { perRegistry } from '../metrics.ts';
 
 export interface ServerLimits {
   /** Headers and body must arrive within this; a connection that sends no request at all is closed after it. */
@@ -274,90 +275,56 @@ function everyMs(intervalMs: number): () => boolean {
 const DSKIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
 /** dskit's BodySizeBuckets, ExponentialBuckets(4, 4, 15): 4 B to 1 GiB. */
 export const BODY_SIZE_BUCKETS = Array.from({ length: 15 }, (_, i) => 4 * 4 ** i);
-const requestDurations = new WeakMap<Registry, Histogram>();
-const requestSizes = new WeakMap<Registry, Histogram>();
-const responseSizes = new WeakMap<Registry, Histogram>();
-const inflights = new WeakMap<Registry, Gauge>();
-const droppedConnections = new WeakMap<Registry, Counter>();
 
-function once<M>(cache: WeakMap<Registry, M>, registry: Registry, make: () => M): M {
-  let metric = cache.get(registry);
-  if (!metric) {
-    metric = make();
-    cache.set(registry, metric);
-  }
-  return metric;
-}
+export const requestDurationMetric = perRegistry(
+  (registry) =>
+    new Histogram({
+      name: 'rollout_operator_request_duration_seconds',
+      help: 'Time (in seconds) spent serving HTTP requests.',
+      labelNames: ['method', 'route', 'status_code', 'ws'],
+      buckets: DSKIT_BUCKETS,
+      registers: [registry],
+    }),
+);
 
-export function requestDurationMetric(registry: Registry): Histogram {
-  return once(
-    requestDurations,
-    registry,
-    () =>
-      new Histogram({
-        name: 'rollout_operator_request_duration_seconds',
-        help: 'Time (in seconds) spent serving HTTP requests.',
-        labelNames: ['method', 'route', 'status_code', 'ws'],
-        buckets: DSKIT_BUCKETS,
-        registers: [registry],
-      }),
-  );
-}
+export const requestBytesMetric = perRegistry(
+  (registry) =>
+    new Histogram({
+      name: 'rollout_operator_request_message_bytes',
+      help: 'Size in bytes of the HTTP request bodies handlers read.',
+      labelNames: ['method', 'route'],
+      buckets: BODY_SIZE_BUCKETS,
+      registers: [registry],
+    }),
+);
 
-export function requestBytesMetric(registry: Registry): Histogram {
-  return once(
-    requestSizes,
-    registry,
-    () =>
-      new Histogram({
-        name: 'rollout_operator_request_message_bytes',
-        help: 'Size in bytes of the HTTP request bodies handlers read.',
-        labelNames: ['method', 'route'],
-        buckets: BODY_SIZE_BUCKETS,
-        registers: [registry],
-      }),
-  );
-}
+export const responseBytesMetric = perRegistry(
+  (registry) =>
+    new Histogram({
+      name: 'rollout_operator_response_message_bytes',
+      help: 'Size in bytes of the HTTP response bodies sent.',
+      labelNames: ['method', 'route'],
+      buckets: BODY_SIZE_BUCKETS,
+      registers: [registry],
+    }),
+);
 
-export function responseBytesMetric(registry: Registry): Histogram {
-  return once(
-    responseSizes,
-    registry,
-    () =>
-      new Histogram({
-        name: 'rollout_operator_response_message_bytes',
-        help: 'Size in bytes of the HTTP response bodies sent.',
-        labelNames: ['method', 'route'],
-        buckets: BODY_SIZE_BUCKETS,
-        registers: [registry],
-      }),
-  );
-}
+export const inflightMetric = perRegistry(
+  (registry) =>
+    new Gauge({
+      name: 'rollout_operator_inflight_requests',
+      help: 'Current number of inflight requests.',
+      labelNames: ['method', 'route'],
+      registers: [registry],
+    }),
+);
 
-export function inflightMetric(registry: Registry): Gauge {
-  return once(
-    inflights,
-    registry,
-    () =>
-      new Gauge({
-        name: 'rollout_operator_inflight_requests',
-        help: 'Current number of inflight requests.',
-        labelNames: ['method', 'route'],
-        registers: [registry],
-      }),
-  );
-}
-
-function droppedConnectionsMetric(registry: Registry): Counter {
-  return once(
-    droppedConnections,
-    registry,
-    () =>
-      new Counter({
-        name: 'stateward_http_connections_refused_total',
-        help: 'Connections closed on arrival because the server already had its maximum number open (-server.max-connections, -server-tls.max-connections).',
-        labelNames: ['server'],
-        registers: [registry],
-      }),
-  );
-}
+const droppedConnectionsMetric = perRegistry(
+  (registry) =>
+    new Counter({
+      name: 'stateward_http_connections_refused_total',
+      help: 'Connections closed on arrival because the server already had its maximum number open (-server.max-connections, -server-tls.max-connections).',
+      labelNames: ['server'],
+      registers: [registry],
+    }),
+);
