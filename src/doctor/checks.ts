@@ -7,7 +7,8 @@
 // refuse or trip over.
 //
 // Codes (severity: e error, w warning, e/w depending on the case):
-//   key-should-be-label e/w, key-should-be-annotation e/w, key-on-pod-template e/w
+//   key-should-be-label e/w, key-should-be-annotation e/w, key-on-pod-template e/w,
+//   min-time-label-deprecated w, min-time-label-ignored w
 //   group-not-ondelete e, leader-not-found e, leader-cycle e
 //   not-exactly-true e, invalid-min-time e, invalid-last-downscale e,
 //   incomplete-mirror e, invalid-mirror-write-back w, force-replicas-ignored w,
@@ -22,7 +23,7 @@
 //   ondelete-unmanaged w, operator-flag-missing w, checks-skipped w, check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operator.ts';
-import { checkKeyPlacement } from './checks/placement.ts';
+import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
 import { checkConfigRestarts } from './checks/restarts.ts';
 import { type DoctorInput, type Finding, Scope, type Severity, compare } from './checks/scope.ts';
 import { checkMaxUnavailable, checkPrepareDownscale, checkScalingValues } from './checks/values.ts';
@@ -33,6 +34,7 @@ import { checkZpdbs } from './checks/zpdbs.ts';
 
 const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkKeyPlacement,
+  checkMinTimeLabel,
   checkGroupUpdateStrategy,
   checkLeaders,
   checkScalingValues,

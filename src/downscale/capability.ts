@@ -11,7 +11,8 @@ import type { Seen } from '../runtime/sightings.ts';
 import { workloadCache } from '../workloads/cache.ts';
 import type { PodCallConfig } from '../workloads/podclient.ts';
 import { observeLastDownscales } from './clocksteps.ts';
-import { lastDownscalesFromAnnotations } from './mintime.ts';
+import { lastDownscalesFromAnnotations, minTimeSetting } from './mintime.ts';
+import { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY } from '../vocabulary/keys.ts';
 import { ReplicaCoordinator } from './coordination/coordinator.ts';
 import { coordinatesReplicas } from './coordination/keys.ts';
 
@@ -56,6 +57,7 @@ export function replicaCoordinationCapability(coordination: (runtime: Runtime) =
     name: 'replica-coordination',
     setup(runtime) {
       showStampsToSightings(runtime);
+      warnOfMinTimeLabel(runtime);
       const coordinator = coordination(runtime);
       return {
         // Leadership ended: abandon delayed-downscale pod calls in flight; the next leader starts from what the pods say.
@@ -98,5 +100,34 @@ function showStampsToSightings(runtime: Runtime): void {
       onAdd: (set, initial) => see(set, initial ? 'read' : 'event'),
       onUpdate: (_old, set) => see(set, 'event'),
     });
+  }
+}
+
+/**
+ * The label form of grafana.com/min-time-between-zones-downscale is still
+ * read (when no annotation is set) but deprecated since rollout-operator
+ * v0.39 (#463): say so once, at the first StatefulSet still using it, as
+ * rollout-operator does. Once per operator, which is once per process
+ * outside tests: repeating it for every StatefulSet of a Mimir install would
+ * bury the log; `stateward doctor` lists each of them with its fix.
+ */
+function warnOfMinTimeLabel(runtime: Runtime): void {
+  let warned = false;
+  const check = (set: StatefulSet) => {
+    if (warned || minTimeSetting(set)?.from !== 'label') return;
+    warned = true;
+    const namespace = set.metadata?.namespace ?? '';
+    const name = set.metadata?.name ?? '';
+    const value = set.metadata?.labels?.[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY] ?? '';
+    runtime.logger.warn(
+      `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY} is set as a label, which is deprecated: it is read from the label only while no annotation of that key is set (rollout-operator v0.39 reads the annotation first); move it to an annotation. Logged once; stateward doctor lists every StatefulSet still using the label`,
+      {
+        statefulset: `${namespace}/${name}`,
+        fix: `kubectl -n ${namespace} annotate statefulset/${name} ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY}=${value} && kubectl -n ${namespace} label statefulset/${name} ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY}-`,
+      },
+    );
+  };
+  for (const informer of workloadCache(runtime).statefulSets) {
+    informer.addHandlers({ onAdd: (set) => check(set), onUpdate: (_old, set) => check(set) });
   }
 }

@@ -3,10 +3,11 @@
 // prepare-downscale webhook (before it admits a downscale): a zone may be
 // downscaled only when, for every OTHER StatefulSet of the group that was
 // downscaled (grafana.com/last-downscale, or the zone tracker) and carries
-// the LABEL grafana.com/min-time-between-zones-downscale, that much time has
-// passed since. rollout-operator's controller read the follower's own label
-// while its webhook read the other zone's: the controller could attempt a
-// downscale the webhook then denied, again and again.
+// grafana.com/min-time-between-zones-downscale (its annotation, else its
+// label: minTimeSetting), that much time has passed since. rollout-operator's
+// controller read the follower's own setting while its webhook read the other
+// zone's: the controller could attempt a downscale the webhook then denied,
+// again and again.
 //
 // `now` is the wall clock (the timestamps are shared by every replica);
 // `countedFrom` (clocksteps.ts) keeps a clock step, or a writer whose clock
@@ -16,7 +17,33 @@ import { formatGoDuration, parseGoDuration } from '../runtime/go/duration.ts';
 import type { StatefulSet } from '../runtime/kube/types.ts';
 import type { ClockEvidence, Counted } from '../runtime/sightings.ts';
 import { parseRfc3339 } from '../vocabulary/rfc3339.ts';
-import { LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY } from '../vocabulary/keys.ts';
+import { LAST_DOWNSCALE_ANNOTATION_KEY, MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY } from '../vocabulary/keys.ts';
+
+/** Where a StatefulSet's min-time between zone downscales is read from, and its text. */
+export interface MinTimeSetting {
+  value: string;
+  from: 'annotation' | 'label';
+  /** The label's value when an annotation is set as well: ignored, the annotation wins. */
+  ignoredLabel?: string;
+}
+
+/**
+ * grafana.com/min-time-between-zones-downscale as rollout-operator v0.39
+ * reads it (#463): the annotation when set, else the label (deprecated; the
+ * replica-coordination capability logs that once). An empty value counts as
+ * not set, as v0.39 reads the label; undefined when neither is set.
+ */
+export function minTimeSetting(sts: StatefulSet): MinTimeSetting | undefined {
+  const annotation = sts.metadata?.annotations?.[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY];
+  const label = sts.metadata?.labels?.[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY];
+  if (annotation !== undefined && annotation !== '') {
+    return label !== undefined
+      ? { value: annotation, from: 'annotation', ignoredLabel: label }
+      : { value: annotation, from: 'annotation' };
+  }
+  if (label !== undefined && label !== '') return { value: label, from: 'label' };
+  return undefined;
+}
 
 /** When a StatefulSet was last downscaled (epoch ms), or why that cannot be read. */
 export type LastDownscale = number | { error: string };
@@ -90,14 +117,14 @@ export function checkMinTimeBetweenZoneDownscales(input: {
     const last = input.lastDownscales.get(name);
     if (last === undefined) continue;
     if (typeof last !== 'number') return { error: last.error, statefulSet: name };
-    const label = sts.metadata?.labels?.[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-    if (label === undefined) continue;
+    const setting = minTimeSetting(sts);
+    if (setting === undefined) continue;
     let minTime: number;
     try {
-      minTime = parseGoDuration(label);
+      minTime = parseGoDuration(setting.value);
     } catch (error) {
       return {
-        error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY} label of ${name}: ${error instanceof Error ? error.message : String(error)}`,
+        error: `can't parse ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY} ${setting.from} of ${name}: ${error instanceof Error ? error.message : String(error)}`,
         statefulSet: name,
       };
     }
@@ -111,8 +138,9 @@ export function checkMinTimeBetweenZoneDownscales(input: {
         blockedBy: name,
         lastDownscale: last,
         minTime,
-        // Go's time format in the message, as rollout-operator prints it.
-        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is labelled to wait ${formatGoDuration(minTime)} between zone downscales${note}`,
+        // Go's time format in the message, and v0.39's wording ("configured",
+        // since the setting may be an annotation), as rollout-operator prints it.
+        reason: `statefulset ${name} was downscaled at ${goTimeString(last)} and is configured to wait ${formatGoDuration(minTime)} between zone downscales${note}`,
       };
     }
   }

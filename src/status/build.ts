@@ -29,7 +29,8 @@ import { replicasOf } from '../downscale/coordination/keys.ts';
 import { mirrorReference } from '../downscale/coordination/mirror.ts';
 import { delayedDownscaleConfig } from '../downscale/coordination/delay.ts';
 import { validateScalingMetadata } from '../downscale/coordination/validate.ts';
-import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../vocabulary/metadata.ts';
+import { minTimeSetting } from '../downscale/mintime.ts';
+import { annotationsOf, nameOf, namespaceOf } from '../vocabulary/metadata.ts';
 import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
@@ -56,7 +57,6 @@ import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
   ROLLOUT_GROUP_LABEL,
   ZONE_LABEL,
 } from '../vocabulary/keys.ts';
@@ -414,8 +414,8 @@ function scalingView(
 
   const last = annotations[LAST_DOWNSCALE_ANNOTATION_KEY];
   if (last !== undefined) view.lastDownscale = last;
-  const minTime = labelsOf(set)[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-  if (minTime !== undefined) view.minTimeBetweenZonesDownscale = minTime;
+  const minTime = minTimeSetting(set);
+  if (minTime !== undefined) view.minTimeBetweenZonesDownscale = minTime.value;
   const elapsed = minimumTimeHasElapsed({ zone: name, group, now });
   if ('error' in elapsed) errors.add(elapsed.error);
   else if (!elapsed.elapsed) view.minTimeRemainingMs = Math.max(0, elapsed.lastDownscale + elapsed.minTime - now);

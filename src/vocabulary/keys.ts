@@ -20,7 +20,14 @@ export const PREPARE_DOWNSCALE_PORT_ANNOTATION_KEY = 'grafana.com/prepare-downsc
 /** Pods of a StatefulSet are found by this pod-template label (rollout-operator's rule, issue #15). */
 export const POD_NAME_LABEL_KEY = 'name';
 
-export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY = 'grafana.com/min-time-between-zones-downscale';
+/**
+ * A Go duration on a StatefulSet, read from its annotations first and, when
+ * no annotation is set, from its labels: rollout-operator v0.39 (#463) made
+ * it an annotation (it is configuration, never a selector) and keeps the
+ * label as a deprecated fallback. Read it only through minTimeSetting()
+ * (src/downscale/mintime.ts), which holds that precedence in one place.
+ */
+export const MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY = 'grafana.com/min-time-between-zones-downscale';
 export const LAST_DOWNSCALE_ANNOTATION_KEY = 'grafana.com/last-downscale';
 
 export const DOWNSCALE_LEADER_ANNOTATION_KEY = 'grafana.com/rollout-downscale-leader';

@@ -614,7 +614,10 @@ export class InvariantChecker {
     for (const [key, other] of this.setObjects) {
       const [ns, otherName] = key.split('/') as [string, string];
       if (ns !== namespace || otherName === name || other.metadata?.labels?.[GROUP_LABEL] !== group) continue;
-      const raw = other.metadata?.labels?.[MIN_TIME_LABEL];
+      // Read as rollout-operator v0.39 reads it (#463): a non-empty annotation, else a non-empty label.
+      const raw = [other.metadata?.annotations?.[MIN_TIME_LABEL], other.metadata?.labels?.[MIN_TIME_LABEL]].find(
+        (v) => v !== undefined && v !== '',
+      );
       const minTime = raw === undefined ? undefined : parseGoDuration(raw);
       const last = this.lastDownscale.get(key);
       if (minTime === undefined || !last?.reliable) continue;

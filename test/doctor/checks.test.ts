@@ -214,7 +214,8 @@ describe('stateward doctor checks', () => {
         }),
       );
       const findings = diagnose(input).filter((f) => f.code === 'key-should-be-label');
-      assert.equal(findings.length, 2);
+      // min-time is read from the annotation first since rollout-operator v0.39 (#463): not misplaced.
+      assert.equal(findings.length, 1);
       for (const f of findings) {
         assert.equal(f.severity, 'error');
         assert.equal(f.object, 'StatefulSet mimir/ingester-zone-a');
@@ -239,15 +240,61 @@ describe('stateward doctor checks', () => {
       assert.match(f.fix, /annotate statefulset\/ingester-zone-a rollout-group-/);
     });
 
-    it('reports a bad value while moving a min-time annotation', () => {
+    it('min-time (#463): the label alone is deprecated, a warning with the commands that move it', () => {
+      const input = withZone(
+        clean(),
+        'a',
+        zone('a', { labels: { 'rollout-group': 'ingester', 'grafana.com/min-time-between-zones-downscale': '12h' } }),
+      );
+      const findings = diagnose(input);
+      const f = only(findings, 'min-time-label-deprecated');
+      assert.equal(f.severity, 'warning');
+      assert.equal(f.object, 'StatefulSet mimir/ingester-zone-a');
+      assert.match(f.problem, /is set as a label: it is read .* deprecated since rollout-operator v0\.39/);
+      assert.ok(
+        f.fix.startsWith(
+          'move it to an annotation: kubectl -n mimir annotate statefulset/ingester-zone-a grafana.com/min-time-between-zones-downscale=12h && kubectl -n mimir label statefulset/ingester-zone-a grafana.com/min-time-between-zones-downscale-;',
+        ),
+        f.fix,
+      );
+      assert.ok(!findings.some((x) => x.severity === 'error'), JSON.stringify(findings));
+    });
+
+    it('min-time (#463): as an annotation it is right; beside a label, the annotation wins and the doctor says so', () => {
+      const key = 'grafana.com/min-time-between-zones-downscale';
+      const annotated = withZone(clean(), 'a', zone('a', { annotations: { [key]: '12h' } }));
+      assert.deepEqual(diagnose(annotated), []);
+      const both = withZone(
+        clean(),
+        'a',
+        zone('a', { labels: { 'rollout-group': 'ingester', [key]: 'x' }, annotations: { [key]: '1h' } }),
+      );
+      const findings = diagnose(both);
+      // The ignored label's bad value is not an error: it is not read.
+      assert.deepEqual(
+        findings.map((f) => f.code),
+        ['min-time-label-ignored'],
+      );
+      assert.equal(findings[0]!.severity, 'warning');
+      assert.match(findings[0]!.problem, /the annotation is read and the label is ignored/);
+      assert.match(
+        findings[0]!.fix,
+        /kubectl -n mimir label statefulset\/ingester-zone-a grafana\.com\/min-time-between-zones-downscale-/,
+      );
+    });
+
+    it('min-time (#463): a bad annotation value is an error with the annotate command', () => {
       const input = withZone(
         clean(),
         'a',
         zone('a', { annotations: { 'grafana.com/min-time-between-zones-downscale': '1d' } }),
       );
+      const f = only(diagnose(input), 'invalid-min-time');
+      assert.equal(f.severity, 'error');
+      assert.match(f.problem, /annotation grafana\.com\/min-time-between-zones-downscale="1d" is not a Go duration/);
       assert.match(
-        only(diagnose(input), 'key-should-be-label').fix,
-        /correct the value first: "1d" is not a Go duration/,
+        f.fix,
+        /annotate statefulset\/ingester-zone-a --overwrite grafana\.com\/min-time-between-zones-downscale=12h \(/,
       );
     });
 
@@ -369,7 +416,7 @@ describe('stateward doctor checks', () => {
         code: 'invalid-min-time',
         severity: 'error',
         problem: /not a Go duration/,
-        fix: /label statefulset\/ingester-zone-a --overwrite grafana\.com\/min-time-between-zones-downscale=12h/,
+        fix: /annotate statefulset\/ingester-zone-a --overwrite grafana\.com\/min-time-between-zones-downscale=12h && kubectl -n mimir label statefulset\/ingester-zone-a grafana\.com\/min-time-between-zones-downscale-/,
       },
       {
         name: 'a "True" that counts as false',

@@ -69,7 +69,7 @@ describe('min-time counted from the stamp unless this replica has evidence again
     assert.equal(held.lastDownscale, T0);
     assert.equal(
       held.reason,
-      "statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC: this replica's clock stepped)",
+      "statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is configured to wait 10m0s between zone downscales (counted from 2024-01-02 12:11:00 +0000 UTC: this replica's clock stepped)",
     );
   });
 
@@ -153,7 +153,7 @@ describe('min-time counted from the stamp unless this replica has evidence again
     assert.ok('elapsed' in held && !held.elapsed);
     assert.equal(
       held.reason,
-      'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is labelled to wait 10m0s between zone downscales',
+      'statefulset b was downscaled at 2024-01-02 12:00:00 +0000 UTC and is configured to wait 10m0s between zone downscales',
     );
   });
 });

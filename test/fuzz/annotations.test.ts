@@ -43,7 +43,7 @@ import {
   LAST_DOWNSCALE_ANNOTATION_KEY,
   LEDGER_ANNOTATION,
   MAX_UNAVAILABLE_ANNOTATION,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY,
   MIRROR_API_VERSION_ANNOTATION_KEY,
   MIRROR_KIND_ANNOTATION_KEY,
   MIRROR_NAME_ANNOTATION_KEY,
@@ -102,7 +102,7 @@ describe('fuzz: rollout annotations', { timeout: 120_000 }, () => {
 
 const scalingKeys = [
   ROLLOUT_GROUP_LABEL,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY,
   PREPARE_DOWNSCALE_LABEL_KEY,
   NO_DOWNSCALE_LABEL_KEY,
   DOWNSCALE_LEADER_ANNOTATION_KEY,
@@ -404,7 +404,7 @@ describe('fuzz: big inputs', { timeout: 120_000 }, () => {
         within(BUDGET_MS, 'validateScalingMetadata', () =>
           validateScalingMetadata(
             statefulSet(
-              { [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY]: text },
+              { [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY]: text },
               {
                 [DELAYED_DOWNSCALE_ANNOTATION_KEY]: text,
                 [DELAYED_DOWNSCALE_URL_ANNOTATION_KEY]: text,
@@ -438,7 +438,7 @@ describe('fuzz regressions: metadata parsers', { timeout: 120_000 }, () => {
   it('a 100 KB non-ASCII min-time label is refused in time (was: ~90 ms, a TextEncoder built per character to quote it)', () => {
     const text = '¤'.repeat(100_000);
     const warnings = within(LINEAR_REGRESSION_BUDGET_MS, 'validateScalingMetadata', () =>
-      validateScalingMetadata(statefulSet({ [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY]: text }, {})),
+      validateScalingMetadata(statefulSet({ [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY]: text }, {})),
     );
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /is not a Go duration .*: time: invalid duration "\\xc2\\xa4\\xc2\\xa4/);

@@ -1,12 +1,12 @@
 // 1. Labels and annotations on the wrong kind of metadata, or on the pod
 // template instead of the StatefulSet.
-import type {} from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/go/duration.ts';
 import { SCALING_ANNOTATION_KEYS, SCALING_LABEL_KEYS } from '../../downscale/coordination/validate.ts';
+import { minTimeSetting } from '../../downscale/mintime.ts';
 import {
   EVICT_ONDELETE_ANNOTATION,
   MAX_UNAVAILABLE_ANNOTATION,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY,
   NO_DOWNSCALE_LABEL_KEY,
   PAUSED_ANNOTATION,
   RELOADER_AUTO_ANNOTATION,
@@ -45,16 +45,36 @@ const STATEFULSET_ANNOTATION_KEYS: readonly string[] = [
   ...RELOADER_OPT_IN_KEYS,
 ];
 
-const KEYS_BY_KIND: Record<Kind, { labels: readonly string[]; annotations: readonly string[] }> = {
-  StatefulSet: { labels: STATEFULSET_LABEL_KEYS, annotations: STATEFULSET_ANNOTATION_KEYS },
-  Deployment: { labels: [NO_DOWNSCALE_LABEL_KEY], annotations: [XING_ENABLED_ANNOTATION, ...RELOADER_OPT_IN_KEYS] },
-  DaemonSet: { labels: [], annotations: [XING_ENABLED_ANNOTATION, EVICT_ONDELETE_ANNOTATION, ...RELOADER_OPT_IN_KEYS] },
+/**
+ * Per kind: keys read only as labels, only as annotations, and as either
+ * (the annotation first: min-time since rollout-operator v0.39, #463; the
+ * label form is reported by checkMinTimeLabel, not as misplaced).
+ */
+const KEYS_BY_KIND: Record<
+  Kind,
+  { labels: readonly string[]; annotations: readonly string[]; either: readonly string[] }
+> = {
+  StatefulSet: {
+    labels: STATEFULSET_LABEL_KEYS,
+    annotations: STATEFULSET_ANNOTATION_KEYS,
+    either: [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY],
+  },
+  Deployment: {
+    labels: [NO_DOWNSCALE_LABEL_KEY],
+    annotations: [XING_ENABLED_ANNOTATION, ...RELOADER_OPT_IN_KEYS],
+    either: [],
+  },
+  DaemonSet: {
+    labels: [],
+    annotations: [XING_ENABLED_ANNOTATION, EVICT_ONDELETE_ANNOTATION, ...RELOADER_OPT_IN_KEYS],
+    either: [],
+  },
 };
 
 /** Keys read only from the workload's own metadata, never from its pod template (Reloader's keys do fall back to the template). */
 function metadataOnlyKeys(kind: Kind): string[] {
-  const { labels, annotations } = KEYS_BY_KIND[kind];
-  return [...labels, ...annotations].filter((k) => !RELOADER_OPT_IN_KEYS.includes(k));
+  const { labels, annotations, either } = KEYS_BY_KIND[kind];
+  return [...labels, ...annotations, ...either].filter((k) => !RELOADER_OPT_IN_KEYS.includes(k));
 }
 
 /**
@@ -90,10 +110,6 @@ export function checkKeyPlacement(scope: Scope): Finding[] {
         if (!has(found.map, key)) continue;
         const value = found.map[key]!;
         const both = has(read.map, key);
-        const bad =
-          key === MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY && read.noun === 'label'
-            ? goDurationProblem(value)
-            : undefined;
         findings.push({
           severity: both ? 'warning' : 'error',
           code: `key-should-be-${read.noun}`,
@@ -104,7 +120,6 @@ export function checkKeyPlacement(scope: Scope): Finding[] {
           fix: both
             ? `remove the ${found.noun}: ${kubectl(workload, kind, found.verb, `${key}-`)}`
             : `move it to ${read.field}: ${kubectl(workload, kind, read.verb, `${key}=${shellQuote(value)}`)} && ${kubectl(workload, kind, found.verb, `${key}-`)}` +
-              (bad ? ` (and correct the value first: ${bad})` : '') +
               '; change the manifest too, or the next apply brings it back',
         });
       }
@@ -117,6 +132,7 @@ export function checkKeyPlacement(scope: Scope): Finding[] {
       const onTemplate = has(templateLabels, key) ? 'label' : has(templateAnnotations, key) ? 'annotation' : undefined;
       if (!onTemplate || has(labels, key) || has(annotations, key)) continue;
       const value = (onTemplate === 'label' ? templateLabels : templateAnnotations)[key]!;
+      // Keys read from either place are suggested as annotations, the form not deprecated.
       const asLabel = labelKeys.includes(key);
       const fixVerb = asLabel ? 'label' : 'annotate';
       findings.push({
@@ -136,11 +152,50 @@ export function checkKeyPlacement(scope: Scope): Finding[] {
   return findings;
 }
 
-function goDurationProblem(value: string): string | undefined {
+/**
+ * grafana.com/min-time-between-zones-downscale as a label: still read when no
+ * annotation is set, but deprecated since rollout-operator v0.39 (#463), so a
+ * warning (not an error: nothing is wrong yet) with the commands that move it;
+ * beside an annotation, the label is ignored and the warning says so.
+ */
+export function checkMinTimeLabel(scope: Scope): Finding[] {
+  const findings: Finding[] = [];
+  const key = MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY;
+  for (const sts of scope.statefulSets) {
+    const label = labelsOf(sts)[key];
+    const setting = minTimeSetting(sts);
+    if (label === undefined || label === '' || setting === undefined) continue;
+    const object = objectName('StatefulSet', sts);
+    // rollout-operator before v0.39 reads only the label: a rollback to it would lose min-time.
+    const before039 = 'rollout-operator before v0.39, which reads only the label';
+    if (setting.from === 'annotation') {
+      findings.push({
+        severity: 'warning',
+        code: 'min-time-label-ignored',
+        object,
+        problem: `${key} is set both as an annotation (${JSON.stringify(setting.value)}) and as a label (${JSON.stringify(label)}); the annotation is read and the label is ignored`,
+        fix: `remove the label: ${kubectl(sts, 'StatefulSet', 'label', `${key}-`)} (or, while a rollback to ${before039} is possible, give it the annotation's value)`,
+      });
+      continue;
+    }
+    // An invalid label is an error of its own (invalid-min-time), whose fix moves it too.
+    if (!isGoDuration(label)) continue;
+    findings.push({
+      severity: 'warning',
+      code: 'min-time-label-deprecated',
+      object,
+      problem: `${key}=${JSON.stringify(label)} is set as a label: it is read (no annotation of that key is set), but the label form is deprecated since rollout-operator v0.39, which reads the annotation first`,
+      fix: `move it to an annotation: ${kubectl(sts, 'StatefulSet', 'annotate', `${key}=${shellQuote(label)}`)} && ${kubectl(sts, 'StatefulSet', 'label', `${key}-`)}; change the manifest too, or the next apply brings the label back (while a rollback to ${before039} is possible, keep the label beside the annotation: the annotation wins)`,
+    });
+  }
+  return findings;
+}
+
+function isGoDuration(value: string): boolean {
   try {
     parseGoDuration(value);
-    return undefined;
-  } catch (error) {
-    return `${JSON.stringify(value)} is not a Go duration such as 12h or 30m (${error instanceof Error ? error.message : String(error)})`;
+    return true;
+  } catch {
+    return false;
   }
 }

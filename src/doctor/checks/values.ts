@@ -7,6 +7,7 @@ import {
   validateScalingMetadata,
 } from '../../downscale/coordination/validate.ts';
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { minTimeSetting } from '../../downscale/mintime.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
@@ -14,7 +15,7 @@ import {
   FORCE_REPLICAS_ANNOTATION_KEY,
   LAST_DOWNSCALE_ANNOTATION_KEY,
   MAX_UNAVAILABLE_ANNOTATION,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY,
   MIRROR_API_VERSION_ANNOTATION_KEY,
   MIRROR_KIND_ANNOTATION_KEY,
   MIRROR_NAME_ANNOTATION_KEY,
@@ -60,10 +61,15 @@ const ASPECTS: readonly Aspect[] = [
   {
     code: 'invalid-min-time',
     severity: 'error',
-    labels: [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY],
-    annotations: [],
+    labels: [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY],
+    annotations: [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY],
+    // Fixed as an annotation, the form rollout-operator v0.39 reads first; a label goes with it.
     fix: (sts) =>
-      `set a Go duration: ${kubectl(sts, 'StatefulSet', 'label', '--overwrite', `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=12h`)} (units ns, us, ms, s, m, h; no d or w)`,
+      `set a Go duration, as an annotation: ${kubectl(sts, 'StatefulSet', 'annotate', '--overwrite', `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY}=12h`)}` +
+      (Object.hasOwn(labelsOf(sts), MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY)
+        ? ` && ${kubectl(sts, 'StatefulSet', 'label', `${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY}-`)}`
+        : '') +
+      ' (units ns, us, ms, s, m, h; no d or w)',
   },
   {
     code: 'invalid-last-downscale',
@@ -125,8 +131,10 @@ export function checkScalingValues(scope: Scope): Finding[] {
   const findings: Finding[] = [];
   for (const sts of scope.statefulSets) {
     const name = nameOf(sts);
-    const labels = omit(labelsOf(sts), SCALING_ANNOTATION_KEYS);
     const annotations = omit(annotationsOf(sts), SCALING_LABEL_KEYS);
+    // A min-time label beside an annotation is ignored, whatever its value (checkMinTimeLabel reports it).
+    const ignored = minTimeSetting(sts)?.ignoredLabel !== undefined ? [MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY] : [];
+    const labels = omit(labelsOf(sts), [...SCALING_ANNOTATION_KEYS, ...ignored]);
     const seen = new Set<string>();
     const report = (message: string, aspect: Pick<Aspect, 'code' | 'severity'> & { fix: string }) => {
       if (seen.has(message)) return;

@@ -2,7 +2,8 @@
 // log: a label key set as an annotation (or the reverse), and values that do
 // not parse. Issue #306: prepare-shutdown was never called because the user
 // set grafana.com/prepare-downscale and min-time-between-zones-downscale as
-// annotations, and nothing said so.
+// annotations, and nothing said so. (rollout-operator v0.39 reads min-time
+// from the annotation first, #463, and so does Stateward now.)
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoDuration, parsePromDuration } from '../../runtime/go/duration.ts';
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
@@ -12,13 +13,14 @@ import { forceReplicasOverride } from './keys.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { delayedDownscaleConfig } from './delay.ts';
 import { mirrorReference } from './mirror.ts';
+import { minTimeSetting } from '../mintime.ts';
 import {
   DELAYED_DOWNSCALE_ANNOTATION_KEY,
   DELAYED_DOWNSCALE_URL_ANNOTATION_KEY,
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   FORCE_REPLICAS_ANNOTATION_KEY,
   LAST_DOWNSCALE_ANNOTATION_KEY,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY,
   MIRROR_API_VERSION_ANNOTATION_KEY,
   MIRROR_KIND_ANNOTATION_KEY,
   MIRROR_NAME_ANNOTATION_KEY,
@@ -31,10 +33,13 @@ import {
   UPSCALE_ONLY_WHEN_LEADER_READY_ANNOTATION_KEY,
 } from '../../vocabulary/keys.ts';
 
-/** Keys rollout-operator reads only from metadata.labels. */
+/**
+ * Keys rollout-operator reads only from metadata.labels. Not
+ * grafana.com/min-time-between-zones-downscale: since v0.39 it is read from
+ * either, the annotation first (minTimeSetting).
+ */
 export const SCALING_LABEL_KEYS: readonly string[] = [
   ROLLOUT_GROUP_LABEL,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY,
   PREPARE_DOWNSCALE_LABEL_KEY,
   NO_DOWNSCALE_LABEL_KEY,
 ];
@@ -119,29 +124,38 @@ function exactlyTrueWarnings({ name, labels, annotations }: ScalingMetadata): st
   return warnings;
 }
 
-/** A min-time-between-zones-downscale that is not a Go duration. */
-function minTimeWarnings({ name, labels, annotations }: ScalingMetadata): string[] {
+/**
+ * The min-time between zone downscales as minTimeSetting reads it: a value
+ * that is not a Go duration (the group's downscales are then refused), an
+ * empty one (not read), and a label that an annotation overrides. The label
+ * form alone is deprecated but valid: logged once by the capability and
+ * reported by the doctor, not warned about on every pass here.
+ */
+function minTimeWarnings({ sts, name, labels, annotations }: ScalingMetadata): string[] {
   const warnings: string[] = [];
-  const minTime = labels[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-  if (minTime !== undefined) {
+  const key = MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY;
+  const setting = minTimeSetting(sts);
+  if (setting !== undefined) {
     try {
-      parseGoDuration(minTime);
+      parseGoDuration(setting.value);
     } catch (error) {
       warnings.push(
-        `${name}: label ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTime)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`,
+        `${name}: ${setting.from} ${key}=${quoteValue(setting.value)} is not a Go duration (e.g. 12h, 30m): ${String(error instanceof Error ? error.message : error)}`,
       );
     }
   }
-  const minTimeAnnotation = annotations[MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY];
-  if (minTimeAnnotation !== undefined && minTime === undefined) {
-    // Checked as well so the user fixes the value when moving it to a label.
-    try {
-      parseGoDuration(minTimeAnnotation);
-    } catch {
-      warnings.push(
-        `${name}: ${MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY}=${quoteValue(minTimeAnnotation)} is not a Go duration (e.g. 12h, 30m) either`,
-      );
-    }
+  if (setting?.ignoredLabel !== undefined) {
+    warnings.push(
+      `${name}: ${key} is set both as an annotation (${quoteValue(setting.value)}) and as a label (${quoteValue(setting.ignoredLabel)}); the annotation is read and the label is ignored`,
+    );
+  }
+  if (annotations[key] === '') {
+    warnings.push(
+      `${name}: annotation ${key} is empty, so it is not read; ${setting === undefined ? 'no minimum time between zone downscales applies' : `the label (${quoteValue(setting.value)}) is read instead`}`,
+    );
+  }
+  if (labels[key] === '' && setting === undefined) {
+    warnings.push(`${name}: label ${key} is empty, so no minimum time between zone downscales applies`);
   }
   return warnings;
 }

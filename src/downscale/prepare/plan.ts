@@ -23,6 +23,7 @@ import type { AdmissionDecision, AdmissionRequestV1 } from '../../runtime/admiss
 import type { Pod, StatefulSet } from '../../runtime/kube/types.ts';
 import { podView } from '../../vocabulary/pods.ts';
 import { replicasOf } from '../../vocabulary/replicas.ts';
+import { cleanPath } from '../../runtime/go/path.ts';
 import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { checkMinTimeBetweenZoneDownscales, type CountedFromByName, type LastDownscale } from '../mintime.ts';
 import type { ZoneInfo } from './zonetracker.ts';
@@ -399,6 +400,17 @@ export interface EndpointsInput {
   existingPods: ReadonlySet<string>;
 }
 
+/**
+ * The URL path of grafana.com/prepare-downscale-http-path, as
+ * rollout-operator v0.39 builds it (#468): a leading "/" added only when
+ * missing, then Go's path.Clean. Before, v0.38 joined with "/" (so
+ * "/prepare" became "//prepare", which servers answer 301 and Go's client
+ * replays as a GET), and Stateward only dropped leading slashes.
+ */
+export function prepareDownscalePath(annotation: string): string {
+  return cleanPath(annotation.startsWith('/') ? annotation : `/${annotation}`);
+}
+
 /** Missing pods endpoints() names (for a log line); a range may span 2^31 ordinals. */
 const MAX_SKIPPED_LISTED = 100;
 
@@ -411,12 +423,12 @@ const MAX_SKIPPED_LISTED = 100;
  *   were still being created failed on DNS for pods that never existed).
  *   A pod that does not exist has nothing to prepare. `skipped` names the
  *   first 100 of them (highest ordinals first).
- * - Leading slashes of the path are dropped: rollout-operator joins with "/", so
- *   "/prepare" gave "…:80//prepare".
+ * - The path is joined as rollout-operator v0.39 joins it (#468):
+ *   prepareDownscalePath.
  */
 export function endpoints(input: EndpointsInput): { call: Endpoint[]; skipped: string[] } {
   const domain = input.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN;
-  const path = input.path.replace(/^\/+/, '');
+  const path = prepareDownscalePath(input.path);
   // The replica counts may be anything in int32 (the new one is not validated
   // yet when a mutating webhook sees it, so it may be negative): the work
   // follows the pods that exist, never the length of the range.
@@ -429,7 +441,7 @@ export function endpoints(input: EndpointsInput): { call: Endpoint[]; skipped: s
     const index = Number(ordinal);
     if (index >= low && index < input.from)
       call.push({
-        url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}/${path}`,
+        url: `http://${pod}.${input.serviceName}.${input.namespace}.svc.${domain}:${input.port}${path}`,
         index,
         pod,
       });

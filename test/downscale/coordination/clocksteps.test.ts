@@ -15,7 +15,7 @@ import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER,
   LAST_DOWNSCALE_ANNOTATION_KEY as LAST,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY as MIN_TIME,
 } from '../../../src/vocabulary/keys.ts';
 
 const SEC = 1000;

@@ -27,7 +27,7 @@ import {
   DOWNSCALE_LEADER_ANNOTATION_KEY as LEADER,
   FORCE_REPLICAS_ANNOTATION_KEY as FORCE,
   LAST_DOWNSCALE_ANNOTATION_KEY as LAST,
-  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_LABEL_KEY as MIN_TIME,
+  MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY as MIN_TIME,
   MIRROR_API_VERSION_ANNOTATION_KEY as MIRROR_API,
   MIRROR_KIND_ANNOTATION_KEY as MIRROR_KIND,
   MIRROR_NAME_ANNOTATION_KEY as MIRROR_NAME,
@@ -111,7 +111,7 @@ describe('force replicas, leader, min time', { timeout: 10000 }, () => {
     assert.equal(blocked.blockedBy, 'zone-a');
     assert.match(
       blocked.reason,
-      /statefulset zone-a was downscaled at 2024-01-02 11:00:00 \+0000 UTC and is labelled to wait 12h0m0s between zone downscales/,
+      /statefulset zone-a was downscaled at 2024-01-02 11:00:00 \+0000 UTC and is configured to wait 12h0m0s between zone downscales/,
     );
     // The follower's own last-downscale does not count.
     const self = sts('zone-b', { labels: { [MIN_TIME]: '12h' }, annotations: { [LAST]: ago(MIN) } });
@@ -120,6 +120,30 @@ describe('force replicas, leader, min time', { timeout: 10000 }, () => {
     assert.ok('error' in badLabel && badLabel.error.includes(MIN_TIME) && badLabel.error.includes('zone-a'));
     const badLast = check(other('2024-01-02', undefined));
     assert.ok('error' in badLast && badLast.error.includes(LAST) && badLast.error.includes('zone-a'));
+  });
+
+  it('minimumTimeHasElapsed (#463): the annotation first, the label as the fallback', () => {
+    const other = (metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }) =>
+      sts('zone-a', { labels: metadata.labels, annotations: { [LAST]: ago(HOUR), ...metadata.annotations } });
+    const follower = sts('zone-b');
+    const check = (o: StatefulSet) => minimumTimeHasElapsed({ zone: 'zone-b', group: [o, follower], now: NOW });
+    const annotationOnly = check(other({ annotations: { [MIN_TIME]: '2h' } }));
+    assert.ok('elapsed' in annotationOnly && !annotationOnly.elapsed && annotationOnly.minTime === 2 * HOUR);
+    assert.match(annotationOnly.reason, /and is configured to wait 2h0m0s between zone downscales$/);
+    // Both: the annotation wins, either way round.
+    assert.deepEqual(check(other({ annotations: { [MIN_TIME]: '30m' }, labels: { [MIN_TIME]: '12h' } })), {
+      elapsed: true,
+    });
+    const longer = check(other({ annotations: { [MIN_TIME]: '12h' }, labels: { [MIN_TIME]: '30m' } }));
+    assert.ok('elapsed' in longer && !longer.elapsed && longer.minTime === 12 * HOUR);
+    // An empty annotation is not set: the label applies.
+    const emptyAnnotation = check(other({ annotations: { [MIN_TIME]: '' }, labels: { [MIN_TIME]: '2h' } }));
+    assert.ok('elapsed' in emptyAnnotation && !emptyAnnotation.elapsed && emptyAnnotation.minTime === 2 * HOUR);
+    const bad = check(other({ annotations: { [MIN_TIME]: '2 hours' } }));
+    assert.ok(
+      'error' in bad && bad.error.startsWith(`can't parse ${MIN_TIME} annotation of zone-a`),
+      JSON.stringify(bad),
+    );
   });
 });
 
@@ -191,7 +215,7 @@ describe('desiredFollowerReplicas (TestReconcileStsReplicas)', { timeout: 10000 
     const f = follower(5, {}, { [MIN_TIME]: '12h' });
     const d = desiredFollowerReplicas({ follower: f, group: [l, f], now: NOW });
     assert.equal(desired(d), 5);
-    assert.ok('reason' in d && d.reason.includes('labelled to wait 12h0m0s'));
+    assert.ok('reason' in d && d.reason.includes('configured to wait 12h0m0s'));
     // A third zone inside ITS min-time blocks too.
     const c = sts('zone-c', { labels: { [MIN_TIME]: '30m' }, annotations: { [LAST]: ago(10 * MIN) } });
     assert.equal(desired(desiredFollowerReplicas({ follower: f, group: [leader(3), f, c], now: NOW })), 5);
@@ -647,8 +671,34 @@ describe('validateScalingMetadata (#306)', { timeout: 10000 }, () => {
       w.some((x) => x.includes(PREPARE) && x.includes('set as an annotation')),
       w.join('\n'),
     );
-    assert.ok(w.some((x) => x.includes(MIN_TIME) && x.includes('set as an annotation')));
+    // rollout-operator v0.39 (#463) reads min-time from the annotation first: no longer misplaced.
+    assert.ok(!w.some((x) => x.includes(MIN_TIME)), w.join('\n'));
     assert.ok(w.some((x) => x.includes(LEADER) && x.includes('set as a label')));
+  });
+
+  it('min-time (#463): the annotation wins over the label, and says so; the label alone is no warning', () => {
+    const both = validateScalingMetadata(
+      sts('zone-a', { annotations: { [MIN_TIME]: '1h' }, labels: { [MIN_TIME]: '12h' } }),
+    );
+    assert.deepEqual(both, [
+      `zone-a: ${MIN_TIME} is set both as an annotation ("1h") and as a label ("12h"); the annotation is read and the label is ignored`,
+    ]);
+    // The ignored label's value is not judged; the annotation's is.
+    const badAnnotation = validateScalingMetadata(
+      sts('zone-a', { annotations: { [MIN_TIME]: '1d' }, labels: { [MIN_TIME]: 'x' } }),
+    );
+    assert.equal(badAnnotation.length, 2, badAnnotation.join('\n'));
+    assert.match(
+      badAnnotation[0]!,
+      /^zone-a: annotation grafana\.com\/min-time-between-zones-downscale="1d" is not a Go duration/,
+    );
+    assert.match(badAnnotation[1]!, /set both as an annotation \("1d"\) and as a label \("x"\)/);
+    assert.deepEqual(validateScalingMetadata(sts('zone-a', { labels: { [MIN_TIME]: '12h' } })), []);
+    assert.deepEqual(validateScalingMetadata(sts('zone-a', { annotations: { [MIN_TIME]: '12h' } })), []);
+    assert.deepEqual(
+      validateScalingMetadata(sts('zone-a', { annotations: { [MIN_TIME]: '' }, labels: { [MIN_TIME]: '2h' } })),
+      [`zone-a: annotation ${MIN_TIME} is empty, so it is not read; the label ("2h") is read instead`],
+    );
   });
 
   it('flags unparsable values', () => {

@@ -46,7 +46,7 @@ describe('prepare-downscale min-time under wall-clock steps', () => {
     assert.equal(first.allowed, false);
     assert.match(
       first.status?.message ?? '',
-      /statefulset zone-a was downscaled at .* and is labelled to wait 10m0s between zone downscales/,
+      /statefulset zone-a was downscaled at .* and is configured to wait 10m0s between zone downscales/,
     );
 
     clock.step(11 * MIN);
@@ -54,7 +54,7 @@ describe('prepare-downscale min-time under wall-clock steps', () => {
     assert.equal(afterStep.allowed, false, 'still denied after the wall clock jumped past min-time');
     assert.match(
       afterStep.status?.message ?? '',
-      /labelled to wait 10m0s between zone downscales \(counted from .*: this replica's clock stepped\)/,
+      /configured to wait 10m0s between zone downscales \(counted from .*: this replica's clock stepped\)/,
     );
 
     await clock.advance(10 * MIN);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { freePorts } from '../../cluster/ports.ts';
+import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { kubectl as run } from '../../support/kubectl.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
@@ -24,22 +25,32 @@ const kubectl = (...args: string[]) => run(cluster, ...args);
  * a different replica (an objectSelector on the StatefulSet's zone label),
  * so concurrent downscales of the group meet in two processes.
  */
-async function setup(t: TestContext, replicas = 1, extraFlags: string[] = [], minTime = '1h') {
+async function setup(
+  t: TestContext,
+  replicas = 1,
+  extraFlags: string[] = [],
+  minTime = '1h',
+  // Where min-time is set (the label: rollout-operator before v0.39; the annotation: v0.39, #463), and the path.
+  options: { minTimeAs?: 'label' | 'annotation'; path?: string } = {},
+) {
   const namespace = await cluster.namespace(t);
   const kube = testClient(cluster);
   const [podPort, ...webhookPorts] = await freePorts(1 + replicas);
   await createGroup(kube, namespace, { all: { replicas: 3 } }, ['a', 'b']);
+  const minTimeKey = { 'grafana.com/min-time-between-zones-downscale': minTime };
+  const asAnnotation = options.minTimeAs === 'annotation';
   for (const zone of ['a', 'b']) {
     await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
       metadata: {
         labels: {
           'grafana.com/prepare-downscale': 'true',
-          'grafana.com/min-time-between-zones-downscale': minTime,
+          ...(asAnnotation ? {} : minTimeKey),
           zone,
         },
         annotations: {
-          'grafana.com/prepare-downscale-http-path': 'ingester/prepare-shutdown',
+          'grafana.com/prepare-downscale-http-path': options.path ?? 'ingester/prepare-shutdown',
           'grafana.com/prepare-downscale-http-port': String(podPort),
+          ...(asAnnotation ? minTimeKey : {}),
         },
       },
     });
@@ -115,7 +126,7 @@ describe('prepare-downscale webhook', () => {
     assert.match(
       denied.out,
       new RegExp(
-        `downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is labelled to wait 1h0m0s between zone downscales`,
+        `downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is configured to wait 1h0m0s between zone downscales`,
       ),
     );
     assert.equal(
@@ -130,6 +141,42 @@ describe('prepare-downscale webhook', () => {
         .ok,
     );
     assert.equal(endpoints.calls.length, before);
+  });
+
+  it('min-time set only as an annotation (rollout-operator v0.39, #463) holds the next zone back; the path is cleaned as Go does (#468)', async (t) => {
+    const { namespace, endpoints, operators } = await setup(t, 1, [], '1h', {
+      minTimeAs: 'annotation',
+      path: '//ingester/./prepare-shutdown/',
+    });
+    const scaled = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2');
+    assert.ok(scaled.ok, scaled.out);
+    // Before #468's cleaning the pods were called at "/ingester/./prepare-shutdown/".
+    assert.deepEqual(
+      endpoints.calls.map((c) => `${c.method} ${c.pod} ${c.path}`),
+      ['POST ingester-zone-a-2 /ingester/prepare-shutdown'],
+    );
+    // Before #463 the annotation was ignored and zone b went down at once.
+    const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.equal(denied.ok, false, denied.out);
+    assert.match(
+      denied.out,
+      new RegExp(
+        `downscale of statefulsets/ingester-zone-b in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-a was downscaled at .* UTC and is configured to wait 1h0m0s between zone downscales`,
+      ),
+    );
+    assert.equal(endpoints.calls.length, 1, 'no pod of zone b was called');
+    assert.doesNotMatch(operators[0]!.logs, /is set as a label, which is deprecated/);
+  });
+
+  it('min-time as a label still applies, and its deprecation is logged once per process', async (t) => {
+    const { namespace, operators } = await setup(t);
+    assert.ok((await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=2')).ok);
+    const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.match(denied.out, /is configured to wait 1h0m0s between zone downscales/);
+    // Both zones carry the label and both changed since: still one line.
+    const deprecations = () => operators[0]!.logs.match(/is set as a label, which is deprecated/g)?.length ?? 0;
+    await waitFor('the deprecation warning', () => deprecations() > 0, { timeoutMs: 10_000 });
+    assert.equal(deprecations(), 1, operators[0]!.logs);
   });
 
   it('undoes the preparation with DELETE and denies when a pod fails to prepare', async (t) => {
@@ -164,7 +211,10 @@ describe('prepare-downscale webhook', () => {
     );
     assert.equal([a!, b!].filter((r) => r.ok).length, 1, `${a!.out}\n${b!.out}`);
     const loser = a!.ok ? b! : a!;
-    assert.match(loser.out, /is already in process of updating replicas|was downscaled at .* and is labelled to wait/);
+    assert.match(
+      loser.out,
+      /is already in process of updating replicas|was downscaled at .* and is configured to wait/,
+    );
     const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
     assert.equal(
       sets.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']).length,
@@ -193,7 +243,7 @@ describe('prepare-downscale webhook', () => {
     assert.equal(denied.ok, false);
     assert.match(
       denied.out,
-      /statefulset ingester-zone-a was downscaled at .* and is labelled to wait 1h0m0s between zone downscales/,
+      /statefulset ingester-zone-a was downscaled at .* and is configured to wait 1h0m0s between zone downscales/,
     );
   });
 

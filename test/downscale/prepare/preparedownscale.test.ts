@@ -330,7 +330,7 @@ for (const mode of MODES) {
           message: denied(
             3,
             1,
-            `statefulset ${STS}-2 was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`,
+            `statefulset ${STS}-2 was downscaled at ${goTimeString(NOW)} and is configured to wait 12h0m0s between zone downscales`,
           ),
         },
       });
@@ -722,6 +722,19 @@ describe('TestCreateEndpoints', { timeout: 10000 }, () => {
     );
   });
 
+  it("#468: the path cleaned as rollout-operator v0.39 cleans it (Go's path.Clean)", () => {
+    for (const [path, cleaned] of [
+      ['a//b/../c', 'a/c'],
+      ['//ingester/./prepare-shutdown/', 'ingester/prepare-shutdown'],
+      ['../prepare', 'prepare'],
+    ] as const) {
+      assert.deepEqual(
+        endpoints({ ...input, path, from: 1, to: 0 }).call.map((e) => e.url),
+        [url(0, cleaned)],
+      );
+    }
+  });
+
   it('#72: missing pods skipped', () => {
     const out = endpoints({ ...input, existingPods: new Set([`${STS}-3`]) });
     assert.deepEqual(
@@ -864,7 +877,7 @@ describe('zone tracker', { timeout: 10000 }, () => {
         denied(
           3,
           1,
-          `statefulset zone-b was downscaled at ${goTimeString(NOW - 2 * HOUR)} and is labelled to wait 12h0m0s between zone downscales`,
+          `statefulset zone-b was downscaled at ${goTimeString(NOW - 2 * HOUR)} and is configured to wait 12h0m0s between zone downscales`,
         ),
       );
       assert.deepEqual(out.block, {
@@ -892,7 +905,7 @@ describe('zone tracker', { timeout: 10000 }, () => {
         denied(
           3,
           1,
-          `statefulset zone-b was downscaled at ${goTimeString(NOW)} and is labelled to wait 12h0m0s between zone downscales`,
+          `statefulset zone-b was downscaled at ${goTimeString(NOW)} and is configured to wait 12h0m0s between zone downscales`,
         ),
       );
   });
