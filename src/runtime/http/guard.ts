@@ -175,6 +175,7 @@ export function requestListener(options: ListenerOptions): RequestListener {
     ? new ClusterValidator(options.clusterValidation, { registry, log })
     : undefined;
   return (req, res) => {
+    if (options.connections && !options.connections.accepts(req)) return;
     req.socket.setTimeout(0);
     if (!options.readsBodies && carriesBody(req)) res.shouldKeepAlive = false;
     const target = parseRequestTarget(req.url);
