@@ -32,6 +32,7 @@ import type { TLSSocket } from 'node:tls';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
 import { perRegistry } from '../metrics.ts';
+import { type Feed, feedInSlices } from './parsefeed.ts';
 
 export interface ConnectionLimits {
   /** Open connections; at the cap a newcomer displaces the longest-idle one. */
@@ -46,6 +47,14 @@ export interface ConnectionLimits {
 export const MAX_QUEUED_PER_CONNECTION = 4;
 /** Requests waiting across a server: bounds what pipelining clients together can make it hold. */
 export const MAX_QUEUED_PER_SERVER = 256;
+/**
+ * Bytes of a connection handed to Node's parser at once: a slice of
+ * pipelined requests holds a few dozen at most, so a flood is cut after
+ * those, not after the ~1,900 a 64 KiB read holds (parsefeed.ts).
+ */
+export const PARSE_SLICE_BYTES = 2048;
+/** Bytes a connection may send while a request of its waits; more closes it. */
+export const MAX_HELD_BYTES = 64 * 1024;
 /** A request queued behind another may carry at most this much body: nobody reads it meanwhile, so it is held unbudgeted. */
 export const MAX_QUEUED_BODY_BYTES = 64 * 1024;
 
@@ -60,6 +69,8 @@ interface Connection {
   busy: boolean;
   readonly queue: (() => void)[];
   closed: boolean;
+  /** What the connection sends, fed to Node's parser in slices and held while a request waits (parsefeed.ts). */
+  feed?: Feed;
 }
 
 /** The peer address as one key: an IPv4-mapped IPv6 address is its IPv4 address. */
@@ -73,6 +84,7 @@ export class ConnectionGovernor {
   private readonly name: string;
   private readonly log: Logger;
   private readonly closedTotal: Counter;
+  private readonly droppedTotal: Counter;
   private readonly byRaw = new Map<Socket, Connection>();
   private readonly bySocket = new WeakMap<Socket, Connection>();
   private readonly perPeer = new Map<string, number>();
@@ -84,6 +96,7 @@ export class ConnectionGovernor {
     this.name = name;
     this.log = log;
     this.closedTotal = connectionsClosedMetric(registry);
+    this.droppedTotal = requestsDroppedMetric(registry);
   }
 
   get open(): number {
@@ -103,16 +116,32 @@ export class ConnectionGovernor {
    */
   attach(server: Server): void {
     server.maxConnections = this.limits.maxConnections * 2;
-    server.on('connection', (raw: Socket) => this.admit(raw));
+    // Both listeners run after Node's own (added when the server was made), as feedInSlices needs.
+    const secure = typeof (server as Server & { setSecureContext?: unknown }).setSecureContext === 'function';
+    server.on('connection', (raw: Socket) => {
+      const connection = this.admit(raw);
+      if (!secure) this.feed(raw, connection);
+    });
     // Requests on a TLS connection arrive on its TLSSocket, whose _parent is the TCP socket.
     server.on('secureConnection', (socket: TLSSocket) => {
       const parent = (socket as TLSSocket & { _parent?: Socket })._parent;
       const connection = parent ? this.byRaw.get(parent) : undefined;
-      if (connection) this.bySocket.set(socket, connection);
+      if (!connection) return;
+      this.bySocket.set(socket, connection);
+      this.feed(socket, connection);
     });
   }
 
-  private admit(raw: Socket): void {
+  private feed(socket: Socket, connection: Connection): void {
+    connection.feed = feedInSlices(socket, {
+      sliceBytes: PARSE_SLICE_BYTES,
+      maxHeldBytes: MAX_HELD_BYTES,
+      mayParse: () => connection.queue.length === 0,
+      onOverflow: () => this.close(connection, 'pipelined'),
+    });
+  }
+
+  private admit(raw: Socket): Connection {
     const connection: Connection = {
       raw,
       peer: peerOf(raw),
@@ -133,6 +162,7 @@ export class ConnectionGovernor {
       const victim = this.oldest((c) => c !== connection);
       if (victim) this.close(victim, 'displaced');
     }
+    return connection;
   }
 
   /** The longest-idle connection passing `eligible`: one without a request in progress if any, else the longest-busy. */
@@ -189,7 +219,10 @@ export class ConnectionGovernor {
   accepts(req: IncomingMessage): boolean {
     const connection = this.bySocket.get(req.socket);
     if (!connection) return true; // a request injected without a connection this governor saw arrive
-    if (connection.closed) return false;
+    if (connection.closed) {
+      this.droppedTotal.inc({ server: this.name });
+      return false;
+    }
     if (!connection.busy) return true;
     const declared = declaredBodyBytes(req);
     if (
@@ -200,6 +233,7 @@ export class ConnectionGovernor {
     )
       return true;
     this.close(connection, 'pipelined');
+    this.droppedTotal.inc({ server: this.name });
     return false;
   }
 
@@ -244,6 +278,7 @@ export class ConnectionGovernor {
       this.queued--;
       next();
     }
+    if (connection.queue.length === 0) connection.feed?.resume();
   }
 }
 
@@ -269,6 +304,16 @@ export const connectionsClosedMetric = perRegistry(
       name: 'stateward_http_connections_closed_total',
       help: 'Connections a server closed to stay within its bounds, by reason: pipelined (more requests waiting than are served in turn), write-timeout (a response not read in time), displaced (longest-idle, closed at the connection cap to admit a new one), peer-share (the same, within a peer over its share).',
       labelNames: ['server', 'reason'],
+      registers: [registry],
+    }),
+);
+
+export const requestsDroppedMetric = perRegistry(
+  (registry) =>
+    new Counter({
+      name: 'stateward_http_requests_dropped_total',
+      help: 'Requests parsed on a connection already closed for pipelining, dropped unanswered: what Node parsed of a slice of the connection (-server.* and -server-tls.* bound what a slice holds).',
+      labelNames: ['server'],
       registers: [registry],
     }),
 );
