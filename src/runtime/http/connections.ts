@@ -7,12 +7,10 @@
 //   request it receives and calls the listener for each at once; for an
 //   async route that meant thousands of handlers in flight for one socket.
 //   Here a connection's next request waits until the previous response has
-//   been written out; a few may wait (MAX_QUEUED_PER_CONNECTION, and
-//   MAX_QUEUED_PER_SERVER across all connections), and a connection that
-//   pipelines beyond that is closed. Node offers no reliable way to stop
-//   parsing a socket it consumes (socket.pause() and parser.pause() were both
-//   tried: the first is ignored, the second loses requests), so the bound is
-//   on what is queued, not on what is read.
+//   been written out, and Node's parser gets the connection's bytes a slice
+//   at a time and none while a request waits (parsefeed.ts); a few may wait
+//   (MAX_QUEUED_PER_CONNECTION, and MAX_QUEUED_PER_SERVER across all
+//   connections), and a connection that pipelines beyond that is closed.
 // - A write timeout: a response the client has not taken within
 //   writeTimeoutMs of its last byte being handed to the socket closes the
 //   connection and frees what it held.
