@@ -20,7 +20,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HOST } from '../test/fuzz/http-driver.ts';
 import { noDownscaleReview } from '../test/fuzz/http-requests.ts';
-import { percentile } from './report.ts';
+import { listCounts, percentile, tally } from './report.ts';
 
 export type Attack =
   | 'pipeline-metrics'
@@ -55,15 +55,7 @@ const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 // Unanchored: a pipelined answer follows the last one's body directly.
 const STATUS_LINE = /HTTP\/1\.[01] (\d{3}) /g;
 
-function tally(m: Map<string, number>, key: string): void {
-  m.set(key, (m.get(key) ?? 0) + 1);
-}
-
-const list = (m: Map<string, number>) =>
-  [...m]
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ') || 'none';
+const list = (m: Map<string, number>) => listCounts(m);
 
 /** One connection's life, as seen from this side. */
 interface Life {

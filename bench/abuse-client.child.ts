@@ -17,7 +17,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { MAX_ADMISSION_BODY_BYTES } from '../src/runtime/admission/admission.ts';
 import { FuzzStats, HOST, sendCases } from '../test/fuzz/http-driver.ts';
 import { batchAt, noDownscaleReviewOfSize, routesFor } from '../test/fuzz/http-requests.ts';
-import { percentile } from './report.ts';
+import { listCounts, percentile, tally } from './report.ts';
 
 export type Scenario = 'big' | 'idle' | 'slowloris' | 'fuzz';
 
@@ -39,15 +39,7 @@ export interface ClientResult {
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-function tally(m: Map<string, number>, key: string): void {
-  m.set(key, (m.get(key) ?? 0) + 1);
-}
-
-const list = (m: Map<string, number>) =>
-  [...m]
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
+const list = (m: Map<string, number>) => listCounts(m, '');
 
 // ------------------------------------------------------------------- big
 

@@ -31,3 +31,18 @@ export function envNumber(name: string, fallback: number): number {
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
   return n;
 }
+
+/** Adds one to `key`'s count. */
+export function tally(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+/** "a 3, b 1": the counts, most first; `none` when there are none. */
+export function listCounts(counts: Map<string, number>, none = 'none'): string {
+  return (
+    [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ') || none
+  );
+}

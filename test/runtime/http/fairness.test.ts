@@ -9,9 +9,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { describe, it, type TestContext } from 'node:test';
 import { Gauge, Registry } from 'prom-client';
 import { HttpServer } from '../../../src/runtime/http/server.ts';
-import { WebhookServer } from '../../../src/runtime/admission/server.ts';
 import { MAX_QUEUED_PER_CONNECTION } from '../../../src/runtime/http/connections.ts';
-import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
+import { testWebhookServer } from './webhook-server.ts';
 import { waitFor } from '../../cluster/probe.ts';
 
 const LIMITS = { requestTimeoutMs: 5000, idleTimeoutMs: 5000, maxConnections: 50, writeTimeoutMs: 500 };
@@ -46,22 +45,12 @@ async function plainServer(t: TestContext, limits: Partial<typeof LIMITS> & { ma
   return { port, registry, server, renders: () => renders };
 }
 
-async function webhookServer(t: TestContext) {
-  const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
-  const registry = new Registry();
-  const server = new WebhookServer({
-    port: 0,
-    host: '127.0.0.1',
+function webhookServer(t: TestContext) {
+  return testWebhookServer(t, {
     requestTimeoutMs: LIMITS.requestTimeoutMs,
     maxConnections: 50,
     maxConnectionsPerPeer: 50,
-    registry,
-    tls,
   });
-  server.handle('/admission/test', () => ({ allowed: true }));
-  const port = await server.listen();
-  t.after(() => server.close(100));
-  return { port, registry, server };
 }
 
 interface Client {

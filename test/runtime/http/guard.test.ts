@@ -15,9 +15,9 @@ import { applyLimits, serverOptions } from '../../../src/runtime/http/guard.ts';
 import { deadlineChecksRunning } from '../../../src/runtime/http/deadlinechecks.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import { WebhookServer } from '../../../src/runtime/admission/server.ts';
 import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
+import { testWebhookServer } from './webhook-server.ts';
 
 const LIMITS = { requestTimeoutMs: 600, idleTimeoutMs: 400, maxConnections: 50, writeTimeoutMs: 600 };
 
@@ -80,7 +80,7 @@ async function plainServer(t: TestContext, limits = LIMITS) {
   return { port, registry };
 }
 
-async function webhookServer(
+function webhookServer(
   t: TestContext,
   extra: {
     maxInflightBodyBytes?: number;
@@ -90,24 +90,12 @@ async function webhookServer(
     requestTimeoutMs?: number;
   } = {},
 ) {
-  const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
-  const registry = new Registry();
-  const server = new WebhookServer({
-    port: 0,
-    host: '127.0.0.1',
-    requestTimeoutMs: extra.requestTimeoutMs ?? LIMITS.requestTimeoutMs,
+  return testWebhookServer(t, {
     idleTimeoutMs: LIMITS.idleTimeoutMs,
-    maxConnections: extra.maxConnections ?? 50,
-    maxInflightBodyBytes: extra.maxInflightBodyBytes,
-    bodyStallTimeoutMs: extra.bodyStallTimeoutMs,
-    maxConnectionsPerPeer: extra.maxConnectionsPerPeer,
-    registry,
-    tls,
+    maxConnections: 50,
+    ...extra,
+    requestTimeoutMs: extra.requestTimeoutMs ?? LIMITS.requestTimeoutMs,
   });
-  server.handle('/admission/test', () => ({ allowed: true }));
-  const port = await server.listen();
-  t.after(() => server.close(100));
-  return { port, registry, server };
 }
 
 const review = JSON.stringify({
