@@ -143,9 +143,7 @@ export class WebHandler {
 
   /** `path` is the request's path as the HTTP server checked it (runtime/http/target.ts). */
   readonly handle = (req: IncomingMessage, res: ServerResponse, path: string): void => {
-    const method = req.method ?? 'GET';
-    if (method !== 'GET' && method !== 'HEAD')
-      return plain(res, 405, `method ${method} not allowed: the status pages are read-only`, { allow: 'GET, HEAD' });
+    // Methods other than GET and HEAD are answered 405 by the HTTP server (runtime/http/server.ts).
     const segments = path.split('/').filter((s) => s !== '');
     if (segments[0] !== 'status') return plain(res, 404, 'not found');
     let parts: string[];

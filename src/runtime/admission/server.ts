@@ -5,7 +5,8 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { ConnectionGovernor, peerOf } from '../http/connections.ts';
+import { ConnectionGovernor, declaredBodyBytes, peerOf } from '../http/connections.ts';
+import { everyMsPerKey } from '../http/gate.ts';
 import { handshakesInTurn } from '../http/handshakes.ts';
 import { perRegistry } from '../metrics.ts';
 import { ByteBudget } from '../http/budget.ts';
@@ -70,7 +71,7 @@ export class WebhookServer {
   private listening = false;
   private readonly refused: Counter;
   private readonly connections: ConnectionGovernor;
-  private readonly warnedAt = new Map<string, number>();
+  private readonly warn = everyMsPerKey(60_000);
 
   constructor(options: WebhookServerOptions) {
     this.o = options;
@@ -94,7 +95,7 @@ export class WebhookServer {
     const connections = new ConnectionGovernor(limits, 'https', options.registry, this.log);
     this.connections = connections;
     this.refused = bodyRefusedMetric(options.registry);
-    bodyBytesInFlightMetric(options.registry, { small: this.smallBodies, large: this.largeBodies });
+    bodyBytesInFlight(options.registry).lanes = { small: this.smallBodies, large: this.largeBodies };
     const listener = requestListener({
       log: this.log,
       registry: options.registry,
@@ -178,7 +179,7 @@ export class WebhookServer {
     span: Span | undefined,
   ): Promise<void> {
     if (req.method !== 'POST') return replyText(res, 405, 'only POST is accepted\n');
-    const declared = declaredLength(req);
+    const declared = declaredBodyBytes(req);
     if (declared !== undefined && declared > MAX_ADMISSION_BODY_BYTES) {
       return replyText(res, 413, `request body exceeds ${MAX_ADMISSION_BODY_BYTES} bytes\n`);
     }
@@ -215,11 +216,7 @@ export class WebhookServer {
   private bodyFailed(req: IncomingMessage, res: ServerResponse, error: unknown, signal: AbortSignal): void {
     const refuse = (reason: string, status: number, message: string, headers: Record<string, string> = {}) => {
       this.refused.inc({ server: 'https', reason });
-      const now = performance.now();
-      if (now - (this.warnedAt.get(reason) ?? -Infinity) >= 60_000) {
-        this.warnedAt.set(reason, now);
-        this.log.warn('admission request refused', { reason, peer: peerOf(req.socket), status });
-      }
+      if (this.warn(reason)) this.log.warn('admission request refused', { reason, peer: peerOf(req.socket), status });
       replyText(res, status, message, headers);
     };
     if (error instanceof BodyBudgetExhaustedError)
@@ -251,39 +248,30 @@ export class WebhookServer {
 /** Bodies up to this size (declared) take the ordinary lane of the byte budget; reviews of ordinary objects are tens of KiB. */
 const SMALL_BODY_BYTES = 1024 * 1024;
 
-/** Content-Length as a number, or undefined when the body is chunked or the header is absent. */
-function declaredLength(req: IncomingMessage): number | undefined {
-  const header = req.headers['content-length'];
-  if (header === undefined) return undefined;
-  const length = Number(header);
-  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
-}
-
 /** -server-tls.body-stall-timeout's default: well under the handler deadline, far over any pause of an API server sending a body. */
 export const DEFAULT_BODY_STALL_MS = 2000;
 
+type BodyLanes = Record<'small' | 'large', ByteBudget>;
+
 /**
- * The request body bytes held now, per lane of the budget. One gauge per
+ * The request body bytes held now, per lane of the budget: one gauge per
  * registry, reading the lanes of the server made last with it (one webhook
  * server per process).
  */
-const bodyLanes = new WeakMap<Registry, Record<'small' | 'large', ByteBudget>>();
-
-function bodyBytesInFlightMetric(registry: Registry, lanes: Record<'small' | 'large', ByteBudget>): void {
-  const registered = bodyLanes.has(registry);
-  bodyLanes.set(registry, lanes);
-  if (registered) return;
+const bodyBytesInFlight = perRegistry((registry) => {
+  const current: { lanes?: BodyLanes } = {};
   new Gauge({
     name: 'stateward_http_body_bytes_in_flight',
     help: 'Bytes of AdmissionReview bodies received and held now, by lane of -server-tls.max-inflight-body-bytes: small (bodies declared up to 1 MiB) and large.',
     labelNames: ['server', 'lane'],
     registers: [registry],
     collect() {
-      const current = bodyLanes.get(registry);
-      for (const lane of ['small', 'large'] as const) this.set({ server: 'https', lane }, current?.[lane].inUse ?? 0);
+      for (const lane of ['small', 'large'] as const)
+        this.set({ server: 'https', lane }, current.lanes?.[lane].inUse ?? 0);
     },
   });
-}
+  return current;
+});
 
 const bodyRefusedMetric = perRegistry(
   (registry) =>

@@ -30,6 +30,7 @@ import type { TLSSocket } from 'node:tls';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
 import { perRegistry } from '../metrics.ts';
+import { everyMsPerKey } from './gate.ts';
 import { type Feed, feedInSlices } from './parsefeed.ts';
 
 export interface ConnectionLimits {
@@ -86,7 +87,7 @@ export class ConnectionGovernor {
   private readonly byRaw = new Map<Socket, Connection>();
   private readonly bySocket = new WeakMap<Socket, Connection>();
   private readonly perPeer = new Map<string, number>();
-  private readonly warned = new Map<CloseReason, number>();
+  private readonly warn = everyMsPerKey(60_000);
   private queued = 0;
 
   constructor(limits: ConnectionLimits, name: string, registry: Registry, log: Logger) {
@@ -191,20 +192,9 @@ export class ConnectionGovernor {
     connection.closed = true;
     connection.raw.destroy();
     this.closedTotal.inc({ server: this.name, reason });
-    const now = performance.now();
-    if (now - (this.warned.get(reason) ?? -Infinity) >= 60_000) {
-      this.warned.set(reason, now);
-      this.log.warn(CLOSE_MESSAGES[reason], { server: this.name, peer: connection.peer, reason });
-    }
+    if (this.warn(reason)) this.log.warn(CLOSE_MESSAGES[reason], { server: this.name, peer: connection.peer, reason });
   }
 
-  /**
-   * Runs `serve` (the request's handler) now if its connection has nothing
-   * in progress, else once the responses before it are written out. A
-   * request that cannot wait is dropped with its connection. While it is
-   * served, the response must be taken by the client within the write
-   * timeout of its last byte being handed to the socket.
-   */
   /**
    * Whether a request just parsed may be served, now or in its turn: false
    * when its connection is closed, or pipelines more than may wait (then it

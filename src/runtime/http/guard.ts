@@ -16,6 +16,7 @@ import { parseRequestTarget } from './target.ts';
 import { checkDeadlinesOnlyWhileConnected } from './deadlinechecks.ts';
 import { ConnectionGovernor, declaredBodyBytes } from './connections.ts';
 import { perRegistry } from '../metrics.ts';
+import { everyMs } from './gate.ts';
 
 export interface ServerLimits {
   /** Headers and body must arrive within this; a connection that sends no request at all is closed after it. */
@@ -259,17 +260,6 @@ export function replyText(
 
 function carriesBody(req: IncomingMessage): boolean {
   return declaredBodyBytes(req) !== 0;
-}
-
-/** A gate that opens at most once per interval (monotonic time). */
-function everyMs(intervalMs: number): () => boolean {
-  let last = -Infinity;
-  return () => {
-    const now = performance.now();
-    if (now - last < intervalMs) return false;
-    last = now;
-    return true;
-  };
 }
 
 // Shared by the HTTP and the HTTPS (webhook) servers: same names and labels as rollout-operator.
