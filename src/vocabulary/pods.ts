@@ -13,11 +13,21 @@ export interface PodView {
   /** Phase Running, every container ready and running, not terminating (rollout-operator's test). */
   ready: boolean;
   terminating: boolean;
-  /** Why it cannot start, when a container waits for a reason that will not clear by itself. */
+  /**
+   * Why it cannot start, when it is not Ready and a container waits for a
+   * reason that will not clear by itself. Never set on a Ready pod: a stuck
+   * pod is a not-Ready one, as rollout-operator v0.39 defines it (#466).
+   */
   stuckReason?: string;
 }
 
-/** Container waiting reasons that mean "this pod will not become Ready without a new spec". */
+/**
+ * Container waiting reasons that mean "this pod will not become Ready without
+ * a new spec", including every reason rollout-operator v0.39 counts as stuck
+ * (#466: CrashLoopBackOff, InvalidImageName, CreateContainerConfigError,
+ * CreateContainerError). They say why an old-revision pod is replaced; they do
+ * not decide it: every not-Ready old-revision pod is (src/rollout/planner.ts).
+ */
 export const STUCK_REASONS = new Set([
   'CrashLoopBackOff',
   'ImagePullBackOff',
@@ -48,6 +58,7 @@ export function podView(pod: Pod): PodView {
   // one, must agree.
   const readyCondition = status?.conditions?.find((c) => c.type === 'Ready');
   const conditionAgrees = readyCondition === undefined || readyCondition.status === 'True';
+  const ready = running && conditionAgrees && !terminating;
   const waiting = [...(status?.initContainerStatuses ?? []), ...containers]
     .map((c) => c.state?.waiting?.reason)
     .find((r) => r !== undefined && STUCK_REASONS.has(r));
@@ -56,9 +67,9 @@ export function podView(pod: Pod): PodView {
     uid: pod.metadata?.uid ?? '',
     ordinal: podOrdinal(pod.metadata?.name ?? ''),
     revision: pod.metadata?.labels?.['controller-revision-hash'] ?? '',
-    ready: running && conditionAgrees && !terminating,
+    ready,
     terminating,
-    ...(waiting ? { stuckReason: waiting } : {}),
+    ...(waiting && !ready ? { stuckReason: waiting } : {}),
   };
 }
 

@@ -14,7 +14,8 @@ import {
   unavailableCount,
   type Plan,
 } from '../../src/rollout/planner.ts';
-import type { PodView } from '../../src/vocabulary/pods.ts';
+import type { Pod } from '../../src/runtime/kube/types.ts';
+import { podView, STUCK_REASONS, type PodView } from '../../src/vocabulary/pods.ts';
 import { planDecidesNothing } from '../../src/rollout/resync.ts';
 import type { GroupSnapshot, StatefulSetView } from '../../src/rollout/snapshot.ts';
 
@@ -294,6 +295,125 @@ describe('rollout planner guarantees (property)', () => {
         }
       }),
       { numRuns: 3000 },
+    );
+  });
+});
+
+/**
+ * What rollout-operator v0.39 counts against rollout-max-unavailable (#466):
+ * pods on the update revision that are not Ready, terminating pods and
+ * missing pods.
+ */
+function v039Unavailable(set: StatefulSetView): number {
+  const counted = set.pods.filter((p) => p.terminating || (p.revision === set.updateRevision && !p.ready));
+  return counted.length + Math.max(0, set.replicas - set.pods.length);
+}
+
+/** The StatefulSet the plan rolls, when it has pods on an old revision (and so could delete some). */
+function rolledWithOldPods(g: GroupSnapshot, plan: Plan): StatefulSetView | undefined {
+  const set = plan.rolling === undefined ? undefined : byName(g, plan.rolling);
+  return set?.pods.some((p) => p.revision !== set.updateRevision) ? set : undefined;
+}
+
+/** The reasons rollout-operator v0.39 counts as stuck (#466). */
+const V039_STUCK = ['CrashLoopBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError'];
+
+const containerArb = fc.record({
+  name: fc.constant('c'),
+  image: fc.constant('i'),
+  imageID: fc.constant(''),
+  ready: fc.boolean(),
+  restartCount: fc.nat(5),
+  state: fc.oneof(
+    fc.constant({ running: { startedAt: '2026-01-01T00:00:00Z' } }),
+    fc.constantFrom(...V039_STUCK, 'ImagePullBackOff', 'ContainerCreating', 'PodInitializing').map((reason) => ({
+      waiting: { reason },
+    })),
+  ),
+});
+
+const podObjectArb = fc
+  .record({
+    phase: fc.constantFrom('Running', 'Pending'),
+    terminating: fc.boolean(),
+    containers: fc.array(containerArb, { minLength: 1, maxLength: 2 }),
+    init: fc.array(containerArb, { maxLength: 1 }),
+    readyCondition: fc.option(fc.constantFrom('True', 'False'), { nil: undefined }),
+  })
+  .map((p): Pod => ({
+    metadata: { name: 'p-0', ...(p.terminating ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}) },
+    status: {
+      phase: p.phase,
+      containerStatuses: p.containers,
+      initContainerStatuses: p.init,
+      ...(p.readyCondition ? { conditions: [{ type: 'Ready', status: p.readyCondition }] } : {}),
+    },
+  }));
+
+describe('rollout planner and rollout-operator v0.39 (#466) (property)', () => {
+  it('replaces every old-revision pod of the StatefulSet it rolls that is not Ready and not terminating: a failed update never holds a rollout back (#339)', () => {
+    fc.assert(
+      fc.property(groupArb, (g) => {
+        const plan = planGroup(g);
+        const set = rolledWithOldPods(g, plan);
+        if (!set) return;
+        for (const pod of set.pods.filter((p) => p.revision !== set.updateRevision && !p.ready && !p.terminating))
+          assert.ok(
+            plan.deletions.some((d) => d.pod === pod.name && d.reason === 'replace-unavailable'),
+            `${pod.name} replaced`,
+          );
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('deletes a pod whenever rollout-operator v0.39 would, unless the StatefulSet status reports more pods not Ready than its pods show', () => {
+    fc.assert(
+      fc.property(groupArb, (g) => {
+        const plan = planGroup(g);
+        const set = rolledWithOldPods(g, plan);
+        if (!set) return;
+        const budget = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
+        const candidates = set.pods.filter((p) => p.revision !== set.updateRevision && !p.terminating);
+        const podLevel = set.pods.filter((p) => !p.ready).length + Math.max(0, set.replicas - set.pods.length);
+        if (candidates.length === 0 || budget <= v039Unavailable(set)) return;
+        if (set.statusReplicas - set.readyReplicas > podLevel) return; // Stateward waits for the status to agree.
+        assert.ok(plan.deletions.length > 0, `v0.39 would delete in ${set.name}: ${plan.waiting?.message}`);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('never takes more Ready pods than rollout-operator v0.39 leaves room for', () => {
+    fc.assert(
+      fc.property(groupArb, (g) => {
+        const plan = planGroup(g);
+        for (const name of deletedSets(plan)) {
+          const set = byName(g, name);
+          const budget = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
+          const readyTaken = plan.deletions.filter((d) => set.pods.find((p) => p.name === d.pod)!.ready).length;
+          assert.ok(readyTaken <= Math.max(0, budget - v039Unavailable(set)), `${readyTaken} Ready pods of ${name}`);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("calls a pod stuck only when it is not Ready, and every not-Ready pod waiting in one of v0.39's stuck reasons stuck", () => {
+    fc.assert(
+      fc.property(podObjectArb, (pod) => {
+        const view = podView(pod);
+        const waiting = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map(
+          (c) => c.state?.waiting?.reason,
+        );
+        if (view.stuckReason !== undefined) {
+          assert.equal(view.ready, false, 'a stuck pod is not Ready');
+          assert.ok(STUCK_REASONS.has(view.stuckReason) && waiting.includes(view.stuckReason));
+        }
+        if (!view.ready && waiting.some((r) => r !== undefined && V039_STUCK.includes(r)))
+          assert.ok(view.stuckReason !== undefined, 'stuck as v0.39 sees it');
+      }),
+      { numRuns: 2000 },
     );
   });
 });

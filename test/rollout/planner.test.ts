@@ -8,7 +8,9 @@ import type { PodView } from '../../src/vocabulary/pods.ts';
 import type { GroupSnapshot, StatefulSetView } from '../../src/rollout/snapshot.ts';
 import { groupStatus } from '../../src/rollout/status.ts';
 
-type PodSpec = { rev?: 'old' | 'new'; ready?: boolean; terminating?: boolean; stuck?: string };
+// rev-1 (old) and rev-2 (new, the update revision unless a case says otherwise); rev-3 for a third template.
+type PodSpec = { rev?: 'old' | 'new' | 'third'; ready?: boolean; terminating?: boolean; stuck?: string };
+const REVISIONS = { old: 'rev-1', new: 'rev-2', third: 'rev-3' } as const;
 
 function sts(zone: string, replicas: number, pods: PodSpec[], extra: Partial<StatefulSetView> = {}): StatefulSetView {
   const name = `ingester-zone-${zone}`;
@@ -16,7 +18,7 @@ function sts(zone: string, replicas: number, pods: PodSpec[], extra: Partial<Sta
     name: `${name}-${i}`,
     uid: `${name}-${i}-uid`,
     ordinal: i,
-    revision: (p.rev ?? 'old') === 'old' ? 'rev-1' : 'rev-2',
+    revision: REVISIONS[p.rev ?? 'old'],
     ready: (p.ready ?? true) && !p.terminating,
     terminating: p.terminating ?? false,
     ...(p.stuck ? { stuckReason: p.stuck } : {}),
@@ -308,5 +310,123 @@ describe('rollout planner: better than rollout-operator', () => {
         ['ingester-zone-b', 'pending', 0, 3, 3],
       ],
     );
+  });
+});
+
+// rollout-operator v0.39 (#466) recovers from a failed update (#339): pods on
+// the update revision that are not Ready, terminating pods and missing pods
+// hold rollout-max-unavailable; terminating pods are never deleted again.
+// Stateward goes at least as far in every case, and never further with Ready
+// pods: an old-revision pod that is not Ready is replaced at once (it costs
+// no availability), and still counts when Ready pods are taken.
+describe('rollout planner: recovery from a failed update (rollout-operator v0.39, #466)', () => {
+  const stuck: PodSpec = { rev: 'new', ready: false, stuck: 'CrashLoopBackOff' };
+
+  it("plans TestRolloutRecoversFromFailedUpdate step by step: a broken revision stops at zone a's first pod; the fixed one replaces it and rolls every zone", () => {
+    const zones = ['a', 'b', 'c'];
+    // The broken template (rev-2) published in every zone: zone a's first pod goes.
+    assert.deepEqual(deleted(group(...zones.map((z) => sts(z, 2, ready(2))))), ['ingester-zone-a-0']);
+    // It comes back on rev-2 and crash-loops: it holds zone a's budget, the other zones wait.
+    const broken = planGroup(group(sts('a', 2, [stuck, {}]), sts('b', 2, ready(2)), sts('c', 2, ready(2))));
+    assert.deepEqual(broken.deletions, []);
+    assert.equal(broken.waiting?.code, 'max-unavailable-reached');
+    assert.equal(broken.waiting?.statefulSet, 'ingester-zone-a');
+    // The fixed template (rev-3): the crash-looping pod is now on an old revision and is replaced first, alone.
+    const fixed = { updateRevision: 'rev-3' };
+    const recovering = planGroup(
+      group(sts('a', 2, [stuck, {}], fixed), sts('b', 2, ready(2), fixed), sts('c', 2, ready(2), fixed)),
+    );
+    assert.deepEqual(
+      recovering.deletions.map((d) => [d.pod, d.reason, d.detail]),
+      [['ingester-zone-a-0', 'replace-unavailable', 'CrashLoopBackOff']],
+    );
+    // While it terminates it is not deleted again, and it still holds the budget.
+    const terminating = planGroup(
+      group(
+        sts('a', 2, [{ rev: 'new', terminating: true }, {}], fixed),
+        sts('b', 2, ready(2), fixed),
+        sts('c', 2, ready(2), fixed),
+      ),
+    );
+    assert.deepEqual(terminating.deletions, []);
+    assert.equal(terminating.waiting?.code, 'pods-terminating');
+    // Back on rev-3 and Ready: zone a goes on, then zones b and c.
+    assert.deepEqual(
+      deleted(
+        group(sts('a', 2, [{ rev: 'third' }, {}], fixed), sts('b', 2, ready(2), fixed), sts('c', 2, ready(2), fixed)),
+      ),
+      ['ingester-zone-a-1'],
+    );
+    const zoneADone = { ...fixed, currentRevision: 'rev-3' };
+    assert.deepEqual(
+      deleted(
+        group(
+          sts('a', 2, [{ rev: 'third' }, { rev: 'third' }], zoneADone),
+          sts('b', 2, ready(2), fixed),
+          sts('c', 2, ready(2), fixed),
+        ),
+      ),
+      ['ingester-zone-b-0'],
+    );
+  });
+
+  it('holds rollout-max-unavailable with pods on the update revision that are not Ready, terminating pods and missing pods', () => {
+    const budget2 = { maxUnavailableAnnotation: '2' };
+    const waits = (set: StatefulSetView) => {
+      const plan = planGroup(group(set));
+      assert.deepEqual(plan.deletions, [], set.pods.map((p) => `${p.name} ${p.revision}`).join(', '));
+      return plan.waiting?.code;
+    };
+    // One updated pod starting up and one old pod terminating: a budget of 2 is spent.
+    assert.equal(
+      waits(sts('a', 4, [{ rev: 'new', ready: false }, { terminating: true }, {}, {}], budget2)),
+      'max-unavailable-reached',
+    );
+    // One updated pod starting up and one missing.
+    assert.equal(waits(sts('a', 4, [{ rev: 'new', ready: false }, {}, {}], budget2)), 'max-unavailable-reached');
+    // A terminating pod on the update revision counts too, and is not deleted again.
+    assert.equal(waits(sts('a', 3, [{ rev: 'new', terminating: true }, {}, {}])), 'pods-terminating');
+    // With room left, the next Ready old pod by ordinal goes.
+    assert.deepEqual(deleted(group(sts('a', 4, [{ rev: 'new', ready: false }, {}, {}, {}], budget2))), [
+      'ingester-zone-a-1',
+    ]);
+  });
+
+  it('replaces a crash-looping old-revision pod even while updated pods that are not Ready yet spend the budget', () => {
+    // rollout-operator v0.39 counts a-0 (updated, starting up) only; Stateward too, and a-1 costs nothing to replace.
+    const plan = planGroup(
+      group(sts('a', 3, [{ rev: 'new', ready: false }, { ready: false, stuck: 'CrashLoopBackOff' }, {}])),
+    );
+    assert.deepEqual(
+      plan.deletions.map((d) => [d.pod, d.reason]),
+      [['ingester-zone-a-1', 'replace-unavailable']],
+    );
+  });
+
+  it('takes no Ready pod beyond the budget while an old-revision pod is down, whatever keeps it down', () => {
+    // a-2 fails its readiness probe (no stuck reason). Deleting a-0 as well would leave two pods down with a budget of 1.
+    const down: PodSpec[] = [{}, {}, { ready: false }];
+    assert.deepEqual(
+      planGroup(group(sts('a', 3, down))).deletions.map((d) => [d.pod, d.reason]),
+      [['ingester-zone-a-2', 'replace-unavailable']],
+    );
+    assert.deepEqual(deleted(group(sts('a', 3, down, { maxUnavailableAnnotation: '2' }))), [
+      'ingester-zone-a-2',
+      'ingester-zone-a-0',
+    ]);
+  });
+
+  it('never deletes a terminating pod again, whatever its revision or waiting reason', () => {
+    for (const pod of [
+      { terminating: true },
+      { terminating: true, stuck: 'CrashLoopBackOff' },
+      { rev: 'new', terminating: true },
+    ] satisfies PodSpec[]) {
+      assert.deepEqual(
+        deleted(group(sts('a', 3, [pod, {}, {}], { maxUnavailableAnnotation: '3' }))),
+        ['ingester-zone-a-1', 'ingester-zone-a-2'],
+        JSON.stringify(pod),
+      );
+    }
   });
 });
