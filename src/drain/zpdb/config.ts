@@ -36,6 +36,20 @@ export const FIELD_MAX_UNAVAILABLE_PERCENTAGE = 'maxUnavailablePercentage';
 export const FIELD_POD_NAME_PARTITION_REGEX = 'podNamePartitionRegex';
 export const FIELD_POD_NAME_REGEX_GROUP = 'podNameRegexGroup';
 export const FIELD_CROSS_ZONE_EVICTION_DELAY = 'crossZoneEvictionDelay';
+/** Stateward's own field (rollout-operator's CRD has none): Kubernetes' PodDisruptionBudget field of that name. */
+export const FIELD_UNHEALTHY_POD_EVICTION_POLICY = 'unhealthyPodEvictionPolicy';
+
+/**
+ * When a pod that is not Ready may be evicted, as Kubernetes'
+ * PodDisruptionBudget spec.unhealthyPodEvictionPolicy:
+ * - IfHealthyBudget (the default, and rollout-operator's only behaviour): it
+ *   goes through the budget like any pod. The budget never counts the pod
+ *   being evicted, so it may go while the rest of the budget is whole.
+ * - AlwaysAllow: it may always be evicted, without spending the budget (it
+ *   is already counted as unavailable). A Ready pod still goes through the budget.
+ */
+export const UNHEALTHY_POD_EVICTION_POLICIES = ['IfHealthyBudget', 'AlwaysAllow'] as const;
+export type UnhealthyPodEvictionPolicy = (typeof UNHEALTHY_POD_EVICTION_POLICIES)[number];
 
 /** The budget when neither maxUnavailable nor maxUnavailablePercentage is set. */
 export const DEFAULT_MAX_UNAVAILABLE = 1;
@@ -52,6 +66,8 @@ export interface ZoneAwarePodDisruptionBudgetSpec {
   podNameRegexGroup?: number;
   /** A Go duration string, e.g. "20m". */
   crossZoneEvictionDelay?: string;
+  /** Stateward only; default IfHealthyBudget. */
+  unhealthyPodEvictionPolicy?: UnhealthyPodEvictionPolicy;
 }
 
 export interface ZoneAwarePodDisruptionBudget extends KubeObject {
@@ -88,6 +104,8 @@ export interface ZpdbConfig {
   partition?: PartitionRule;
   /** 0 when unset. Only ever > 0 in partition mode. */
   crossZoneEvictionDelayMs: number;
+  /** Set only when the spec sets it; unset means IfHealthyBudget. */
+  unhealthyPodEvictionPolicy?: UnhealthyPodEvictionPolicy;
 }
 
 export type ParseResult = { config: ZpdbConfig } | { error: string };
@@ -254,6 +272,11 @@ export function parseZpdb(obj: unknown): ParseResult {
     return fail('invalid value: max unavailable percentage can not be used with partition awareness');
   }
 
+  // Stateward's own field, checked after every rollout-operator check, so a
+  // budget rollout-operator refuses is refused with rollout-operator's message.
+  const policy = parseUnhealthyPodEvictionPolicy(spec);
+  if (typeof policy === 'object') return policy;
+
   const metadata = isRecord(obj.metadata) ? obj.metadata : {};
   return {
     config: {
@@ -264,8 +287,30 @@ export function parseZpdb(obj: unknown): ParseResult {
       matchLabels: matchLabels.matchLabels,
       ...(partition !== undefined ? { partition } : {}),
       crossZoneEvictionDelayMs,
+      ...(policy !== undefined ? { unhealthyPodEvictionPolicy: policy } : {}),
     },
   };
+}
+
+/**
+ * spec.unhealthyPodEvictionPolicy: unset, or exactly one of the policies
+ * (case-sensitive, as Kubernetes). An unknown policy is an invalid budget,
+ * which denies evictions: Kubernetes asks clients that meet a policy they
+ * do not know to disallow evicting unhealthy pods.
+ */
+function parseUnhealthyPodEvictionPolicy(
+  spec: Record<string, unknown>,
+): UnhealthyPodEvictionPolicy | undefined | { error: string } {
+  if (!Object.hasOwn(spec, FIELD_UNHEALTHY_POD_EVICTION_POLICY)) return undefined;
+  const raw = spec[FIELD_UNHEALTHY_POD_EVICTION_POLICY];
+  if (typeof raw !== 'string')
+    return { error: `failed to extract value from config field ${FIELD_UNHEALTHY_POD_EVICTION_POLICY}` };
+  const policy = UNHEALTHY_POD_EVICTION_POLICIES.find((p) => p === raw);
+  if (policy === undefined)
+    return {
+      error: `invalid value: ${FIELD_UNHEALTHY_POD_EVICTION_POLICY} must be ${UNHEALTHY_POD_EVICTION_POLICIES.join(' or ')}, got ${JSON.stringify(raw)}`,
+    };
+  return policy;
 }
 
 /** spec.selector.matchLabels as apimachinery's NestedStringMap reads it. */

@@ -12,7 +12,9 @@
 //                   several ZPDBs → 400; none → allow (native PDBs still apply)
 //   decideEviction  owner StatefulSet (500), budget 0 (403), fewer than two
 //                   zones (400), partition (400), then the zone or partition
-//                   tallies (429), or allow.
+//                   tallies (429), or allow. Stateward: under
+//                   unhealthyPodEvictionPolicy AlwaysAllow a pod that is not
+//                   Ready is let go where the budget (403 or 429) would refuse.
 //
 // Zone mode: allow only if every other zone is whole (no pod unavailable or
 // missing) and the evicted pod's zone stays within maxUnavailable.
@@ -44,6 +46,8 @@ export const EVICTION_CACHE_TTL_MS = 2 * 60_000;
 export const POD_NOT_READY_WARNING = 'pod is not ready';
 export const MAX_UNAVAILABLE_ZERO_MESSAGE = 'max unavailable = 0';
 export const MIN_STATEFULSETS_MESSAGE = 'minimum number of StatefulSets not found';
+export const UNHEALTHY_POD_ALWAYS_ALLOW_MESSAGE =
+  "pod is not ready and the budget's unhealthyPodEvictionPolicy is AlwaysAllow: evicted without spending the budget";
 
 /**
  * Recently allowed evictions: pod UID → epoch ms it was allowed. Keyed by
@@ -81,7 +85,7 @@ export interface EvictionInput extends EvictionSnapshot {
 }
 
 /** rollout-operator's rollout_operator_zpdb_eviction_requests_total reasons. */
-export type AllowReason = 'pod-not-ready' | 'pod-not-in-scope' | 'allowed';
+export type AllowReason = 'pod-not-ready' | 'pod-not-in-scope' | 'allowed' | 'unhealthy-pod-always-allow';
 export type DenyReason =
   | 'cfg-not-found'
   | 'invalid-zpdb'
@@ -99,7 +103,12 @@ export interface EvictionAllowed {
   warning?: string;
   /** For the log: "zpdb met across 3 zones". */
   message?: string;
-  /** To add to the eviction cache; absent for dry runs and out-of-budget allows. */
+  /**
+   * To add to the eviction cache; absent for dry runs and out-of-budget
+   * allows. A not-Ready pod let go under AlwaysAllow is recorded too: it is
+   * already counted as unavailable, so the entry changes no count, but it
+   * keeps the pod counted as going should it turn Ready before it is deleted.
+   */
   record?: EvictionRecord;
 }
 
@@ -324,35 +333,68 @@ function byName(a: StatefulSet, b: StatefulSet): number {
   );
 }
 
-/** The budget decision for a pod covered by `input.config`. */
-export function decideEviction(input: EvictionInput): EvictionDecision {
-  const { pod, config, now } = input;
-  if (podCanIgnoreBudget(pod)) return { allowed: true, reason: 'pod-not-ready', warning: POD_NOT_READY_WARNING };
+/**
+ * Whether the budget lets this pod go without judging it:
+ * unhealthyPodEvictionPolicy AlwaysAllow and the pod not Ready. Such a pod
+ * is already counted as unavailable by every other decision (podAvailable),
+ * so evicting it cannot lower availability. Ready means what the budget
+ * counts as available (podView): a pod that is starting and a pod that
+ * crash-loops are both not Ready, as in Kubernetes, which does not tell
+ * them apart either. A Ready pod always goes through the budget.
+ */
+export function unhealthyPodExempt(config: Pick<ZpdbConfig, 'unhealthyPodEvictionPolicy'>, pod: Pod): boolean {
+  return config.unhealthyPodEvictionPolicy === 'AlwaysAllow' && !podView(pod).ready;
+}
 
+/** What the budget is judged on, once the owner, the zones and the partition are known. */
+interface Frame {
+  config: ZpdbConfig;
+  owner: StatefulSet;
+  /** The other zones' StatefulSets, by name. */
+  others: StatefulSet[];
+  zones: number;
+  /** undefined in zone mode. */
+  partition: string | undefined;
+  pods: readonly Pod[];
+  judge: Judge;
+  maxUnavailable: number;
+  allow: (reason: AllowReason, message: string, warning?: string) => EvictionAllowed;
+}
+
+/**
+ * The steps before the tallies, in rollout-operator's order: owner
+ * StatefulSet (500), budget 0 (403), fewer than two zones (400), partition
+ * (400). `exempt` (unhealthyPodExempt) passes a budget of 0 on to the
+ * caller, which lets the pod go: only the budget, not a broken setup, is
+ * waived.
+ */
+function budgetFrame(input: EvictionInput, exempt: boolean): Frame | { decision: EvictionDecision } {
+  const { pod, config, now } = input;
   const namespace = pod.metadata?.namespace ?? '';
   const inNamespace = (o: Pod | StatefulSet) => namespace === '' || (o.metadata?.namespace ?? namespace) === namespace;
   const statefulSets = input.statefulSets.filter(inNamespace);
   const pods = input.pods.filter(inNamespace);
 
   const owner = ownerOf(pod, statefulSets);
-  if ('error' in owner) return deny(500, 'sts-no-found', owner.error);
+  if ('error' in owner) return { decision: deny(500, 'sts-no-found', owner.error) };
 
   let maxUnavailable = maxUnavailablePods(config, owner);
   // The rollout controller must be able to roll pods even when voluntary
   // evictions are switched off (maxUnavailable 0).
   if (maxUnavailable === 0 && input.maxUnavailableZeroOverride !== undefined)
     maxUnavailable = Math.max(0, input.maxUnavailableZeroOverride);
-  if (maxUnavailable === 0) return deny(403, 'max-unavailable-0', MAX_UNAVAILABLE_ZERO_MESSAGE);
+  if (maxUnavailable === 0 && !exempt)
+    return { decision: deny(403, 'max-unavailable-0', MAX_UNAVAILABLE_ZERO_MESSAGE) };
 
   // One StatefulSet per zone; the selector finds them all. The owner is a
   // zone even if the selector misses it (rollout-operator then crashes in zone mode).
   const related = statefulSets.filter((s) => zpdbSelects(config, s.metadata?.labels));
   const others = related.filter((s) => !sameObject(s, owner)).sort(byName);
   const zones = others.length + 1;
-  if (zones < 2) return deny(400, 'min-sts-not-found', MIN_STATEFULSETS_MESSAGE);
+  if (zones < 2) return { decision: deny(400, 'min-sts-not-found', MIN_STATEFULSETS_MESSAGE) };
 
   const partition = podPartition(config, pod.metadata?.name ?? '');
-  if (typeof partition === 'object') return deny(400, 'partition-not-identified', partition.error);
+  if (typeof partition === 'object') return { decision: deny(400, 'partition-not-identified', partition.error) };
 
   const judge: Judge = {
     evicted: pod,
@@ -363,13 +405,20 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   const record: EvictionRecord | undefined = input.dryRun
     ? undefined
     : { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', allowedAt: now };
-  const allow = (message: string): EvictionAllowed => ({
+  const allow = (reason: AllowReason, message: string, warning?: string): EvictionAllowed => ({
     allowed: true,
-    reason: 'allowed',
+    reason,
+    ...(warning !== undefined ? { warning } : {}),
     message,
     ...(record ? { record } : {}),
   });
+  return { config, owner, others, zones, partition, pods, judge, maxUnavailable, allow };
+}
 
+/** The zone or partition tallies against the budget: 429 or allow. */
+function judgeBudget(frame: Frame): EvictionDecision {
+  const { config, owner, others, zones, partition, pods, judge, maxUnavailable } = frame;
+  if (maxUnavailable === 0) return deny(403, 'max-unavailable-0', MAX_UNAVAILABLE_ZERO_MESSAGE);
   if (partition === undefined) {
     for (const other of others) {
       const tally = tallyZone(other, pods, judge);
@@ -380,7 +429,7 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
     const own = tallyZone(owner, pods, judge);
     if (own.notReady + own.unknown >= maxUnavailable)
       return deny(429, 'denied', budgetMessage(own, owner.metadata?.name ?? ''));
-    return allow(`zpdb met across ${zones} zones`);
+    return frame.allow('allowed', `zpdb met across ${zones} zones`);
   }
 
   const samePartition = (name: string) => podPartition(config, name) === partition;
@@ -401,7 +450,31 @@ export function decideEviction(input: EvictionInput): EvictionDecision {
   total.notReady += tallyZone(owner, pods, judge, samePartition).notReady;
   if (total.notReady + total.unknown >= maxUnavailable)
     return deny(429, 'denied', budgetMessage(total, `partition ${partition}`));
-  return allow(`zpdb met for partition ${partition} across ${zones} zones`);
+  return frame.allow('allowed', `zpdb met for partition ${partition} across ${zones} zones`);
+}
+
+/** "pod is not ready and unhealthyPodEvictionPolicy is AlwaysAllow: …", what the budget alone would have said appended. */
+export function unhealthyPodAllowedMessage(budgetSays: string): string {
+  return `${UNHEALTHY_POD_ALWAYS_ALLOW_MESSAGE} (the budget alone would refuse: ${budgetSays})`;
+}
+
+/**
+ * The budget decision for a pod covered by `input.config`. Under
+ * unhealthyPodEvictionPolicy AlwaysAllow a pod that is not Ready gets the
+ * budget's own answer when that is an allow (it spends what any allow
+ * spends), and otherwise is let go anyway, with reason
+ * `unhealthy-pod-always-allow` and a warning naming what the budget said.
+ */
+export function decideEviction(input: EvictionInput): EvictionDecision {
+  const { pod, config } = input;
+  if (podCanIgnoreBudget(pod)) return { allowed: true, reason: 'pod-not-ready', warning: POD_NOT_READY_WARNING };
+  const exempt = unhealthyPodExempt(config, pod);
+  const frame = budgetFrame(input, exempt);
+  if ('decision' in frame) return frame.decision;
+  const verdict = judgeBudget(frame);
+  if (verdict.allowed || !exempt) return verdict;
+  const message = unhealthyPodAllowedMessage(verdict.message);
+  return frame.allow('unhealthy-pod-always-allow', message, message);
 }
 
 /** The whole pod-eviction decision from the scope step on, given every known ZPDB, valid and invalid. */

@@ -467,6 +467,47 @@ describe('crossZoneEvictionDelay (TestParseAndValidateCrossZoneEvictionDelay)', 
   });
 });
 
+describe('unhealthyPodEvictionPolicy (Stateward only)', { timeout: 10000 }, () => {
+  it('IfHealthyBudget or AlwaysAllow, kept as written; omitted stays unset (IfHealthyBudget)', () => {
+    assert.equal(config({ unhealthyPodEvictionPolicy: 'AlwaysAllow' }).unhealthyPodEvictionPolicy, 'AlwaysAllow');
+    assert.equal(
+      config({ unhealthyPodEvictionPolicy: 'IfHealthyBudget' }).unhealthyPodEvictionPolicy,
+      'IfHealthyBudget',
+    );
+    assert.equal('unhealthyPodEvictionPolicy' in config({}), false);
+    const regex = '[a-z]+\\-([0-9]+)';
+    assert.equal(
+      config({ podNamePartitionRegex: regex, unhealthyPodEvictionPolicy: 'AlwaysAllow' }).unhealthyPodEvictionPolicy,
+      'AlwaysAllow',
+      'partition mode too',
+    );
+  });
+
+  it('refuses anything else, case included, naming the two policies', () => {
+    for (const [value, got] of [
+      ['alwaysallow', '"alwaysallow"'],
+      ['Always', '"Always"'],
+      ['', '""'],
+    ] as const)
+      assert.equal(
+        error(zpdb({ unhealthyPodEvictionPolicy: value })),
+        `invalid value: unhealthyPodEvictionPolicy must be IfHealthyBudget or AlwaysAllow, got ${got}`,
+      );
+    for (const value of [true, 1, null, ['AlwaysAllow']])
+      assert.equal(
+        error(zpdb({ unhealthyPodEvictionPolicy: value })),
+        'failed to extract value from config field unhealthyPodEvictionPolicy',
+      );
+  });
+
+  it("rollout-operator's checks come first: a budget it refuses is refused with its message", () => {
+    assert.equal(
+      error(zpdb({ maxUnavailable: -1, unhealthyPodEvictionPolicy: 'Never' })),
+      'invalid value: max unavailable must be 0 <= val, got -1',
+    );
+  });
+});
+
 describe('validating webhook input (zpdb_validating_webhook_test.go)', { timeout: 10000 }, () => {
   const raw = (spec: Record<string, unknown>) =>
     JSON.stringify({
@@ -529,6 +570,15 @@ describe('validating webhook input (zpdb_validating_webhook_test.go)', { timeout
       code: 400,
       message: 'invalid value: crossZoneEvictionDelay requires podNamePartitionRegex to be set',
     });
+  });
+
+  it('an unknown unhealthyPodEvictionPolicy', async () => {
+    assert.deepEqual(await validate(raw({ selector, unhealthyPodEvictionPolicy: 'Always' })), {
+      allowed: false,
+      code: 400,
+      message: 'invalid value: unhealthyPodEvictionPolicy must be IfHealthyBudget or AlwaysAllow, got "Always"',
+    });
+    assert.deepEqual(await validate(raw({ selector, unhealthyPodEvictionPolicy: 'AlwaysAllow' })), { allowed: true });
   });
 
   it('no object at all', async () => {

@@ -14,6 +14,7 @@ import {
   EVICTION_CACHE_TTL_MS,
   evictionScope,
   maxUnavailableZeroOverride,
+  podAvailable,
   type EvictionDecision,
   type EvictionRecord,
   type PendingEvictions,
@@ -22,6 +23,7 @@ import { pendingFrom, pruneLedger, type Ledger } from '../../../src/drain/zpdb/l
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { READY_TIME_ANNOTATION } from '../../../src/vocabulary/keys.ts';
+import { podView } from '../../../src/vocabulary/pods.ts';
 
 const NS = 'ns';
 const NOW = Date.parse('2026-07-01T12:00:00Z');
@@ -868,6 +870,132 @@ describe('rollout controller check', { timeout: 10000 }, () => {
   });
 });
 
+describe('unhealthyPodEvictionPolicy (Stateward only)', { timeout: 10000 }, () => {
+  const alwaysAllow = (n: number) => zpdb({ maxUnavailable: n, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+  const unhealthy = (budgetSays: string) =>
+    `pod is not ready and the budget's unhealthyPodEvictionPolicy is AlwaysAllow: evicted without spending the budget (the budget alone would refuse: ${budgetSays})`;
+  const assertUnhealthyAllowed = (d: EvictionDecision, budgetSays: string) =>
+    assert.deepEqual(d.allowed && { reason: d.reason, message: d.message, warning: d.warning }, {
+      reason: 'unhealthy-pod-always-allow',
+      message: unhealthy(budgetSays),
+      warning: unhealthy(budgetSays),
+    });
+
+  it('a crash-looping pod goes while another zone is also down; the default refuses it; a Ready pod is refused either way', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready').set('ingester-zone-b-0', 'unready');
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-b');
+    assertDenied(
+      w.evict('ingester-zone-a-0', zpdb({ maxUnavailable: 1, unhealthyPodEvictionPolicy: 'IfHealthyBudget' })),
+      429,
+      '1 pod not ready in ingester-zone-b',
+    );
+    const d = w.evict('ingester-zone-a-0', alwaysAllow(1));
+    assertUnhealthyAllowed(d, '1 pod not ready in ingester-zone-b');
+    assert.deepEqual(d.allowed && d.record, {
+      uid: 'ingester-zone-a-0-uid',
+      name: 'ingester-zone-a-0',
+      allowedAt: NOW,
+    });
+    // Its record changes no count: the Ready pods are judged as before.
+    assertDenied(w.evict('ingester-zone-a-1', alwaysAllow(1)), 429, '1 pod not ready in ingester-zone-b');
+    assertDenied(w.evict('ingester-zone-c-0', alwaysAllow(1)), 429, '1 pod not ready in ingester-zone-a');
+    assertUnhealthyAllowed(w.evict('ingester-zone-b-0', alwaysAllow(1)), '1 pod not ready in ingester-zone-a');
+  });
+
+  it("the pod's own zone already at its budget: the second not-Ready pod goes too", () => {
+    const w = new World().set('ingester-zone-a-0', 'unready').set('ingester-zone-a-1', 'unready');
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-a');
+    assertUnhealthyAllowed(w.evict('ingester-zone-a-0', alwaysAllow(1)), '1 pod not ready in ingester-zone-a');
+  });
+
+  it('when the budget allows anyway, its own answer stands (reason "allowed")', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready');
+    assert.deepEqual(
+      w.evict('ingester-zone-a-0', alwaysAllow(1), { record: false }),
+      w.evict('ingester-zone-a-0', maxUnavailable(1), { record: false }),
+    );
+    assertAllowed(w.evict('ingester-zone-a-0', alwaysAllow(1)), 'zpdb met across 3 zones');
+  });
+
+  it('every way of not being Ready counts: starting, crash-looping, Ready=False with ready containers', () => {
+    const w = new World().set('ingester-zone-b-0', 'unready');
+    const starting = w.get('ingester-zone-a-0');
+    const variants: Pod[] = [
+      { ...starting, status: { ...starting.status, containerStatuses: [unreadyContainer] } },
+      {
+        ...starting,
+        status: {
+          ...starting.status,
+          containerStatuses: [
+            { ...unreadyContainer, state: { waiting: { reason: 'CrashLoopBackOff' } }, restartCount: 5 },
+          ],
+        },
+      },
+      { ...starting, status: { ...starting.status, conditions: [{ type: 'Ready', status: 'False' }] } },
+    ];
+    for (const variant of variants) {
+      w.pods = w.pods.map((p) => (p.metadata?.name === 'ingester-zone-a-0' ? variant : p));
+      assertUnhealthyAllowed(
+        w.evict('ingester-zone-a-0', alwaysAllow(1), { record: false }),
+        '1 pod not ready in ingester-zone-b',
+      );
+    }
+  });
+
+  it('maxUnavailable 0: a not-Ready pod may go (as Kubernetes with AlwaysAllow), a Ready one is refused (403)', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready');
+    assertDenied(w.evict('ingester-zone-a-0', maxUnavailable(0)), 403, 'max unavailable = 0');
+    assertUnhealthyAllowed(w.evict('ingester-zone-a-0', alwaysAllow(0)), 'max unavailable = 0');
+    assertDenied(w.evict('ingester-zone-a-1', alwaysAllow(0)), 403, 'max unavailable = 0');
+  });
+
+  it('partition mode: a not-Ready pod goes while its partition is down in another zone', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready').set('ingester-zone-b-0', 'unready');
+    assertDenied(w.evict('ingester-zone-a-0', partitioned(1)), 429, '1 pod not ready in partition 0');
+    assertUnhealthyAllowed(
+      w.evict('ingester-zone-a-0', partitioned(1, { unhealthyPodEvictionPolicy: 'AlwaysAllow' })),
+      '1 pod not ready in partition 0',
+    );
+  });
+
+  it('a broken setup is not waived: one zone (400), an unknown partition (400), a missing owner (500)', () => {
+    const one = new World(['a']).set('ingester-zone-a-0', 'unready');
+    assertDenied(one.evict('ingester-zone-a-0', alwaysAllow(0)), 400, 'minimum number of StatefulSets not found');
+    const w = new World().set('ingester-zone-a-0', 'unready');
+    const d = w.evict(
+      'ingester-zone-a-0',
+      zpdb({ podNamePartitionRegex: 'nomatch-([0-9]+)', unhealthyPodEvictionPolicy: 'AlwaysAllow' }),
+    );
+    assert.equal(!d.allowed && d.reason, 'partition-not-identified');
+    w.statefulSets = w.statefulSets.filter((s) => s.metadata?.name !== 'ingester-zone-a');
+    assert.equal(!w.evict('ingester-zone-a-0', alwaysAllow(1)).allowed, true);
+  });
+
+  it('a dry run is allowed the same way and records nothing', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready').set('ingester-zone-b-0', 'unready');
+    const d = w.evict('ingester-zone-a-0', alwaysAllow(1), { dryRun: true });
+    assert.equal(d.allowed && d.reason, 'unhealthy-pod-always-allow');
+    assert.equal(d.allowed && d.record, undefined);
+  });
+
+  it('rolling deletes follow the same policy', () => {
+    const w = new World().set('ingester-zone-a-0', 'unready').set('ingester-zone-b-0', 'unready');
+    const ask = (name: string, config: ZpdbConfig) =>
+      decideRolloutDelete({
+        pod: w.get(name),
+        configs: [config],
+        statefulSets: w.statefulSets,
+        pods: w.pods,
+        pendingEvictions: w.pending,
+        now: NOW,
+        rolloutMaxUnavailable: 1,
+      });
+    assertDenied(ask('ingester-zone-a-0', maxUnavailable(1)), 429, '1 pod not ready in ingester-zone-b');
+    assertUnhealthyAllowed(ask('ingester-zone-a-0', alwaysAllow(1)), '1 pod not ready in ingester-zone-b');
+    assertDenied(ask('ingester-zone-a-1', alwaysAllow(1)), 429, '1 pod not ready in ingester-zone-b');
+  });
+});
+
 // ------------------------------------------------------------- properties
 
 const DISRUPTED = ['unready', 'failed', 'pending', 'terminating', 'missing'] as const;
@@ -912,7 +1040,7 @@ interface Built {
   expected: (zone: number) => number;
 }
 
-function build(s: Scenario): Built | undefined {
+function build(s: Scenario, extra: Record<string, unknown> = {}): Built | undefined {
   const budget =
     'count' in s.budget ? { maxUnavailable: s.budget.count } : { maxUnavailablePercentage: s.budget.percentage };
   const spec = s.partitionMode
@@ -922,7 +1050,7 @@ function build(s: Scenario): Built | undefined {
         ...(s.delaySeconds ? { crossZoneEvictionDelay: `${s.delaySeconds}s` } : {}),
       }
     : budget;
-  const config = zpdb(spec);
+  const config = zpdb({ ...spec, ...extra });
   const statefulSets: StatefulSet[] = [];
   const pods: Pod[] = [];
   const pending = new Map<string, number>();
@@ -1091,6 +1219,87 @@ describe('properties', { timeout: 10000 }, () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('unhealthyPodEvictionPolicy properties', { timeout: 20000 }, () => {
+  const decide = (b: Built, pod: Pod, config: ZpdbConfig, pending: PendingEvictions = b.pending) =>
+    decideEviction({ pod, config, statefulSets: b.statefulSets, pods: b.pods, pendingEvictions: pending, now: NOW });
+  /** The scenario with the target pod forced into `state`. */
+  const withTarget = (s: Scenario, state: Slot): Scenario => ({
+    ...s,
+    slots: s.slots.map((x, i) => (i === s.target.zone * SLOTS + s.target.ordinal ? state : x)),
+  });
+
+  it('AlwaysAllow: evicting a not-Ready pod is always allowed, and recording it changes no other decision (no availability spent)', () => {
+    fc.assert(
+      fc.property(scenario, (raw) => {
+        fc.pre(raw.target.zone < raw.zones);
+        const s = withTarget(raw, 'unready');
+        const b = build(s, { unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+        fc.pre(b !== undefined);
+        const d = decide(b, b.target, b.config);
+        assert.ok(d.allowed, JSON.stringify(d));
+        assert.ok(d.reason === 'allowed' || d.reason === 'unhealthy-pod-always-allow', d.reason);
+        const judge = { pending: b.pending, now: NOW, delayMs: s.partitionMode ? s.delaySeconds * SEC : 0 };
+        assert.equal(podAvailable(b.target, judge), false, 'unavailable before');
+        const after = new Map(b.pending).set(d.record!.uid, d.record!.allowedAt);
+        assert.equal(podAvailable(b.target, { ...judge, pending: after }), false, 'and after');
+        if (d.reason !== 'unhealthy-pod-always-allow') return;
+        // The budget did not allow it: it is let go without spending the budget,
+        // so every other pod is judged exactly as before, under either policy.
+        const plain = build(s)!.config;
+        for (const other of b.pods) {
+          if (other === b.target) continue;
+          assert.deepEqual(decide(b, other, b.config, after), decide(b, other, b.config), other.metadata?.name);
+          assert.deepEqual(decide(b, other, plain, after), decide(b, other, plain), other.metadata?.name);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("AlwaysAllow changes no answer but a not-Ready pod's denial by the budget (403 or 429): a Ready pod gets the default decision", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        fc.pre(s.target.zone < s.zones);
+        const b = build(s, { unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+        fc.pre(b !== undefined);
+        const d = decide(b, b.target, b.config);
+        const before = decide(b, b.target, build(s)!.config);
+        if (podView(b.target).ready || before.allowed) assert.deepEqual(d, before);
+        else {
+          assert.ok(before.code === 403 || before.code === 429, JSON.stringify(before));
+          assert.equal(d.allowed && d.reason, 'unhealthy-pod-always-allow');
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('IfHealthyBudget, written out, decides exactly as a budget without the field (evictions and rolling deletes)', () => {
+    fc.assert(
+      fc.property(scenario, fc.integer({ min: 0, max: 3 }), fc.boolean(), (s, rolloutMaxUnavailable, dryRun) => {
+        fc.pre(s.target.zone < s.zones);
+        const b = build(s, { unhealthyPodEvictionPolicy: 'IfHealthyBudget' });
+        fc.pre(b !== undefined);
+        const plain = build(s)!.config;
+        const input = {
+          pod: b.target,
+          statefulSets: b.statefulSets,
+          pods: b.pods,
+          pendingEvictions: b.pending,
+          now: NOW,
+          dryRun,
+        };
+        assert.deepEqual(decideEviction({ ...input, config: b.config }), decideEviction({ ...input, config: plain }));
+        assert.deepEqual(
+          decideRolloutDelete({ ...input, configs: [b.config], rolloutMaxUnavailable }),
+          decideRolloutDelete({ ...input, configs: [plain], rolloutMaxUnavailable }),
+        );
+      }),
+      { numRuns: 1000 },
     );
   });
 });
