@@ -125,7 +125,12 @@ export class RolloutController {
       monotonic: () => runtime.clock.monotonic(),
       now: () => runtime.clock.now(),
     });
-    this.status = new StatusPublisher({ client: runtime.client, clock: runtime.clock, logger: this.log });
+    this.status = new StatusPublisher({
+      client: runtime.client,
+      clock: runtime.clock,
+      logger: this.log,
+      events: runtime.events,
+    });
     this.budgets = services.budget(runtime);
     this.revisions = new CurrentRevisionWriter({
       read: (namespace, name) =>

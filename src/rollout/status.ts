@@ -17,10 +17,21 @@
 //     pod-by-pod progress is a few writes, not one per pod.
 // A state that lasts until its batch is written is written; one that is
 // over within BATCH_MS was never written, as before.
+//
+// Under the Role an install already has (issue 34: grafana's Helm chart for
+// rollout-operator grants nothing on ConfigMaps, its jsonnet get, update and
+// create but no patch), a refused write is not retried in a loop: a refused
+// patch switches the namespace to update (the object last read or written,
+// guarded by its resourceVersion: still one request per write); a refused
+// read, update or create keeps the namespace's status in memory only (the
+// web view and /status serve it from there), said once (a warning and a
+// Warning Event naming the permission), and tried once more every
+// REFUSED_RETRY_MS, so a Role fixed meanwhile takes effect without a restart.
 import type { KubeClient } from '../runtime/kube/client.ts';
-import { isAlreadyExists, isNotFound } from '../runtime/kube/errors.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap } from '../runtime/kube/types.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
+import type { EventRecorder } from '../runtime/events/recorder.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import { PACE_WAITS, type Plan } from './planner.ts';
 
@@ -78,6 +89,11 @@ const withoutTime = (s: GroupStatus) => JSON.stringify({ ...s, since: '' });
 export const BATCH_MS = 500;
 /** The least time between two writes of a namespace's ConfigMap that only carry progress. */
 export const PROGRESS_MS = 5000;
+/** After a refused (403) read or write, a namespace's status stays in memory this long before one more try. */
+export const REFUSED_RETRY_MS = 10 * 60_000;
+
+/** What to grant, for the messages: the verbs a write may use, by way of writing. */
+const STATUS_GRANT = `grant get, update, create (or patch, create) on configmaps named ${STATUS_CONFIGMAP} (deploy/kustomize/rbac/PERMISSIONS.md)`;
 
 /**
  * What a status says about the group's state, without its progress: a
@@ -116,6 +132,15 @@ export class StatusPublisher {
   private readonly client: KubeClient;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly events: Pick<EventRecorder, 'event'> | undefined;
+  /** Namespaces where patch was refused: written with update instead. */
+  private readonly viaUpdate = new Set<string>();
+  /** Per namespace written with update, the ConfigMap as last read or written (its resourceVersion guards the next). */
+  private readonly stored = new Map<string, ConfigMap>();
+  /** Per namespace whose read or write was refused, until when (monotonic) it is not tried again. */
+  private readonly refusedUntil = new Map<string, number>();
+  /** Namespaces whose refusal was already said (log and Event): said once per process. */
+  private readonly told = new Set<string>();
   /** Latest status per namespace and key; undefined marks a group to remove. */
   private readonly latest = new Map<string, Map<string, GroupStatus | undefined>>();
   /** Per namespace, the state (stateOf) of each group as last written. */
@@ -128,10 +153,17 @@ export class StatusPublisher {
   private timerAt: number | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(options: { client: KubeClient; clock: Clock; logger: Logger }) {
+  constructor(options: { client: KubeClient; clock: Clock; logger: Logger; events?: Pick<EventRecorder, 'event'> }) {
     this.client = options.client;
     this.clock = options.clock;
     this.log = options.logger;
+    this.events = options.events;
+  }
+
+  /** Namespaces whose status is kept in memory only for now, because writing it was refused. */
+  refused(): string[] {
+    const now = this.clock.monotonic();
+    return [...this.refusedUntil].filter(([, until]) => until > now).map(([namespace]) => namespace);
   }
 
   publish(status: GroupStatus): void {
@@ -160,10 +192,9 @@ export class StatusPublisher {
   }
 
   private writableAt(namespace: string): number {
-    return writableAt(
-      this.written.get(namespace) ?? new Map(),
-      this.groups(namespace),
-      this.lastWriteAt.get(namespace),
+    return Math.max(
+      writableAt(this.written.get(namespace) ?? new Map(), this.groups(namespace), this.lastWriteAt.get(namespace)),
+      this.refusedUntil.get(namespace) ?? Number.NEGATIVE_INFINITY,
     );
   }
 
@@ -213,7 +244,12 @@ export class StatusPublisher {
       this.due.delete(namespace);
       try {
         await this.write(namespace);
+        this.refusedUntil.delete(namespace);
       } catch (error) {
+        if (isForbidden(error)) {
+          this.refusedWrite(namespace, error);
+          continue;
+        }
         this.log.warn('could not write rollout status; retrying', {
           namespace,
           err: error instanceof Error ? error.message : String(error),
@@ -236,6 +272,34 @@ export class StatusPublisher {
     this.due.clear();
     this.written.clear();
     this.lastWriteAt.clear();
+    this.stored.clear();
+  }
+
+  /**
+   * Not permitted: keep the namespace's status in memory, say so once (a
+   * warning, and a Warning Event on one of its StatefulSets), and try once
+   * more after REFUSED_RETRY_MS.
+   */
+  private refusedWrite(namespace: string, error: unknown): void {
+    this.refusedUntil.set(namespace, this.clock.monotonic() + REFUSED_RETRY_MS);
+    this.markDirty(namespace);
+    const err = error instanceof Error ? error.message : String(error);
+    if (this.told.has(namespace)) {
+      this.log.debug('rollout status still not permitted; kept in memory', { namespace, err });
+      return;
+    }
+    this.told.add(namespace);
+    const note = `not permitted to write ConfigMap ${STATUS_CONFIGMAP}: the rollout status is kept in memory (the operator's /status and web view serve it) and written again only once permitted (tried every ${REFUSED_RETRY_MS / 60_000}m); ${STATUS_GRANT}`;
+    this.log.warn(note, { namespace, err });
+    const set = [...this.groups(namespace).values()].find((s) => s?.statefulSets[0])?.statefulSets[0];
+    if (set)
+      this.events?.event(
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace, name: set.name },
+        'Warning',
+        'RolloutStatusNotWritten',
+        'WriteStatus',
+        note,
+      );
   }
 
   private async write(namespace: string): Promise<void> {
@@ -253,32 +317,83 @@ export class StatusPublisher {
   }
 
   private async send(namespace: string, data: Record<string, string>): Promise<void> {
-    // One request per write: a JSON Patch that replaces the whole data map
-    // needs no read first and no resourceVersion (only the leader writes
-    // here), and drops the keys of groups that are gone.
-    const replaceData = [{ op: 'add', path: '/data', value: data }];
-    const where = { namespace, name: STATUS_CONFIGMAP };
     for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        await this.client.patch<ConfigMap>(resources.configMaps, where, 'json', replaceData, { timeoutMs: 10_000 });
-        return;
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-      try {
-        await this.client.create<ConfigMap>(
-          resources.configMaps,
-          {
-            metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
-            data,
-          },
-          { timeoutMs: 10_000 },
-        );
-        return;
-      } catch (error) {
-        if (!isAlreadyExists(error)) throw error;
-      }
+      const replaced = this.viaUpdate.has(namespace)
+        ? await this.update(namespace, data)
+        : await this.patch(namespace, data);
+      if (replaced === 'done') return;
+      if (replaced === 'again') continue;
+      if (await this.create(namespace, data)) return;
     }
-    throw new Error(`ConfigMap ${namespace}/${STATUS_CONFIGMAP} kept appearing and disappearing under us`);
+    throw new Error(`ConfigMap ${namespace}/${STATUS_CONFIGMAP} kept changing, appearing and disappearing under us`);
+  }
+
+  /**
+   * One request per write: a JSON Patch that replaces the whole data map
+   * needs no read first and no resourceVersion (only the leader writes
+   * here), and drops the keys of groups that are gone. Refused: update from
+   * now on (rollout-operator's jsonnet Role grants update, not patch).
+   */
+  private async patch(namespace: string, data: Record<string, string>): Promise<'done' | 'again' | 'missing'> {
+    const replaceData = [{ op: 'add', path: '/data', value: data }];
+    try {
+      await this.client.patch<ConfigMap>(
+        resources.configMaps,
+        { namespace, name: STATUS_CONFIGMAP },
+        'json',
+        replaceData,
+        { timeoutMs: 10_000 },
+      );
+      return 'done';
+    } catch (error) {
+      if (isNotFound(error)) return 'missing';
+      if (!isForbidden(error)) throw error;
+      this.viaUpdate.add(namespace);
+      this.log.info(`not permitted to patch ConfigMap ${STATUS_CONFIGMAP}; writing it with update instead`, {
+        namespace,
+      });
+      return this.update(namespace, data);
+    }
+  }
+
+  /** The whole ConfigMap, guarded by the resourceVersion last seen: read only when none is known or it conflicted. */
+  private async update(namespace: string, data: Record<string, string>): Promise<'done' | 'again' | 'missing'> {
+    let current = this.stored.get(namespace);
+    try {
+      current ??= await this.client.get<ConfigMap>(
+        resources.configMaps,
+        { namespace, name: STATUS_CONFIGMAP },
+        { timeoutMs: 10_000 },
+      );
+      this.stored.set(
+        namespace,
+        await this.client.update<ConfigMap>(resources.configMaps, { ...current, data }, { timeoutMs: 10_000 }),
+      );
+      return 'done';
+    } catch (error) {
+      this.stored.delete(namespace);
+      if (isNotFound(error)) return 'missing';
+      if (isConflict(error)) return 'again';
+      throw error;
+    }
+  }
+
+  /** False when someone else created it meanwhile. */
+  private async create(namespace: string, data: Record<string, string>): Promise<boolean> {
+    try {
+      const created = await this.client.create<ConfigMap>(
+        resources.configMaps,
+        {
+          metadata: { name: STATUS_CONFIGMAP, namespace, labels: { 'app.kubernetes.io/managed-by': 'stateward' } },
+          data,
+        },
+        { timeoutMs: 10_000 },
+      );
+      if (this.viaUpdate.has(namespace)) this.stored.set(namespace, created);
+      return true;
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+      return false;
+    }
   }
 }

@@ -7,6 +7,8 @@ import type { KubeObject, Secret } from '../runtime/kube/types.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources } from '../runtime/kube/types.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
+import type { Informer } from '../runtime/informer/informer.ts';
+import type { Logger } from '../runtime/log/logger.ts';
 import type { AdmissionHandler } from '../runtime/admission/admission.ts';
 import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import type { WebhookConfig } from './config.ts';
@@ -14,6 +16,7 @@ import { noDownscaleHandler } from './nodownscale.ts';
 import { scaleParentLabels } from './scaleparents.ts';
 import { WebhookServer, type TlsPair } from '../runtime/admission/server.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
+import { pollCertificateSecret } from './tls/poll.ts';
 import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
 import { ensureCertificate, type CertificateStoreDeps } from './tls/store.ts';
 
@@ -51,6 +54,45 @@ function secretStore(runtime: Runtime, namespace: string, name: string): Certifi
   };
 }
 
+/**
+ * Rechecks the certificate when someone else changes or deletes its Secret:
+ * from the watch, or, while the watch is refused, from a get every minute.
+ */
+function followSecret(
+  runtime: Runtime,
+  secret: Informer<KubeObject>,
+  name: string,
+  recheck: () => void,
+  log: Logger,
+): () => void {
+  const namespace = runtime.config.namespace;
+  const unwatch = secret.addHandlers({
+    onAdd: (_secret, isInitialList) => isInitialList || recheck(),
+    onUpdate: (before, after) => before.metadata?.resourceVersion === after.metadata?.resourceVersion || recheck(),
+    onDelete: recheck,
+  });
+  const unpoll = pollCertificateSecret({
+    watchRefused: () => secret.unavailable === 'forbidden',
+    read: () =>
+      runtime.client
+        .get<KubeObject>(resources.secrets, { namespace, name }, { timeoutMs: 10_000, metadataOnly: true })
+        .then(
+          (found) => found.metadata?.resourceVersion,
+          (error: unknown) => {
+            if (isNotFound(error)) return undefined;
+            throw error;
+          },
+        ),
+    recheck,
+    clock: runtime.clock,
+    log,
+  });
+  return () => {
+    unwatch();
+    unpoll();
+  };
+}
+
 export function webhooksCapability(read: () => WebhookConfig, others: WebhookHandlers): Capability {
   return {
     name: 'webhooks',
@@ -78,7 +120,8 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
 
       // The certificate Secret, names only (its data never reaches the cache):
       // a change or delete by anyone else is looked at at once. Optional: a
-      // Role from before this watch existed only loses the prompt recheck.
+      // Role without this watch (rollout-operator's) is polled by get instead
+      // (tls/poll.ts), and notices within a minute.
       const certificateSecret = config.selfSigned
         ? runtime.informers<KubeObject>(resources.secrets, {
             ownNamespace: true,
@@ -115,15 +158,8 @@ export function webhooksCapability(read: () => WebhookConfig, others: WebhookHan
           injector?.setCa(first.ca);
           let trustedCa = first.ca;
           stops.push(() => rotator.stop());
-          const recheck = () => rotator.recheck();
-          stops.push(
-            certificateSecret?.addHandlers({
-              onAdd: (_secret, isInitialList) => isInitialList || recheck(),
-              onUpdate: (before, after) =>
-                before.metadata?.resourceVersion === after.metadata?.resourceVersion || recheck(),
-              onDelete: recheck,
-            }) ?? (() => undefined),
-          );
+          if (certificateSecret)
+            stops.push(followSecret(runtime, certificateSecret, config.secretName, () => rotator.recheck(), log));
           rotator.onChange((next) => {
             // Trust old and new CA together, serve the new certificate once
             // the API server has seen that, then trust only the new CA.

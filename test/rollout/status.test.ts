@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../src/runtime/clock.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { KubeApiError } from '../../src/runtime/kube/errors.ts';
 import { nopLogger } from '../../src/runtime/log/logger.ts';
 import {
   BATCH_MS,
   PROGRESS_MS,
+  REFUSED_RETRY_MS,
   stateOf,
   StatusPublisher,
   writableAt,
@@ -154,5 +156,130 @@ describe('StatusPublisher', () => {
     assert.deepEqual(written().at(-1), [2 * BATCH_MS + 1_000 + 2 * BATCH_MS, 'waiting', 'max-unavailable-reached', 3]);
     await clock.advance(PROGRESS_MS * 3);
     assert.equal(written().length, 3);
+  });
+});
+
+/** A client over one ConfigMap that refuses the verbs not in `granted` with 403, recording every request. */
+function roleClient(granted: readonly string[]) {
+  const requests: { verb: string; code: number }[] = [];
+  let stored:
+    | { metadata: { name: string; namespace: string; resourceVersion: string }; data: Record<string, string> }
+    | undefined;
+  let version = 0;
+  const answer = <T>(verb: string, ok: () => T): Promise<T> => {
+    if (!granted.includes(verb)) {
+      requests.push({ verb, code: 403 });
+      return Promise.reject(
+        new KubeApiError({
+          code: 403,
+          reason: 'Forbidden',
+          message: `cannot ${verb} configmaps`,
+          method: 'X',
+          path: '/',
+        }),
+      );
+    }
+    try {
+      const value = ok();
+      requests.push({ verb, code: 200 });
+      return Promise.resolve(value);
+    } catch (error) {
+      const refusal = error as KubeApiError;
+      requests.push({ verb, code: refusal.code });
+      return Promise.reject(refusal);
+    }
+  };
+  const notFound = () =>
+    new KubeApiError({ code: 404, reason: 'NotFound', message: 'not found', method: 'X', path: '/' });
+  const save = (data: Record<string, string>) =>
+    (stored = {
+      metadata: { name: 'stateward-rollout-status', namespace: 'ns', resourceVersion: String(++version) },
+      data,
+    });
+  const client = {
+    patch: (_r: unknown, _w: unknown, _t: unknown, ops: [{ value: Record<string, string> }]) =>
+      answer('patch', () => {
+        if (!stored) throw notFound();
+        return save(ops[0].value);
+      }),
+    get: () =>
+      answer('get', () => {
+        if (!stored) throw notFound();
+        return stored;
+      }),
+    update: (_r: unknown, cm: { metadata: { resourceVersion: string }; data: Record<string, string> }) =>
+      answer('update', () => {
+        if (!stored) throw notFound();
+        if (cm.metadata.resourceVersion !== stored.metadata.resourceVersion)
+          throw new KubeApiError({ code: 409, reason: 'Conflict', message: 'conflict', method: 'X', path: '/' });
+        return save(cm.data);
+      }),
+    create: (_r: unknown, cm: { data: Record<string, string> }) =>
+      answer('create', () => {
+        if (stored)
+          throw new KubeApiError({ code: 409, reason: 'AlreadyExists', message: 'exists', method: 'X', path: '/' });
+        return save(cm.data);
+      }),
+  } as unknown as KubeClient;
+  const events: string[] = [];
+  const recorder = { event: (_o: unknown, type: string, reason: string) => void events.push(`${type} ${reason}`) };
+  const clock = new FakeClock();
+  const p = new StatusPublisher({ client, clock, logger: nopLogger, events: recorder });
+  return {
+    clock,
+    p,
+    requests,
+    events,
+    phase: () => (stored ? (JSON.parse(stored.data['ingester']!) as GroupStatus).phase : undefined),
+    refused: () => requests.filter((r) => r.code === 403).map((r) => r.verb),
+  };
+}
+
+describe('StatusPublisher under a Role without patch on ConfigMaps (issue 34)', () => {
+  it('rollout-operator’s jsonnet Role (get, update, create): one refused patch, then update, one request per write', async () => {
+    const { clock, p, requests, refused, phase } = roleClient(['get', 'update', 'create']);
+    p.publish(rolling(1));
+    await clock.advance(BATCH_MS);
+    assert.equal(phase(), 'waiting');
+    p.publish(complete);
+    await clock.advance(BATCH_MS);
+    p.publish(rolling(2));
+    await clock.advance(BATCH_MS);
+    assert.equal(phase(), 'waiting');
+    assert.deepEqual(refused(), ['patch']);
+    // patch (403), get (404), create; then one update per write, from the object last written.
+    assert.deepEqual(
+      requests.map((r) => `${r.verb} ${r.code}`),
+      ['patch 403', 'get 404', 'create 200', 'update 200', 'update 200'],
+    );
+  });
+
+  it('grafana’s chart Role (nothing on ConfigMaps): said once, kept in memory, tried again only after REFUSED_RETRY_MS', async () => {
+    const { clock, p, refused, events } = roleClient([]);
+    p.publish(rolling(1));
+    await clock.advance(BATCH_MS);
+    assert.deepEqual(refused(), ['patch', 'get']);
+    assert.deepEqual(p.refused(), ['ns']);
+    for (let updated = 2; updated <= 9; updated++) {
+      await clock.advance(30_000);
+      p.publish(rolling(updated, updated % 2 ? {} : { phase: 'blocked', blocked: 'x' }));
+    }
+    assert.deepEqual(refused(), ['patch', 'get'], 'no refused request repeats within REFUSED_RETRY_MS');
+    assert.equal(p.get('ns', 'ingester')?.statefulSets[0]?.updated, 9, 'served from memory');
+    await clock.advance(REFUSED_RETRY_MS);
+    assert.deepEqual(refused(), ['patch', 'get', 'get'], 'one more try after REFUSED_RETRY_MS');
+    assert.deepEqual(events, ['Warning RolloutStatusNotWritten'], 'said once');
+  });
+
+  it('writes again once the Role is fixed, at the next try', async () => {
+    const granted: string[] = [];
+    const { clock, p, phase } = roleClient(granted);
+    p.publish(rolling(1));
+    await clock.advance(BATCH_MS);
+    assert.equal(phase(), undefined);
+    granted.push('get', 'update', 'create');
+    await clock.advance(REFUSED_RETRY_MS);
+    assert.equal(phase(), 'waiting');
+    assert.deepEqual(p.refused(), []);
   });
 });
