@@ -678,6 +678,22 @@ describe('stateward doctor checks', () => {
       assert.match(f.fix, /kubectl -n mimir edit zpdb\/ingester/);
     });
 
+    it('reports an unknown unhealthyPodEvictionPolicy, naming the two it may be', () => {
+      const input = clean();
+      input.zpdbs = [
+        zpdb('ingester', {
+          selector: { matchLabels: { 'rollout-group': 'ingester' } },
+          unhealthyPodEvictionPolicy: 'Always',
+        }),
+      ];
+      const f = only(diagnose(input), 'zpdb-invalid');
+      assert.match(
+        f.problem,
+        /^invalid value: unhealthyPodEvictionPolicy must be IfHealthyBudget or AlwaysAllow, got "Always"; the operator denies every eviction/,
+      );
+      assert.match(f.fix, /unhealthyPodEvictionPolicy IfHealthyBudget or AlwaysAllow/);
+    });
+
     it('reports a selector matching no StatefulSet: a warning with no pods, an error with pods', () => {
       const input = clean();
       input.zpdbs.push(zpdb('typo', { selector: { matchLabels: { 'rollout-group': 'ingestr' } } }));

@@ -21,7 +21,7 @@ export function checkZpdbs(scope: Scope): Finding[] {
         code: 'zpdb-invalid',
         object,
         problem: `${parsed.error}; the operator denies every eviction of the pods it may cover until it is fixed (docs/drain.md#an-invalid-budget-fails-closed)`,
-        fix: `correct its spec (one of maxUnavailable or maxUnavailablePercentage, selector.matchLabels, a podNamePartitionRegex with a capture group before crossZoneEvictionDelay; see docs/drain.md): ${kubectl(zpdb, 'zpdb', 'edit')}`,
+        fix: `correct its spec (one of maxUnavailable or maxUnavailablePercentage, selector.matchLabels, a podNamePartitionRegex with a capture group before crossZoneEvictionDelay, unhealthyPodEvictionPolicy IfHealthyBudget or AlwaysAllow; see docs/drain.md): ${kubectl(zpdb, 'zpdb', 'edit')}`,
       });
       continue;
     }
