@@ -94,7 +94,8 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
       });
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, installed));
     await kubectlApply(cluster.kubeconfigPath, installed);
-    // Their CRDs: rollout-operator's, which Stateward's are identical to.
+    // Stateward's CRDs: rollout-operator's schemas plus one optional field
+    // (spec.unhealthyPodEvictionPolicy), a superset their objects apply to unchanged.
     const crds = await kubectl(cluster, 'apply', '-k', CRDS);
     assert.ok(crds.ok, crds.out);
     assert.ok(
