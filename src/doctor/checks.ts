@@ -20,9 +20,11 @@
 //   no-downscale-selects-operator e
 //   zpdb-invalid e, zpdb-no-statefulsets e/w, zpdb-single-statefulset e, zpdb-overlap e
 //   config-missing e/w, config-restart-annotation w
-//   ondelete-unmanaged w, operator-flag-missing w, checks-skipped w, check-failed w
+//   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
+//   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operator.ts';
+import { checkOperatorPermissions } from './checks/permissions.ts';
 import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
 import { checkConfigRestarts } from './checks/restarts.ts';
 import { type DoctorInput, type Finding, Scope, type Severity, compare } from './checks/scope.ts';
@@ -45,6 +47,7 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkConfigRestarts,
   checkOnDeleteUnmanaged,
   checkOperatorFlags,
+  checkOperatorPermissions,
   checkUnreadable,
 ];
 

@@ -9,7 +9,9 @@ import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
+import { operatorPermissions } from './access.ts';
 import { diagnose } from './checks.ts';
+import { Scope } from './checks/scope.ts';
 import type { DaemonSet, Deployment, DoctorInput, Finding, WebhookConfigurationObject } from './checks/scope.ts';
 
 export interface DoctorIo {
@@ -193,7 +195,7 @@ export async function gather(
         }),
   ]);
   const operators = [operatorsByName, operatorsByAppName].flatMap((l) => ('items' in l ? l.items : []));
-  return {
+  const input: DoctorInput = {
     now: Date.now(),
     ...(namespace !== undefined ? { namespaces: [namespace] } : {}),
     ...(namespaceLabels ? { namespaceLabels } : {}),
@@ -210,4 +212,8 @@ export async function gather(
     ...(operators.length > 0 ? { operatorDeployments: operators } : {}),
     unreadable,
   };
+  const permissions = await operatorPermissions(client, new Scope(input).operatorDeployments());
+  if (permissions) input.operatorPermissions = permissions;
+  else unreadable.push('subjectaccessreviews');
+  return input;
 }

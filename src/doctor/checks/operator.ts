@@ -8,24 +8,31 @@ import { labelsOf, namespaceOf } from '../../vocabulary/metadata.ts';
 
 // ----------------------------------------------------- 9. the operator's flags
 
-/** The value of a Go boolean flag in an argument list (last one wins), or undefined when absent. */
-function boolFlag(args: readonly string[], name: string): boolean | undefined {
-  let value: boolean | undefined;
+/** The value of a flag in an argument list (last one wins; '' for a bare flag), or undefined when absent. */
+export function flagValue(args: readonly string[], name: string): string | undefined {
+  let value: string | undefined;
   for (const arg of args) {
     const m = /^--?([^=]+)(?:=(.*))?$/s.exec(arg);
-    if (!m || m[1] !== name) continue;
-    value = m[2] === undefined || ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(m[2]);
+    if (m?.[1] === name) value = m[2] ?? '';
   }
   return value;
 }
+
+/** The value of a Go boolean flag in an argument list (last one wins), or undefined when absent. */
+export function boolFlag(args: readonly string[], name: string): boolean | undefined {
+  const value = flagValue(args, name);
+  return value === undefined ? undefined : value === '' || ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
+}
+
+/** A Deployment's container command lines, flags and all. */
+export const argsOf = (d: Deployment) =>
+  (d.spec?.template?.spec?.containers ?? []).flatMap((c) => [...(c.command ?? []), ...(c.args ?? [])]);
 
 /** The operator's Deployment (when in view) lacks the flag a configured feature needs. */
 export function checkOperatorFlags(scope: Scope): Finding[] {
   const findings: Finding[] = [];
   const operators = scope.operatorDeployments();
   if (operators.length === 0) return findings;
-  const argsOf = (d: Deployment) =>
-    (d.spec?.template?.spec?.containers ?? []).flatMap((c) => [...(c.command ?? []), ...(c.args ?? [])]);
 
   const webhookNamespaces = new Set(
     [...scope.input.validatingWebhookConfigurations, ...scope.input.mutatingWebhookConfigurations]
@@ -84,6 +91,8 @@ const SKIPPED: Record<string, string> = {
   secrets: 'missing-Secret checks of config restarts were skipped',
   deployments: 'Deployments were not checked',
   daemonsets: 'DaemonSets were not checked',
+  subjectaccessreviews:
+    "the operator's own permissions were not checked (create subjectaccessreviews.authorization.k8s.io)",
 };
 
 export function checkUnreadable(scope: Scope): Finding[] {
@@ -91,7 +100,7 @@ export function checkUnreadable(scope: Scope): Finding[] {
     severity: 'warning' as const,
     code: 'checks-skipped',
     object: `resource ${resource}`,
-    problem: `cannot list ${resource} (forbidden): ${SKIPPED[resource] ?? 'the checks that need them were skipped'}`,
-    fix: `run the doctor with credentials that may list ${resource}${resource.endsWith('webhookconfigurations') ? ' (cluster-scoped: a ClusterRole)' : ''}, e.g. check with kubectl auth can-i list ${resource}`,
+    problem: `cannot ${resource === 'subjectaccessreviews' ? 'create' : 'list'} ${resource} (forbidden): ${SKIPPED[resource] ?? 'the checks that need them were skipped'}`,
+    fix: `run the doctor with credentials that may ${resource === 'subjectaccessreviews' ? 'create' : 'list'} ${resource}${resource.endsWith('webhookconfigurations') ? ' (cluster-scoped: a ClusterRole)' : ''}, e.g. check with kubectl auth can-i list ${resource}`,
   }));
 }

@@ -1,5 +1,6 @@
 // What every doctor check reads: the findings it reports, the objects it is
 // given (DoctorInput) in scope, and small helpers for names and commands.
+import type { OperatorPermissions } from './permissions.ts';
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
 import type { KubeObject, Pod, StatefulSet, Wire } from '../../runtime/kube/types.ts';
 import type { LabelSelectorSpec } from '../../vocabulary/selectors.ts';
@@ -78,6 +79,8 @@ export interface DoctorInput {
    * skipped (and say so) rather than guessing.
    */
   unreadable?: string[];
+  /** What each operator's ServiceAccount may not do of what its features use (doctor/access.ts); absent when not asked. */
+  operatorPermissions?: OperatorPermissions[];
 }
 
 // --------------------------------------------------------------- helpers
