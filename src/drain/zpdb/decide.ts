@@ -334,8 +334,9 @@ function byName(a: StatefulSet, b: StatefulSet): number {
 }
 
 /**
- * Whether the budget lets this pod go without judging it:
- * unhealthyPodEvictionPolicy AlwaysAllow and the pod not Ready. Such a pod
+ * Whether the budget is waived for this pod (it is still judged, to say
+ * what it would have answered): unhealthyPodEvictionPolicy AlwaysAllow and
+ * the pod not Ready. Such a pod
  * is already counted as unavailable by every other decision (podAvailable),
  * so evicting it cannot lower availability. Ready means what the budget
  * counts as available (podView): a pod that is starting and a pod that
