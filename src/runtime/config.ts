@@ -18,6 +18,8 @@ export interface RuntimeConfig {
   serverPort: number;
   /** The plain HTTP server's timeouts and connection cap (-server.*). */
   httpLimits: ServerLimits;
+  /** -server.pprof.enabled: Go's /debug/pprof profiles on the plain HTTP server (pprof/routes.ts). */
+  pprofEnabled: boolean;
   /** -server.cluster-validation.http.*, for both servers; labels from the namespaces (docs/runtime.md). */
   clusterValidation: ClusterValidationConfig;
   kubeApiUrl: string;
@@ -86,6 +88,11 @@ function registerServerFlags(fs: FlagSet) {
       'server.write-timeout',
       10_000,
       'A response of the HTTP server its client has not read this long after it was written closes the connection.',
+    ),
+    pprof: fs.bool(
+      'server.pprof.enabled',
+      false,
+      'Serve CPU and heap profiles in the pprof format under /debug/pprof/ on the HTTP server, as rollout-operator does (go tool pprof reads them). Heap sampling runs while enabled.',
     ),
   };
 }
@@ -246,6 +253,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
       maxConnectionsPerPeer: server.maxConnectionsPerPeer.value,
       writeTimeoutMs: server.writeTimeout.value,
     },
+    pprofEnabled: server.pprof.value,
     clusterValidation: readClusterValidation(cv, kube),
     kubeApiUrl: kube.apiUrl.value,
     kubeConfigFile: kube.configFile.value,

@@ -19,6 +19,7 @@ import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
 import { LeadershipTerms } from './leaderelection/terms.ts';
 import type { Logger } from './log/logger.ts';
+import type { V8Profiler } from './pprof/profiler.ts';
 import { PerKeyTokenBuckets } from './workqueue/tokenbucket.ts';
 import { TimestampSightings } from './sightings.ts';
 
@@ -102,6 +103,8 @@ export class Operator {
   private leading: AbortController | undefined;
   private readonly leaderGauge: Gauge;
   private readonly heapRelease: HeapRelease;
+  /** With -server.pprof.enabled: the profiler behind /debug/pprof/. */
+  private profiler: V8Profiler | undefined;
   /**
    * This process as the holder of Leases (leader election, the
    * prepare-downscale group locks): the configured identity (the pod name)
@@ -259,6 +262,14 @@ export class Operator {
         throw error;
       }
     }
+    // Loaded only when on: without the flag neither the inspector session nor the encoder is in the process.
+    if (config.pprofEnabled)
+      this.profiler = await (
+        await import('./pprof/routes.ts')
+      ).servePprof(this.http, {
+        logger: this.log,
+        stopping: this.stop.signal,
+      });
     await this.http.listen();
     this.heapRelease.start();
     for (const informer of this.informerCache.values()) informer.start();
@@ -324,6 +335,7 @@ export class Operator {
     const grace = this.o.config.shutdownGraceMs;
     await Promise.race([Promise.allSettled(this.tasks), this.clock.sleep(grace)]);
     await this.http.close(grace);
+    this.profiler?.close();
     await Promise.all([...this.informerCache.values()].map((i) => i.stop()));
     await this.events.stop();
     await this.client.close();
