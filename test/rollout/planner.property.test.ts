@@ -99,6 +99,7 @@ function deletedSets(plan: Plan): Set<string> {
 }
 
 const byName = (g: GroupSnapshot, name: string) => g.statefulSets.find((s) => s.name === name)!;
+const budgetOf = (set: StatefulSetView) => parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
 
 describe('rollout planner guarantees (property)', () => {
   it('never rolls pods of two StatefulSets at once', () => {
@@ -144,7 +145,7 @@ describe('rollout planner guarantees (property)', () => {
         for (const name of deletedSets(plan)) {
           const set = byName(g, name);
           assert.ok(!set.paused, 'paused StatefulSets are not rolled');
-          const budget = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
+          const budget = budgetOf(set);
           const deleted = plan.deletions.filter((d) => d.statefulSet === name);
           const readyDeleted = deleted.filter((d) => set.pods.find((p) => p.name === d.pod)!.ready).length;
           assert.ok(
@@ -152,6 +153,10 @@ describe('rollout planner guarantees (property)', () => {
             'availability never drops below replicas - max-unavailable because of us',
           );
           assert.ok(readyDeleted <= Math.max(0, budget - unavailableCount(set)));
+          assert.ok(
+            readyDeleted <= Math.max(0, budget - v039Unavailable(set)),
+            'no more Ready pods than rollout-operator v0.39 takes (#466)',
+          );
           for (const d of deleted) {
             const pod = set.pods.find((p) => p.name === d.pod)!;
             assert.notEqual(pod.revision, set.updateRevision, 'only pods needing an update');
@@ -253,7 +258,7 @@ describe('rollout planner guarantees (property)', () => {
           }
           return;
         }
-        const budget = parseMaxUnavailable(first.maxUnavailableAnnotation, first.replicas).value;
+        const budget = budgetOf(first);
         const oldPods = first.pods.filter((p) => p.revision !== first.updateRevision);
         const canTakeReady = oldPods.some((p) => p.ready) && budget > unavailableCount(first);
         const canReplace = oldPods.some((p) => !p.ready && !p.terminating);
@@ -351,49 +356,27 @@ const podObjectArb = fc
   }));
 
 describe('rollout planner and rollout-operator v0.39 (#466) (property)', () => {
-  it('replaces every old-revision pod of the StatefulSet it rolls that is not Ready and not terminating: a failed update never holds a rollout back (#339)', () => {
+  it('replaces every old-revision pod that is not Ready and not terminating in the StatefulSet it rolls (a failed update never holds a rollout back, #339), and deletes whenever rollout-operator v0.39 would unless the status reports more pods not Ready than its pods show', () => {
     fc.assert(
       fc.property(groupArb, (g) => {
         const plan = planGroup(g);
         const set = rolledWithOldPods(g, plan);
         if (!set) return;
-        for (const pod of set.pods.filter((p) => p.revision !== set.updateRevision && !p.ready && !p.terminating))
+        const old = set.pods.filter((p) => p.revision !== set.updateRevision && !p.terminating);
+        for (const pod of old.filter((p) => !p.ready))
           assert.ok(
             plan.deletions.some((d) => d.pod === pod.name && d.reason === 'replace-unavailable'),
             `${pod.name} replaced`,
           );
-      }),
-      { numRuns: 3000 },
-    );
-  });
-
-  it('deletes a pod whenever rollout-operator v0.39 would, unless the StatefulSet status reports more pods not Ready than its pods show', () => {
-    fc.assert(
-      fc.property(groupArb, (g) => {
-        const plan = planGroup(g);
-        const set = rolledWithOldPods(g, plan);
-        if (!set) return;
-        const budget = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
-        const candidates = set.pods.filter((p) => p.revision !== set.updateRevision && !p.terminating);
         const podLevel = set.pods.filter((p) => !p.ready).length + Math.max(0, set.replicas - set.pods.length);
-        if (candidates.length === 0 || budget <= v039Unavailable(set)) return;
-        if (set.statusReplicas - set.readyReplicas > podLevel) return; // Stateward waits for the status to agree.
+        // Stateward waits for a status that says more pods are not Ready than its pods show.
+        if (
+          old.length === 0 ||
+          budgetOf(set) <= v039Unavailable(set) ||
+          set.statusReplicas - set.readyReplicas > podLevel
+        )
+          return;
         assert.ok(plan.deletions.length > 0, `v0.39 would delete in ${set.name}: ${plan.waiting?.message}`);
-      }),
-      { numRuns: 3000 },
-    );
-  });
-
-  it('never takes more Ready pods than rollout-operator v0.39 leaves room for', () => {
-    fc.assert(
-      fc.property(groupArb, (g) => {
-        const plan = planGroup(g);
-        for (const name of deletedSets(plan)) {
-          const set = byName(g, name);
-          const budget = parseMaxUnavailable(set.maxUnavailableAnnotation, set.replicas).value;
-          const readyTaken = plan.deletions.filter((d) => set.pods.find((p) => p.name === d.pod)!.ready).length;
-          assert.ok(readyTaken <= Math.max(0, budget - v039Unavailable(set)), `${readyTaken} Ready pods of ${name}`);
-        }
       }),
       { numRuns: 3000 },
     );
