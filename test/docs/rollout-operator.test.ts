@@ -1,6 +1,7 @@
 // The drop-in list: grafana/rollout-operator v0.38.1's flags and metrics
 // (its cmd/rollout-operator flags, dskit's cluster-validation flags, and every
-// metric it registers) against Stateward's. Every flag must exist with the same
+// metric it registers), which v0.39 keeps (its #463, #466 and #468 add no flag
+// and no metric), against Stateward's. Every flag must exist with the same
 // default, except the differences the migration guide gives; every metric
 // must be in the README's metrics table with its type and every label, unless
 // the guide's "What is missing" names it. The README table is itself read
