@@ -211,7 +211,7 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       apiGroups: ['coordination.k8s.io'],
       resources: ['leases'],
       verbs: ['get', 'create', 'update'],
-      why: 'prepare-downscale: the per-group lock Lease, released by clearing its holder (no delete). Not by name: it is named after the rollout-group label (`stateward-downscale-<group>-<hash>`)',
+      why: 'prepare-downscale: the per-group lock Lease, released by clearing its holder (no delete), and each downscale recorded on it before it is allowed (annotation `stateward.dev/last-downscales`). Not by name: it is named after the rollout-group label (`stateward-downscale-<group>-<hash>`)',
     },
     {
       scope: 'managed',

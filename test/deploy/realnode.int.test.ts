@@ -644,8 +644,17 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       assert.doesNotMatch(staying.out, /prepare-shutdown/, 'the staying pod was not');
       const set = await apps.readNamespacedStatefulSet({ namespace, name: 'prepared' });
       assert.equal(set.spec?.replicas, 1);
+      // Copied onto the StatefulSet once the downscale landed (the record is written before the allow elsewhere).
+      const recorded = await waitFor(
+        'last-downscale on the StatefulSet',
+        async () =>
+          (await apps.readNamespacedStatefulSet({ namespace, name: 'prepared' })).metadata?.annotations?.[
+            'grafana.com/last-downscale'
+          ],
+        { timeoutMs: 30_000 },
+      );
       assert.match(
-        set.metadata?.annotations?.['grafana.com/last-downscale'] ?? '',
+        recorded,
         /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
         'the downscale recorded, as rollout-operator records it',
       );

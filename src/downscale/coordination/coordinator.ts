@@ -23,11 +23,18 @@ import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
 import { planGroupReplicas } from './plan.ts';
 import { mirrorReference, mirrorTarget, writeBack } from './mirror.ts';
 import { delayedDownscaleConfig, delayedDownscaleDecision } from './delay.ts';
-import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
+import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { validateScalingMetadata } from './validate.ts';
 import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';
 import { DelayedDownscaleCalls, type DelayTarget } from './delaycalls.ts';
-import { DOWNSCALE_LEADER_ANNOTATION_KEY, MIRROR_WRITE_BACK_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
+import {
+  DOWNSCALE_LEADER_ANNOTATION_KEY,
+  LAST_DOWNSCALE_ANNOTATION_KEY,
+  MIRROR_WRITE_BACK_ANNOTATION_KEY,
+  PREPARE_DOWNSCALE_LABEL_KEY,
+  PREPARE_DOWNSCALE_LABEL_VALUE,
+} from '../../vocabulary/keys.ts';
+import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 
 export interface ReplicaCoordinatorOptions {
   podCalls: PodCallConfig;
@@ -38,6 +45,9 @@ export interface ReplicaCoordinatorOptions {
 /** How long a reference resource's scale read is reused. */
 const SCALE_READ_TTL_MS = 1000;
 const scaleKey = (ref: ScaleRef) => `${ref.namespace}/${ref.apiVersion}/${ref.kind}/${ref.name}`;
+
+/** How long our own downscale stands in for its record on the StatefulSet (the webhook's copy deadline). */
+const OWN_DOWNSCALE_KEPT_MS = 60_000;
 
 /** A repeated warning is logged and recorded again after this long, not on every reconcile. */
 const REPORT_AGAIN_MS = 10 * 60_000;
@@ -56,6 +66,14 @@ export class ReplicaCoordinator {
    * before the watch delivers our own patch must not act on the old count.
    */
   private readonly expected = new Map<string, { replicas: number; at: number }>();
+  /**
+   * Downscales we just made (wall time; `at` monotonic), until their
+   * grafana.com/last-downscale reaches the cache: the prepare-downscale
+   * webhook records a downscale on the group's Lease and copies it onto the
+   * StatefulSet only once it has landed, so a reconcile in between must not
+   * plan the next zone as if none had happened (the webhook would deny it).
+   */
+  private readonly downscaled = new Map<string, { wall: number; at: number }>();
   /** `at`s are monotonic here too. */
   private readonly scaleReads = new Map<string, { at: number; scale: Scale }>();
 
@@ -151,7 +169,14 @@ export class ReplicaCoordinator {
       );
       return false;
     }
-    this.expected.set(`${set.metadata?.namespace}/${nameOf(set)}`, { replicas, at: this.runtime.clock.monotonic() });
+    const key = `${set.metadata?.namespace}/${nameOf(set)}`;
+    this.expected.set(key, { replicas, at: this.runtime.clock.monotonic() });
+    // Only a prepared downscale is recorded (by the prepare-downscale webhook).
+    if (
+      replicas < (set.spec?.replicas ?? 1) &&
+      labelsOf(set)[PREPARE_DOWNSCALE_LABEL_KEY] === PREPARE_DOWNSCALE_LABEL_VALUE
+    )
+      this.downscaled.set(key, { wall: this.runtime.clock.now(), at: this.runtime.clock.monotonic() });
     this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, {
       statefulSet: nameOf(set),
     });
@@ -171,8 +196,9 @@ export class ReplicaCoordinator {
     return true;
   }
 
-  private withExpectedReplicas(set: StatefulSet): StatefulSet {
-    const key = `${set.metadata?.namespace}/${nameOf(set)}`;
+  private withExpectedReplicas(cached: StatefulSet): StatefulSet {
+    const key = `${cached.metadata?.namespace}/${nameOf(cached)}`;
+    const set = this.withOwnDownscale(key, cached);
     const expected = this.expected.get(key);
     if (!expected) return set;
     if (set.spec?.replicas === expected.replicas || this.runtime.clock.monotonic() - expected.at > 30_000) {
@@ -181,6 +207,21 @@ export class ReplicaCoordinator {
     }
     // A copy: the cache's objects are shared and never mutated.
     return { ...set, spec: { ...set.spec!, replicas: expected.replicas } };
+  }
+
+  /** The StatefulSet with our own recent downscale as its last-downscale, until the webhook's copy arrives. */
+  private withOwnDownscale(key: string, set: StatefulSet): StatefulSet {
+    const own = this.downscaled.get(key);
+    if (!own) return set;
+    const recorded = parseRfc3339(annotationsOf(set)[LAST_DOWNSCALE_ANNOTATION_KEY] ?? '');
+    // The annotation has whole seconds: a copy of our downscale reads up to 1 s earlier.
+    const arrived = typeof recorded === 'number' && recorded > own.wall - 1000;
+    if (arrived || this.runtime.clock.monotonic() - own.at > OWN_DOWNSCALE_KEPT_MS) {
+      this.downscaled.delete(key);
+      return set;
+    }
+    const annotations = { ...annotationsOf(set), [LAST_DOWNSCALE_ANNOTATION_KEY]: formatRfc3339(own.wall) };
+    return { ...set, metadata: { ...set.metadata, annotations } };
   }
 
   /**

@@ -6,6 +6,15 @@
 // Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
 // (deny) on group-check errors, failed pod preparation and a failed record.
 //
+// Where a downscale is recorded before it is allowed: the zone tracker
+// ConfigMap (-use-zone-tracker), or the group's lock Lease
+// (leaserecords.ts) — never the StatefulSet under review, whose update that
+// write would make conflict (grafana/rollout-operator #303: the
+// HorizontalPodAutoscaler's /scale updates failed). grafana.com/last-downscale
+// is copied onto the StatefulSet once the downscale has landed. Only when
+// Leases may not be written (rollout-operator's Role) is it written on the
+// StatefulSet during admission, as rollout-operator does.
+//
 // Clocks: last-downscale records are wall clock, taken at their word by
 // min-time unless this replica has evidence of a step or skew
 // (src/downscale/clocksteps.ts, shared with the replica coordinator); the
@@ -50,6 +59,14 @@ import { cached } from '../../runtime/informer/informer.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetracker.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
+import {
+  LEASE_LAST_DOWNSCALES_ANNOTATION,
+  latestLastDownscales,
+  parseLeaseRecords,
+  recordInLease,
+} from './leaserecords.ts';
+import { LAST_DOWNSCALE_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
+import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 
 /** Where the API server sends StatefulSet updates of labelled sets to prepare their leaving pods. */
 export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
@@ -110,6 +127,8 @@ interface HeldLock {
   /** True while this replica may act under the lock. */
   held(): boolean;
   release(): Promise<void>;
+  /** The group's Lease, where downscales are recorded; absent for an in-memory lock (Leases not permitted). */
+  lease?: LeaseLock;
 }
 
 /** A Lease name for a group's downscale lock: a DNS label, unique per group value. */
@@ -125,13 +144,20 @@ export function lockName(group: string): string {
 const ownerUid = (pod: Pod) => pod.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
 
 /**
- * How long a downscale this replica just allowed counts as done. The
- * apiserver retries a PATCH whose update conflicted — and our own
- * last-downscale write is such a conflict — running admission again for the
- * same change; within this window the repeat is allowed at once instead of
- * preparing the pods and recording a second time.
+ * When the record was written on the StatefulSet during admission (Leases
+ * not permitted), the apiserver retries a PATCH whose update that write made
+ * conflict, running admission again for the same change: within this window
+ * (a retry comes within milliseconds) the repeat is allowed at once instead
+ * of preparing the pods and recording — and conflicting — again. Kept short:
+ * a repeat allowed here keeps the earlier record, so the record can read
+ * this much earlier than the downscale. No other record needs it: a retry
+ * runs every step again and records its own time.
  */
-const RECENTLY_ALLOWED_MS = 15_000;
+const RECENTLY_ALLOWED_MS = 5_000;
+/** How long the copy of a record onto the StatefulSet waits for the downscale to land. */
+const COPY_DEADLINE_MS = 60_000;
+/** How often it looks for the landed downscale in the cache (or the API). */
+const COPY_POLL_MS = 250;
 
 /** The handler is one webhook's admit, so the locks and recent allows it keeps last as long as the handler. */
 export function prepareDownscaleHandler(deps: PrepareDownscaleDeps): AdmissionHandler {
@@ -154,6 +180,25 @@ interface Review {
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 const downscaleKey = (d: Downscale) => `${d.namespace}/${d.name}:${d.from}->${d.to}`;
+
+/** What the group checks read, for the record to update. */
+interface GroupRead {
+  /** The zone tracker (zone-tracker mode). */
+  tracker?: ConfigMap;
+  /** The records on the group's Lease (annotation mode, under a Lease lock). */
+  leaseRecords?: ReadonlyMap<string, number>;
+  /** The names of the group's StatefulSets. */
+  group: string[];
+}
+
+/** How a downscale was recorded, or why it could not be. */
+interface Recorded {
+  error?: string;
+  /** grafana.com/last-downscale to copy onto the StatefulSet once the downscale lands. */
+  copyAt?: number;
+  /** Written on the StatefulSet during admission (Leases not permitted): the apiserver's retry is a repeat. */
+  onObject?: boolean;
+}
 
 /**
  * The prepare-downscale webhook: the state kept across requests (group locks,
@@ -244,13 +289,13 @@ class PrepareDownscaleWebhook {
       }
       const pods = await this.listPods(review);
       if ('outcome' in pods) return pods.outcome;
-      let tracker: ConfigMap | undefined;
+      let read: GroupRead | undefined;
       if (withGroupChecks) {
-        const checked = await this.checkGroup(review, pods.value);
+        const checked = await this.checkGroup(review, pods.value, held);
         if ('outcome' in checked) return checked.outcome;
-        tracker = checked.value;
+        read = checked.value;
       }
-      return await this.prepareAndRecord(review, pods.value, held, tracker);
+      return await this.prepareAndRecord(review, pods.value, held, read);
     } finally {
       await held?.release();
     }
@@ -277,9 +322,9 @@ class PrepareDownscaleWebhook {
 
   /**
    * Denies when the rollout group forbids the downscale now; otherwise gives
-   * the zone tracker it read (zone-tracker mode), for the record to update.
+   * what it read of the records, for the record to update.
    */
-  private async checkGroup(review: Review, pods: readonly Pod[]): Promise<Step<ConfigMap | undefined>> {
+  private async checkGroup(review: Review, pods: readonly Pod[], held: HeldLock | undefined): Promise<Step<GroupRead>> {
     const { downscale, info, signal } = review;
     const { namespace } = downscale;
     let sets: StatefulSet[];
@@ -294,9 +339,9 @@ class PrepareDownscaleWebhook {
     } catch {
       return { outcome: executorFailed(downscale, { kind: 'list-statefulsets' }) };
     }
-    const read = await this.readLastDownscales(review, sets);
+    const read = await this.readLastDownscales(review, sets, held);
     if ('outcome' in read) return read;
-    const { lastDownscales, tracker } = read.value;
+    const { lastDownscales, tracker, leaseRecords } = read.value;
     const othersPods = new Map(
       sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]),
     );
@@ -318,18 +363,47 @@ class PrepareDownscaleWebhook {
       countedFrom,
     });
     if (checks.kind === 'deny') {
-      this.log.info('downscale denied', { statefulSet: downscale.name, namespace, block: checks.block.reason });
+      const { block } = checks;
+      this.log.info('downscale denied', {
+        statefulSet: downscale.name,
+        namespace,
+        block: block.reason,
+        // The refusal's text is rollout-operator's and says only that parsing failed: what and why is here.
+        ...(block.reason === 'parse-error' ? { err: block.error } : {}),
+      });
       return { outcome: checks };
     }
-    return { value: tracker };
+    return {
+      value: {
+        ...(tracker ? { tracker } : {}),
+        ...(leaseRecords ? { leaseRecords } : {}),
+        group: sets.map((s) => s.metadata?.name ?? ''),
+      },
+    };
   }
 
-  /** The group's last downscales: from the zone tracker ConfigMap (returned too) or the StatefulSets' annotations. */
+  /**
+   * The group's last downscales: from the zone tracker ConfigMap (returned
+   * too), or the later of the StatefulSets' annotations and the records on
+   * the group's Lease (returned too), as read when the lock was taken.
+   */
   private async readLastDownscales(
-    { downscale, signal }: Review,
+    { downscale, info, signal }: Review,
     sets: readonly StatefulSet[],
-  ): Promise<Step<{ lastDownscales: Map<string, LastDownscale>; tracker?: ConfigMap }>> {
-    if (this.deps.mode !== 'zone-tracker') return { value: { lastDownscales: lastDownscalesFromAnnotations(sets) } };
+    held: HeldLock | undefined,
+  ): Promise<
+    Step<{ lastDownscales: Map<string, LastDownscale>; tracker?: ConfigMap; leaseRecords?: Map<string, number> }>
+  > {
+    if (this.deps.mode !== 'zone-tracker') {
+      const fromAnnotations = lastDownscalesFromAnnotations(sets);
+      if (!held?.lease) return { value: { lastDownscales: fromAnnotations } };
+      const leaseRecords = parseLeaseRecords(held.lease.annotation(LEASE_LAST_DOWNSCALES_ANNOTATION));
+      if ('error' in leaseRecords) {
+        const error = `Lease ${downscale.namespace}/${lockName(info.rolloutGroup)}: ${leaseRecords.error}`;
+        return { value: { lastDownscales: new Map(sets.map((s) => [s.metadata?.name ?? '', { error }])) } };
+      }
+      return { value: { lastDownscales: latestLastDownscales(fromAnnotations, leaseRecords), leaseRecords } };
+    }
     let tracker: ConfigMap;
     try {
       tracker = await this.zoneTracker(
@@ -356,7 +430,7 @@ class PrepareDownscaleWebhook {
     review: Review,
     pods: readonly Pod[],
     held: HeldLock | undefined,
-    tracker: ConfigMap | undefined,
+    read: GroupRead | undefined,
   ): Promise<Allow | Deny> {
     const { downscale, statefulSet, signal } = review;
     const mine = pods.filter((p) => ownerUid(p) === statefulSet.metadata?.uid);
@@ -373,12 +447,12 @@ class PrepareDownscaleWebhook {
       await this.callPods('DELETE', call, podsByName, signal);
       return executorFailed(downscale, { kind: 'lock-lost' });
     }
-    const recordError = await this.record(downscale, tracker, signal);
+    const recorded = await this.record(downscale, held, read, signal);
     const outcome = afterRecord({
       downscale,
       mode: this.deps.mode,
       call,
-      ...(recordError === undefined ? {} : { recordError }),
+      ...(recorded.error === undefined ? {} : { recordError: recorded.error }),
     });
     if (outcome.kind === 'deny') {
       await this.callPods('DELETE', outcome.undo, podsByName, signal);
@@ -388,7 +462,9 @@ class PrepareDownscaleWebhook {
       statefulSet: downscale.name,
       namespace: downscale.namespace,
     });
-    this.recentlyAllowed.set(downscaleKey(downscale), { at: this.deps.clock.monotonic(), message: outcome.message });
+    if (recorded.onObject)
+      this.recentlyAllowed.set(downscaleKey(downscale), { at: this.deps.clock.monotonic(), message: outcome.message });
+    if (recorded.copyAt !== undefined) void this.copyWhenLanded(downscale, recorded.copyAt);
     return outcome;
   }
 
@@ -449,27 +525,82 @@ class PrepareDownscaleWebhook {
     }
   }
 
-  /** Records the downscale (annotation or zone tracker); the error message when that failed. */
+  /**
+   * Records the downscale before it is allowed, where min-time reads it:
+   * the zone tracker; the group's Lease (then copied onto the StatefulSet
+   * once landed); for a StatefulSet in no group, only the copy (no other
+   * zone's min-time reads it); with an in-memory lock, the StatefulSet
+   * itself, during admission, as rollout-operator does.
+   */
   private async record(
     downscale: Downscale,
-    tracker: ConfigMap | undefined,
+    held: HeldLock | undefined,
+    read: GroupRead | undefined,
     signal: AbortSignal,
-  ): Promise<string | undefined> {
+  ): Promise<Recorded> {
+    const now = this.deps.clock.now();
     try {
-      if (this.deps.mode === 'annotation') {
-        await this.client.patch(
-          resources.statefulSets,
-          { namespace: downscale.namespace, name: downscale.name },
-          'strategic',
-          lastDownscaleAnnotationPatch(this.deps.clock.now()),
-          { signal },
-        );
-        return undefined;
+      if (this.deps.mode === 'zone-tracker') {
+        const error = await this.recordInZoneTracker(downscale, read?.tracker, signal);
+        return error === undefined ? {} : { error };
       }
-      return await this.recordInZoneTracker(downscale, tracker, signal);
+      if (held?.lease) {
+        const value = recordInLease(read?.leaseRecords ?? new Map(), downscale.name, now, read?.group ?? []);
+        await held.lease.annotate(LEASE_LAST_DOWNSCALES_ANNOTATION, value, signal, LOCK_CALL_TIMEOUT_MS);
+        return { copyAt: now };
+      }
+      if (!held) return { copyAt: now };
+      await this.client.patch(
+        resources.statefulSets,
+        { namespace: downscale.namespace, name: downscale.name },
+        'strategic',
+        lastDownscaleAnnotationPatch(now),
+        { signal },
+      );
+      return { onObject: true };
     } catch (error) {
-      return messageOf(error);
+      return { error: messageOf(error) };
     }
+  }
+
+  /**
+   * Copies a record onto the StatefulSet's grafana.com/last-downscale once
+   * the downscale has landed (the update we admitted is committed): written
+   * before, it would be the conflicting write the record on the Lease
+   * avoids. A downscale that does not land within the deadline is not
+   * copied: nothing was downscaled, and its record on the Lease holds the
+   * other zones back meanwhile, the safe side. Never throws.
+   */
+  private async copyWhenLanded(downscale: Downscale, at: number): Promise<void> {
+    const { clock } = this.deps;
+    const where = { namespace: downscale.namespace, name: downscale.name };
+    const deadline = clock.monotonic() + COPY_DEADLINE_MS;
+    let lastError = 'it did not land';
+    while (clock.monotonic() < deadline) {
+      try {
+        const current =
+          this.deps.cachedStatefulSet?.(where.namespace, where.name) ??
+          (await this.client.get<StatefulSet>(resources.statefulSets, where, { timeoutMs: LOCK_CALL_TIMEOUT_MS }));
+        if ((current.spec?.replicas ?? 1) <= downscale.to) {
+          const existing = parseRfc3339(current.metadata?.annotations?.[LAST_DOWNSCALE_ANNOTATION_KEY] ?? '');
+          // A later record is already there (another downscale since): keep it.
+          if (typeof existing === 'number' && existing > at) return;
+          await this.client.patch(resources.statefulSets, where, 'strategic', lastDownscaleAnnotationPatch(at), {
+            timeoutMs: LOCK_CALL_TIMEOUT_MS,
+          });
+          return;
+        }
+      } catch (error) {
+        lastError = messageOf(error);
+        // Refused: a retry is refused too. The record on the Lease still holds.
+        if (isForbidden(error) || isNotFound(error)) break;
+      }
+      await clock.sleep(COPY_POLL_MS);
+    }
+    this.log.warn(
+      `could not copy the downscale's record onto ${LAST_DOWNSCALE_ANNOTATION_KEY}; min-time still counts it from the group's Lease`,
+      { statefulSet: downscale.name, namespace: downscale.namespace, err: lastError },
+    );
   }
 
   private async recordInZoneTracker(
@@ -594,6 +725,7 @@ class GroupLocks {
     };
     renewLater();
     return {
+      lease: entry.lock,
       held: () => entry.lock.sinceRenewed() < LOCK_RENEW_DEADLINE_MS,
       release: async () => {
         timer?.cancel();

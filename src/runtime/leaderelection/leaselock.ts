@@ -130,6 +130,36 @@ export class LeaseLock {
     }
   }
 
+  /** An annotation of the Lease as last read or written by this lock. */
+  annotation(key: string): string | undefined {
+    return this.observed?.lease.metadata?.annotations?.[key];
+  }
+
+  /**
+   * Sets one annotation of the Lease while we hold it, so whoever takes the
+   * lock next reads it (the prepare-downscale webhook's records). A PUT with
+   * the resourceVersion read: a renewal of ours in between makes it re-read
+   * and try again; a Lease no longer ours is an error, not overwritten.
+   */
+  async annotate(key: string, value: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
+    const { client, namespace, name, identity } = this.o;
+    let lease = this.observed?.lease;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (lease?.spec?.holderIdentity !== identity) throw new Error(`Lease ${namespace}/${name} is not held by us`);
+      const metadata = { ...lease.metadata, annotations: { ...lease.metadata?.annotations, [key]: value } };
+      try {
+        const updated = await client.update<Lease>(resources.leases, { ...lease, metadata }, { signal, timeoutMs });
+        this.observe(updated, this.o.clock.monotonic());
+        return;
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+      lease = await client.get<Lease>(resources.leases, { namespace, name }, { signal, timeoutMs });
+      this.observe(lease, this.o.clock.monotonic());
+    }
+    throw new Error(`Lease ${namespace}/${name} kept changing`);
+  }
+
   /**
    * Hands the lock back so another replica takes it at once: clears the
    * holder (no Lease delete is needed, so none is granted). Only our own

@@ -2,13 +2,13 @@
 // ReplicaTemplate, and Stateward moves the followers and mirrors.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { resources, type Event, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import { resources, type Event, type StatefulSet } from '../../../src/runtime/kube/types.ts';
 import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { kubectl } from '../../support/kubectl.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
-import { PodEndpoints } from '../../support/pod-endpoints.ts';
+import { serveNamespacePods } from '../../support/pod-endpoints.ts';
 import { installLoopbackWebhook, loopbackWebhook } from '../../support/webhooks.ts';
 import { createReplicaTemplate, mirrorAnnotations } from '../../support/replica-templates.ts';
 import { createGroup, testClient, waitGroupSettled } from '../../support/rollout-group.ts';
@@ -139,15 +139,7 @@ describe('replica coordination', () => {
     );
     await waitGroupSettled(kube, namespace);
     // Every pod answers prepare-shutdown, including the ones the upscale created.
-    const endpoints = new PodEndpoints();
-    t.after(() => endpoints.close());
-    await endpoints.serve(
-      (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({
-        name: p.metadata!.name!,
-        ip: p.status!.podIP!,
-      })),
-      podPort,
-    );
+    const endpoints = await serveNamespacePods(t, kube, namespace, podPort);
 
     const scaled = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-a', '--replicas=1');
     assert.ok(scaled.ok, scaled.out);
@@ -156,7 +148,15 @@ describe('replica coordination', () => {
       async () => JSON.stringify(await replicas(namespace)) === JSON.stringify({ a: 1, b: 1, c: 1 }),
       { timeoutMs: 40_000 },
     );
-    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
+    // Each zone's record is copied onto it once its downscale landed.
+    const sets = await waitFor(
+      'last-downscale on every zone',
+      async () => {
+        const items = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
+        return items.every((s) => s.metadata?.annotations?.['grafana.com/last-downscale']) ? items : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     const at = (zone: string) =>
       Date.parse(
         sets.find((s) => s.metadata?.name === `ingester-zone-${zone}`)!.metadata!.annotations![

@@ -4,7 +4,14 @@
 // back for min-time — across two operator replicas too.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { resources, type ConfigMap, type Pod, type StatefulSet } from '../../../src/runtime/kube/types.ts';
+import {
+  resources,
+  type ConfigMap,
+  type KubeObject,
+  type Lease,
+  type Pod,
+  type StatefulSet,
+} from '../../../src/runtime/kube/types.ts';
 import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
@@ -117,8 +124,15 @@ describe('prepare-downscale webhook', () => {
       endpoints.calls[0]!.host,
       new RegExp(`^ingester-zone-a-\\d\\.ingester-zone-a\\.${namespace}\\.svc\\.cluster\\.local\\.:\\d+$`),
     );
-    const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
-    const recorded = Date.parse(a.metadata?.annotations?.['grafana.com/last-downscale'] ?? '');
+    // Recorded on the group's Lease before the allow; copied onto the StatefulSet once the downscale landed.
+    const recorded = await waitFor(
+      'last-downscale copied onto zone a',
+      async () => {
+        const a = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' });
+        return Date.parse(a.metadata?.annotations?.['grafana.com/last-downscale'] ?? '') || undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.ok(Math.abs(Date.now() - recorded) < 60_000, 'last-downscale recorded');
 
     const denied = await kubectl('-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
@@ -166,6 +180,37 @@ describe('prepare-downscale webhook', () => {
     );
     assert.equal(endpoints.calls.length, 1, 'no pod of zone b was called');
     assert.doesNotMatch(operators[0]!.logs, /is set as a label, which is deprecated/);
+  });
+
+  it('a client that updates /scale with the resourceVersion it read, as the HorizontalPodAutoscaler does, is not made to conflict by the record (grafana/rollout-operator #303)', async (t) => {
+    const { namespace, kube, endpoints } = await setup(t, 1, [], '1h', { minTimeAs: 'annotation' });
+    // The HPA controller's write: GET the Scale, change spec.replicas, PUT it back with the resourceVersion read.
+    const hpaScale = async (name: string, replicas: number) => {
+      const scale = await kube.get<KubeObject & { spec?: { replicas?: number } }>(resources.statefulSets, {
+        namespace,
+        name,
+        subresource: 'scale',
+      });
+      return kube.update(resources.statefulSets, { ...scale, spec: { replicas } }, { subresource: 'scale' });
+    };
+    // Before: the webhook patched grafana.com/last-downscale on this StatefulSet during admission, and the PUT got
+    // 409 "the object has been modified" every time.
+    const scaled = await hpaScale('ingester-zone-a', 1);
+    assert.equal(scaled.spec?.replicas, 1);
+    assert.equal(endpoints.calls.filter((c) => c.method === 'POST').length, 2, 'the leaving pods were prepared');
+    // Recorded on the group's Lease before the allow, copied onto the StatefulSet after it landed.
+    const leases = (await kube.list<Lease>(resources.leases, { namespace })).items;
+    const records = leases.map((l) => l.metadata?.annotations?.['stateward.dev/last-downscales']).find(Boolean);
+    assert.ok(records && 'ingester-zone-a' in JSON.parse(records), `recorded on the Lease: ${records}`);
+    await waitFor(
+      'last-downscale copied onto zone a',
+      async () =>
+        (await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: 'ingester-zone-a' })).metadata
+          ?.annotations?.['grafana.com/last-downscale'],
+      { timeoutMs: 30_000 },
+    );
+    // And min-time still holds zone b back, for the HPA as for anyone.
+    await assert.rejects(hpaScale('ingester-zone-b', 2), /is configured to wait 1h0m0s between zone downscales/);
   });
 
   it('min-time as a label still applies, and its deprecation is logged once per process', async (t) => {
