@@ -3,6 +3,7 @@ import type { HeapProfiler, Profiler } from 'node:inspector';
 import { describe, it } from 'node:test';
 import { Profile } from 'pprof-format';
 import { cpuProfileToPprof, heapProfileToPprof } from '../../../src/runtime/pprof/convert.ts';
+import { sampleTypes } from './profiles.ts';
 
 const frame = (functionName: string, url = '', lineNumber = -1) => ({
   functionName,
@@ -21,11 +22,6 @@ function stacks(profile: Profile): { stack: string[]; value: number[] }[] {
   return decoded.sample
     .map((s) => ({ stack: s.locationId.map((id) => locations.get(Number(id))!), value: s.value.map(Number) }))
     .sort((a, b) => a.stack.join('/').localeCompare(b.stack.join('/')));
-}
-
-function typesOf(profile: Profile): string[] {
-  const strings = profile.stringTable.strings;
-  return profile.sampleType.map((t) => `${strings[Number(t.type)]}/${strings[Number(t.unit)]}`);
 }
 
 describe('pprof conversion', () => {
@@ -49,7 +45,7 @@ describe('pprof conversion', () => {
 
   it('turns a CPU profile into samples by stack, leaf first, each standing for the time to the next sample, idle left out', () => {
     const profile = cpuProfileToPprof(cpu, { intervalMicros: 10_000, startedAtMs: 1_700_000_000_000 });
-    assert.deepEqual(typesOf(profile), ['samples/count', 'cpu/nanoseconds']);
+    assert.deepEqual(sampleTypes(profile), ['samples/count', 'cpu/nanoseconds']);
     assert.deepEqual(stacks(profile), [
       { stack: ['(garbage collector)'], value: [1, 10_000] },
       { stack: ['main'], value: [1, 30_000] },
@@ -108,7 +104,7 @@ describe('pprof conversion', () => {
       },
     };
     const profile = heapProfileToPprof(heap, { intervalBytes: 524_288, takenAtMs: 0 });
-    assert.deepEqual(typesOf(profile), ['inuse_space/bytes']);
+    assert.deepEqual(sampleTypes(profile), ['inuse_space/bytes']);
     assert.deepEqual(stacks(profile), [
       { stack: ['load'], value: [1024] },
       { stack: ['parse', 'load'], value: [4096] },

@@ -5,19 +5,17 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { gunzipSync } from 'node:zlib';
-import { Profile } from 'pprof-format';
 import { Registry } from 'prom-client';
 import type { ServerLimits } from '../../../src/runtime/http/guard.ts';
 import { DEFAULT_HTTP_LIMITS, HttpServer } from '../../../src/runtime/http/server.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
 import { MAX_PROFILE_SECONDS, servePprof } from '../../../src/runtime/pprof/routes.ts';
 import { testWebhookServer } from '../http/webhook-server.ts';
+import { decoded, functionNames, httpsStatus, sampleTypes } from './profiles.ts';
 
 const run = promisify(execFile);
 
@@ -42,23 +40,6 @@ async function started(t: TestContext, options: { pprof: boolean; limits?: Serve
   return { url: (path: string) => `http://127.0.0.1:${port}${path}` };
 }
 
-/** The profile a response carries, decoded: gzip, then pprof's protobuf. */
-async function decoded(response: Response): Promise<{ profile: Profile; raw: Buffer }> {
-  assert.equal(response.status, 200, await response.clone().text());
-  assert.equal(response.headers.get('content-type'), 'application/octet-stream');
-  const raw = Buffer.from(await response.arrayBuffer());
-  return { profile: Profile.decode(gunzipSync(raw)), raw };
-}
-
-function sampleTypes(profile: Profile): string[] {
-  const strings = profile.stringTable.strings;
-  return profile.sampleType.map((t) => `${strings[Number(t.type)]}/${strings[Number(t.unit)]}`);
-}
-
-function functionNames(profile: Profile): Set<string> {
-  return new Set(profile.function.map((f) => profile.stringTable.strings[Number(f.name)]!));
-}
-
 /** Keeps the event loop busy in named JavaScript until `done` settles, yielding so the server still serves. */
 async function burnCpuUntil(done: Promise<unknown>): Promise<void> {
   let settled = false;
@@ -80,17 +61,6 @@ function spinForAMoment(): number {
 const retained: number[][] = [];
 function retainForHeapProfile(): void {
   for (let i = 0; i < 4000; i++) retained.push(Array.from({ length: 1000 }, (_, j) => i + j + 0.5));
-}
-
-/** The status a GET over HTTPS gets from the test webhook server (its certificate is self-signed). */
-async function httpsStatus(port: number, path: string): Promise<number | undefined> {
-  return new Promise((resolve, reject) => {
-    const request = httpsGet({ host: '127.0.0.1', port, path, rejectUnauthorized: false }, (response) => {
-      response.resume();
-      resolve(response.statusCode);
-    });
-    request.on('error', reject);
-  });
 }
 
 /**
