@@ -32,7 +32,7 @@ import { evict } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
-import { PodEndpoints } from '../support/pod-endpoints.ts';
+import { serveNamespacePods } from '../support/pod-endpoints.ts';
 import { mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-templates.ts';
 import {
   changeTemplate,
@@ -307,15 +307,7 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     await waitRolledOut(kube, namespace);
 
     // The rolled pods' own addresses answer the prepare calls.
-    const endpoints = new PodEndpoints();
-    await endpoints.serve(
-      (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({
-        name: p.metadata!.name!,
-        ip: p.status!.podIP!,
-      })),
-      podPort,
-    );
-    t.after(() => endpoints.close());
+    const endpoints = await serveNamespacePods(t, kube, namespace, podPort);
 
     // no-downscale denies; prepare-downscale prepares the leaving pod and records the downscale.
     const denied = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-c', '--replicas=1');

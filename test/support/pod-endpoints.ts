@@ -7,6 +7,9 @@
 // answers {"timestamp": <that time>}; a DELETE forgets it.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TestContext } from 'node:test';
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { resources, type Pod } from '../../src/runtime/kube/types.ts';
 
 export interface PodCall {
   pod: string;
@@ -76,6 +79,25 @@ export class PodEndpoints {
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
+}
+
+/** Serves every pod the namespace has now on `port`, each on its own IP, until the test ends. */
+export async function serveNamespacePods(
+  t: TestContext,
+  kube: KubeClient,
+  namespace: string,
+  port: number,
+): Promise<PodEndpoints> {
+  const endpoints = new PodEndpoints();
+  t.after(() => endpoints.close());
+  await endpoints.serve(
+    (await kube.list<Pod>(resources.pods, { namespace })).items.map((p) => ({
+      name: p.metadata!.name!,
+      ip: p.status!.podIP!,
+    })),
+    port,
+  );
+  return endpoints;
 }
 
 /**
