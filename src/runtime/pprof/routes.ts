@@ -94,7 +94,7 @@ async function serveProfile(
   { log, stopping }: { log: Logger; stopping: AbortSignal },
 ): Promise<void> {
   if (name === '') return replyText(res, 200, INDEX);
-  if (!(name in PROFILES))
+  if (!Object.hasOwn(PROFILES, name))
     return replyText(
       res,
       404,

@@ -155,6 +155,8 @@ describe('/debug/pprof', () => {
     const goroutine = await fetch(url('/debug/pprof/goroutine'));
     assert.equal(goroutine.status, 404);
     assert.match(await goroutine.text(), /served: profile, heap/);
+    for (const path of ['/debug/pprof/constructor', '/debug/pprof/__proto__', '/debug/pprof/heap/'])
+      assert.equal((await fetch(url(path))).status, 404, path);
     assert.equal((await fetch(url('/debug/pprof/heap'), { method: 'POST' })).status, 405);
   });
 
