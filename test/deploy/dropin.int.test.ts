@@ -1,7 +1,8 @@
-// Drop-in check: a grafana/rollout-operator user's manifests
+// Drop-in check: a grafana/rollout-operator v0.39 user's manifests
 // (fixtures/rollout-operator.yaml, written from the reference: its flags,
-// Role verbs, Secret name, Service 443 → 8443, webhook path and labels) run
-// Stateward with only the image changed. The operator process runs here,
+// Role verbs, Secret name, Service 443 → 8443, webhook paths and labels) and
+// StatefulSets (keys where v0.39's README puts them) run Stateward with only
+// the image changed. The operator process runs here,
 // authenticated as that ServiceAccount with only that RBAC; the webhook
 // configuration keeps its path and labels but is pointed at this machine
 // (a Service cannot route to a local process).
@@ -13,7 +14,7 @@ import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
-import { resources, type KubeObject, type Secret } from '../../src/runtime/kube/types.ts';
+import { resources, type KubeObject, type Pod, type Secret } from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -21,6 +22,7 @@ import { evict } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { deleteClusterScoped, kubectlApply, type Manifest } from '../support/manifests.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { serveNamespacePods } from '../support/pod-endpoints.ts';
 import {
   changeTemplate,
   createGroup,
@@ -60,7 +62,7 @@ async function flagDefault(name: string): Promise<string | undefined> {
 }
 
 describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
-  it("a rollout-operator user's manifests run Stateward unchanged: a rollout and a denied downscale", async (t) => {
+  it("a rollout-operator v0.39 user's manifests run Stateward unchanged: a rollout, denied downscales, a zone-aware budget", async (t) => {
     const namespace = await cluster.namespace(t);
     const kube = testClient(cluster);
     const docs = parseAllDocuments((await readFile(FIXTURE, 'utf8')).replaceAll('NAMESPACE', namespace)).map(
@@ -82,11 +84,31 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
       'rollout-operator-self-signed-certificate',
     );
 
-    const [webhookPort] = (await freePorts(1)) as [number];
+    const [webhookPort, podPort] = (await freePorts(2)) as [number, number];
+    // Their StatefulSets, with the pod-template `name` label rollout-operator needs.
+    await createGroup(kube, namespace, {
+      a: { podLabels: { name: 'ingester-zone-a' } },
+      b: { podLabels: { name: 'ingester-zone-b' } },
+      c: { podLabels: { name: 'ingester-zone-c' } },
+    });
+    // Zones b and c set up for downscales as v0.39's README says (#463):
+    // min-time is an annotation now, no longer a label. Before their webhook
+    // configurations exist: updates of StatefulSets go through them.
+    for (const zone of ['b', 'c'])
+      await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+        metadata: {
+          labels: { 'grafana.com/prepare-downscale': 'true' },
+          annotations: {
+            'grafana.com/min-time-between-zones-downscale': '12h',
+            'grafana.com/prepare-downscale-http-path': '/ingester/prepare-shutdown',
+            'grafana.com/prepare-downscale-http-port': String(podPort),
+          },
+        },
+      });
     const installed = docs
       .filter((d) => d.kind !== 'Deployment' && d.kind !== 'Service')
       .map((d) => {
-        if (d.kind !== 'ValidatingWebhookConfiguration') return d;
+        if (d.kind !== 'ValidatingWebhookConfiguration' && d.kind !== 'MutatingWebhookConfiguration') return d;
         const config = structuredClone(d) as WebhookConfiguration;
         for (const w of config.webhooks)
           w.clientConfig = { url: `https://localhost:${webhookPort}${w.clientConfig.service?.path ?? ''}` };
@@ -110,12 +132,6 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
       ).ok,
     );
 
-    // Their StatefulSets, with the pod-template `name` label rollout-operator needs.
-    await createGroup(kube, namespace, {
-      a: { podLabels: { name: 'ingester-zone-a' } },
-      b: { podLabels: { name: 'ingester-zone-b' } },
-      c: { podLabels: { name: 'ingester-zone-c' } },
-    });
     await waitGroupSettled(kube, namespace, 60_000);
 
     const kubeconfig = await cluster.serviceAccountKubeconfig(
@@ -153,13 +169,15 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
       { timeoutMs: 30_000 },
     );
     assert.deepEqual(Object.keys(secret.data ?? {}).sort(), ['ca', 'cert', 'key']);
-    for (const name of [`no-downscale-${namespace}`, `pod-eviction-${namespace}`]) {
+    for (const [type, name] of [
+      [resources.mutatingWebhookConfigurations, `prepare-downscale-${namespace}`],
+      [resources.validatingWebhookConfigurations, `no-downscale-${namespace}`],
+      [resources.validatingWebhookConfigurations, `pod-eviction-${namespace}`],
+    ] as const) {
       await waitFor(
         `the CA injected into ${name}`,
         async () =>
-          (await kube.get<WebhookConfiguration>(resources.validatingWebhookConfigurations, { name })).webhooks.every(
-            (w) => w.clientConfig.caBundle,
-          ),
+          (await kube.get<WebhookConfiguration>(type, { name })).webhooks.every((w) => w.clientConfig.caBundle),
         { timeoutMs: 30_000 },
       );
     }
@@ -183,8 +201,35 @@ describe('drop-in for grafana/rollout-operator', { timeout: 600_000 }, () => {
       ((await op.metric(`rollout_operator_group_reconciles_total{rollout_group="ingester"}`)) ?? 0) > 0,
       "rollout-operator's metric names",
     );
+    // A downscale of zone b: its leaving pod prepared at the path v0.39 calls
+    // (#468: a path with a leading "/" is not doubled). Zone c must then wait
+    // the min-time zone b's annotation sets, refused in v0.39's words.
+    const endpoints = await serveNamespacePods(t, kube, namespace, podPort);
+    const scaled = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-b', '--replicas=2');
+    assert.ok(scaled.ok, scaled.out);
+    assert.deepEqual(
+      endpoints.calls.map((c) => `${c.method} ${c.pod} ${c.path}`),
+      ['POST ingester-zone-b-2 /ingester/prepare-shutdown'],
+    );
+    const held = await kubectl(cluster, '-n', namespace, 'scale', 'statefulset', 'ingester-zone-c', '--replicas=2');
+    assert.equal(held.ok, false, held.out);
+    assert.match(
+      held.out,
+      new RegExp(
+        `downscale of statefulsets/ingester-zone-c in ${namespace} from 3 to 2 replicas is not allowed because statefulset ingester-zone-b was downscaled at .* UTC and is configured to wait 12h0m0s between zone downscales`,
+      ),
+    );
+    assert.equal(endpoints.calls.length, 1, 'no pod of zone c was called');
     // Their zone-aware budget holds, its ledger kept in the process (their Role has no Leases).
     await waitGroupSettled(kube, namespace, 60_000);
+    await waitFor(
+      'the pod zone b left gone',
+      async () =>
+        !(await kube.list<Pod>(resources.pods, { namespace })).items.some(
+          (p) => p.metadata?.name === 'ingester-zone-b-2',
+        ),
+      { timeoutMs: 30_000 },
+    );
     await kube.create(zpdbResource, {
       apiVersion: 'rollout-operator.grafana.com/v1',
       kind: 'ZoneAwarePodDisruptionBudget',

@@ -62,6 +62,18 @@ async function operatorEvents(
     .sort((a, b) => (a.eventTime ?? '').localeCompare(b.eventTime ?? ''));
 }
 
+/** Waits until `name` is back from a delete and its container waits in CrashLoopBackOff (a broken template); returns it. */
+async function waitCrashLooping(kube: ReturnType<typeof testClient>, namespace: string, name: string): Promise<Pod> {
+  return waitFor(
+    `${name} crash-looping`,
+    async () => {
+      const pod = await kube.get<Pod>(resources.pods, { namespace, name }).catch(() => undefined);
+      return pod?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff' ? pod : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
 /** The order in which zones first lost a pod to the rollout. */
 function zoneOrder(transitions: Transition[]): string[] {
   const order: string[] = [];
@@ -260,16 +272,7 @@ describe('rollouts', () => {
     const { namespace, kube } = await setup(t, { all: { replicas: 2 } });
     await startOperator(t, namespace);
     await changeTemplate(kube, namespace, 'a', 'broken', { 'stateward.dev/simulate': 'crash-loop' });
-    await waitFor(
-      'zone a stuck with a crash-looping pod',
-      async () => {
-        const pod = await kube
-          .get<Pod>(resources.pods, { namespace, name: 'ingester-zone-a-0' })
-          .catch(() => undefined);
-        return pod?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff';
-      },
-      { timeoutMs: 30_000 },
-    );
+    await waitCrashLooping(kube, namespace, 'ingester-zone-a-0');
     // The rollout waits on its own pace (the pod it replaced not Ready):
     // told by an Event once that lasted PACE_NEWS_MS, not before.
     const waiting = await waitFor(
@@ -288,6 +291,38 @@ describe('rollouts', () => {
     await changeTemplate(kube, namespace, 'a', 'fixed', { 'stateward.dev/simulate': null });
     await waitRolledOut(kube, namespace, 60_000);
     assert.deepEqual(monitor.violations, []);
+  });
+
+  it('recovers from a failed update released to every zone: the broken revision stops at one pod, the fixed one rolls every zone (rollout-operator v0.39 TestRolloutRecoversFromFailedUpdate, #466)', async (t) => {
+    const { namespace, kube, monitor } = await setup(t, { all: { replicas: 2 } });
+    for (const zone of ZONES)
+      await changeTemplate(kube, namespace, zone, 'broken', { 'stateward.dev/simulate': 'crash-loop' });
+    await waitRevisionsPending(kube, namespace);
+    const operator = await startOperator(t, namespace);
+    const broken = await waitCrashLooping(kube, namespace, 'ingester-zone-a-0');
+    const brokenRevision = broken.metadata?.labels?.['controller-revision-hash'];
+    // The crash-looping pod is on the update revision: it holds zone a's
+    // budget of 1, so its other pod stays, and zones b and c wait. Two
+    // reconciles after it crash-looped, nothing else has gone.
+    const reconciles = () => operator.metric('rollout_operator_group_reconciles_total{rollout_group="ingester"}');
+    const seen = (await reconciles()) ?? 0;
+    await waitFor('two reconciles of the stuck group', async () => ((await reconciles()) ?? 0) >= seen + 2, {
+      timeoutMs: 15_000,
+    });
+    const gone = (tr: Transition) => tr.to.endsWith('/terminating');
+    assert.deepEqual(
+      monitor.transitions.filter(gone).map((tr) => tr.pod),
+      ['ingester-zone-a-0'],
+      'the broken revision took one pod',
+    );
+    const fixedAt = monitor.transitions.length;
+    for (const zone of ZONES) await changeTemplate(kube, namespace, zone, 'fixed', { 'stateward.dev/simulate': null });
+    await waitRolledOut(kube, namespace, 120_000);
+    assert.deepEqual(monitor.violations, [], monitor.report());
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    // The crash-looping pod went first, from its broken revision: the budget it held was no reason to keep it.
+    assert.equal(monitor.transitions.slice(fixedAt).find(gone)?.pod, 'ingester-zone-a-0');
+    assert.equal(monitor.transitions.slice(fixedAt).find(gone)?.from, `${brokenRevision}/not-ready`);
   });
 
   it('completes a rollout while the operator is SIGKILLed at random points and restarted, guarantees intact', async (t) => {
