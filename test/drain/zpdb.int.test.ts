@@ -140,6 +140,14 @@ async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {
   return (await kube.list<Pod>(resources.pods, { namespace })).items;
 }
 
+/** Evicts `pod`, retried as kubectl drain retries a 429, until an eviction is allowed. */
+function evictOnceAllowed(kube: KubeClient, namespace: string, pod: string, description: string): Promise<true> {
+  return waitFor(description, async () => (await evict(kube, namespace, pod)).code === 201, {
+    timeoutMs: 15_000,
+    intervalMs: 250,
+  });
+}
+
 function drain(node: string, tag: string, ...extra: string[]) {
   return kubectl(
     cluster,
@@ -286,11 +294,7 @@ describe('zone-aware pod disruption budgets', () => {
     assert.match(a1.message, /1 pod (not ready|unknown) in partition 1/);
     await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
     // The operator's caches see a-0 Ready a moment after the API does; kubectl would retry too.
-    await waitFor(
-      'b-0 allowed once a-0 is back',
-      async () => (await evict(kube, namespace, 'ingester-zone-b-0')).code === 201,
-      { timeoutMs: 15_000, intervalMs: 250 },
-    );
+    await evictOnceAllowed(kube, namespace, 'ingester-zone-b-0', 'b-0 allowed once a-0 is back');
   });
 
   it('crossZoneEvictionDelay: the same partition in another zone waits until the recovered pod has been Ready that long', async (t) => {
@@ -407,14 +411,70 @@ describe('zone-aware pod disruption budgets', () => {
     await kube.patch(zpdbResource, { namespace, name: 'ingester' }, 'merge', {
       spec: { maxUnavailablePercentage: null },
     });
-    await waitFor(
-      'a-0 evicted under the fixed budget',
-      async () => (await evict(kube, namespace, 'ingester-zone-a-0')).code === 201,
-      { timeoutMs: 15_000, intervalMs: 250 },
-    );
+    await evictOnceAllowed(kube, namespace, 'ingester-zone-a-0', 'a-0 evicted under the fixed budget');
     const b0 = await evict(kube, namespace, 'ingester-zone-b-0');
     assert.equal(b0.code, 429, b0.message);
     await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
     assert.deepEqual(monitor.violations, [], monitor.report());
+  });
+
+  it('unhealthyPodEvictionPolicy AlwaysAllow: a crash-looping pod is evicted while another zone is down too (refused under the default); Ready pods still wait', async (t) => {
+    const { namespace, kube, operators } = await setup(t, { zones: ['a', 'b'] });
+    // One pod crash-looping in each zone: under the default every eviction waits for the other zone.
+    for (const name of ['ingester-zone-b-0', 'ingester-zone-a-0'])
+      await kube.patch(resources.pods, { namespace, name }, 'merge', {
+        metadata: { labels: { 'stateward.dev/simulate': 'crash-loop' } },
+      });
+    await waitFor(
+      'a-0 and b-0 crash-looping',
+      async () =>
+        (await podsOf(kube, namespace)).filter(
+          (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff',
+        ).length === 2,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    // A dry run tells when the operator's caches have seen zone b go down (it records and deletes nothing).
+    await waitFor(
+      'a-0 refused on account of zone b',
+      async () => /ingester-zone-b/.test((await evict(kube, namespace, 'ingester-zone-a-0', true)).message),
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    const refused = await evict(kube, namespace, 'ingester-zone-a-0');
+    assert.equal(refused.code, 429, refused.message);
+    assert.match(refused.message, /1 pod not ready in ingester-zone-b/);
+
+    // The CRD's schema names the two policies; the validation webhook would too.
+    await assert.rejects(
+      kube.patch(zpdbResource, { namespace, name: 'ingester' }, 'merge', {
+        spec: { unhealthyPodEvictionPolicy: 'Always' },
+      }),
+      /unhealthyPodEvictionPolicy: Unsupported value: "Always"/,
+    );
+    await kube.patch(zpdbResource, { namespace, name: 'ingester' }, 'merge', {
+      spec: { unhealthyPodEvictionPolicy: 'AlwaysAllow' },
+    });
+    // Retried until the operator has the new generation.
+    await evictOnceAllowed(kube, namespace, 'ingester-zone-a-0', 'a-0 evicted under AlwaysAllow');
+    // A Ready pod still goes through the budget: zone b is down.
+    const ready = await evict(kube, namespace, 'ingester-zone-a-1');
+    assert.equal(ready.code, 429, ready.message);
+    assert.match(ready.message, /1 pod not ready in ingester-zone-b/);
+    // And zone b's crash-looping pod goes too, though zone a is down now.
+    const b0 = await evict(kube, namespace, 'ingester-zone-b-0');
+    assert.equal(b0.code, 201, b0.message);
+
+    const op = operators[0]!;
+    assert.equal(
+      await op.metric(
+        'rollout_operator_zpdb_eviction_requests_total{reason="unhealthy-pod-always-allow",status="200"}',
+      ),
+      2,
+    );
+    assert.match(
+      op.logs,
+      /unhealthyPodEvictionPolicy is AlwaysAllow: evicted without spending the budget \(the budget alone would refuse: 1 pod not ready in ingester-zone-b\)/,
+    );
+    // Recreated from the template (no crash-loop label), both come back.
+    await waitGroupSettled(kube, namespace, 60_000, ['a', 'b']);
   });
 });
