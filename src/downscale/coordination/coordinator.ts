@@ -34,7 +34,7 @@ import {
   PREPARE_DOWNSCALE_LABEL_KEY,
   PREPARE_DOWNSCALE_LABEL_VALUE,
 } from '../../vocabulary/keys.ts';
-import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
 
 export interface ReplicaCoordinatorOptions {
   podCalls: PodCallConfig;
@@ -46,8 +46,8 @@ export interface ReplicaCoordinatorOptions {
 const SCALE_READ_TTL_MS = 1000;
 const scaleKey = (ref: ScaleRef) => `${ref.namespace}/${ref.apiVersion}/${ref.kind}/${ref.name}`;
 
-/** How long our own downscale stands in for its record on the StatefulSet (the webhook's copy deadline). */
-const OWN_DOWNSCALE_KEPT_MS = 60_000;
+/** How long an unrecorded downscale stands in for its record on the StatefulSet (the webhook's copy deadline). */
+const UNRECORDED_KEPT_MS = 60_000;
 
 /** A repeated warning is logged and recorded again after this long, not on every reconcile. */
 const REPORT_AGAIN_MS = 10 * 60_000;
@@ -67,13 +67,17 @@ export class ReplicaCoordinator {
    */
   private readonly expected = new Map<string, { replicas: number; at: number }>();
   /**
-   * Downscales we just made (wall time; `at` monotonic), until their
-   * grafana.com/last-downscale reaches the cache: the prepare-downscale
-   * webhook records a downscale on the group's Lease and copies it onto the
-   * StatefulSet only once it has landed, so a reconcile in between must not
-   * plan the next zone as if none had happened (the webhook would deny it).
+   * Prepared downscales (ours, or seen in the cache) whose
+   * grafana.com/last-downscale has not reached the cache yet: when (`wall`;
+   * `at` monotonic) and the annotation then (`before`). The
+   * prepare-downscale webhook records a downscale on the group's Lease and
+   * copies it onto the StatefulSet only once it has landed, so a reconcile
+   * in between must not plan the next zone as if none had happened (the
+   * webhook would deny it).
    */
-  private readonly downscaled = new Map<string, { wall: number; at: number }>();
+  private readonly unrecorded = new Map<string, { wall: number; at: number; before: string | undefined }>();
+  /** Each StatefulSet's spec.replicas at the last reconcile of its group, to see a downscale land. */
+  private readonly seenReplicas = new Map<string, number>();
   /** `at`s are monotonic here too. */
   private readonly scaleReads = new Map<string, { at: number; scale: Scale }>();
 
@@ -171,12 +175,7 @@ export class ReplicaCoordinator {
     }
     const key = `${set.metadata?.namespace}/${nameOf(set)}`;
     this.expected.set(key, { replicas, at: this.runtime.clock.monotonic() });
-    // Only a prepared downscale is recorded (by the prepare-downscale webhook).
-    if (
-      replicas < (set.spec?.replicas ?? 1) &&
-      labelsOf(set)[PREPARE_DOWNSCALE_LABEL_KEY] === PREPARE_DOWNSCALE_LABEL_VALUE
-    )
-      this.downscaled.set(key, { wall: this.runtime.clock.now(), at: this.runtime.clock.monotonic() });
+    if (replicas < (set.spec?.replicas ?? 1)) this.noteUnrecorded(key, set);
     this.log.info(`scaled ${nameOf(set)} from ${set.spec?.replicas ?? 1} to ${replicas} replicas: ${why}`, {
       statefulSet: nameOf(set),
     });
@@ -198,7 +197,11 @@ export class ReplicaCoordinator {
 
   private withExpectedReplicas(cached: StatefulSet): StatefulSet {
     const key = `${cached.metadata?.namespace}/${nameOf(cached)}`;
-    const set = this.withOwnDownscale(key, cached);
+    const replicas = cached.spec?.replicas ?? 1;
+    const seen = this.seenReplicas.get(key);
+    this.seenReplicas.set(key, replicas);
+    if (seen !== undefined && replicas < seen) this.noteUnrecorded(key, cached);
+    const set = this.withUnrecordedDownscale(key, cached);
     const expected = this.expected.get(key);
     if (!expected) return set;
     if (set.spec?.replicas === expected.replicas || this.runtime.clock.monotonic() - expected.at > 30_000) {
@@ -209,18 +212,29 @@ export class ReplicaCoordinator {
     return { ...set, spec: { ...set.spec!, replicas: expected.replicas } };
   }
 
-  /** The StatefulSet with our own recent downscale as its last-downscale, until the webhook's copy arrives. */
-  private withOwnDownscale(key: string, set: StatefulSet): StatefulSet {
-    const own = this.downscaled.get(key);
-    if (!own) return set;
-    const recorded = parseRfc3339(annotationsOf(set)[LAST_DOWNSCALE_ANNOTATION_KEY] ?? '');
-    // The annotation has whole seconds: a copy of our downscale reads up to 1 s earlier.
-    const arrived = typeof recorded === 'number' && recorded > own.wall - 1000;
-    if (arrived || this.runtime.clock.monotonic() - own.at > OWN_DOWNSCALE_KEPT_MS) {
-      this.downscaled.delete(key);
+  /** A prepared downscale of `set` just made or seen: counted from now until its record arrives. */
+  private noteUnrecorded(key: string, set: StatefulSet): void {
+    // Only a prepared downscale is recorded (by the prepare-downscale webhook).
+    if (labelsOf(set)[PREPARE_DOWNSCALE_LABEL_KEY] !== PREPARE_DOWNSCALE_LABEL_VALUE) return;
+    const before = this.unrecorded.get(key)?.before ?? annotationsOf(set)[LAST_DOWNSCALE_ANNOTATION_KEY];
+    this.unrecorded.set(key, { wall: this.runtime.clock.now(), at: this.runtime.clock.monotonic(), before });
+  }
+
+  /**
+   * The StatefulSet with an unrecorded downscale's time as its
+   * last-downscale (a little later than the webhook's record: the safe
+   * side), until the annotation changes — the webhook's copy — or the
+   * copy's deadline passes.
+   */
+  private withUnrecordedDownscale(key: string, set: StatefulSet): StatefulSet {
+    const pending = this.unrecorded.get(key);
+    if (!pending) return set;
+    const arrived = annotationsOf(set)[LAST_DOWNSCALE_ANNOTATION_KEY] !== pending.before;
+    if (arrived || this.runtime.clock.monotonic() - pending.at > UNRECORDED_KEPT_MS) {
+      this.unrecorded.delete(key);
       return set;
     }
-    const annotations = { ...annotationsOf(set), [LAST_DOWNSCALE_ANNOTATION_KEY]: formatRfc3339(own.wall) };
+    const annotations = { ...annotationsOf(set), [LAST_DOWNSCALE_ANNOTATION_KEY]: formatRfc3339(pending.wall) };
     return { ...set, metadata: { ...set.metadata, annotations } };
   }
 
@@ -246,10 +260,11 @@ export class ReplicaCoordinator {
     for (const set of sets)
       for (const warning of validateScalingMetadata(set)) this.warn(set, 'InvalidScalingMetadata', warning);
     // Every pass notes the group's last downscales, so a later step of the wall clock cannot shorten min-time.
+    // Only stamps read from the API: our own downscale's stand-in is not one (withOwnDownscale).
     const countedFrom = observeLastDownscales(this.runtime.sightings, {
       namespace: sets[0]?.metadata?.namespace ?? '',
       statefulSets: sets.map((s) => s.metadata?.name ?? ''),
-      lastDownscales: lastDownscalesFromAnnotations(sets),
+      lastDownscales: lastDownscalesFromAnnotations(cached),
       source: 'annotation',
       seen: 'read',
     });

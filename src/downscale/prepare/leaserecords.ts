@@ -14,9 +14,11 @@
 // rollout-operator itself after a move back).
 //
 // The annotation holds one JSON object: StatefulSet name → RFC 3339 time,
-// to the millisecond (the StatefulSet annotation has whole seconds, as Go
-// formats it, so a record there can read up to 1 s early).
-import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+// in whole seconds as the StatefulSet's annotation has it, so that the copy
+// is the same stamp: a replica that saw two stamps for one downscale would
+// take the second for a new one written by a clock running behind
+// (src/runtime/sightings.ts) and count min-time again from when it saw it.
+import { formatRfc3339, parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import type { LastDownscale } from '../mintime.ts';
 
 /** The annotation of a group's lock Lease that holds its zones' last downscales. */
@@ -57,8 +59,8 @@ export function recordInLease(
   const keep = new Set(group);
   const out: Record<string, string> = {};
   for (const [n, t] of [...records].sort(([a], [b]) => a.localeCompare(b)))
-    if (keep.has(n) && n !== name) out[n] = new Date(t).toISOString();
-  out[name] = new Date(at).toISOString();
+    if (keep.has(n) && n !== name) out[n] = formatRfc3339(t);
+  out[name] = formatRfc3339(at);
   return JSON.stringify(out);
 }
 

@@ -260,12 +260,18 @@ describe('prepare-downscale webhook', () => {
       loser.out,
       /is already in process of updating replicas|was downscaled at .* and is configured to wait/,
     );
-    const sets = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
-    assert.equal(
-      sets.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']).length,
-      1,
-      'exactly one downscale recorded',
+    // The winner's record is copied onto it once its downscale landed; the loser's never is.
+    const recorded = (items: StatefulSet[]) =>
+      items.filter((s) => s.metadata?.annotations?.['grafana.com/last-downscale']);
+    const sets = await waitFor(
+      'the winner recorded',
+      async () => {
+        const items = (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items;
+        return recorded(items).length > 0 ? items : undefined;
+      },
+      { timeoutMs: 30_000 },
     );
+    assert.equal(recorded(sets).length, 1, 'exactly one downscale recorded');
     assert.deepEqual(sets.map((s) => s.spec?.replicas).sort(), [2, 3]);
   });
 
