@@ -7,8 +7,10 @@ import { createServer, IncomingMessage, type Server, type ServerResponse } from 
 import type { AddressInfo, Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { EventEmitter } from 'node:events';
 import { gzipSync } from 'node:zlib';
 import { chunks, closePool, connectionPool, exchange, type Exchange } from '../../../src/runtime/kube/transport.ts';
+import { waitFor } from '../../cluster/probe.ts';
 
 async function text(response: Exchange): Promise<string> {
   const parts: Buffer[] = [];
@@ -20,7 +22,12 @@ async function text(response: Exchange): Promise<string> {
   return Buffer.concat(parts).toString('utf8');
 }
 
-const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits (with a deadline) until the test server holds `count` connections. */
+const serverConnections = (open: Set<Socket>, count: number) =>
+  waitFor(`the server to hold ${count} connection(s) (holds ${open.size})`, () => open.size === count, {
+    timeoutMs: 5000,
+    intervalMs: 5,
+  });
 
 describe('chunks', () => {
   it('hands out every pushed buffer itself, never a concatenation of what accumulated', async () => {
@@ -28,7 +35,8 @@ describe('chunks', () => {
     const written = [Buffer.from('aa'), Buffer.from('bb'), Buffer.from('cc')];
     for (const buffer of written) stream.write(buffer);
     stream.end();
-    await tick(5);
+    // All three wait in the stream's buffer before the first read, where they could be joined.
+    assert.equal(stream.readableLength, 6);
     const seen: Buffer[] = [];
     for await (const chunk of chunks(stream)) seen.push(chunk);
     assert.equal(seen.length, 3);
@@ -38,10 +46,11 @@ describe('chunks', () => {
   it("throws the stream's error, and destroys a stream left early", async () => {
     const failing = new PassThrough();
     failing.write(Buffer.from('a'));
-    setTimeout(() => failing.destroy(Object.assign(new Error('boom'), { code: 'ECONNRESET' })), 5);
     await assert.rejects(
       (async () => {
-        for await (const _ of chunks(failing));
+        // The stream fails while the reader holds its first chunk.
+        for await (const _ of chunks(failing))
+          failing.destroy(Object.assign(new Error('boom'), { code: 'ECONNRESET' }));
       })(),
       { code: 'ECONNRESET' },
     );
@@ -57,6 +66,8 @@ describe('exchange', () => {
   let url = '';
   const open = new Set<Socket>();
   const ports: number[] = [];
+  /** Emits each request's path once the server has it. */
+  const arrivals = new EventEmitter();
   const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
     '/echo': (req, res) => {
       const body: Buffer[] = [];
@@ -96,8 +107,8 @@ describe('exchange', () => {
     },
     '/cut': (req, res) => {
       res.writeHead(200);
-      res.write('partial');
-      setTimeout(() => req.socket.destroy(), 20);
+      // Dropped once 'partial' is on its way: the client gets a started answer, then the cut.
+      res.write('partial', () => req.socket.destroy());
     },
   };
 
@@ -105,6 +116,7 @@ describe('exchange', () => {
     server = createServer((req, res) => {
       ports.push(req.socket.remotePort ?? 0);
       routes[req.url ?? '']?.(req, res);
+      arrivals.emit(req.url ?? '');
     });
     server.on('connection', (socket: Socket) => {
       open.add(socket);
@@ -192,7 +204,8 @@ describe('exchange', () => {
     try {
       const reason = new Error('caller gave up');
       const controller = new AbortController();
-      setTimeout(() => controller.abort(reason), 20);
+      // Aborted once the server has the request, before any answer.
+      arrivals.once('/hang', () => controller.abort(reason));
       await assert.rejects(send(pool, '/hang', controller.signal), (error) => error === reason);
       const streaming = new AbortController();
       const response = await send(pool, '/stream', streaming.signal);
@@ -201,8 +214,7 @@ describe('exchange', () => {
       })();
       await assert.rejects(read, (error) => error === reason);
       response.close();
-      await tick(20);
-      assert.equal(open.size, 0, 'no connection left open');
+      await serverConnections(open, 0);
       assert.deepEqual(Object.keys(pool.sockets), []);
     } finally {
       await closePool(pool);
@@ -237,17 +249,16 @@ describe('exchange', () => {
     const streaming = new AbortController();
     const response = await send(pool, '/stream', streaming.signal);
     await text(await send(pool, '/echo'));
-    await tick(20);
+    // The server answered both, so it accepted both connections.
     assert.equal(open.size, 2);
     let closed = false;
     const closing = closePool(pool).then(() => (closed = true));
-    await tick(20);
-    assert.equal(open.size, 1, 'the idle connection is closed');
+    // The idle connection is closed...
+    await serverConnections(open, 1);
     assert.equal(closed, false, 'waits for the exchange in flight');
     streaming.abort(new Error('done'));
     response.close();
     await closing;
-    await tick(20);
-    assert.equal(open.size, 0);
+    await serverConnections(open, 0);
   });
 });
