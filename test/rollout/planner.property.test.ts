@@ -18,6 +18,7 @@ import type { Pod } from '../../src/runtime/kube/types.ts';
 import { podView, STUCK_REASONS, type PodView } from '../../src/vocabulary/pods.ts';
 import { planDecidesNothing } from '../../src/rollout/resync.ts';
 import type { GroupSnapshot, StatefulSetView } from '../../src/rollout/snapshot.ts';
+import { assertReaching, SKIP } from '../support/reach.ts';
 
 const revisions = ['rev-old', 'rev-new'];
 
@@ -93,6 +94,41 @@ const groupArb = fc
       .tuple(...['a', 'b', 'c', 'd'].slice(0, zones).map((z) => setArb(`zone-${z}`)))
       .map((statefulSets): GroupSnapshot => ({ namespace: 'ns', group: 'ingester', statefulSets })),
   );
+
+/** A StatefulSet at rest: OnDelete, its status written for its spec, every pod there and Ready on the update revision. */
+function settled(set: StatefulSetView): StatefulSetView {
+  const pods = Array.from({ length: Math.max(set.pods.length, set.replicas) }, (_, ordinal): PodView => ({
+    name: `${set.name}-${ordinal}`,
+    uid: `${set.name}-${ordinal}-uid`,
+    ordinal,
+    revision: 'rev-new',
+    ready: true,
+    terminating: false,
+  }));
+  return {
+    ...set,
+    updateStrategy: 'OnDelete',
+    currentRevision: 'rev-new',
+    updateRevision: 'rev-new',
+    generation: 4,
+    observedGeneration: 4,
+    statusReplicas: pods.length,
+    readyReplicas: pods.length,
+    pods,
+  };
+}
+
+/**
+ * Groups at the edge of rest: every StatefulSet settled but at most one,
+ * which is left as groupArb made it (through `left`), so that the groups a
+ * plan decides nothing about, or rolls one StatefulSet of, are most of
+ * those generated rather than the odd one in a hundred.
+ */
+const nearlySettledArb = (left: (set: StatefulSetView) => StatefulSetView = (set) => set) =>
+  fc.tuple(groupArb, fc.nat()).map(([g, pick]): GroupSnapshot => {
+    const index = pick % (g.statefulSets.length + 1); // one past the last: every StatefulSet settled
+    return { ...g, statefulSets: g.statefulSets.map((set, i) => (i === index ? left(set) : settled(set))) };
+  });
 
 function deletedSets(plan: Plan): Set<string> {
   return new Set(plan.deletions.map((d) => d.statefulSet));
@@ -217,12 +253,13 @@ describe('rollout planner guarantees (property)', () => {
   });
 
   it('makes progress whenever progress is allowed', () => {
-    fc.assert(
-      fc.property(groupArb, (g) => {
+    assertReaching(
+      groupArb,
+      (g) => {
         const plan = planGroup(g);
         const allOnDelete = g.statefulSets.every((s) => s.updateStrategy === 'OnDelete');
         const notReady = g.statefulSets.filter(hasNotReadyPods);
-        if (!allOnDelete || notReady.length > 1) return;
+        if (!allOnDelete || notReady.length > 1) return SKIP;
         if (notReady[0]?.paused) {
           // A disrupted zone that is paused holds the group (a deliberate difference from rollout-operator).
           assert.equal(plan.waiting?.code, 'paused-statefulset-not-ready');
@@ -265,8 +302,8 @@ describe('rollout planner guarantees (property)', () => {
         if (canTakeReady || canReplace)
           assert.ok(plan.deletions.length > 0, `expected progress in ${first.name}: ${plan.waiting?.message}`);
         else assert.ok(plan.waiting, 'otherwise the plan says what it waits for');
-      }),
-      { numRuns: 3000 },
+      },
+      { numRuns: 3000, floor: 0.15 },
     );
   });
 
@@ -284,9 +321,10 @@ describe('rollout planner guarantees (property)', () => {
   });
 
   it('decides nothing only when every pod of every unpaused StatefulSet is Ready on its update revision', () => {
-    fc.assert(
-      fc.property(groupArb, (g) => {
-        if (!planDecidesNothing(planGroup(g))) return;
+    assertReaching(
+      fc.oneof({ arbitrary: groupArb, weight: 1 }, { arbitrary: nearlySettledArb(), weight: 3 }),
+      (g) => {
+        if (!planDecidesNothing(planGroup(g))) return SKIP;
         for (const s of g.statefulSets) {
           assert.equal(s.updateStrategy, 'OnDelete');
           // Unpausing is an annotation change: an event, which unsettles the group.
@@ -298,8 +336,8 @@ describe('rollout planner guarantees (property)', () => {
             assert.equal(p.revision, s.updateRevision, `${p.name} revision`);
           }
         }
-      }),
-      { numRuns: 3000 },
+      },
+      { numRuns: 3000, floor: 0.15 },
     );
   });
 });
@@ -319,6 +357,17 @@ function rolledWithOldPods(g: GroupSnapshot, plan: Plan): StatefulSetView | unde
   const set = plan.rolling === undefined ? undefined : byName(g, plan.rolling);
   return set?.pods.some((p) => p.revision !== set.updateRevision) ? set : undefined;
 }
+
+/** A StatefulSet as it rolls: OnDelete, unpaused, its status written for a spec whose revision changed. */
+const rolling = (set: StatefulSetView): StatefulSetView => ({
+  ...set,
+  updateStrategy: 'OnDelete',
+  paused: false,
+  currentRevision: 'rev-old',
+  updateRevision: 'rev-new',
+  generation: 4,
+  observedGeneration: 4,
+});
 
 /** The reasons rollout-operator v0.39 counts as stuck (#466). */
 const V039_STUCK = ['CrashLoopBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError'];
@@ -357,11 +406,12 @@ const podObjectArb = fc
 
 describe('rollout planner and rollout-operator v0.39 (#466) (property)', () => {
   it('replaces every old-revision pod that is not Ready and not terminating in the StatefulSet it rolls (a failed update never holds a rollout back, #339), and deletes whenever rollout-operator v0.39 would unless the status reports more pods not Ready than its pods show', () => {
-    fc.assert(
-      fc.property(groupArb, (g) => {
+    assertReaching(
+      fc.oneof({ arbitrary: groupArb, weight: 1 }, { arbitrary: nearlySettledArb(rolling), weight: 3 }),
+      (g) => {
         const plan = planGroup(g);
         const set = rolledWithOldPods(g, plan);
-        if (!set) return;
+        if (!set) return SKIP;
         const old = set.pods.filter((p) => p.revision !== set.updateRevision && !p.terminating);
         for (const pod of old.filter((p) => !p.ready))
           assert.ok(
@@ -375,10 +425,10 @@ describe('rollout planner and rollout-operator v0.39 (#466) (property)', () => {
           budgetOf(set) <= v039Unavailable(set) ||
           set.statusReplicas - set.readyReplicas > podLevel
         )
-          return;
+          return SKIP; // counted as reaching only when it reaches the comparison with v0.39
         assert.ok(plan.deletions.length > 0, `v0.39 would delete in ${set.name}: ${plan.waiting?.message}`);
-      }),
-      { numRuns: 3000 },
+      },
+      { numRuns: 3000, floor: 0.03 },
     );
   });
 
