@@ -16,6 +16,7 @@ export function refusedFromMetrics(metrics: string): Map<string, number> {
 }
 
 interface AuditEvent {
+  auditID?: string;
   verb?: string;
   user?: { username?: string };
   objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string; apiGroup?: string };
@@ -32,13 +33,20 @@ rules:
   - level: Metadata
 `;
 
-/** Refusals of `username`'s requests in a JSON audit log, per "verb resource[/subresource] [name]". */
+/**
+ * Refusals of `username`'s requests in a JSON audit log, per "verb
+ * resource[/subresource] [name]". One per request: a watch is logged twice
+ * (ResponseStarted and ResponseComplete) under one auditID.
+ */
 export async function refusedFromAudit(path: string, username: string): Promise<Map<string, number>> {
   const refused = new Map<string, number>();
+  const seen = new Set<string>();
   for (const line of (await readFile(path, 'utf8')).split('\n')) {
     if (!line.includes('"code":403')) continue;
     const e = JSON.parse(line) as AuditEvent;
     if (e.user?.username !== username || e.responseStatus?.code !== 403) continue;
+    if (e.auditID !== undefined && seen.has(e.auditID)) continue;
+    if (e.auditID !== undefined) seen.add(e.auditID);
     const o = e.objectRef ?? {};
     const key = `${e.verb} ${o.resource}${o.apiGroup ? `.${o.apiGroup}` : ''}${o.subresource ? `/${o.subresource}` : ''}${o.name ? ` ${o.name}` : ''}`;
     refused.set(key, (refused.get(key) ?? 0) + 1);
