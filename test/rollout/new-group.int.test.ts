@@ -50,6 +50,27 @@ function conflicts(metrics: string): Record<string, number> {
   return found;
 }
 
+/**
+ * Waits, with a deadline, until the operator has reconciled the group `more`
+ * times beyond the count it reports now (resyncs every second with
+ * -reconcile.interval=1s, and requeues); resolves to its metrics then.
+ */
+async function moreReconciles(operator: OperatorProcess, more: number): Promise<string> {
+  const reconciles = async () => {
+    const metrics = (await operator.get('/metrics'))!.body;
+    return { metrics, total: series(metrics, 'rollout_operator_group_reconciles_total', GROUP) ?? 0 };
+  };
+  const from = (await reconciles()).total;
+  return waitFor(
+    `${more} more reconciles of the group than ${from}`,
+    async () => {
+      const now = await reconciles();
+      return now.total >= from + more ? now.metrics : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
 async function groupStatus(
   kube: ReturnType<typeof testClient>,
   namespace: string,
@@ -82,10 +103,8 @@ async function rollAndCheck(t: TestContext, operator: OperatorProcess, namespace
     async () => (await groupStatus(kube, namespace))?.phase === 'complete',
     { timeoutMs: 15_000 },
   );
-  // Two more resyncs (-reconcile.interval=1s), so that anything still failing would show.
-  await new Promise((resolve) => setTimeout(resolve, 2_500));
-
-  const metrics = (await operator.get('/metrics'))!.body;
+  // Two more reconciles (resyncs at -reconcile.interval=1s), so that anything still failing would show.
+  const metrics = await moreReconciles(operator, 2);
   const total = series(metrics, 'rollout_operator_group_reconciles_total', GROUP) ?? 0;
   const failed = series(metrics, 'rollout_operator_group_reconciles_failed_total', GROUP) ?? 0;
   const lines = operator.logs.split('\n');
@@ -153,18 +172,15 @@ describe('a new rollout group', () => {
     );
     assert.equal(waiting.phase, 'waiting');
     assert.equal(waiting.waitingFor?.statefulSet, 'ingester-zone-a');
-    // Several resyncs and requeues while it waits.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    const early = (await operator.get('/metrics'))!.body;
+    // Several resyncs and requeues while it waits: the group was reconciled while it waited...
+    const early = await moreReconciles(operator, 3);
     assert.equal(
       series(early, 'rollout_operator_group_reconciles_failed_total', GROUP),
       0,
       'waiting for a first status is not a failed reconcile',
     );
-    assert.ok(
-      (series(early, 'rollout_operator_group_reconciles_total', GROUP) ?? 0) >= 3,
-      'the group was reconciled while it waited',
-    );
+    // ...and still waits for the same status (the controller-manager is paused).
+    assert.equal((await groupStatus(kube, namespace))?.waitingFor?.code, 'statefulset-status-pending');
     await createGroup(kube, namespace, { all: { replicas: 1 } }, ['b', 'c']);
     await cluster.resumeComponent('controller-manager');
     paused = false;
