@@ -30,15 +30,16 @@ interface Exchange {
 
 /**
  * Opens a connection, writes `parts` (a string each, `gapMs` apart), and
- * collects what comes back until the server closes or `deadlineMs` passes.
+ * collects what comes back until the server closes, `deadlineMs` passes or
+ * `signal` aborts (the last two leave it open).
  */
 function exchange(
   port: number,
   secure: boolean,
   parts: string[],
-  options: { gapMs?: number; deadlineMs?: number } = {},
+  options: { gapMs?: number; deadlineMs?: number; signal?: AbortSignal } = {},
 ): Promise<Exchange> {
-  const { gapMs = 0, deadlineMs = 5000 } = options;
+  const { gapMs = 0, deadlineMs = 5000, signal } = options;
   return new Promise((resolve) => {
     const started = performance.now();
     const socket: Socket = secure
@@ -54,6 +55,7 @@ function exchange(
       resolve({ data, closedAfterMs: closed ? performance.now() - started : undefined });
     };
     const deadline = setTimeout(() => finish(false), deadlineMs);
+    signal?.addEventListener('abort', () => finish(false), { once: true });
     const next = () => {
       if (index >= parts.length || socket.destroyed) return;
       socket.write(parts[index++]!);
@@ -244,8 +246,9 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     // A request timeout far longer than the test, so that only the cap can close the held connections.
     const hooks = await webhookServer(t, { maxConnections: 3, maxConnectionsPerPeer: 10, requestTimeoutMs: 20_000 });
     const held: Promise<Exchange>[] = [];
+    const done = new AbortController();
     for (let i = 0; i < 3; i++) {
-      held.push(exchange(hooks.port, false, [], { deadlineMs: 8000 }));
+      held.push(exchange(hooks.port, false, [], { deadlineMs: 15_000, signal: done.signal }));
       // Each is accepted before the next arrives, so the first is the longest idle.
       await waitFor(`connection ${i + 1} to be open`, () => hooks.server.openConnections >= i + 1, {
         timeoutMs: 2000,
@@ -256,6 +259,16 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     // ...and the first, idle longest, was closed at once to make room.
     const first = await held[0]!;
     assert.ok(first.closedAfterMs !== undefined, 'the longest-idle connection was closed');
+    // The newcomer (Connection: close) gone too, the server holds the other two...
+    await waitFor(
+      'the server to hold the second and third connections alone',
+      () => hooks.server.openConnections === 2,
+      {
+        timeoutMs: 2000,
+      },
+    );
+    // ...which the clients still see open when they hang up.
+    done.abort();
     const [, second, third] = await Promise.all(held);
     assert.equal(second!.closedAfterMs, undefined, 'the second connection was left open');
     assert.equal(third!.closedAfterMs, undefined, 'the third connection was left open');
