@@ -289,12 +289,26 @@ describe('Stateward on a real node', { timeout: 60 * 60_000 }, () => {
       log(
         `${installedBy}: ${after} of ${monitor.transitions.length} pod transitions came after the operator's restart began`,
       );
-      // The Lease went from an old pod to a new one (released on SIGTERM, or expired).
-      const pods = (
-        await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
-      ).items.map((p) => p.metadata!.name!);
-      const last = holders.filter(Boolean).at(-1) ?? '';
-      assert.notEqual(last, before, 'leadership moved');
+      // The Lease goes from an old pod to a new one: released on SIGTERM (no holder until a new
+      // pod's next try, within -leader-election.retry-period, 2 s + 20% jitter), or taken once it
+      // expires (-leader-election.lease-duration, 15 s after the last renewal) when the old leader
+      // could not release it. `rollout status` is done once the old pods are terminating, so the
+      // move may still be under way here (a clean-clone CI run looked before it was done).
+      const leadership = async () => {
+        const pods = (
+          await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app.kubernetes.io/name=stateward' })
+        ).items
+          .filter((p) => !p.metadata?.deletionTimestamp)
+          .map((p) => p.metadata!.name!);
+        const last = holders.filter(Boolean).at(-1) ?? '';
+        return { pods, last, moved: last !== before && pods.some((p) => last.startsWith(`${p}_`)) };
+      };
+      await waitFor('leadership to move to a new pod', async () => (await leadership()).moved, {
+        timeoutMs: 60_000,
+        intervalMs: 250,
+      }).catch(() => undefined);
+      const { pods, last } = await leadership();
+      assert.notEqual(last, before, `leadership moved (Lease holders: ${holders.join(' → ')})`);
       assert.ok(
         pods.some((p) => last.startsWith(`${p}_`)),
         `the leader ${last} is one of the new pods ${pods.join(', ')}`,
