@@ -11,7 +11,6 @@ import fc from 'fast-check';
 export const SKIP = Symbol('skip');
 
 export interface ReachOptions<T> extends fc.Parameters<[T]> {
-  numRuns: number;
   /** The least share (0–1) of generated inputs that must reach the assertions. */
   floor: number;
 }
@@ -27,15 +26,36 @@ export function assertReaching<T>(
   options: ReachOptions<T>,
 ): void {
   const { floor, ...parameters } = options;
-  let generated = 0;
-  let reached = 0;
+  const tally = { generated: 0, reached: 0 };
   fc.assert(
     fc.property(arb, (value) => {
-      generated++;
-      if (check(value) !== SKIP) reached++;
+      tally.generated++;
+      if (check(value) !== SKIP) tally.reached++;
     }),
     parameters,
   );
+  assertFloor(tally, floor);
+}
+
+/** assertReaching for a check that is asynchronous (fc.asyncProperty). */
+export async function assertReachingAsync<T>(
+  arb: fc.Arbitrary<T>,
+  check: (value: T) => Promise<typeof SKIP | void>,
+  options: ReachOptions<T>,
+): Promise<void> {
+  const { floor, ...parameters } = options;
+  const tally = { generated: 0, reached: 0 };
+  await fc.assert(
+    fc.asyncProperty(arb, async (value) => {
+      tally.generated++;
+      if ((await check(value)) !== SKIP) tally.reached++;
+    }),
+    parameters,
+  );
+  assertFloor(tally, floor);
+}
+
+function assertFloor({ generated, reached }: { generated: number; reached: number }, floor: number): void {
   assert.ok(
     reached >= floor * generated,
     `only ${reached} of ${generated} generated inputs reached the assertions (${((100 * reached) / generated).toFixed(1)}%, floor ${100 * floor}%)`,
