@@ -121,7 +121,12 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   for (const warning of compatFlags.warnings()) logger.warn(warning);
   let kubeConfig;
   try {
-    kubeConfig = loadKubeConfig({ configFile: config.kubeConfigFile, apiUrl: config.kubeApiUrl, env: io.env });
+    kubeConfig = loadKubeConfig({
+      configFile: config.kubeConfigFile,
+      apiUrl: config.kubeApiUrl,
+      context: config.kubeContext,
+      env: io.env,
+    });
   } catch (error) {
     logger.error(
       error instanceof KubeConfigError ? error.message : `cannot load the Kubernetes configuration: ${String(error)}`,

@@ -58,11 +58,13 @@ describe('stateward command line', () => {
     assert.match(result.err, /invalid value "eighty" for flag -server.port/);
   });
 
-  it('requires a namespace and pairs -kubernetes.api-url with -kubernetes.config-file (exit 2)', async () => {
+  it('requires a namespace (exit 2); -kubernetes.api-url without a kubeconfig for its credentials exits 1', async () => {
     assert.match((await capture([])).err, /the -kubernetes.namespace flag is required/);
-    const unpaired = await capture(['-kubernetes.namespace=ns', '-kubernetes.api-url=https://127.0.0.1:6443']);
-    assert.equal(unpaired.code, 2);
-    assert.match(unpaired.err, /must be set together/);
+    const unpaired = await capture(['-kubernetes.namespace=ns', '-kubernetes.api-url=https://127.0.0.1:6443'], {
+      HOME: '/nonexistent-home',
+    });
+    assert.equal(unpaired.code, 1);
+    assert.match(unpaired.err, /-kubernetes.api-url=https:\/\/127.0.0.1:6443 needs a kubeconfig for its credentials/);
   });
 
   it('takes the namespace from POD_NAMESPACE when the flag is absent', async () => {

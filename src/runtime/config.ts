@@ -24,6 +24,8 @@ export interface RuntimeConfig {
   clusterValidation: ClusterValidationConfig;
   kubeApiUrl: string;
   kubeConfigFile: string;
+  /** -kubernetes.context: the kubeconfig context to use ("" for the current one). */
+  kubeContext: string;
   clientTimeoutMs: number;
   clientQps: number;
   clientBurst: number;
@@ -129,6 +131,11 @@ function registerKubernetesFlags(fs: FlagSet) {
       'kubernetes.api-url',
       '',
       'The Kubernetes server API URL. If not specified, it will be auto-detected when running within a Kubernetes cluster.',
+    ),
+    context: fs.string(
+      'kubernetes.context',
+      '',
+      "The kubeconfig context to use (default: the kubeconfig's current-context).",
     ),
     configFile: fs.string(
       'kubernetes.config-file',
@@ -257,6 +264,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     clusterValidation: readClusterValidation(cv, kube),
     kubeApiUrl: kube.apiUrl.value,
     kubeConfigFile: kube.configFile.value,
+    kubeContext: kube.context.value,
     clientTimeoutMs: kube.clientTimeout.value,
     clientQps: kube.qps.value,
     clientBurst: kube.burst.value,
@@ -267,7 +275,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   });
 
   const validate = (): string | undefined => {
-    const { namespace, qps, burst, clientTimeout, watchNamespaces: watch, apiUrl, configFile } = kube;
+    const { namespace, qps, burst, clientTimeout, watchNamespaces: watch } = kube;
     if (!namespace.value) return 'the -kubernetes.namespace flag is required';
     if (server.port.value < 0 || server.port.value > 65535)
       return `-server.port=${server.port.value}: not a port number`;
@@ -282,8 +290,6 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     if (clientTimeout.value <= 0) return '-kubernetes.client-timeout must be positive';
     if (watch.value.includes('*') && watch.value.length > 1)
       return '-kubernetes.watch-namespaces: "*" (the whole cluster) cannot be combined with other namespaces';
-    if (Boolean(apiUrl.value) !== Boolean(configFile.value))
-      return '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)';
     return clusterValidationProblem(readClusterValidation(cv, kube));
   };
   return { read, validate };

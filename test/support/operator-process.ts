@@ -44,6 +44,8 @@ export class OperatorProcess {
     flags: string[] = [],
     options: {
       kubeconfig?: string;
+      /** false: neither -kubernetes.config-file nor -kubernetes.api-url (the configuration from KUBECONFIG or ~/.kube/config). */
+      kubeconfigFlags?: false;
       env?: NodeJS.ProcessEnv;
       /** Node runs as the image runs it: the Dockerfile's ENTRYPOINT flags and ENV (the sources still, not the built form). */
       asImage?: boolean;
@@ -58,8 +60,12 @@ export class OperatorProcess {
         ...image.flags,
         bin,
         `-kubernetes.namespace=${namespace}`,
-        `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
-        `-kubernetes.api-url=${cluster.state.server}`,
+        ...(options.kubeconfigFlags === false
+          ? []
+          : [
+              `-kubernetes.config-file=${options.kubeconfig ?? cluster.kubeconfigPath}`,
+              `-kubernetes.api-url=${cluster.state.server}`,
+            ]),
         `-server.port=${port}`,
         '-log.level=debug',
         ...flags,

@@ -1,69 +1,46 @@
-// Which cluster to talk to, by rollout-operator's rule: -kubernetes.api-url
-// and -kubernetes.config-file together, or neither (in-cluster config).
-import { existsSync, readFileSync } from 'node:fs';
+// Which cluster the operator talks to (source.ts's policy, the operator's
+// order): -kubernetes.config-file alone, else the files of KUBECONFIG merged,
+// else the in-cluster configuration in a pod, else ~/.kube/config.
+// -kubernetes.context picks another context, -kubernetes.api-url replaces the
+// server of the kubeconfig's cluster (as client-go's BuildConfigFromFlags).
+// rollout-operator's pair (-kubernetes.api-url with -kubernetes.config-file)
+// means what it meant there.
+import { existsSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { dirname } from 'node:path';
-import { inClusterKubeConfig, KubeConfigError, parseKubeConfig, quote, type KubeConfig } from './kubeconfig.ts';
+import { inClusterKubeConfig, KubeConfigError, type KubeConfig } from './kubeconfig.ts';
+import { chooseKubeconfig, loadKubeconfigFiles } from './source.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export interface KubeConfigSource {
   configFile: string;
   apiUrl: string;
+  /** -kubernetes.context: '' for the kubeconfig's current context. */
+  context?: string;
   /** For tests: where the in-cluster ServiceAccount files live. */
   serviceAccountDir?: string;
   env?: NodeJS.ProcessEnv;
 }
 
-export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
-  const { configFile, apiUrl } = source;
-  if (Boolean(configFile) !== Boolean(apiUrl)) {
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The pod's ServiceAccount: its token (re-read as it rotates), CA and namespace. */
+export function loadInClusterConfig(env: NodeJS.ProcessEnv, dir = SERVICE_ACCOUNT_DIR): KubeConfig {
+  const host = env['KUBERNETES_SERVICE_HOST'];
+  if (!host || !env['KUBERNETES_SERVICE_PORT']) {
     throw new KubeConfigError(
-      '-kubernetes.api-url and -kubernetes.config-file must be set together, or neither (then the in-cluster configuration is used)',
+      'not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST/PORT are unset), and no kubeconfig: pass -kubernetes.config-file, set KUBECONFIG, or create ~/.kube/config',
     );
   }
-  if (!configFile) {
-    const env = source.env ?? process.env;
-    const dir = source.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
-    if (!env['KUBERNETES_SERVICE_HOST'] || !env['KUBERNETES_SERVICE_PORT']) {
-      throw new KubeConfigError(
-        'not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST/PORT are unset): pass -kubernetes.api-url and -kubernetes.config-file',
-      );
-    }
-    if (!existsSync(`${dir}/token`))
-      throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
-    const host = env['KUBERNETES_SERVICE_HOST'];
-    const server = `https://${isIPv6(host) ? `[${host}]` : host}:${env['KUBERNETES_SERVICE_PORT']}`;
-    // The token file is re-read as it rotates (bound ServiceAccount tokens expire hourly).
-    return inClusterKubeConfig({ server, dir });
-  }
-  let text: string;
-  try {
-    text = readFileSync(configFile, 'utf8');
-  } catch (error) {
-    throw new KubeConfigError(
-      `-kubernetes.config-file=${configFile}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-    );
-  }
-  let kc: KubeConfig;
-  try {
-    // Relative paths in it are relative to its directory, as client-go reads them.
-    kc = parseKubeConfig(text, { baseDir: dirname(configFile) });
-  } catch (error) {
-    throw new KubeConfigError(
-      `-kubernetes.config-file=${configFile}: not a valid kubeconfig: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  const context = kc.getContextObject(kc.getCurrentContext());
-  if (!context)
-    throw new KubeConfigError(
-      `-kubernetes.config-file=${configFile}: current-context ${quote(kc.getCurrentContext())} is not defined`,
-    );
-  const cluster = kc.getCluster(context.cluster);
-  if (!cluster)
-    throw new KubeConfigError(
-      `-kubernetes.config-file=${configFile}: context ${quote(context.name)} names cluster ${quote(context.cluster)}, which is not defined`,
-    );
+  if (!existsSync(`${dir}/token`))
+    throw new KubeConfigError(`in-cluster configuration: no ServiceAccount token at ${dir}/token`);
+  const server = `https://${isIPv6(host) ? `[${host}]` : host}:${env['KUBERNETES_SERVICE_PORT']}`;
+  return inClusterKubeConfig({ server, dir });
+}
+
+function checkApiUrl(apiUrl: string): void {
   let url: URL;
   try {
     url = new URL(apiUrl);
@@ -72,14 +49,37 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new KubeConfigError(`-kubernetes.api-url=${apiUrl}: must be http or https`);
-  // Like client-go's BuildConfigFromFlags: the URL overrides the kubeconfig's server.
-  const configured = kc.withServer(apiUrl);
+}
+
+export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
+  const { configFile, apiUrl, context = '' } = source;
+  const env = source.env ?? process.env;
+  if (apiUrl) checkApiUrl(apiUrl);
+  let choice;
   try {
-    configured.confirmUsable();
+    choice = chooseKubeconfig({ file: configFile, fileFlag: '-kubernetes.config-file', env, order: 'operator' });
   } catch (error) {
-    throw new KubeConfigError(
-      `-kubernetes.config-file=${configFile}: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new KubeConfigError(messageOf(error));
   }
-  return configured;
+  if (choice.kind !== 'files') {
+    if (apiUrl)
+      throw new KubeConfigError(
+        `-kubernetes.api-url=${apiUrl} needs a kubeconfig for its credentials: pass -kubernetes.config-file or set KUBECONFIG`,
+      );
+    if (context)
+      throw new KubeConfigError(
+        `-kubernetes.context=${context}: there is no kubeconfig, only the in-cluster configuration`,
+      );
+    return loadInClusterConfig(env, source.serviceAccountDir);
+  }
+  const from = choice.from === '-kubernetes.config-file' ? `-kubernetes.config-file=${configFile}` : choice.from;
+  try {
+    return loadKubeconfigFiles(choice.files, {
+      context,
+      contextFlag: '-kubernetes.context',
+      ...(apiUrl ? { server: apiUrl } : {}),
+    });
+  } catch (error) {
+    throw new KubeConfigError(`${from}: ${messageOf(error)}`);
+  }
 }

@@ -21,16 +21,58 @@ describe('loadKubeConfig', () => {
     assert.equal(kc.getCurrentCluster()?.server, 'https://127.0.0.1:6443');
   });
 
-  it('insists on both flags or neither', () => {
-    assert.throws(() => loadKubeConfig({ configFile: '/x', apiUrl: '' }), /must be set together/);
-    assert.throws(() => loadKubeConfig({ configFile: '', apiUrl: 'https://x' }), /must be set together/);
+  it('takes -kubernetes.config-file alone, the server from the kubeconfig; -kubernetes.api-url alone needs a kubeconfig', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kc-'));
+    await writeFile(join(dir, 'config'), kubeconfig);
+    const kc = loadKubeConfig({ configFile: join(dir, 'config'), apiUrl: '', env: {} });
+    assert.equal(kc.getCurrentCluster()?.server, 'https://10.0.0.1:6443');
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: 'https://x', env: { HOME: dir } }),
+      /^KubeConfigError: -kubernetes.api-url=https:\/\/x needs a kubeconfig for its credentials: pass -kubernetes.config-file or set KUBECONFIG$/,
+    );
+  });
+
+  it('merges the files of KUBECONFIG as kubectl does, and takes -kubernetes.context', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kc-'));
+    // The context in one file, its cluster and user in the other.
+    await writeFile(
+      join(dir, 'contexts'),
+      'contexts: [{ name: a, context: { cluster: c, user: u, namespace: ns } }, { name: b, context: { cluster: c } }]\ncurrent-context: a\n',
+    );
+    await writeFile(join(dir, 'credentials'), kubeconfig);
+    const env = { KUBECONFIG: [join(dir, 'absent'), join(dir, 'contexts'), join(dir, 'credentials')].join(':') };
+    const kc = loadKubeConfig({ configFile: '', apiUrl: '', env });
+    assert.equal(kc.getCurrentContext(), 'a', 'the first file to name current-context wins');
+    assert.equal(kc.getCurrentUser()?.token, 't');
+    assert.equal(loadKubeConfig({ configFile: '', apiUrl: '', context: 'b', env }).getCurrentContext(), 'b');
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: '', context: 'zz', env }),
+      /^KubeConfigError: KUBECONFIG: -kubernetes.context=zz: no such context in the kubeconfig \(a, b, ctx\)$/,
+    );
+    // -kubernetes.config-file wins over KUBECONFIG; the api-url replaces the server.
+    const own = loadKubeConfig({ configFile: join(dir, 'credentials'), apiUrl: 'https://127.0.0.2:1', env });
+    assert.equal(own.getCurrentContext(), 'ctx');
+    assert.equal(own.getCurrentCluster()?.server, 'https://127.0.0.2:1');
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: '', env: { KUBECONFIG: join(dir, 'absent') } }),
+      /none of the files in KUBECONFIG exists/,
+    );
+    // Outside a pod, ~/.kube/config; in a pod, the in-cluster configuration comes first (controller-runtime's order).
+    await mkdir(join(dir, '.kube'));
+    await writeFile(join(dir, '.kube', 'config'), kubeconfig);
+    assert.equal(loadKubeConfig({ configFile: '', apiUrl: '', env: { HOME: dir } }).getCurrentContext(), 'ctx');
+    const pod = { HOME: dir, KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: '', env: pod, serviceAccountDir: join(dir, 'sa') }),
+      /no ServiceAccount token/,
+    );
   });
 
   it('explains each way a kubeconfig can be wrong', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kc-'));
     assert.throws(
       () => loadKubeConfig({ configFile: join(dir, 'missing'), apiUrl: 'https://x' }),
-      /cannot read it: ENOENT/,
+      /^KubeConfigError: -kubernetes.config-file=\S+: cannot read kubeconfig \S+: ENOENT$/,
     );
     await writeFile(join(dir, 'bad-context'), kubeconfig.replace('current-context: ctx', 'current-context: nope'));
     assert.throws(
@@ -43,7 +85,10 @@ describe('loadKubeConfig', () => {
   });
 
   it('uses the in-cluster ServiceAccount when neither flag is set', async () => {
-    assert.throws(() => loadKubeConfig({ configFile: '', apiUrl: '', env: {} }), /not running in a Kubernetes pod/);
+    assert.throws(
+      () => loadKubeConfig({ configFile: '', apiUrl: '', env: { HOME: '/nonexistent' } }),
+      /not running in a Kubernetes pod/,
+    );
     const root = await mkdtemp(join(tmpdir(), 'sa-'));
     const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
     const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
