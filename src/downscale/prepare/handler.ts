@@ -121,6 +121,8 @@ const LOCK_CALL_TIMEOUT_MS = 10_000;
 /** Locks of groups not downscaled for this long are forgotten (their observations with them). */
 const FORGET_LOCK_AFTER_MS = 30 * 60_000;
 const MAX_PARALLEL_CALLS = 32;
+/** After a refused Lease request, how long downscales use the in-memory lock before Leases are tried again. */
+const LEASES_REFUSED_ASK_AGAIN_MS = 10 * 60_000;
 
 /** A group lock held for one request. */
 interface HeldLock {
@@ -655,6 +657,12 @@ class GroupLocks {
   /** Groups locked in this process, when Leases may not be written (see lock()). */
   private readonly localLocks = new Set<string>();
   private warnedLocal = false;
+  /**
+   * Monotonic time until which Leases are taken as not permitted: a refusal
+   * is not asked again on every downscale (a Role fixed later is found at
+   * the next try after this).
+   */
+  private leasesRefusedUntil = -Infinity;
 
   constructor(deps: Pick<PrepareDownscaleDeps, 'client' | 'clock' | 'identity' | 'log'>) {
     this.deps = deps;
@@ -664,6 +672,7 @@ class GroupLocks {
 
   /** Holds the group's Lease for this request, renewing it meanwhile; undefined when another holder has it. */
   async lock(namespace: string, group: string, signal: AbortSignal): Promise<HeldLock | undefined> {
+    if (this.deps.clock.monotonic() < this.leasesRefusedUntil) return this.localLock(namespace, group, undefined);
     const entry = this.leaseOf(namespace, group);
     // Another request of this replica holds it: our identity is on the Lease, but the group is busy.
     if (entry.busy) return undefined;
@@ -673,8 +682,9 @@ class GroupLocks {
       acquired = await entry.lock.tryAcquireOrRenew(signal, LOCK_CALL_TIMEOUT_MS);
     } catch (error) {
       entry.busy = false;
-      if (isForbidden(error)) return this.localLock(namespace, group, error);
-      throw error;
+      if (!isForbidden(error)) throw error;
+      this.leasesRefusedUntil = this.deps.clock.monotonic() + LEASES_REFUSED_ASK_AGAIN_MS;
+      return this.localLock(namespace, group, error);
     }
     if (!acquired) {
       entry.busy = false;
@@ -753,7 +763,7 @@ class GroupLocks {
     if (!this.warnedLocal) {
       this.warnedLocal = true;
       this.log.warn(
-        'not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only; grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md) before running several replicas',
+        'not permitted to write the prepare-downscale lock Lease: downscales are serialised within this replica only, and recorded on the StatefulSet during admission, so an update of it with a resourceVersion (an HPA scaling it) conflicts (rollout-operator #303); grant coordination.k8s.io leases create,get,update (deploy/kustomize/rbac/PERMISSIONS.md). Leases are tried again in 10 minutes',
         { namespace, err: String(error) },
       );
     }
