@@ -1,6 +1,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { assertReaching, SKIP } from '../../support/reach.ts';
 import { defaultRenewBefore, planCertificate, type SecretState } from '../../../src/webhooks/tls/plan.ts';
 import { parseBundle } from '../../../src/webhooks/tls/bundle.ts';
 import { makeBundle, toSecretData, type TestLeaf } from './fixtures.ts';
@@ -104,32 +105,32 @@ describe('planCertificate', () => {
       { data: toSecretData({ cert: good.cert, key: good.key }) },
       { data: toSecretData({ ...good, cert: 'garbage' }) },
     ];
-    let reused = 0;
-    fc.assert(
-      fc.property(
-        fc.constantFrom(...states),
+    const valid = states[2];
+    assertReaching(
+      fc.tuple(
+        // The valid bundle half the time, so that reuse is common enough to check.
+        fc.oneof(fc.constantFrom(...states), fc.constant(valid)),
         fc.integer({ min: window.notBefore - 2 * HOUR, max: window.notAfter + 2 * HOUR }),
         fc.oneof(fc.integer({ min: 0, max: 6 * HOUR }), fc.integer({ min: 0, max: 2 * DAY })),
-        fc.subarray([...names, 'elsewhere.example']),
-        (secret, now, renewBeforeMs, want) => {
-          const p = planCertificate({ secret, now, renewBeforeMs, wantDnsNames: want });
-          if (p.action !== 'reuse') return;
-          reused++;
-          const data = secret?.data ?? {};
-          const decoded = Object.fromEntries(
-            Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
-          );
-          const check = parseBundle(decoded, now);
-          assert.ok(check.ok, 'reused bundle parses, matches and is signed by its CA');
-          assert.ok(now >= check.notBefore && now < check.notAfter - renewBeforeMs, 'not expired nor due');
-          assert.equal(p.renewAt, check.notAfter - renewBeforeMs);
-          assert.ok(p.renewAt > now);
-          for (const n of want) assert.ok(check.dnsNames.includes(n), `has ${n}`);
-        },
+        // Names it has, more often than not.
+        fc.oneof(fc.subarray(names), fc.subarray([...names, 'elsewhere.example'])),
       ),
-      { numRuns: 1000 },
+      ([secret, now, renewBeforeMs, want]) => {
+        const p = planCertificate({ secret, now, renewBeforeMs, wantDnsNames: want });
+        if (p.action !== 'reuse') return SKIP;
+        const data = secret?.data ?? {};
+        const decoded = Object.fromEntries(
+          Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+        );
+        const check = parseBundle(decoded, now);
+        assert.ok(check.ok, 'reused bundle parses, matches and is signed by its CA');
+        assert.ok(now >= check.notBefore && now < check.notAfter - renewBeforeMs, 'not expired nor due');
+        assert.equal(p.renewAt, check.notAfter - renewBeforeMs);
+        assert.ok(p.renewAt > now);
+        for (const n of want) assert.ok(check.dnsNames.includes(n), `has ${n}`);
+      },
+      { numRuns: 1000, floor: 0.06 },
     );
-    assert.ok(reused > 0, 'the property exercised reuse');
   });
 });
 
