@@ -57,6 +57,7 @@ import {
   PARSE_BUDGET_MS,
 } from './support.ts';
 import { NO_DOWNSCALE_LABEL_KEY } from '../../src/vocabulary/keys.ts';
+import { assertReachingAsync, SKIP } from '../support/reach.ts';
 
 /** The handlers' deadline here; the server gives them 90 % of -server-tls.request-timeout. */
 const DEADLINE_MS = 2_000;
@@ -247,8 +248,9 @@ function replicasOracle(obj: unknown): { kind: string; replicas: number | undefi
 
 describe('fuzz: /admission/no-downscale', { timeout: 120_000 }, () => {
   it('answers every body in time with a 2xx or 4xx; never allows a labelled downscale; warns on what it cannot decode', async () => {
-    await fc.assert(
-      fc.asyncProperty(bodies(noDownscaleRequest), failureArb, async (input, failure) => {
+    await assertReachingAsync(
+      fc.tuple(bodies(noDownscaleRequest), failureArb),
+      async ([input, failure]) => {
         const { handler, calls } = recorded(
           noDownscaleHandler({
             getParentLabels: () =>
@@ -256,7 +258,7 @@ describe('fuzz: /admission/no-downscale', { timeout: 120_000 }, () => {
           }),
         );
         const decision = checkAnswer(await serve(input, handler), calls);
-        if (!decision) return;
+        if (!decision) return SKIP;
         const { oldObject, object } = calls[0]!.request;
         const before = replicasOracle(oldObject);
         const after = replicasOracle(object);
@@ -296,8 +298,8 @@ describe('fuzz: /admission/no-downscale', { timeout: 120_000 }, () => {
         } else {
           assert.equal(decision.allowed, true, `only a labelled downscale is denied: ${JSON.stringify(decision)}`);
         }
-      }),
-      params(800, 1),
+      },
+      { ...params(800, 1), floor: 0.25 },
     );
   });
 });
@@ -366,63 +368,55 @@ function stringAt(obj: unknown, ...path: string[]): string | undefined {
 
 describe('fuzz: /admission/prepare-downscale', { timeout: 120_000 }, () => {
   it('answers every body in time with a 2xx or 4xx; never allows a labelled downscale it could not prepare; no side effect on a dry run', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        bodies(prepareRequest),
-        failureArb,
-        fc.constantFrom('annotation' as const, 'zone-tracker' as const),
-        async (input, failure, mode) => {
-          const api = failingClient(failure);
-          const { handler, calls } = recorded(
-            prepareDownscaleHandler({
-              client: api.client,
-              clock: new FakeClock(),
-              log: nopLogger,
-              mode,
-              zoneTrackerConfigMap: 'zones',
-              clusterDomain: 'cluster.local.',
-              podTimeoutMs: 200,
-              identity: 'fuzz',
-            }),
+    await assertReachingAsync(
+      fc.tuple(bodies(prepareRequest), failureArb, fc.constantFrom('annotation' as const, 'zone-tracker' as const)),
+      async ([input, failure, mode]) => {
+        const api = failingClient(failure);
+        const { handler, calls } = recorded(
+          prepareDownscaleHandler({
+            client: api.client,
+            clock: new FakeClock(),
+            log: nopLogger,
+            mode,
+            zoneTrackerConfigMap: 'zones',
+            clusterDomain: 'cluster.local.',
+            podTimeoutMs: 200,
+            identity: 'fuzz',
+          }),
+        );
+        const decision = checkAnswer(await serve(input, handler), calls);
+        if (!decision) return SKIP;
+        const request = calls[0]!.request;
+        if (request.dryRun === true) {
+          assert.equal(decision.allowed, true);
+          assert.deepEqual(api.calls, [], 'a dry run has no side effect');
+          return;
+        }
+        const before = replicasOracle(request.oldObject);
+        const after = replicasOracle(request.object);
+        if (!before || !after) {
+          assert.ok(
+            decision.allowed && (decision.warnings?.length ?? 0) > 0,
+            `undecodable objects: allowed with a warning, got ${JSON.stringify(decision)}`,
           );
-          const decision = checkAnswer(await serve(input, handler), calls);
-          if (!decision) return;
-          const request = calls[0]!.request;
-          if (request.dryRun === true) {
-            assert.equal(decision.allowed, true);
-            assert.deepEqual(api.calls, [], 'a dry run has no side effect');
-            return;
-          }
-          const before = replicasOracle(request.oldObject);
-          const after = replicasOracle(request.object);
-          if (!before || !after) {
-            assert.ok(
-              decision.allowed && (decision.warnings?.length ?? 0) > 0,
-              `undecodable objects: allowed with a warning, got ${JSON.stringify(decision)}`,
-            );
-            return;
-          }
-          const downscale =
-            before.replicas !== undefined && after.replicas !== undefined && before.replicas > after.replicas;
-          const old = request.oldObject;
-          const optedIn =
-            before.kind === 'StatefulSet' &&
-            stringAt(old, 'metadata', 'labels', PREPARE) === 'true' &&
-            Boolean(stringAt(old, 'metadata', 'annotations', PORT)) &&
-            Boolean(stringAt(old, 'metadata', 'annotations', PATH)) &&
-            Boolean(stringAt(old, 'spec', 'serviceName'));
-          if (downscale && optedIn) {
-            // Every API call fails: the pods cannot be listed nor the downscale recorded.
-            assert.equal(
-              decision.allowed,
-              false,
-              `an unprepared downscale must be denied: ${JSON.stringify(decision)}`,
-            );
-          }
-          if (!downscale) assert.equal(decision.allowed, true, 'only a downscale is ever denied');
-        },
-      ),
-      params(600, 2),
+          return;
+        }
+        const downscale =
+          before.replicas !== undefined && after.replicas !== undefined && before.replicas > after.replicas;
+        const old = request.oldObject;
+        const optedIn =
+          before.kind === 'StatefulSet' &&
+          stringAt(old, 'metadata', 'labels', PREPARE) === 'true' &&
+          Boolean(stringAt(old, 'metadata', 'annotations', PORT)) &&
+          Boolean(stringAt(old, 'metadata', 'annotations', PATH)) &&
+          Boolean(stringAt(old, 'spec', 'serviceName'));
+        if (downscale && optedIn) {
+          // Every API call fails: the pods cannot be listed nor the downscale recorded.
+          assert.equal(decision.allowed, false, `an unprepared downscale must be denied: ${JSON.stringify(decision)}`);
+        }
+        if (!downscale) assert.equal(decision.allowed, true, 'only a downscale is ever denied');
+      },
+      { ...params(600, 2), floor: 0.25 },
     );
   });
 });
@@ -537,16 +531,17 @@ const zpdbRequest: fc.Arbitrary<Record<string, unknown>> = fc
 
 describe('fuzz: /admission/zpdb-validation', { timeout: 120_000 }, () => {
   it('answers every body in time with a 2xx or 4xx; allows exactly the budgets parseZpdb accepts, denies the rest with a 400', async () => {
-    await fc.assert(
-      fc.asyncProperty(bodies(zpdbRequest), async (input) => {
+    await assertReachingAsync(
+      bodies(zpdbRequest),
+      async (input) => {
         const { handler, calls } = recorded(zpdbValidationHandler);
         const decision = checkAnswer(await serve(input, handler), calls);
-        if (!decision) return;
+        if (!decision) return SKIP;
         const parsed = parseZpdb(calls[0]!.request.object);
         assert.equal(decision.allowed, 'config' in parsed, JSON.stringify(decision).slice(0, 500));
         if (!decision.allowed) assert.equal(decision.status?.code, 400);
-      }),
-      params(800, 3),
+      },
+      { ...params(800, 3), floor: 0.25 },
     );
   });
 });
@@ -655,8 +650,9 @@ function preconditionOracle(request: AdmissionRequestV1): string | undefined {
 
 describe('fuzz: /admission/pod-eviction', { timeout: 120_000 }, () => {
   it('answers every body in time with a 2xx or 4xx, and never allows while its caches are not synced', async () => {
-    await fc.assert(
-      fc.asyncProperty(bodies(evictionRequest), failureArb, async (input, failure) => {
+    await assertReachingAsync(
+      fc.tuple(bodies(evictionRequest), failureArb),
+      async ([input, failure]) => {
         const budgets = new ZpdbBudgets({
           client: failingClient(failure).client,
           clock: new FakeClock(),
@@ -666,17 +662,18 @@ describe('fuzz: /admission/pod-eviction', { timeout: 120_000 }, () => {
         });
         const { handler, calls } = recorded(budgets.handler);
         const decision = checkAnswer(await serve(input, handler), calls);
-        if (!decision) return;
+        if (!decision) return SKIP;
         assert.equal(decision.allowed, false);
         assert.equal(decision.status?.code, 429);
-      }),
-      params(300, 4),
+      },
+      { ...params(300, 4), floor: 0.25 },
     );
   });
 
   it('with synced caches and a failing API: an eviction under a budget is allowed only on a dry run or for another incarnation', async () => {
-    await fc.assert(
-      fc.asyncProperty(bodies(evictionRequest), failureArb, async (input, failure) => {
+    await assertReachingAsync(
+      fc.tuple(bodies(evictionRequest), failureArb),
+      async ([input, failure]) => {
         const budgets = new ZpdbBudgets({
           client: failingClient(failure).client,
           clock: new FakeClock(),
@@ -686,7 +683,8 @@ describe('fuzz: /admission/pod-eviction', { timeout: 120_000 }, () => {
         });
         const { handler, calls } = recorded(budgets.handler);
         const decision = checkAnswer(await serve(input, handler), calls);
-        if (!decision?.allowed) return;
+        // Allowed is the exception with the API failing (~2.5% of these bodies): the floor only keeps it from vanishing.
+        if (!decision?.allowed) return SKIP;
         const request = calls[0]!.request;
         const wanted = preconditionOracle(request);
         const why =
@@ -701,8 +699,8 @@ describe('fuzz: /admission/pod-eviction', { timeout: 120_000 }, () => {
           assert.fail(
             `allowed without a ledger record: ${JSON.stringify({ ...request, object: '…' })} ${JSON.stringify(decision)}`,
           );
-      }),
-      params(600, 5),
+      },
+      { ...params(600, 5), floor: 0.01 },
     );
   });
 });
@@ -717,8 +715,9 @@ describe('fuzz: /admission/reschedule-on-eviction', { timeout: 120_000 }, () => 
       readyPod('ingester-zone-a-0', undefined, { app: 'couchbase' }),
       readyPod('loner', undefined, { app: 'other' }),
     ];
-    await fc.assert(
-      fc.asyncProperty(bodies(evictionRequest), failureArb, async (input, failure) => {
+    await assertReachingAsync(
+      fc.tuple(bodies(evictionRequest), failureArb),
+      async ([input, failure]) => {
         const handler0 = rescheduleHandler({
           client: failingClient(failure).client,
           clock: new FakeClock(),
@@ -729,7 +728,7 @@ describe('fuzz: /admission/reschedule-on-eviction', { timeout: 120_000 }, () => 
         });
         const { handler, calls } = recorded(handler0);
         const decision = checkAnswer(await serve(input, handler), calls);
-        if (!decision) return;
+        if (!decision) return SKIP;
         const request = calls[0]!.request;
         const object = isRecord(request.object) ? request.object : {};
         const name = request.name || stringAt(object, 'metadata', 'name') || '';
@@ -764,8 +763,8 @@ describe('fuzz: /admission/reschedule-on-eviction', { timeout: 120_000 }, () => 
           );
           assert.equal(decision.status?.code, 429, 'a transient failure is a 429 for kubectl drain to retry');
         }
-      }),
-      params(600, 6),
+      },
+      { ...params(600, 6), floor: 0.25 },
     );
   });
 });
