@@ -86,6 +86,11 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
 const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 const METADATA_ACCEPT_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
+function authorizationOf(headers: Record<string, string | string[]>): string | undefined {
+  const value = headers['Authorization'];
+  return typeof value === 'string' ? value : undefined;
+}
+
 export class KubeClient {
   private readonly options: KubeClientOptions;
   private readonly kc: KubeClientConfig;
@@ -134,7 +139,7 @@ export class KubeClient {
    * expire, token files re-read as they rotate); the pool is rebuilt only
    * when the TLS material changes.
    */
-  private async connection(): Promise<{ headers: Record<string, string>; pool: Agent }> {
+  private async connection(): Promise<{ headers: Record<string, string | string[]>; pool: Agent }> {
     const options: HttpsRequestOptions = {};
     await this.kc.applyToHTTPSOptions(options);
     const tls = {
@@ -167,9 +172,10 @@ export class KubeClient {
       // Requests in flight on the old pool (watches) finish on their connections.
       if (old) void closePool(old);
     }
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(options.headers ?? {})) {
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+      // Arrays stay arrays: one header line per value (Impersonate-Group).
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value : String(value);
     }
     return { headers, pool: this.agent.pool };
   }
@@ -231,7 +237,7 @@ export class KubeClient {
       try {
         status = String(response.status);
         span?.setAttributes({ 'http.response.status_code': response.status });
-        if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
+        if (response.status === 401) this.kc.credentialsRejected?.(authorizationOf(headers));
         let bytes: Buffer;
         try {
           bytes = await readBody(response.body);
@@ -532,7 +538,7 @@ export class KubeClient {
     }
     try {
       this.metrics?.observeRequest('GET', path, String(response.status), (performance.now() - started) / 1000);
-      if (response.status === 401) this.kc.credentialsRejected?.(headers['Authorization']);
+      if (response.status === 401) this.kc.credentialsRejected?.(authorizationOf(headers));
       if (response.status !== 200) {
         const text = await readBody(response.body).then(
           (bytes) => {

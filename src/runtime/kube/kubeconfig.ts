@@ -16,12 +16,11 @@
 // - authentication: client certificate (file or data), bearer token,
 //   tokenFile (re-read at most every 50 s, as client-go's cached file token
 //   source: rotated tokens are picked up), basic auth, exec credential
-//   plugins (client.authentication.k8s.io/v1 and v1beta1), impersonation of
-//   one user (`as`, `as-uid`). A static token, basic auth or client
+//   plugins (client.authentication.k8s.io/v1 and v1beta1), impersonation
+//   (`as`, `as-uid`, `as-groups`, `as-user-extra`: impersonation.ts). A static token, basic auth or client
 //   certificate takes precedence over an exec plugin, as in client-go;
 // - rejected with a KubeConfigError naming the entry: auth-provider (gcp,
-//   azure, oidc: removed from kubectl; use an exec plugin), proxy-url,
-//   impersonated groups and extra fields, two authentication methods.
+//   azure, oidc: use an exec plugin), proxy-url, two authentication methods.
 //
 // Secrets (tokens, keys, what an exec plugin prints) never appear in an
 // error message.
@@ -33,6 +32,7 @@ import { dirname, isAbsolute, join, sep } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
+import { impersonationHeaders, impersonationProblem, type Impersonation } from './impersonation.ts';
 
 export class KubeConfigError extends Error {
   constructor(message: string) {
@@ -79,11 +79,11 @@ export interface User {
   readonly exec?: ExecConfig | undefined;
   /** Only its name: auth-provider entries are refused when used. */
   readonly authProvider?: { readonly name: string } | undefined;
-  /** `as`, `as-uid`. */
+  /** `as`, `as-uid`, `as-groups`, `as-user-extra` (impersonation.ts). */
   readonly impersonate?: string | undefined;
   readonly impersonateUid?: string | undefined;
-  /** Whether `as-groups` or `as-user-extra` is set: refused when used. */
-  readonly impersonateGroupsOrExtra?: boolean | undefined;
+  readonly impersonateGroups?: readonly string[] | undefined;
+  readonly impersonateExtra?: Readonly<Record<string, readonly string[]>> | undefined;
 }
 
 export interface Context {
@@ -309,8 +309,15 @@ function parseUser(name: string, f: Fields, baseDir: string | undefined): User {
       : undefined,
     impersonate: f.string('as'),
     impersonateUid: f.string('as-uid'),
-    impersonateGroupsOrExtra: f.strings('as-groups').length > 0 || Object.keys(f.map('as-user-extra') ?? {}).length > 0,
+    impersonateGroups: f.strings('as-groups'),
+    impersonateExtra: userExtra(f),
   };
+}
+
+function userExtra(f: Fields): Record<string, string[]> {
+  const extra = f.map('as-user-extra') ?? {};
+  const fields = new Fields(extra, `${f.where}: as-user-extra`);
+  return Object.fromEntries(Object.keys(extra).map((key) => [key, fields.strings(key)]));
 }
 
 function parseContext(name: string, f: Fields, hasBody: boolean): Context {
@@ -565,7 +572,7 @@ export class KubeConfig implements KubeClientConfig {
       this.checked = `${cluster.name}\n${user?.name}`;
     }
     const tls = this.tlsMaterial(cluster, user);
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string | string[]> = {};
     if (user) {
       if (user.token || user.tokenFile)
         headers['Authorization'] = `Bearer ${user.tokenFile ? this.tokenFromFile(user) : user.token}`;
@@ -580,8 +587,7 @@ export class KubeConfig implements KubeClientConfig {
           tls.key = credential.key;
         }
       }
-      if (user.impersonate) headers['Impersonate-User'] = user.impersonate;
-      if (user.impersonateUid) headers['Impersonate-Uid'] = user.impersonateUid;
+      Object.assign(headers, impersonationHeaders(impersonationOf(user)));
     }
     this.checkTls(tls, cluster, user);
     if (tls.ca) options.ca = tls.ca;
@@ -812,6 +818,15 @@ function checkCluster(cluster: Cluster): void {
     throw new KubeConfigError(`${which}: a certificate authority and insecure-skip-tls-verify cannot both be set`);
 }
 
+function impersonationOf(user: User): Impersonation {
+  return {
+    user: user.impersonate,
+    uid: user.impersonateUid,
+    groups: user.impersonateGroups,
+    extra: user.impersonateExtra,
+  };
+}
+
 /** client-go's validateAuthInfo for the user in use, plus what Stateward refuses. */
 function checkUser(user: User): void {
   const who = `user ${quote(user.name)}`;
@@ -833,19 +848,11 @@ function checkUser(user: User): void {
   if (hasCert && !hasKey) throw new KubeConfigError(`${who}: a client certificate needs client-key or client-key-data`);
   if (hasKey && !hasCert)
     throw new KubeConfigError(`${who}: a client key needs client-certificate or client-certificate-data`);
-  for (const [field, value] of [
-    ['token', user.token],
-    ['as', user.impersonate],
-    ['as-uid', user.impersonateUid],
-  ] as const) {
-    // Sent as a header: HTTP forbids these characters there.
-    if (value !== undefined && /[\r\n\0]/.test(value))
-      throw new KubeConfigError(`${who}: ${field} contains a line break or a NUL character`);
-  }
-  if (user.impersonateGroupsOrExtra)
-    throw new KubeConfigError(`${who}: as-groups and as-user-extra are not supported (only as and as-uid)`);
-  if (user.impersonateUid && !user.impersonate)
-    throw new KubeConfigError(`${who}: as-uid needs as (the user to impersonate)`);
+  // Sent as a header: HTTP forbids these characters there.
+  if (user.token !== undefined && /[\r\n\0]/.test(user.token))
+    throw new KubeConfigError(`${who}: token contains a line break or a NUL character`);
+  const impersonation = impersonationProblem(impersonationOf(user));
+  if (impersonation) throw new KubeConfigError(`${who}: ${impersonation}`);
   const exec = user.exec;
   if (exec) {
     if (!exec.command) throw new KubeConfigError(`${who}: exec needs a command`);

@@ -82,7 +82,14 @@ export interface Exchange {
  */
 export function exchange(
   url: string,
-  init: { pool: Agent; method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+  init: {
+    pool: Agent;
+    method: string;
+    /** An array value is sent as one header line per value. */
+    headers: Record<string, string | string[]>;
+    body?: string;
+    signal: AbortSignal;
+  },
 ): Promise<Exchange> {
   const { signal } = init;
   if (signal.aborted) return Promise.reject(abortError(signal));

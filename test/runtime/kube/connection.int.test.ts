@@ -1,13 +1,19 @@
 // The connection policy against the real apiserver (docs/runtime.md, "Which
 // cluster"): the operator started with neither -kubernetes.config-file nor
 // -kubernetes.api-url, from a KUBECONFIG of two files (the context in one,
-// the cluster and user in the other), merged as kubectl merges them.
+// the cluster and user in the other), merged as kubectl merges them; the
+// admin's kubeconfig impersonating a user with groups and extra fields, which
+// RBAC grants or refuses by the groups sent.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
+import { KubeClient } from '../../../src/runtime/kube/client.ts';
+import { isForbidden } from '../../../src/runtime/kube/errors.ts';
+import { KubeConfig, type User } from '../../../src/runtime/kube/kubeconfig.ts';
+import { resources, type ConfigMap } from '../../../src/runtime/kube/types.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 
@@ -25,7 +31,77 @@ async function tempDir(t: { after(fn: () => Promise<void>): void }): Promise<str
   return dir;
 }
 
+/** The test cluster's admin, impersonating as the kubeconfig's as, as-uid, as-groups and as-user-extra say. */
+function impersonating(impersonation: Partial<User>): KubeClient {
+  const admin = cluster.kubeConfig();
+  const kubeConfig = new KubeConfig({
+    clusters: admin.getClusters(),
+    users: admin.getUsers().map((u) => ({ ...u, ...impersonation })),
+    contexts: admin.getContexts(),
+    currentContext: admin.getCurrentContext(),
+  });
+  return new KubeClient({ kubeConfig, timeoutMs: 10_000 });
+}
+
+const rbac = (resource: string, kind: string) => ({
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource,
+  kind,
+  namespaced: true,
+});
+
 describe('connection policy', () => {
+  it('impersonates a user with groups, uid and extra fields, which RBAC grants or refuses by group', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const admin = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
+    const readers = `stateward-readers-${namespace}`;
+    await admin.create(rbac('roles', 'Role'), {
+      metadata: { name: 'read-configmaps', namespace },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }],
+    });
+    await admin.create(rbac('rolebindings', 'RoleBinding'), {
+      metadata: { name: 'readers', namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-configmaps' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: readers }],
+    });
+    await admin.create<ConfigMap>(resources.configMaps, { metadata: { name: 'seen', namespace } });
+
+    const alice = impersonating({
+      impersonate: 'alice',
+      impersonateUid: 'uid-7',
+      impersonateGroups: ['stateward-others', readers],
+      impersonateExtra: { 'example.com/team name': ['storage', 'on call'] },
+    });
+    // Who the apiserver takes the caller for: every header arrived, each group and value on its own.
+    const review = await alice.request<{ status: { userInfo: Record<string, unknown> } }>(
+      'POST',
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } },
+    );
+    const { userInfo } = review.status;
+    assert.equal(userInfo['username'], 'alice');
+    assert.equal(userInfo['uid'], 'uid-7');
+    assert.deepEqual(
+      (userInfo['groups'] as string[]).filter((g) => g !== 'system:authenticated'),
+      ['stateward-others', readers],
+    );
+    assert.deepEqual(userInfo['extra'], { 'example.com/team name': ['storage', 'on call'] });
+    const list = await alice.list<ConfigMap>(resources.configMaps, { namespace });
+    assert.ok(
+      list.items.some((c) => c.metadata?.name === 'seen'),
+      'the RoleBinding grants the group',
+    );
+
+    const bob = impersonating({ impersonate: 'alice', impersonateGroups: ['stateward-others'] });
+    await assert.rejects(bob.list(resources.configMaps, { namespace }), (e) => isForbidden(e), 'no group granted');
+    await assert.rejects(
+      alice.create(resources.configMaps, { metadata: { name: 'written', namespace } }),
+      (e) => isForbidden(e),
+      'the Role grants reading only',
+    );
+  });
+
   it('runs the operator from a merged two-file KUBECONFIG, without -kubernetes.config-file or -api-url', async (t) => {
     const namespace = await cluster.namespace(t);
     const dir = await tempDir(t);

@@ -246,8 +246,10 @@ describe('confirmUsable', () => {
         /^user "u": a client certificate needs client-key or client-key-data$/,
       ],
       [config({ 'client-key-data': b64('key') }), /^user "u": a client key needs client-certificate/],
-      [config({ as: 'bob', 'as-groups': ['admins'] }), /as-groups and as-user-extra are not supported/],
-      [config({ 'as-uid': '1' }), /as-uid needs as/],
+      [config({ 'as-groups': ['admins'] }), /^user "u": as-groups needs as \(the user to impersonate\)$/],
+      [config({ 'as-uid': '1', 'as-user-extra': { k: ['v'] } }), /^user "u": as-uid, as-user-extra needs as/],
+      [config({ as: 'bob', 'as-groups': ['a\nb'] }), /^user "u": as-groups\[0\] contains a line break/],
+      [config({ as: 'bob', 'as-user-extra': { k: 'v' } }), /as-user-extra: k must be a list, not a string/],
       [config({ token: 'abc\n' }), /^user "u": token contains a line break or a NUL character$/],
       [
         config({ exec: { apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never' } }),
@@ -337,6 +339,22 @@ describe('applyToHTTPSOptions', () => {
       Authorization: 'Bearer abc',
       'Impersonate-User': 'bob',
       'Impersonate-Uid': '7',
+    });
+    // client-go's transport: a header line per group and per extra value, the extra key percent-encoded.
+    const groups = parseKubeConfig(
+      config({
+        token: 'abc',
+        as: 'bob',
+        'as-groups': ['devs', 'ops, eu'],
+        'as-user-extra': { 'scopes.example.com/Team Name%': ['a', 'b'], reason: ['on call'], none: [] },
+      }),
+    );
+    assert.deepEqual((await apply(groups)).headers, {
+      Authorization: 'Bearer abc',
+      'Impersonate-User': 'bob',
+      'Impersonate-Group': ['devs', 'ops, eu'],
+      'Impersonate-Extra-scopes.example.com%2FTeam%20Name%25': ['a', 'b'],
+      'Impersonate-Extra-reason': ['on call'],
     });
     assert.deepEqual((await apply(parseKubeConfig(config({ username: 'admin', password: 'pw' })))).headers, {
       Authorization: `Basic ${b64('admin:pw')}`,
