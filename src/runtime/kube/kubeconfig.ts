@@ -20,7 +20,8 @@
 //   (`as`, `as-uid`, `as-groups`, `as-user-extra`: impersonation.ts). A static token, basic auth or client
 //   certificate takes precedence over an exec plugin, as in client-go;
 // - rejected with a KubeConfigError naming the entry: auth-provider (gcp,
-//   azure, oidc: use an exec plugin), proxy-url, two authentication methods.
+//   azure: removed from client-go; oidc: kubectl has it, Stateward does not;
+//   each with the exec plugin that replaces it), proxy-url, two authentication methods.
 //
 // Secrets (tokens, keys, what an exec plugin prints) never appear in an
 // error message.
@@ -827,12 +828,20 @@ function impersonationOf(user: User): Impersonation {
   };
 }
 
+/** Why an auth-provider is refused, and the exec credential plugin that replaces it. */
+const AUTH_PROVIDER_WAY_OUT: Record<string, string> = {
+  gcp: '(client-go removed it in 1.26): use the exec credential plugin gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin; gcloud container clusters get-credentials writes the entry)',
+  azure:
+    '(client-go removed it in 1.26): use the exec credential plugin kubelogin (github.com/Azure/kubelogin; kubelogin convert-kubeconfig rewrites the entry)',
+  oidc: '(kubectl still has it, Stateward does not refresh id-tokens): use the exec credential plugin kubectl oidc-login (github.com/int128/kubelogin) with the same issuer, client id and secret (kubectl oidc-login setup prints the entry), or a token',
+};
+
 /** client-go's validateAuthInfo for the user in use, plus what Stateward refuses. */
 function checkUser(user: User): void {
   const who = `user ${quote(user.name)}`;
   if (user.authProvider) {
     throw new KubeConfigError(
-      `${who} uses auth-provider ${quote(user.authProvider.name)}, which Stateward does not support (kubectl dropped the gcp, azure and oidc providers): use an exec credential plugin instead (gke-gcloud-auth-plugin, kubelogin, or an OIDC plugin)`,
+      `${who} uses auth-provider ${quote(user.authProvider.name)}, which Stateward does not support ${AUTH_PROVIDER_WAY_OUT[user.authProvider.name] ?? '(it runs no auth-provider plugins): use an exec credential plugin instead'}`,
     );
   }
   if ((user.token || user.tokenFile) && (user.username !== undefined || user.password !== undefined)) {

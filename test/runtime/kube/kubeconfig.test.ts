@@ -222,6 +222,16 @@ describe('confirmUsable', () => {
         new RegExp(`^user "u" uses auth-provider "${name}", which Stateward does not support .*exec credential plugin`),
       );
     }
+    // The reason is true for each (kubectl still has oidc) and names the plugin that replaces it.
+    const oidc = await failure(usable(config({ 'auth-provider': { name: 'oidc' } })));
+    assert.match(oidc, /kubectl still has it.*kubectl oidc-login \(github.com\/int128\/kubelogin\)/);
+    assert.doesNotMatch(oidc, /dropped/);
+    assert.match(await failure(usable(config({ 'auth-provider': { name: 'gcp' } }))), /gke-gcloud-auth-plugin/);
+    assert.match(await failure(usable(config({ 'auth-provider': { name: 'azure' } }))), /Azure\/kubelogin/);
+    assert.match(
+      await failure(usable(config({ 'auth-provider': { name: 'custom' } }))),
+      /does not support \(it runs no auth-provider plugins\): use an exec credential plugin instead$/,
+    );
   });
 
   it('refuses what Stateward does not support and what kubectl refuses', async () => {
