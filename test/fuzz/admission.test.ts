@@ -230,6 +230,29 @@ const noDownscaleRequest: fc.Arbitrary<Record<string, unknown>> = fc
     dryRun,
   }));
 
+/**
+ * The test's reading of a review's replica change: undefined when either
+ * object cannot be decoded (checking that the webhook then allowed it with a
+ * warning), else the old object's reading and whether it is a downscale.
+ */
+function replicaChange(
+  decision: AdmissionDecision,
+  oldObject: unknown,
+  object: unknown,
+): { before: { kind: string; replicas: number | undefined }; downscale: boolean } | undefined {
+  const before = replicasOracle(oldObject);
+  const after = replicasOracle(object);
+  if (!before || !after) {
+    assert.ok(
+      decision.allowed && (decision.warnings?.length ?? 0) > 0,
+      `undecodable objects: allowed with a warning, got ${JSON.stringify(decision)}`,
+    );
+    return undefined;
+  }
+  const downscale = before.replicas !== undefined && after.replicas !== undefined && before.replicas > after.replicas;
+  return { before, downscale };
+}
+
 /** The test's own reading of an object's replicas: what the webhook can decode, or undefined when it cannot. */
 function replicasOracle(obj: unknown): { kind: string; replicas: number | undefined } | undefined {
   if (!isRecord(obj)) return undefined;
@@ -260,17 +283,9 @@ describe('fuzz: /admission/no-downscale', { timeout: 120_000 }, () => {
         const decision = checkAnswer(await serve(input, handler), calls);
         if (!decision) return SKIP;
         const { oldObject, object } = calls[0]!.request;
-        const before = replicasOracle(oldObject);
-        const after = replicasOracle(object);
-        if (!before || !after) {
-          assert.ok(
-            decision.allowed && (decision.warnings?.length ?? 0) > 0,
-            `undecodable objects: allowed with a warning, got ${JSON.stringify(decision)}`,
-          );
-          return;
-        }
-        const downscale =
-          before.replicas !== undefined && after.replicas !== undefined && before.replicas > after.replicas;
+        const change = replicaChange(decision, oldObject, object);
+        if (!change) return;
+        const { before, downscale } = change;
         const labels =
           isRecord(oldObject) && isRecord(oldObject.metadata) && isRecord(oldObject.metadata.labels)
             ? oldObject.metadata.labels
@@ -392,17 +407,9 @@ describe('fuzz: /admission/prepare-downscale', { timeout: 120_000 }, () => {
           assert.deepEqual(api.calls, [], 'a dry run has no side effect');
           return;
         }
-        const before = replicasOracle(request.oldObject);
-        const after = replicasOracle(request.object);
-        if (!before || !after) {
-          assert.ok(
-            decision.allowed && (decision.warnings?.length ?? 0) > 0,
-            `undecodable objects: allowed with a warning, got ${JSON.stringify(decision)}`,
-          );
-          return;
-        }
-        const downscale =
-          before.replicas !== undefined && after.replicas !== undefined && before.replicas > after.replicas;
+        const change = replicaChange(decision, request.oldObject, request.object);
+        if (!change) return;
+        const { before, downscale } = change;
         const old = request.oldObject;
         const optedIn =
           before.kind === 'StatefulSet' &&
