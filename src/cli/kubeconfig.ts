@@ -6,7 +6,7 @@
 // whose message fits on one line.
 import { loadInClusterConfig } from '../runtime/kube/config.ts';
 import type { KubeConfig } from '../runtime/kube/kubeconfig.ts';
-import { chooseKubeconfig, loadKubeconfigFiles } from '../runtime/kube/source.ts';
+import { checkProxy, chooseKubeconfig, loadKubeconfigFiles } from '../runtime/kube/source.ts';
 
 /** A failure to report in one line, without a stack trace, and exit 1 with. */
 export class CliError extends Error {
@@ -38,6 +38,7 @@ function inCluster(options: CliKubeConfigOptions): { kubeConfig: KubeConfig; nam
   let kubeConfig: KubeConfig;
   try {
     kubeConfig = loadInClusterConfig(options.env, options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR);
+    checkProxy(kubeConfig, options.env);
   } catch (error) {
     throw new CliError(messageOf(error));
   }
@@ -61,6 +62,7 @@ export function loadCliKubeConfig(options: CliKubeConfigOptions): { kubeConfig: 
     if (choice.kind === 'none')
       throw new CliError('no kubeconfig found: pass --kubeconfig=<file>, set KUBECONFIG, or create ~/.kube/config');
     const kubeConfig = loadKubeconfigFiles(choice.files, { context: options.context, contextFlag: '--context' });
+    checkProxy(kubeConfig, options.env);
     return { kubeConfig, namespace: kubeConfig.getCurrentContextObject()?.namespace || 'default' };
   } catch (error) {
     if (error instanceof CliError) throw error;

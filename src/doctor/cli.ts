@@ -80,7 +80,7 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     });
     const namespace = all ? undefined : namespaceFlag || contextNamespace;
     try {
-      client = new KubeClient({ kubeConfig, timeoutMs: timeout.value, userAgent: USER_AGENT });
+      client = new KubeClient({ kubeConfig, timeoutMs: timeout.value, userAgent: USER_AGENT, env: io.env });
     } catch (error) {
       throw new CliError(`kubeconfig: ${messageOf(error)}`);
     }

@@ -287,6 +287,7 @@ export async function runStatus(argv: readonly string[], io: StatusIo): Promise<
       kubeConfig: loaded.kubeConfig,
       timeoutMs: REQUEST_TIMEOUT_MS,
       userAgent: 'stateward-status',
+      env: io.env,
     });
   } catch (error) {
     io.err(`error: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -19,6 +19,7 @@ import type { ApiClientMetrics } from './metrics.ts';
 import type { KubeClientConfig } from './kubeconfig.ts';
 import { CLUSTER_HEADER, type ClusterRejections } from '../http/clusterlabel.ts';
 import { type Span, tracer } from '../tracing/tracing.ts';
+import { proxyFor } from './proxy.ts';
 import { closePool, connectionPool, exchange, type Exchange } from './transport.ts';
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
@@ -51,6 +52,8 @@ export interface KubeClientOptions {
    * ClusterValidationRejected. The client commands send none.
    */
   cluster?: { label: string; rejections: ClusterRejections };
+  /** Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (default process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface CallOptions {
@@ -103,6 +106,7 @@ export class KubeClient {
   /** Headers every request carries besides authentication (X-Cluster). */
   private readonly fixedHeaders: Record<string, string>;
   private agent: { key: string; pool: Agent } | undefined;
+  private readonly proxy: URL | undefined;
 
   constructor(options: KubeClientOptions) {
     this.options = options;
@@ -115,9 +119,9 @@ export class KubeClient {
     this.fixedHeaders = options.cluster ? { [CLUSTER_HEADER]: options.cluster.label } : {};
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
-    if (cluster.proxyUrl)
-      throw new Error(`kubeconfig cluster "${cluster.name}" uses proxy-url, which Stateward does not support`);
     this.server = cluster.server.replace(/\/+$/, '');
+    // The cluster's proxy-url, else HTTPS_PROXY/HTTP_PROXY unless NO_PROXY says otherwise (proxy.ts).
+    this.proxy = proxyFor(this.server, cluster.proxyUrl, options.env ?? process.env);
   }
 
   /**
@@ -168,7 +172,7 @@ export class KubeClient {
       // it) aborting a stream leaves the dead connection in place for the
       // next request. Over HTTP/1.1 an aborted request takes its socket with
       // it, so a watch restarted by the idle watchdog gets a fresh connection.
-      this.agent = { key, pool: connectionPool(new URL(this.server).protocol, tls) };
+      this.agent = { key, pool: connectionPool(new URL(this.server).protocol, tls, this.proxy) };
       // Requests in flight on the old pool (watches) finish on their connections.
       if (old) void closePool(old);
     }

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { inClusterKubeConfig, KubeConfigError, type KubeConfig } from './kubeconfig.ts';
-import { chooseKubeconfig, loadKubeconfigFiles } from './source.ts';
+import { checkProxy, chooseKubeconfig, loadKubeconfigFiles } from './source.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -70,15 +70,19 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
       throw new KubeConfigError(
         `-kubernetes.context=${context}: there is no kubeconfig, only the in-cluster configuration`,
       );
-    return loadInClusterConfig(env, source.serviceAccountDir);
+    const inCluster = loadInClusterConfig(env, source.serviceAccountDir);
+    checkProxy(inCluster, env);
+    return inCluster;
   }
   const from = choice.from === '-kubernetes.config-file' ? `-kubernetes.config-file=${configFile}` : choice.from;
   try {
-    return loadKubeconfigFiles(choice.files, {
+    const kubeConfig = loadKubeconfigFiles(choice.files, {
       context,
       contextFlag: '-kubernetes.context',
       ...(apiUrl ? { server: apiUrl } : {}),
     });
+    checkProxy(kubeConfig, env);
+    return kubeConfig;
   } catch (error) {
     throw new KubeConfigError(`${from}: ${messageOf(error)}`);
   }

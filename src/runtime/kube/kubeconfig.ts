@@ -21,7 +21,8 @@
 //   certificate takes precedence over an exec plugin, as in client-go;
 // - rejected with a KubeConfigError naming the entry: auth-provider (gcp,
 //   azure: removed from client-go; oidc: kubectl has it, Stateward does not;
-//   each with the exec plugin that replaces it), proxy-url, two authentication methods.
+//   each with the exec plugin that replaces it), a socks5 proxy-url, two
+//   authentication methods.
 //
 // Secrets (tokens, keys, what an exec plugin prints) never appear in an
 // error message.
@@ -33,6 +34,7 @@ import { dirname, isAbsolute, join, sep } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
+import { parseProxyUrl } from './proxy.ts';
 import { impersonationHeaders, impersonationProblem, type Impersonation } from './impersonation.ts';
 
 export class KubeConfigError extends Error {
@@ -51,7 +53,7 @@ export interface Cluster {
   readonly caFile?: string | undefined;
   readonly skipTLSVerify: boolean;
   readonly tlsServerName?: string | undefined;
-  /** Read so that it can be refused: Stateward does not connect through proxies. */
+  /** Every request to the cluster goes through it (proxy.ts). */
   readonly proxyUrl?: string | undefined;
   /** extensions[client.authentication.k8s.io/exec].extension, handed to exec plugins with provideClusterInfo. */
   readonly execExtension?: unknown;
@@ -809,10 +811,8 @@ function checkCluster(cluster: Cluster): void {
   }
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
     throw new KubeConfigError(`${which}: server ${quote(cluster.server)} is not an http or https URL`);
-  if (cluster.proxyUrl)
-    throw new KubeConfigError(
-      `${which} uses proxy-url, which Stateward does not support: it connects to the API server directly`,
-    );
+  const proxy = cluster.proxyUrl === undefined ? undefined : parseProxyUrl(cluster.proxyUrl);
+  if (typeof proxy === 'string') throw new KubeConfigError(`${which}: proxy-url ${proxy}`);
   if (cluster.caData && cluster.caFile)
     throw new KubeConfigError(`${which}: certificate-authority and certificate-authority-data are both set`);
   if (cluster.skipTLSVerify && (cluster.caData || cluster.caFile))

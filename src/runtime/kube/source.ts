@@ -11,11 +11,13 @@
 //    the commands (kubectl's order): ~/.kube/config, else in-cluster.
 //
 // A context flag picks another context than the current one. Every problem is
-// a one-line KubeConfigError.
+// a one-line KubeConfigError. checkProxy checks the proxy the environment
+// (HTTPS_PROXY, NO_PROXY) or proxy-url gives (proxy.ts).
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig, KubeConfigError, quote, readKubeConfigFile } from './kubeconfig.ts';
+import { proxyFor } from './proxy.ts';
 
 export type KubeconfigChoice =
   { kind: 'files'; files: string[]; from: string } | { kind: 'in-cluster' } | { kind: 'none' };
@@ -114,4 +116,15 @@ export function loadKubeconfigFiles(files: readonly string[], options: FilesOpti
     throw new KubeConfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return kubeConfig;
+}
+
+/** The proxy the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) or proxy-url gives for the current cluster is usable. */
+export function checkProxy(kubeConfig: KubeConfig, env: NodeJS.ProcessEnv): void {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) return;
+  try {
+    proxyFor(cluster.server, cluster.proxyUrl, env);
+  } catch (error) {
+    throw new KubeConfigError(error instanceof Error ? error.message : String(error));
+  }
 }

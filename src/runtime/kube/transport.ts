@@ -15,6 +15,7 @@ import type { Socket } from 'node:net';
 import { finished, pipeline, type Readable } from 'node:stream';
 import { constants, createGunzip } from 'node:zlib';
 import { http } from '../http/nodehttp.ts';
+import { tunnelThrough } from './proxy.ts';
 
 /** TLS material of a pool, as the kubeconfig gives it (Node https options). */
 export interface TlsOptions {
@@ -33,15 +34,19 @@ const IDLE_TIMEOUT_MS = 4_000;
 const TCP_KEEPALIVE_DELAY_MS = 30_000;
 
 /**
- * A keep-alive connection pool for a server's scheme. HTTP/1.1 only: an
+ * A keep-alive connection pool for a server's scheme, direct or through
+ * `proxy`. HTTP/1.1 only: an
  * aborted request takes its connection with it, so a watch restarted by the
  * idle watchdog gets a fresh one. Timeouts are the caller's (AbortSignal).
  */
-export function connectionPool(protocol: string, tls: TlsOptions): Agent {
+export function connectionPool(protocol: string, tls: TlsOptions, proxy?: URL): Agent {
   const options = { keepAlive: true, keepAliveMsecs: TCP_KEEPALIVE_DELAY_MS, timeout: IDLE_TIMEOUT_MS };
-  if (protocol !== 'https:') return new http.Agent(options);
+  const secure = protocol === 'https:';
   const defined = Object.fromEntries(Object.entries(tls).filter(([, value]) => value !== undefined));
-  return new https.Agent({ ...options, ...defined });
+  const pool = secure ? new https.Agent({ ...options, ...defined }) : new http.Agent(options);
+  // Through a proxy (proxy.ts): each new connection a CONNECT tunnel, pooled as a direct one.
+  if (proxy) tunnelThrough(pool, proxy, secure);
+  return pool;
 }
 
 /**

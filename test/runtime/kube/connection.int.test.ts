@@ -3,9 +3,13 @@
 // -kubernetes.api-url, from a KUBECONFIG of two files (the context in one,
 // the cluster and user in the other), merged as kubectl merges them; the
 // admin's kubeconfig impersonating a user with groups and extra fields, which
-// RBAC grants or refuses by the groups sent.
+// RBAC grants or refuses by the groups sent; API calls through a real
+// CONNECT proxy (a cluster's proxy-url, HTTPS_PROXY) and around it (NO_PROXY,
+// loopback).
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -31,6 +35,58 @@ async function tempDir(t: { after(fn: () => Promise<void>): void }): Promise<str
   return dir;
 }
 
+/**
+ * A CONNECT proxy: every tunnel it opens is recorded, its host reached at
+ * 127.0.0.1 (a proxy resolving names the workstation cannot, as a bastion
+ * in front of a private EKS endpoint does).
+ */
+async function connectProxy(t: { after(fn: () => Promise<void>): void }): Promise<{ url: string; tunnels: string[] }> {
+  const tunnels: string[] = [];
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((_request, response) => response.writeHead(405).end());
+  server.on('connect', (request, client: Socket) => {
+    if (request.url?.startsWith('refused.')) {
+      client.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      return;
+    }
+    tunnels.push(
+      `${request.url}${request.headers['proxy-authorization'] ? ` ${request.headers['proxy-authorization']}` : ''}`,
+    );
+    const port = Number(new URL(`http://${request.url}`).port);
+    const upstream = connect(port, '127.0.0.1', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tunnels };
+}
+
+/** The admin's kubeconfig with the cluster's server and proxy-url replaced. */
+function adminAt(server: string, proxyUrl?: string): KubeConfig {
+  const admin = cluster.kubeConfig();
+  return new KubeConfig({
+    clusters: admin.getClusters().map((c) => ({ ...c, server, proxyUrl })),
+    users: admin.getUsers(),
+    contexts: admin.getContexts(),
+    currentContext: admin.getCurrentContext(),
+  });
+}
+
 /** The test cluster's admin, impersonating as the kubeconfig's as, as-uid, as-groups and as-user-extra say. */
 function impersonating(impersonation: Partial<User>): KubeClient {
   const admin = cluster.kubeConfig();
@@ -52,6 +108,54 @@ const rbac = (resource: string, kind: string) => ({
 });
 
 describe('connection policy', () => {
+  it('connects through a CONNECT proxy: proxy-url, HTTPS_PROXY; NO_PROXY and loopback go direct', async (t) => {
+    const namespace = await cluster.namespace(t);
+    const proxy = await connectProxy(t);
+    const apiserver = new URL(cluster.state.server);
+    const list = (kubeConfig: KubeConfig, env: NodeJS.ProcessEnv) =>
+      new KubeClient({ kubeConfig, timeoutMs: 10_000, env }).list<ConfigMap>(resources.configMaps, { namespace });
+
+    // proxy-url: every request to the cluster, loopback or not, NO_PROXY or not (client-go's http.ProxyURL);
+    // its credentials as Proxy-Authorization.
+    const withCredentials = proxy.url.replace('http://', 'http://ops:s%3Acret@');
+    await list(adminAt(cluster.state.server, withCredentials), { NO_PROXY: '*' });
+    assert.deepEqual(proxy.tunnels, [
+      `127.0.0.1:${apiserver.port} Basic ${Buffer.from('ops:s:cret').toString('base64')}`,
+    ]);
+    // A tunnel the proxy refuses fails the call, naming the proxy and its answer.
+    await assert.rejects(
+      list(adminAt(`https://refused.example:${apiserver.port}`, proxy.url), {}),
+      (e: Error & { reason?: string }) =>
+        e.reason === 'NetworkError' &&
+        e.message.includes('refused the tunnel to refused.example') &&
+        e.message.includes('403'),
+    );
+
+    // HTTPS_PROXY: a name only the proxy can reach (one of the serving certificate's names).
+    const byName = `https://kubernetes.default.svc:${apiserver.port}`;
+    const root = await list(adminAt(byName), { HTTPS_PROXY: proxy.url, NO_PROXY: 'example.com,.cluster.local' });
+    assert.ok(Array.isArray(root.items));
+    assert.deepEqual(proxy.tunnels.slice(1), [`kubernetes.default.svc:${apiserver.port}`]);
+    // …kept alive: a second call reuses the tunnel.
+    await list(adminAt(byName), { HTTPS_PROXY: proxy.url });
+    assert.equal(proxy.tunnels.length, 3, 'one tunnel per client (each has its own pool)');
+
+    // NO_PROXY naming the domain: direct, so the name does not resolve here, and the proxy saw nothing.
+    for (const noProxy of ['.svc', 'default.svc', `kubernetes.default.svc:${apiserver.port}`, '*']) {
+      await assert.rejects(
+        list(adminAt(byName), { HTTPS_PROXY: proxy.url, NO_PROXY: noProxy }),
+        (e: Error & { reason?: string }) => e.reason === 'NetworkError',
+        `NO_PROXY=${noProxy} goes direct`,
+      );
+    }
+    // A port that is not the server's does not match.
+    await list(adminAt(byName), { HTTPS_PROXY: proxy.url, NO_PROXY: 'kubernetes.default.svc:1' });
+    assert.equal(proxy.tunnels.length, 4);
+    // Loopback is never proxied from the environment (Go's rule), so the local cluster is reached directly.
+    await list(adminAt(cluster.state.server), { HTTPS_PROXY: proxy.url, https_proxy: proxy.url });
+    assert.equal(proxy.tunnels.length, 4);
+  });
+
   it('impersonates a user with groups, uid and extra fields, which RBAC grants or refuses by group', async (t) => {
     const namespace = await cluster.namespace(t);
     const admin = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });

@@ -238,7 +238,7 @@ describe('confirmUsable', () => {
     const cases: [string, RegExp][] = [
       [
         config({}, { server: 'https://x', 'proxy-url': 'socks5://proxy:1080' }),
-        /^cluster "c" uses proxy-url, which Stateward does not support/,
+        /^cluster "c": proxy-url socks5 proxies are not supported \(http and https are\)/,
       ],
       [config({}, { 'certificate-authority-data': b64('ca') }), /^cluster "c" has no server$/],
       [config({}, { server: '10.0.0.1:6443' }), /^cluster "c": server "10.0.0.1:6443" is not an http or https URL$/],
