@@ -20,8 +20,8 @@
 //   (`as`, `as-uid`, `as-groups`, `as-user-extra`: impersonation.ts). A static token, basic auth or client
 //   certificate takes precedence over an exec plugin, as in client-go;
 // - rejected with a KubeConfigError naming the entry: auth-provider (gcp,
-//   azure: removed from client-go; oidc: kubectl has it, Stateward does not;
-//   each with the exec plugin that replaces it), a socks5 proxy-url, two
+//   azure: removed from client-go, each with the exec plugin that replaces
+//   it; `oidc` is run as client-go runs it: oidc.ts), a socks5 proxy-url, two
 //   authentication methods.
 //
 // Secrets (tokens, keys, what an exec plugin prints) never appear in an
@@ -34,6 +34,7 @@ import { dirname, isAbsolute, join, sep } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
+import { oidcConfigOf, oidcProblem, OidcTokenSource } from './oidc.ts';
 import { parseProxyUrl } from './proxy.ts';
 import { impersonationHeaders, impersonationProblem, type Impersonation } from './impersonation.ts';
 
@@ -80,8 +81,8 @@ export interface User {
   readonly username?: string | undefined;
   readonly password?: string | undefined;
   readonly exec?: ExecConfig | undefined;
-  /** Only its name: auth-provider entries are refused when used. */
-  readonly authProvider?: { readonly name: string } | undefined;
+  /** Its name and config: `oidc` is run (oidc.ts), other providers are refused when used. */
+  readonly authProvider?: { readonly name: string; readonly config: Readonly<Record<string, string>> } | undefined;
   /** `as`, `as-uid`, `as-groups`, `as-user-extra` (impersonation.ts). */
   readonly impersonate?: string | undefined;
   readonly impersonateUid?: string | undefined;
@@ -307,14 +308,25 @@ function parseUser(name: string, f: Fields, baseDir: string | undefined): User {
     username: f.string('username'),
     password: f.string('password'),
     exec: parseExec(f, baseDir),
-    authProvider: provider
-      ? { name: new Fields(provider, `${f.where}: auth-provider`).string('name') ?? '' }
-      : undefined,
+    authProvider: provider ? parseAuthProvider(new Fields(provider, `${f.where}: auth-provider`), baseDir) : undefined,
     impersonate: f.string('as'),
     impersonateUid: f.string('as-uid'),
     impersonateGroups: f.strings('as-groups'),
     impersonateExtra: userExtra(f),
   };
+}
+
+function parseAuthProvider(f: Fields, baseDir: string | undefined): NonNullable<User['authProvider']> {
+  const raw = f.map('config') ?? {};
+  const fields = new Fields(raw, `${f.where}: config`);
+  const config: Record<string, string> = {};
+  for (const key of Object.keys(raw)) {
+    const value = fields.string(key);
+    if (value !== undefined) config[key] = value;
+  }
+  const caFile = absolute(baseDir, config['idp-certificate-authority']);
+  if (caFile) config['idp-certificate-authority'] = caFile;
+  return { name: f.string('name') ?? '', config };
 }
 
 function userExtra(f: Fields): Record<string, string[]> {
@@ -480,6 +492,7 @@ export class KubeConfig implements KubeClientConfig {
   private readonly clock: { now(): number; monotonic(): number };
   private readonly files = new Map<string, FileState>();
   private readonly exec = new Map<string, ExecState>();
+  private readonly oidc = new Map<string, OidcTokenSource>();
   private readonly decoded = new Map<string, Buffer>();
   /** The TLS material last checked with createSecureContext (by identity: caches return the same objects while unchanged). */
   private checkedTls: TlsMaterial | undefined;
@@ -589,7 +602,7 @@ export class KubeConfig implements KubeClientConfig {
           tls.cert = credential.cert;
           tls.key = credential.key;
         }
-      }
+      } else if (user.authProvider?.name === 'oidc') headers['Authorization'] = `Bearer ${await this.oidcToken(user)}`;
       Object.assign(headers, impersonationHeaders(impersonationOf(user)));
     }
     this.checkTls(tls, cluster, user);
@@ -613,10 +626,27 @@ export class KubeConfig implements KubeClientConfig {
       const state = this.files.get(user.tokenFile);
       if (state && authorization === `Bearer ${state.content.toString('utf8').trim()}`) state.readAt = -Infinity;
     }
+    if (authorization?.startsWith('Bearer ')) this.oidc.get(user.name)?.rejected(authorization.slice(7));
     const exec = this.exec.get(user.name);
     const credential = exec?.credential;
     if (credential && (credential.token ? authorization === `Bearer ${credential.token}` : true))
       exec.credential = undefined;
+  }
+
+  /** The oidc auth-provider's id-token, refreshed at the issuer when it expired (oidc.ts). */
+  private async oidcToken(user: User): Promise<string> {
+    let source = this.oidc.get(user.name);
+    if (!source) {
+      const what = `user ${quote(user.name)}: idp-certificate-authority`;
+      const config = oidcConfigOf(user.authProvider!.config, (path) => this.file(path, TLS_FILE_REFRESH_MS, what));
+      source = new OidcTokenSource(config, () => this.clock.now());
+      this.oidc.set(user.name, source);
+    }
+    try {
+      return await source.token();
+    } catch (error) {
+      throw new KubeConfigError(`user ${quote(user.name)}: oidc: ${(error as Error).message}`);
+    }
   }
 
   private current(): { cluster: Cluster; user: User | null } {
@@ -833,17 +863,25 @@ const AUTH_PROVIDER_WAY_OUT: Record<string, string> = {
   gcp: '(client-go removed it in 1.26): use the exec credential plugin gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin; gcloud container clusters get-credentials writes the entry)',
   azure:
     '(client-go removed it in 1.26): use the exec credential plugin kubelogin (github.com/Azure/kubelogin; kubelogin convert-kubeconfig rewrites the entry)',
-  oidc: '(kubectl still has it, Stateward does not refresh id-tokens): use the exec credential plugin kubectl oidc-login (github.com/int128/kubelogin) with the same issuer, client id and secret (kubectl oidc-login setup prints the entry), or a token',
 };
 
-/** client-go's validateAuthInfo for the user in use, plus what Stateward refuses. */
-function checkUser(user: User): void {
-  const who = `user ${quote(user.name)}`;
-  if (user.authProvider) {
+/** The oidc auth-provider's config is complete; any other auth-provider is refused with the way out. */
+function checkAuthProvider(who: string, user: User): void {
+  if (user.authProvider?.name === 'oidc') {
+    const problem = oidcProblem(user.authProvider.config);
+    if (problem) throw new KubeConfigError(`${who}: ${problem}`);
+    if (user.exec) throw new KubeConfigError(`${who}: an auth-provider and exec cannot both be set`);
+  } else if (user.authProvider) {
     throw new KubeConfigError(
       `${who} uses auth-provider ${quote(user.authProvider.name)}, which Stateward does not support ${AUTH_PROVIDER_WAY_OUT[user.authProvider.name] ?? '(it runs no auth-provider plugins): use an exec credential plugin instead'}`,
     );
   }
+}
+
+/** client-go's validateAuthInfo for the user in use, plus what Stateward refuses. */
+function checkUser(user: User): void {
+  const who = `user ${quote(user.name)}`;
+  checkAuthProvider(who, user);
   if ((user.token || user.tokenFile) && (user.username !== undefined || user.password !== undefined)) {
     throw new KubeConfigError(
       `${who} has more than one authentication method (a token and a username/password): only one is allowed`,
