@@ -61,12 +61,13 @@ import { initialZoneTracker, parseZoneTracker, recordDownscale } from './zonetra
 import { observeLastDownscales } from '../clocksteps.ts';
 import {
   LEASE_LAST_DOWNSCALES_ANNOTATION,
-  latestLastDownscales,
+  lastDownscalesWithLease,
   parseLeaseRecords,
   recordInLease,
+  type LeaseRecord,
 } from './leaserecords.ts';
 import { LAST_DOWNSCALE_ANNOTATION_KEY } from '../../vocabulary/keys.ts';
-import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
+import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
 
 /** Where the API server sends StatefulSet updates of labelled sets to prepare their leaving pods. */
 export const PREPARE_DOWNSCALE_PATH = '/admission/prepare-downscale';
@@ -188,7 +189,9 @@ interface GroupRead {
   /** The zone tracker (zone-tracker mode). */
   tracker?: ConfigMap;
   /** The records on the group's Lease (annotation mode, under a Lease lock). */
-  leaseRecords?: ReadonlyMap<string, number>;
+  leaseRecords?: ReadonlyMap<string, LeaseRecord>;
+  /** The StatefulSet's grafana.com/last-downscale as listed ('' for none): what its record is made over. */
+  over: string;
   /** The names of the group's StatefulSets. */
   group: string[];
 }
@@ -380,6 +383,10 @@ class PrepareDownscaleWebhook {
         ...(tracker ? { tracker } : {}),
         ...(leaseRecords ? { leaseRecords } : {}),
         group: sets.map((s) => s.metadata?.name ?? ''),
+        over:
+          sets.find((s) => s.metadata?.name === downscale.name)?.metadata?.annotations?.[
+            LAST_DOWNSCALE_ANNOTATION_KEY
+          ] ?? '',
       },
     };
   }
@@ -394,17 +401,16 @@ class PrepareDownscaleWebhook {
     sets: readonly StatefulSet[],
     held: HeldLock | undefined,
   ): Promise<
-    Step<{ lastDownscales: Map<string, LastDownscale>; tracker?: ConfigMap; leaseRecords?: Map<string, number> }>
+    Step<{ lastDownscales: Map<string, LastDownscale>; tracker?: ConfigMap; leaseRecords?: Map<string, LeaseRecord> }>
   > {
     if (this.deps.mode !== 'zone-tracker') {
-      const fromAnnotations = lastDownscalesFromAnnotations(sets);
-      if (!held?.lease) return { value: { lastDownscales: fromAnnotations } };
+      if (!held?.lease) return { value: { lastDownscales: lastDownscalesFromAnnotations(sets) } };
       const leaseRecords = parseLeaseRecords(held.lease.annotation(LEASE_LAST_DOWNSCALES_ANNOTATION));
       if ('error' in leaseRecords) {
         const error = `Lease ${downscale.namespace}/${lockName(info.rolloutGroup)}: ${leaseRecords.error}`;
         return { value: { lastDownscales: new Map(sets.map((s) => [s.metadata?.name ?? '', { error }])) } };
       }
-      return { value: { lastDownscales: latestLastDownscales(fromAnnotations, leaseRecords), leaseRecords } };
+      return { value: { lastDownscales: lastDownscalesWithLease(sets, leaseRecords), leaseRecords } };
     }
     let tracker: ConfigMap;
     try {
@@ -466,7 +472,8 @@ class PrepareDownscaleWebhook {
     });
     if (recorded.onObject)
       this.recentlyAllowed.set(downscaleKey(downscale), { at: this.deps.clock.monotonic(), message: outcome.message });
-    if (recorded.copyAt !== undefined) void this.copyWhenLanded(downscale, recorded.copyAt);
+    if (recorded.copyAt !== undefined)
+      void this.copyWhenLanded(downscale, recorded.copyAt, statefulSet.metadata?.generation);
     return outcome;
   }
 
@@ -547,7 +554,8 @@ class PrepareDownscaleWebhook {
         return error === undefined ? {} : { error };
       }
       if (held?.lease) {
-        const value = recordInLease(read?.leaseRecords ?? new Map(), downscale.name, now, read?.group ?? []);
+        const record = { at: now, over: read?.over ?? '' };
+        const value = recordInLease(read?.leaseRecords ?? new Map(), downscale.name, record, read?.group ?? []);
         await held.lease.annotate(LEASE_LAST_DOWNSCALES_ANNOTATION, value, signal, LOCK_CALL_TIMEOUT_MS);
         return { copyAt: now };
       }
@@ -573,7 +581,11 @@ class PrepareDownscaleWebhook {
    * copied: nothing was downscaled, and its record on the Lease holds the
    * other zones back meanwhile, the safe side. Never throws.
    */
-  private async copyWhenLanded(downscale: Downscale, at: number): Promise<void> {
+  private async copyWhenLanded(
+    downscale: Downscale,
+    at: number,
+    reviewedGeneration: number | undefined,
+  ): Promise<void> {
     const { clock } = this.deps;
     const where = { namespace: downscale.namespace, name: downscale.name };
     const deadline = clock.monotonic() + COPY_DEADLINE_MS;
@@ -583,10 +595,13 @@ class PrepareDownscaleWebhook {
         const current =
           this.deps.cachedStatefulSet?.(where.namespace, where.name) ??
           (await this.client.get<StatefulSet>(resources.statefulSets, where, { timeoutMs: LOCK_CALL_TIMEOUT_MS }));
-        if ((current.spec?.replicas ?? 1) <= downscale.to) {
-          const existing = parseRfc3339(current.metadata?.annotations?.[LAST_DOWNSCALE_ANNOTATION_KEY] ?? '');
-          // A later record is already there (another downscale since): keep it.
-          if (typeof existing === 'number' && existing > at) return;
+        // Landed: a spec newer than the one reviewed, at or below the new count. The count alone is not
+        // enough: a cache that has not yet seen an upscale before this downscale shows it already low.
+        const newer = reviewedGeneration === undefined || (current.metadata?.generation ?? 0) > reviewedGeneration;
+        if (newer && (current.spec?.replicas ?? 1) <= downscale.to) {
+          // Written over whatever is there, even a later stamp: this downscale is the latest, whatever the
+          // clocks of the replicas that stamped them said (leaserecords.ts).
+          if (current.metadata?.annotations?.[LAST_DOWNSCALE_ANNOTATION_KEY] === formatRfc3339(at)) return;
           await this.client.patch(resources.statefulSets, where, 'strategic', lastDownscaleAnnotationPatch(at), {
             timeoutMs: LOCK_CALL_TIMEOUT_MS,
           });

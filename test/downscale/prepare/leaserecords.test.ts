@@ -3,48 +3,65 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
   LEASE_LAST_DOWNSCALES_ANNOTATION,
-  latestLastDownscales,
+  lastDownscaleOf,
   parseLeaseRecords,
   recordInLease,
+  type LeaseRecord,
 } from '../../../src/downscale/prepare/leaserecords.ts';
-import type { LastDownscale } from '../../../src/downscale/mintime.ts';
+import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 
 const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/);
 // Whole seconds between 2000 and 2100: what the record keeps, as grafana.com/last-downscale does.
 const time = fc.integer({ min: Date.UTC(2000, 0, 1) / 1000, max: Date.UTC(2100, 0, 1) / 1000 }).map((s) => s * 1000);
-const records = fc.dictionary(name, time).map((d) => new Map(Object.entries(d)));
+const stamp = time.map(formatRfc3339);
+// Plain objects, as parsing gives them (fast-check's records compare unequal by prototype otherwise).
+const record = fc.record({ at: time, over: fc.oneof(fc.constant(''), stamp) }).map((r) => ({ ...r }));
+const records = fc.dictionary(name, record).map((d) => new Map<string, LeaseRecord>(Object.entries(d)));
 
 describe('downscale records on the group Lease', () => {
-  it('reads back what it wrote, to the second, with the new record and only the group', () => {
+  it('reads back what it wrote, with the new record and only the group', () => {
     fc.assert(
-      fc.property(records, name, time, fc.array(name), (before, self, at, others) => {
+      fc.property(records, name, record, fc.array(name), (before, self, mine, others) => {
         const group = [...others, self];
-        const after = parseLeaseRecords(recordInLease(before, self, at, group));
+        const after = parseLeaseRecords(recordInLease(before, self, mine, group));
         assert.ok(!('error' in after));
-        assert.equal(after.get(self), at);
-        for (const [n, t] of after) {
+        assert.deepEqual(after.get(self), mine);
+        for (const [n, r] of after) {
           assert.ok(group.includes(n), `${n} is in the group`);
-          if (n !== self) assert.equal(t, before.get(n));
+          if (n !== self) assert.deepEqual(r, before.get(n));
         }
-        for (const n of group) if (n !== self && before.has(n)) assert.equal(after.get(n), before.get(n));
+        for (const n of group) if (n !== self && before.has(n)) assert.deepEqual(after.get(n), before.get(n));
       }),
     );
   });
 
-  it('min-time counts the later of the two records, and an unreadable annotation wins over a time', () => {
-    const lastDownscale = fc.oneof(time, fc.constant({ error: 'broken' }));
+  it("counts the Lease's record while the annotation is what it was over, or its copy — even when that is earlier (a replica whose clock runs behind)", () => {
     fc.assert(
-      fc.property(fc.dictionary(name, lastDownscale), records, (annotations, lease) => {
-        const fromAnnotations = new Map<string, LastDownscale>(Object.entries(annotations));
-        const merged = latestLastDownscales(fromAnnotations, lease);
-        for (const n of new Set([...fromAnnotations.keys(), ...lease.keys()])) {
-          const a = fromAnnotations.get(n);
-          const l = lease.get(n);
-          if (a !== undefined && typeof a !== 'number') assert.deepEqual(merged.get(n), a);
-          else assert.equal(merged.get(n), Math.max(a ?? -Infinity, l ?? -Infinity));
-        }
+      fc.property(record, fc.boolean(), (mine, copied) => {
+        const annotation = copied ? formatRfc3339(mine.at) : mine.over;
+        const parsed = annotation === '' ? undefined : Date.parse(annotation);
+        assert.equal(lastDownscaleOf(annotation === '' ? undefined : annotation, parsed, mine), mine.at);
       }),
     );
+    // The seed-7 clock-step soak: the previous downscale at 12:00:00 by a replica with a good clock, this one
+    // recorded at 11:50:30 by a replica 10 minutes behind. Counted from 12:00:00, the next zone went seconds later.
+    const previous = '2026-11-29T12:00:00Z';
+    const behind = { at: Date.parse('2026-11-29T11:50:30Z'), over: previous };
+    assert.equal(lastDownscaleOf(previous, Date.parse(previous), behind), behind.at);
+  });
+
+  it('takes the later of the two when the annotation changed otherwise since (rollout-operator in between), and an unreadable annotation then wins', () => {
+    fc.assert(
+      fc.property(record, time, (mine, other) => {
+        const annotation = formatRfc3339(other);
+        fc.pre(annotation !== mine.over && other !== mine.at);
+        assert.equal(lastDownscaleOf(annotation, other, mine), Math.max(other, mine.at));
+      }),
+    );
+    const broken = { error: 'broken' };
+    assert.deepEqual(lastDownscaleOf('yesterday', broken, { at: 0, over: '' }), broken);
+    assert.equal(lastDownscaleOf(undefined, undefined, undefined), undefined);
+    assert.equal(lastDownscaleOf('x', 5, undefined), 5);
   });
 
   it('says what is wrong with an annotation it cannot read', () => {
@@ -52,10 +69,11 @@ describe('downscale records on the group Lease', () => {
     assert.deepEqual(parseLeaseRecords(''), new Map());
     for (const [value, why] of [
       ['{broken', /is not JSON/],
-      ['[]', /is not a JSON object of StatefulSet names to times/],
+      ['[]', /is not a JSON object of StatefulSet names to records/],
       ['null', /is not a JSON object/],
-      ['{"zone-a": 5}', /the time of zone-a does not parse: not a string/],
-      ['{"zone-a": "yesterday"}', /the time of zone-a does not parse: parsing time "yesterday"/],
+      ['{"zone-a": 5}', /the record of zone-a is not \{"at"/],
+      ['{"zone-a": {"at": 5}}', /the record of zone-a is not \{"at"/],
+      ['{"zone-a": {"at": "yesterday", "over": ""}}', /the record of zone-a does not parse: parsing time "yesterday"/],
     ] as const) {
       const parsed = parseLeaseRecords(value);
       assert.ok('error' in parsed, value);
