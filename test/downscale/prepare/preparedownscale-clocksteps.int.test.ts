@@ -6,13 +6,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/runtime/clock.ts';
 import { resources, type Lease, type StatefulSet } from '../../../src/runtime/kube/types.ts';
-import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import { lockName, prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+import { lockName } from '../../../src/downscale/prepare/handler.ts';
 import { goTimeString } from '../../../src/downscale/mintime.ts';
 import { recordingLogger } from '../../support/logger.ts';
 import { formatRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { testCluster } from '../../cluster/testing.ts';
-import { downscaleRequest, zone } from './requests.ts';
+import { inProcessWebhook, zone } from './requests.ts';
 import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -32,17 +31,8 @@ describe('prepare-downscale min-time under wall-clock steps', () => {
       }),
     );
     const zoneB = await kube.create(resources.statefulSets, zone(namespace, 'zone-b'));
-    const handle = prepareDownscaleHandler({
-      client: kube,
-      clock,
-      log: nopLogger,
-      mode: 'annotation',
-      zoneTrackerConfigMap: 'unused',
-      clusterDomain: 'cluster.local.',
-      podTimeoutMs: 1000,
-      identity: 'test',
-    });
-    const ask = () => Promise.resolve(handle(downscaleRequest(namespace, zoneB, 3, 2), AbortSignal.timeout(15_000)));
+    const webhook = inProcessWebhook(kube, namespace, { clock });
+    const ask = () => webhook(zoneB, 3, 2);
 
     const first = await ask();
     assert.equal(first.allowed, false);
@@ -81,18 +71,8 @@ describe('prepare-downscale min-time under wall-clock steps', () => {
     const minTime = { labels: { 'grafana.com/min-time-between-zones-downscale': '30s' } };
     const zoneA = await kube.create(resources.statefulSets, zone(namespace, 'zone-a', minTime));
     const zoneB = await kube.create(resources.statefulSets, zone(namespace, 'zone-b', minTime));
-    const handle = prepareDownscaleHandler({
-      client: kube,
-      clock,
-      log: nopLogger,
-      mode: 'annotation',
-      zoneTrackerConfigMap: 'unused',
-      clusterDomain: 'cluster.local.',
-      podTimeoutMs: 1000,
-      identity: 'test',
-    });
-    const ask = (set: StatefulSet) =>
-      Promise.resolve(handle(downscaleRequest(namespace, set, 3, 2), AbortSignal.timeout(15_000)));
+    const webhook = inProcessWebhook(kube, namespace, { clock });
+    const ask = (set: StatefulSet) => webhook(set, 3, 2);
 
     const first = await ask(zoneA);
     assert.equal(first.allowed, true, first.status?.message);
@@ -124,18 +104,8 @@ describe('prepare-downscale min-time under wall-clock steps', () => {
     const zoneA = await kube.create(resources.statefulSets, zone(namespace, 'zone-a'));
     await kube.create(resources.statefulSets, zone(namespace, 'zone-b'));
     const { lines, log } = recordingLogger();
-    const handle = prepareDownscaleHandler({
-      client: kube,
-      clock: new FakeClock(Date.now()),
-      log,
-      mode: 'annotation',
-      zoneTrackerConfigMap: 'unused',
-      clusterDomain: 'cluster.local.',
-      podTimeoutMs: 1000,
-      identity: 'test',
-    });
-    const ask = (from: number) =>
-      Promise.resolve(handle(downscaleRequest(namespace, zoneA, from, from - 1), AbortSignal.timeout(15_000)));
+    const webhook = inProcessWebhook(kube, namespace, { clock: new FakeClock(Date.now()), log });
+    const ask = (from: number) => webhook(zoneA, from, from - 1);
     assert.equal((await ask(5)).allowed, true);
     const where = { namespace, name: lockName('ingester') };
     const lease = await kube.get<Lease>(resources.leases, where);

@@ -6,10 +6,9 @@ import { describe, it } from 'node:test';
 import { FakeClock, systemClock } from '../../../src/runtime/clock.ts';
 import { microTime } from '../../../src/runtime/kube/time.ts';
 import { resources, type Lease } from '../../../src/runtime/kube/types.ts';
-import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import { lockName, prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+import { lockName } from '../../../src/downscale/prepare/handler.ts';
 import { testCluster } from '../../cluster/testing.ts';
-import { downscaleRequest, zone } from './requests.ts';
+import { inProcessWebhook, zone } from './requests.ts';
 import { testClient } from '../../support/rollout-group.ts';
 
 const cluster = testCluster();
@@ -19,19 +18,9 @@ describe('prepare-downscale group lock', () => {
     const namespace = await cluster.namespace(t);
     const kube = testClient(cluster);
     const set = await kube.create(resources.statefulSets, zone(namespace, 'zone-a'));
-    const handle = prepareDownscaleHandler({
-      client: kube,
-      clock: systemClock,
-      log: nopLogger,
-      mode: 'annotation',
-      zoneTrackerConfigMap: 'unused',
-      clusterDomain: 'cluster.local.',
-      podTimeoutMs: 1000,
-      identity: 'replica-1',
-    });
-    // Each request its own from/to: a repeat of an allowed one within 15 s is allowed without the lock.
-    const ask = (from: number) =>
-      Promise.resolve(handle(downscaleRequest(namespace, set, from, from - 1), AbortSignal.timeout(15_000)));
+    const webhook = inProcessWebhook(kube, namespace, { clock: systemClock, identity: 'replica-1' });
+    // Each request its own from/to: a repeat of an allowed one runs every step again.
+    const ask = (from: number) => webhook(set, from, from - 1);
     const where = { namespace, name: lockName('ingester') };
     const lease = () => kube.get<Lease>(resources.leases, where);
 
@@ -74,18 +63,8 @@ describe('prepare-downscale group lock', () => {
     const set = await kube.create(resources.statefulSets, zone(namespace, 'zone-a'));
     // This replica's wall clock is an hour ahead of the holder's: by renewTime the lock looks long dead.
     const clock = new FakeClock(Date.now() + 3600_000);
-    const handle = prepareDownscaleHandler({
-      client: kube,
-      clock,
-      log: nopLogger,
-      mode: 'annotation',
-      zoneTrackerConfigMap: 'unused',
-      clusterDomain: 'cluster.local.',
-      podTimeoutMs: 1000,
-      identity: 'replica-1',
-    });
-    const ask = (from: number) =>
-      Promise.resolve(handle(downscaleRequest(namespace, set, from, from - 1), AbortSignal.timeout(15_000)));
+    const webhook = inProcessWebhook(kube, namespace, { clock, identity: 'replica-1' });
+    const ask = (from: number) => webhook(set, from, from - 1);
     const now = microTime(Date.now());
     const created = await kube.create<Lease>(resources.leases, {
       metadata: { name: lockName('ingester'), namespace },

@@ -3,6 +3,33 @@
 // tests), without an apiserver-to-webhook round trip.
 import type { StatefulSet } from '../../../src/runtime/kube/types.ts';
 import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
+import type { Clock } from '../../../src/runtime/clock.ts';
+import type { KubeClient } from '../../../src/runtime/kube/client.ts';
+import { nopLogger, type Logger } from '../../../src/runtime/log/logger.ts';
+import { prepareDownscaleHandler } from '../../../src/downscale/prepare/handler.ts';
+
+/**
+ * The prepare-downscale webhook in this process, annotation mode, as replica
+ * `identity`; `ask(set, from, to)` sends it the UPDATE of `set` from `from` to `to`.
+ */
+export function inProcessWebhook(
+  kube: KubeClient,
+  namespace: string,
+  o: { clock: Clock; identity?: string; log?: Logger },
+): (set: StatefulSet, from: number, to: number) => Promise<ReturnType<ReturnType<typeof prepareDownscaleHandler>>> {
+  const handle = prepareDownscaleHandler({
+    client: kube,
+    clock: o.clock,
+    log: o.log ?? nopLogger,
+    mode: 'annotation',
+    zoneTrackerConfigMap: 'unused',
+    clusterDomain: 'cluster.local.',
+    podTimeoutMs: 1000,
+    identity: o.identity ?? 'test',
+  });
+  return (set, from, to) =>
+    Promise.resolve(handle(downscaleRequest(namespace, set, from, to), AbortSignal.timeout(15_000)));
+}
 
 /** A zone of the group `ingester`, labelled for prepare-downscale; no pods (replicas 0 in the cluster), so no pod is called. */
 export function zone(
