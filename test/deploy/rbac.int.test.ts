@@ -28,7 +28,7 @@ import {
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
-import { evict } from '../support/evictions.ts';
+import { evict, evictOnceAllowed } from '../support/evictions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
@@ -575,9 +575,21 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
     assert.equal(shipped.length, 1);
     await kubectlApply(cluster.kubeconfigPath, shipped);
     await waitFor('ZPDBs listable', () => canI(kubeconfig, ...zpdbList), { timeoutMs: 30_000, intervalMs: 100 });
-    assert.equal((await evict(kube, namespace, 'ingester-zone-b-1')).code, 201);
-    const refused = await evict(kube, namespace, 'ingester-zone-c-1');
-    assert.equal(refused.code, 429, `a second zone refused by the budget: ${refused.message}`);
+    // As kubectl drain: a 429 while the operator's caches still show a replaced pod not Ready is retried.
+    await evictOnceAllowed(kube, namespace, 'ingester-zone-b-1', 'zone b allowed under the budget');
+    const second = await evict(kube, namespace, 'ingester-zone-c-1');
+    if (second.code !== 429) {
+      // kwok can replace zone b's pod and make it Ready within a second: then the second zone is rightly
+      // allowed. Allowed while zone b was still short a pod would be the budget not judging.
+      const zoneB = (await kube.list<Pod>(resources.pods, { namespace })).items.filter((p) =>
+        p.metadata?.name?.startsWith('ingester-zone-b-'),
+      );
+      assert.equal(second.code, 201, second.message);
+      assert.ok(
+        zoneB.length === 2 && zoneB.every((p) => isReady(p) && !p.metadata?.deletionTimestamp),
+        `a second zone allowed while zone b was not whole: ${zoneB.map((p) => p.metadata?.name).join(', ')}`,
+      );
+    }
   });
 
   it('cluster-wide: rolls a group in another namespace with ClusterRoles, still no Secret access', async (t) => {

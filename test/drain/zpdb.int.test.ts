@@ -25,7 +25,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { faketimeEnv, LIBFAKETIME } from '../support/faketime.ts';
 import { RoundRobinProxy } from '../support/round-robin-proxy.ts';
-import { evict, reviewEviction } from '../support/evictions.ts';
+import { evict, evictOnceAllowed, reviewEviction } from '../support/evictions.ts';
 import {
   changeTemplate,
   createGroup,
@@ -138,14 +138,6 @@ async function setup(
 
 async function podsOf(kube: KubeClient, namespace: string): Promise<Pod[]> {
   return (await kube.list<Pod>(resources.pods, { namespace })).items;
-}
-
-/** Evicts `pod`, retried as kubectl drain retries a 429, until an eviction is allowed. */
-function evictOnceAllowed(kube: KubeClient, namespace: string, pod: string, description: string): Promise<true> {
-  return waitFor(description, async () => (await evict(kube, namespace, pod)).code === 201, {
-    timeoutMs: 15_000,
-    intervalMs: 250,
-  });
 }
 
 function drain(node: string, tag: string, ...extra: string[]) {

@@ -4,6 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';
+import { waitFor } from '../cluster/probe.ts';
+
+/** Evicts `pod`, retried as kubectl drain retries a 429, until an eviction is allowed. */
+export function evictOnceAllowed(kube: KubeClient, namespace: string, pod: string, description: string): Promise<true> {
+  return waitFor(description, async () => (await evict(kube, namespace, pod)).code === 201, {
+    timeoutMs: 15_000,
+    intervalMs: 250,
+  });
+}
 
 /** POSTs an Eviction; resolves to the HTTP code (201 when allowed) and the message. */
 export async function evict(
