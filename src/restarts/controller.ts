@@ -10,7 +10,6 @@
 // precondition, and record an Event. The decisions live on the workload
 // (the annotation), so a restart of the operator or a new leader picks up
 // exactly what was not applied yet.
-import { Counter, Gauge } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import { isConflict, KubeApiError } from '../runtime/kube/errors.ts';
@@ -36,6 +35,7 @@ import {
 import { decideRestart } from './plan.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
+import { RestartMetrics } from './restartmetrics.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
 export interface RestartOptions {
@@ -118,15 +118,7 @@ export class RestartController {
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
   private queue: WorkQueue | undefined;
-  private readonly metrics: {
-    versions: Counter;
-    configs: Gauge;
-    workloads: Gauge;
-    annotationUpdates: Counter;
-    restarts: Counter;
-    processed: Counter;
-    waiting: Gauge;
-  };
+  private readonly metrics: RestartMetrics;
 
   /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
   constructor(runtime: Runtime, options: RestartOptions, key: Buffer) {
@@ -152,46 +144,7 @@ export class RestartController {
         pageSize: CONFIG_PAGE_SIZE,
       }),
     };
-    const r = runtime.registry;
-    this.metrics = {
-      versions: new Counter({
-        name: 'deployment_restart_controller_resource_versions_total',
-        help: 'The number of distinct resource versions observed.',
-        registers: [r],
-      }),
-      // xing counts its whole catalog: every ConfigMap and Secret it watches.
-      configs: new Gauge({
-        name: 'deployment_restart_controller_configs_total',
-        help: 'The number of tracked configs.',
-        registers: [r],
-        collect: () => this.countConfigs(),
-      }),
-      workloads: new Gauge({
-        name: 'deployment_restart_controller_deployments_total',
-        help: 'The number of tracked deployments.',
-        registers: [r],
-      }),
-      annotationUpdates: new Counter({
-        name: 'deployment_restart_controller_deployment_annotation_updates_total',
-        help: 'The number of deployment annotation updates.',
-        registers: [r],
-      }),
-      restarts: new Counter({
-        name: 'deployment_restart_controller_deployment_restarts_total',
-        help: 'The number of deployment restarts triggered.',
-        registers: [r],
-      }),
-      processed: new Counter({
-        name: 'deployment_restart_controller_changes_processed_total',
-        help: 'The number of resource changes processed.',
-        registers: [r],
-      }),
-      waiting: new Gauge({
-        name: 'deployment_restart_controller_changes_waiting_total',
-        help: 'The number of changes waiting in the queue.',
-        registers: [r],
-      }),
-    };
+    this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs());
     for (const { kind } of KINDS) {
       for (const informer of this.workloads.get(kind)!) {
         informer.addHandlers({
@@ -248,10 +201,11 @@ export class RestartController {
     });
   }
 
-  private countConfigs(): void {
+  /** Every ConfigMap and Secret in the caches while leading; a standby tracks nothing. */
+  private trackedConfigs(): number {
     let n = 0;
     if (this.queue) for (const informer of [...this.configs.configmap, ...this.configs.secret]) n += informer.size;
-    this.metrics.configs.set(n);
+    return n;
   }
 
   private configInformer(kind: ConfigKind, namespace: string): Informer<ConfigDigest> | undefined {
@@ -295,7 +249,7 @@ export class RestartController {
 
   /** A config moved: every watched workload of its namespace that references it starts (or extends) a burst. */
   private configChanged(kind: ConfigKind, c: KubeObject): void {
-    this.metrics.versions.inc();
+    this.metrics.configVersionSeen();
     // Only the leader acts; a new leader looks at every workload when it starts.
     if (!this.queue) return;
     const namespace = c.metadata?.namespace ?? '';
@@ -316,7 +270,7 @@ export class RestartController {
     // The debounce measures durations in this process: monotonic clock (decideRestart gets both).
     const state = observeChange(this.pending.get(wkey), this.runtime.clock.monotonic(), current);
     this.pending.set(wkey, state);
-    this.metrics.waiting.set(this.pending.size);
+    this.metrics.changesWaiting(this.pending.size);
     this.queue?.add(wkey);
   }
 
@@ -365,9 +319,7 @@ export class RestartController {
     if (this.queue !== queue) return;
     this.queue = undefined;
     this.pending.clear();
-    // A standby tracks nothing: its gauges must not keep the last leader-time values.
-    this.metrics.waiting.set(0);
-    this.metrics.workloads.set(0);
+    this.metrics.leadershipEnded();
   }
 
   private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
@@ -399,7 +351,7 @@ export class RestartController {
       ...(previousTimestamp !== undefined ? { previousTimestamp } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
-    this.metrics.workloads.set(this.watching.size);
+    this.metrics.workloadsTracked(this.watching.size);
     this.notify(
       entry,
       w,
@@ -414,12 +366,12 @@ export class RestartController {
     );
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
-      this.metrics.waiting.set(this.pending.size);
+      this.metrics.changesWaiting(this.pending.size);
       return this.replaceOutdated(entry, w);
     }
     if (decision.action === 'wait-until') {
       this.pending.set(wkey, decision.pending);
-      this.metrics.waiting.set(this.pending.size);
+      this.metrics.changesWaiting(this.pending.size);
       return { requeueAfterMs: Math.max(0, decision.until - now) };
     }
     try {
@@ -430,11 +382,9 @@ export class RestartController {
       throw error;
     }
     this.pending.delete(wkey);
-    this.metrics.waiting.set(this.pending.size);
-    this.metrics.processed.inc();
-    this.metrics.annotationUpdates.inc();
+    this.metrics.changesWaiting(this.pending.size);
+    this.metrics.checksumsApplied(decision.action === 'restart');
     if (decision.action === 'restart') {
-      this.metrics.restarts.inc();
       const mode = restartMode(entry.kind, w);
       const why =
         decision.changes
