@@ -1,10 +1,11 @@
 // npm run helm -- <helm args...>   build helm if needed, then run it
-// npm run tools:build              only build (or find cached) tools: helm and
-//                                  the OpenTelemetry Collector
+// npm run tools:build              only build (or find cached) tools: helm,
+//                                  the OpenTelemetry Collector and Prometheus
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { helmBinary } from './helm.ts';
 import { otelcolBinary } from './otelcol.ts';
+import { prometheusBinary } from './prometheus.ts';
 
 const usage = 'usage: node test/tools/cli.ts <helm [args...]|build>';
 
@@ -16,6 +17,7 @@ async function main(argv: string[]): Promise<number> {
     case 'build':
       await helmBinary();
       await otelcolBinary();
+      await prometheusBinary();
       return 0;
     case '-h':
     case '--help':
