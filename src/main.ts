@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { registerCompatFlags } from './runtime/compat.ts';
 import { registerRuntimeFlags } from './runtime/config.ts';
 import { FlagSet } from './runtime/flags/flagset.ts';
-import { loadKubeConfig } from './runtime/kube/config.ts';
-import { KubeConfigError } from './runtime/kube/kubeconfig.ts';
+import { loadOperatorKubeConfig } from './runtime/kube/source.ts';
+import { KubeConfigError } from './runtime/kube/kubeconfigfile.ts';
 import { validateElectionTimings } from './runtime/leaderelection/elector.ts';
 import { type FaultSource, reportFaults } from './runtime/faults.ts';
 import { createLogger } from './runtime/log/logger.ts';
@@ -121,7 +121,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   for (const warning of compatFlags.warnings()) logger.warn(warning);
   let kubeConfig;
   try {
-    kubeConfig = loadKubeConfig({
+    kubeConfig = loadOperatorKubeConfig({
       configFile: config.kubeConfigFile,
       apiUrl: config.kubeApiUrl,
       context: config.kubeContext,

@@ -1,6 +1,6 @@
 // Fuzzing kubeconfig files: random text, random YAML and JSON, and
 // mutations of a valid kubeconfig, written to a temporary file and loaded by
-// the operator (loadKubeConfig) and by the client commands
+// the operator (loadOperatorKubeConfig) and by the client commands
 // (loadCliKubeConfig, then `stateward status` and `stateward doctor`).
 // Loading answers a KubeConfig or a clear error of the loader's own type
 // (KubeConfigError, CliError), never another exception; the commands exit
@@ -17,9 +17,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { KubeConfigError, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
+import type { KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
+import { KubeConfigError } from '../../src/runtime/kube/kubeconfigfile.ts';
 import { CliError, loadCliKubeConfig } from '../../src/cli/kubeconfig.ts';
-import { loadKubeConfig } from '../../src/runtime/kube/config.ts';
+import { loadOperatorKubeConfig } from '../../src/runtime/kube/source.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';
 import { jsonBytes, mutated, nastyString, params, settlesWithin } from './support.ts';
@@ -120,7 +121,7 @@ describe('fuzz: kubeconfig files', { timeout: 120_000 }, () => {
           const path = await file(text);
           let kc: KubeConfig;
           try {
-            kc = loadKubeConfig({ configFile: path, apiUrl, env: {} });
+            kc = loadOperatorKubeConfig({ configFile: path, apiUrl, env: {} });
           } catch (error) {
             assert.ok(error instanceof KubeConfigError, `not a KubeConfigError: ${String(error)}`);
             assert.ok(error.message.startsWith('-kubernetes.'), error.message);

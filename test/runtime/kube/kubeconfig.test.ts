@@ -16,13 +16,9 @@ import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { KubeClient } from '../../../src/runtime/kube/client.ts';
-import {
-  inClusterKubeConfig,
-  KubeConfigError,
-  parseKubeConfig,
-  type CredentialOptions,
-  type KubeConfig,
-} from '../../../src/runtime/kube/kubeconfig.ts';
+import type { CredentialOptions } from '../../../src/runtime/kube/credentials.ts';
+import { inClusterKubeConfig, parseKubeConfig, type KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
+import { KubeConfigError } from '../../../src/runtime/kube/kubeconfigfile.ts';
 import { createCa, issue, type Pem } from '../../cluster/pki.ts';
 import { params } from '../../fuzz/support.ts';
 

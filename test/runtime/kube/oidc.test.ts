@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { KubeConfigError, parseKubeConfig, type KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
+import { parseKubeConfig, type KubeConfig } from '../../../src/runtime/kube/kubeconfig.ts';
+import { KubeConfigError } from '../../../src/runtime/kube/kubeconfigfile.ts';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 
