@@ -1,137 +1,17 @@
-// The web view's pages as HTML, rendered on the server from a StatusReport:
-// they read without JavaScript, and src/web/assets/app.js rebuilds the same
-// markup (same classes, same data- attributes) from every report the event
-// stream pushes. Every name from the cluster goes through escapeHtml here
-// and through textContent there.
-import type { BudgetView, GroupStatusView, NamespaceStatus, StatefulSetRow, StatusReport } from '../status/model.ts';
-import { cellClass, cellsOf, cellTitle, type CellState } from './assets/cells.js';
+// The web view's pages as HTML, rendered on the server from a StatusReport,
+// so that they read without JavaScript. The inside of a namespace's <main>
+// comes from assets/markup.js, the module the browser's app.js redraws it
+// with from every report the event stream pushes: one renderer, whose h()
+// escapes every name from the cluster. This file adds what only the server
+// sends: the page around it, the index of namespaces, the legend.
+import type { StatusReport } from '../status/model.ts';
+import { type Attrs, cellClass, type CellState, h, join, namespaceBody, Raw } from './assets/markup.js';
 
 export const ASSET_PATHS = {
   js: '/status/assets/app.js',
   css: '/status/assets/app.css',
   icon: '/status/assets/icon.svg',
 } as const;
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Text or attribute value safe inside HTML (quoted attributes). */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
-
-/** Markup that is already safe: the output of h(). */
-class Raw {
-  readonly html: string;
-  constructor(html: string) {
-    this.html = html;
-  }
-}
-
-type Attrs = Record<string, string | number | boolean | undefined>;
-
-/** One element; string children are escaped, Raw ones (already markup) are not. */
-function h(tag: string, attrs: Attrs, ...children: (string | Raw | undefined)[]): Raw {
-  const attributes = Object.entries(attrs)
-    .filter(([, v]) => v !== undefined && v !== false)
-    .map(([k, v]) => (v === true ? ` ${k}` : ` ${k}="${escapeHtml(String(v))}"`))
-    .join('');
-  const body = children.map((c) => (c === undefined ? '' : c instanceof Raw ? c.html : escapeHtml(c))).join('');
-  return new Raw(`<${tag}${attributes}>${body}</${tag}>`);
-}
-
-const join = (parts: Raw[]): Raw => new Raw(parts.map((p) => p.html).join(''));
-
-function cell(c: CellState): Raw {
-  return h(
-    'span',
-    {
-      class: cellClass(c),
-      'data-pod': c.pod,
-      'data-ordinal': c.ordinal,
-      'data-updated': String(c.updated),
-      'data-ready': String(c.ready),
-      'data-state': c.state,
-      ...(c.stuckReason ? { 'data-stuck': c.stuckReason } : {}),
-      title: cellTitle(c),
-    },
-    String(c.ordinal),
-  );
-}
-
-export function rowCounts(row: StatefulSetRow): string {
-  return `${row.ready}/${row.replicas} ready · ${row.updated}/${row.replicas} updated`;
-}
-
-function statefulSetRow(row: StatefulSetRow): Raw {
-  return h(
-    'div',
-    { class: 'row', 'data-statefulset': row.name, 'data-zone': row.zone, 'data-state': row.state },
-    h(
-      'div',
-      { class: 'row-label' },
-      h('span', { class: 'sts-name' }, row.name),
-      row.zone ? h('span', { class: 'zone' }, row.zone) : undefined,
-      h('span', { class: 'counts' }, rowCounts(row)),
-      h('span', { class: `state state-${row.state}` }, row.state),
-    ),
-    h('div', { class: 'cells' }, join(cellsOf(row).map(cell))),
-  );
-}
-
-function group(g: GroupStatusView): Raw {
-  return h(
-    'section',
-    { class: 'group', 'data-group': g.name, 'data-phase': g.phase },
-    h(
-      'h2',
-      {},
-      h('span', { class: 'group-name' }, g.name),
-      ' ',
-      h('span', { class: `phase phase-${g.phase}` }, g.phase),
-    ),
-    h('p', { class: 'action' }, g.action),
-    g.waitReason ? h('p', { class: 'wait', 'data-code': g.waitReason.code }, g.waitReason.message) : undefined,
-    g.blocked ? h('p', { class: 'blocked' }, g.blocked) : undefined,
-    g.warnings.length > 0 ? h('ul', { class: 'warnings' }, join(g.warnings.map((w) => h('li', {}, w)))) : undefined,
-    h('div', { class: 'grid' }, join(g.statefulSets.map(statefulSetRow))),
-  );
-}
-
-function budgets(list: BudgetView[]): Raw | undefined {
-  if (list.length === 0) return undefined;
-  const head = h(
-    'tr',
-    {},
-    ...['budget', 'max unavailable', 'mode', 'StatefulSets', 'pending evictions', 'error'].map((t) => h('th', {}, t)),
-  );
-  const rows = list.map((b) =>
-    h(
-      'tr',
-      { 'data-budget': b.name },
-      h('td', {}, b.name),
-      h('td', {}, b.maxUnavailable),
-      h('td', {}, b.mode),
-      h('td', {}, b.matchedStatefulSets.join(', ')),
-      h('td', {}, b.pendingEvictions.map((e) => e.pod).join(', ')),
-      h('td', {}, b.error ?? ''),
-    ),
-  );
-  return h(
-    'section',
-    { class: 'budgets' },
-    h('h2', {}, 'Zone-aware disruption budgets'),
-    h('table', {}, h('thead', {}, head), h('tbody', {}, join(rows))),
-  );
-}
-
-/** The inside of <main>: the namespace's groups, then its budgets. */
-export function namespaceBody(ns: NamespaceStatus | undefined): Raw {
-  const groups = ns?.groups ?? [];
-  return join([
-    groups.length > 0 ? join(groups.map(group)) : h('p', { class: 'empty' }, 'No rollout groups in this namespace.'),
-    budgets(ns?.budgets ?? []) ?? new Raw(''),
-  ]);
-}
 
 const LEGEND: CellState[] = [
   { pod: 'updated, ready', ordinal: 0, state: 'ready', updated: true, ready: true },

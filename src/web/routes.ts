@@ -59,7 +59,7 @@ function loadAssets(): Map<string, Asset> {
   const read = (file: string) => readFileSync(new URL(`./assets/${file}`, import.meta.url));
   return new Map([
     ['app.js', { type: 'text/javascript; charset=utf-8', body: read('app.js') }],
-    ['cells.js', { type: 'text/javascript; charset=utf-8', body: read('cells.js') }],
+    ['markup.js', { type: 'text/javascript; charset=utf-8', body: read('markup.js') }],
     ['app.css', { type: 'text/css; charset=utf-8', body: read('app.css') }],
     ['icon.svg', { type: 'image/svg+xml', body: read('icon.svg') }],
   ]);

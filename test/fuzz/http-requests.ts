@@ -85,7 +85,7 @@ export function routesFor(namespace: string): Routes {
       `/status/api/${namespace}`,
       `/status/events/${namespace}`,
       '/status/assets/app.js',
-      '/status/assets/cells.js',
+      '/status/assets/markup.js',
       '/status/assets/app.css',
       '/status/assets/icon.svg',
       '/status/api/kube-system',

@@ -16,7 +16,7 @@ describe('scripts/build.ts', () => {
       "import type { C } from '../c.ts';",
       "import x from 'prom-client';",
       "import './side-effect.ts';",
-      "import data from './assets/cells.js';",
+      "import data from './assets/markup.js';",
       'const f = (n: number): string => String(n);',
       "const lazy = await import('./lazy.ts');",
       "export { a } from './a.ts';",
@@ -26,7 +26,7 @@ describe('scripts/build.ts', () => {
     assert.doesNotMatch(out, /\.ts'/, 'no .ts specifier left');
     assert.match(out, /from 'prom-client'/);
     assert.match(out, /import '\.\/side-effect\.js'/);
-    assert.match(out, /from '\.\/assets\/cells\.js'/);
+    assert.match(out, /from '\.\/assets\/markup\.js'/);
     assert.match(out, /import\('\.\/lazy\.js'\)/);
     assert.match(out, /const f = \(n\s*\)\s*=> String\(n\);/);
   });

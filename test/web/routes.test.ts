@@ -6,10 +6,9 @@ import { request } from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
 import { HttpServer } from '../../src/runtime/http/server.ts';
-import type { GroupStatusView, StatefulSetRow, StatusReport } from '../../src/status/model.ts';
+import type { GroupStatusView, NamespaceStatus, StatefulSetRow, StatusReport } from '../../src/status/model.ts';
 import { STATUS_API_VERSION } from '../../src/status/model.ts';
-import { cellsOf } from '../../src/web/assets/cells.js';
-import { escapeHtml } from '../../src/web/html.ts';
+import { cellsOf, escapeHtml, namespaceBody } from '../../src/web/assets/markup.js';
 import {
   CONTENT_SECURITY_POLICY,
   WebHandler,
@@ -260,7 +259,7 @@ describe('web view routes', () => {
     // Every page and asset stays on this server.
     for (const text of [
       html,
-      ...['app.js', 'cells.js', 'app.css'].map((f) =>
+      ...['app.js', 'markup.js', 'app.css'].map((f) =>
         readFileSync(new URL(`../../src/web/assets/${f}`, import.meta.url), 'utf8'),
       ),
     ]) {
@@ -269,6 +268,78 @@ describe('web view routes', () => {
     }
     const index = await (await fetch(url('/status'))).text();
     assert.match(index, /<a href="\/status\/team-a" data-namespace="team-a">team-a<\/a>/);
+  });
+
+  it('escapes every value from the cluster in the markup the server and the browser both render', () => {
+    // markup.js draws <main> on the server and, from every pushed report, in the browser (app.js sets it as
+    // innerHTML): no field may bring a tag or an attribute of its own.
+    const sts = row(`${EVIL}-zone-a`, [{ updated: false, ready: false }]);
+    sts.zone = EVIL;
+    sts.podGrid[0] = { ...sts.podGrid[0]!, name: EVIL, stuckReason: EVIL };
+    const ns: NamespaceStatus = {
+      namespace: 'team-a',
+      groups: [
+        group(EVIL, [sts], {
+          phase: 'blocked',
+          action: EVIL,
+          blocked: EVIL,
+          waitReason: { code: EVIL, message: EVIL },
+          warnings: [EVIL, EVIL],
+        }),
+      ],
+      budgets: [
+        {
+          name: EVIL,
+          maxUnavailable: EVIL,
+          mode: 'zone',
+          matchedStatefulSets: [EVIL, EVIL],
+          pendingEvictions: [{ pod: EVIL, allowedAt: EVIL }],
+          error: EVIL,
+        },
+      ],
+      restarts: [],
+    };
+    const html = namespaceBody(ns).html;
+    const tags = new Set([...html.matchAll(/<\/?([a-zA-Z0-9]+)/g)].map((m) => m[1]));
+    assert.deepEqual([...tags].sort(), [
+      'div',
+      'h2',
+      'li',
+      'p',
+      'section',
+      'span',
+      'table',
+      'tbody',
+      'td',
+      'th',
+      'thead',
+      'tr',
+      'ul',
+    ]);
+    assert.doesNotMatch(html, /onerror="/);
+    // Every attribute is one of the renderer's own, and every quote inside a value is escaped.
+    const attributes = new Set([...html.matchAll(/ ([a-z-]+)="[^"]*"/g)].map((m) => m[1]));
+    assert.deepEqual([...attributes].sort(), [
+      'class',
+      'data-budget',
+      'data-code',
+      'data-group',
+      'data-ordinal',
+      'data-phase',
+      'data-pod',
+      'data-ready',
+      'data-state',
+      'data-statefulset',
+      'data-stuck',
+      'data-updated',
+      'data-zone',
+      'title',
+    ]);
+    const escaped = escapeHtml(EVIL);
+    assert.ok(html.includes(`data-stuck="${escaped}"`));
+    assert.ok(html.includes(`title="${escaped}: outdated, not-ready (${escaped})"`));
+    assert.ok(html.includes(`<td>${escaped}, ${escaped}</td>`));
+    assert.equal(escapeHtml(`<>&"'`), '&lt;&gt;&amp;&quot;&#39;');
   });
 
   it('shows missing ordinals as missing cells', () => {

@@ -11,7 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Registry } from 'prom-client';
 import { HttpServer } from '../../src/runtime/http/server.ts';
-import { STATUS_API_VERSION, type GroupStatusView, type StatusReport } from '../../src/status/model.ts';
+import {
+  STATUS_API_VERSION,
+  type BudgetView,
+  type GroupStatusView,
+  type StatusReport,
+} from '../../src/status/model.ts';
 import { WebHandler, type ReportSource } from '../../src/web/routes.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -247,7 +252,18 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     // Names are DNS labels, but actions, wait reasons and warnings quote annotation values, which can hold anything.
     const hostile = (n: number) => `<img src=x onerror="window.__pwned=${n}"><script>window.__pwned=${n}</script>`;
     let groups: GroupStatusView[] = [];
+    let budgets: BudgetView[] = [];
     const setGroups = (n: number) => {
+      budgets = [
+        {
+          name: hostile(n),
+          maxUnavailable: hostile(n),
+          mode: 'zone',
+          matchedStatefulSets: [hostile(n)],
+          pendingEvictions: [{ pod: hostile(n), allowedAt: hostile(n) }],
+          error: hostile(n),
+        },
+      ];
       groups = [
         {
           name: hostile(n),
@@ -291,7 +307,7 @@ describe('web view in a browser', { timeout: 300000 }, () => {
         apiVersion: STATUS_API_VERSION,
         kind: 'Status',
         generatedAt: new Date().toISOString(),
-        namespaces: [{ namespace: ns, groups, budgets: [], restarts: [] }],
+        namespaces: [{ namespace: ns, groups, budgets, restarts: [] }],
       }),
       subscribe: (_ns, listener) => {
         listeners.add(listener);
@@ -314,12 +330,13 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     await page.evaluate(HELPERS);
     await page.waitForFunction(connectionIs, 'live', { timeout: 30_000 });
     const texts = () =>
-      page.evaluate<{ elements: number; pwned: unknown; texts: string[] }>(`({
+      page.evaluate<{ elements: number; pwned: unknown; texts: string[]; budget: string[] }>(`({
       elements: document.querySelectorAll('#report img, #report script').length,
       pwned: window.__pwned,
       texts: [...document.querySelectorAll('#report .group-name, #report .action, #report .wait, #report .blocked, #report .warnings li, #report .cell')].map((e) => e.textContent + '|' + (e.getAttribute('title') ?? '')),
+      budget: [...document.querySelectorAll('#report [data-budget] td')].map((e) => e.textContent),
     })`);
-    // Rendered by app.js from the stream: the server's page is replaced on the first report.
+    // n = 1 may still be the server's page; n = 2 is app.js's redraw from the stream (markup.js renders both).
     for (const n of [1, 2]) {
       if (n === 2) {
         setGroups(2);
@@ -344,6 +361,28 @@ describe('web view in a browser', { timeout: 300000 }, () => {
         `${hostile(n)}|`,
         `0|${hostile(n)}: updated, ready (${hostile(n)})`,
       ]);
+      assert.deepEqual(seen.budget, [hostile(n), hostile(n), 'zone', hostile(n), hostile(n), hostile(n)]);
     }
+
+    // Without JavaScript: the server's page, the same text, nothing of it run.
+    const noScript = await browser.newContext({ javaScriptEnabled: false });
+    t.after(() => noScript.close());
+    const staticPage = await noScript.newPage();
+    await staticPage.goto(`http://127.0.0.1:${port}/status/team-a`);
+    assert.equal(await staticPage.locator('#connection').getAttribute('data-connection'), 'static');
+    assert.equal(await staticPage.locator('#report .group-name').textContent(), hostile(2));
+    assert.equal(
+      await staticPage.locator('#report .cell').getAttribute('title'),
+      `${hostile(2)}: updated, ready (${hostile(2)})`,
+    );
+    assert.deepEqual(await staticPage.locator('#report [data-budget] td').allTextContents(), [
+      hostile(2),
+      hostile(2),
+      'zone',
+      hostile(2),
+      hostile(2),
+      hostile(2),
+    ]);
+    assert.equal(await staticPage.locator('#report img, #report script').count(), 0);
   });
 });
