@@ -171,7 +171,7 @@ const COPIED: [string, string][] = [
     'kustomize/components/reschedule/reschedule-on-eviction.yaml',
     'helm/stateward/files/webhooks/reschedule-on-eviction.yaml',
   ],
-  ...['replica-templates', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [
+  ...['replica-templates', 'rollout-health-checks', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [
     `crds/${c}.yaml`,
     `helm/stateward/crds/${c}.yaml`,
   ]),

@@ -75,7 +75,7 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       apiGroups: ['apps'],
       resources: ['statefulsets'],
       verbs: ['get', 'list', 'watch', 'patch'],
-      why: 'cache StatefulSets; patch spec.replicas (leader/follower, mirroring)',
+      why: 'cache StatefulSets; patch spec.replicas (leader/follower, mirroring) and the health-check start stamp',
     },
     {
       scope: 'managed',
@@ -119,6 +119,13 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       resources: ['zoneawarepoddisruptionbudgets'],
       verbs: ['get', 'list', 'watch'],
       why: 'rolling deletes ask the zone-aware budgets first',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['rollout-operator.grafana.com'],
+      resources: ['rollouthealthchecks'],
+      verbs: ['get', 'list', 'watch'],
+      why: 'health-gated rollouts: the RolloutHealthChecks a StatefulSet names (the Secrets holding their query credentials are granted per Secret by the user, see docs/health-gates.md)',
     },
     {
       scope: 'managed',

@@ -17,6 +17,7 @@ import { parseMaxUnavailable } from './annotations.ts';
 import type { PodView } from '../vocabulary/pods.ts';
 import type { GroupSnapshot, StatefulSetView } from './snapshot.ts';
 import { compareCodeUnits } from '../runtime/order.ts';
+import type { GateVerdict } from './healthcheck/verdict.ts';
 
 export type DeletionReason =
   /** A Ready pod on an old revision, within the max-unavailable budget. */
@@ -40,7 +41,11 @@ export type WaitCode =
   | 'updated-pods-not-ready'
   | 'paused-statefulset-not-ready'
   /** The StatefulSet controller has not written the status for the current spec yet (statusPending). */
-  | 'statefulset-status-pending';
+  | 'statefulset-status-pending'
+  /** The health gate has not decided yet (not evaluated, baking, too few passes in a row). */
+  | 'health-check-waiting'
+  /** A Pause-policy health check failed: the next StatefulSet does not start. */
+  | 'health-check-paused';
 
 export const STATUS_PENDING_WAIT = 'statefulset-status-pending' satisfies WaitCode;
 
@@ -90,6 +95,23 @@ export interface Plan {
   sets: SetSummary[];
   /** Every pod of every StatefulSet is on its update revision and Ready. */
   complete: boolean;
+  /** The StatefulSet about to start rolling behind a health gate, and what the gate evaluates. */
+  gate?: GateRequest;
+}
+
+/** What the executor evaluates for a gated StatefulSet (rollout-operator's candidate vs baseline). */
+export interface GateRequest {
+  statefulSet: string;
+  /** Its update revision: the gate's verdict is for starting this one. */
+  revision: string;
+  check: string;
+  /** Pods already on their update revision, in the StatefulSets that started rolling in this rollout. */
+  candidates: string[];
+  /** Pods not yet updated, in every StatefulSet of the group. */
+  stable: string[];
+  /** The earliest start stamp of the group: when the rollout began. */
+  baselineAt: number;
+  bypassUntil?: string;
 }
 
 /** Pods that count as unavailable: not Ready (terminating included) plus missing ones. */
@@ -295,6 +317,52 @@ function planRoll(
 }
 
 /**
+ * rollout-operator's gate condition, with Stateward's stamps: `set` is bound
+ * to a check, none of its pods is on its update revision yet, and another
+ * StatefulSet of the group has started rolling to its present revision
+ * (it carries a current start stamp). The first StatefulSet of a rollout is
+ * never gated: there is nothing rolled yet to judge.
+ */
+export function gateFor(set: StatefulSetView, sets: readonly StatefulSetView[]): GateRequest | undefined {
+  if (set.healthCheck === undefined || set.startedAt !== undefined) return undefined;
+  if (set.pods.some((p) => p.revision === set.updateRevision)) return undefined;
+  const started = sets.filter((s) => s.name !== set.name && s.startedAt !== undefined);
+  if (started.length === 0) return undefined;
+  const live = (p: PodView) => !p.terminating;
+  return {
+    statefulSet: set.name,
+    revision: set.updateRevision,
+    check: set.healthCheck,
+    candidates: started.flatMap((s) =>
+      s.pods.filter((p) => live(p) && p.revision === s.updateRevision).map((p) => p.name),
+    ),
+    stable: sets.flatMap((s) => s.pods.filter((p) => live(p) && p.revision !== s.updateRevision).map((p) => p.name)),
+    baselineAt: Math.min(...started.map((s) => s.startedAt!)),
+    ...(set.bypassUntil !== undefined ? { bypassUntil: set.bypassUntil } : {}),
+  };
+}
+
+/** Holds `set` at its health gate unless the verdict is open. True when the group waits. */
+function planGate(
+  plan: Plan,
+  set: StatefulSetView,
+  request: GateRequest,
+  verdict: GateVerdict | undefined,
+  states: Map<string, SetState>,
+): boolean {
+  plan.gate = request;
+  if (verdict?.state === 'open') return false;
+  const paused = verdict?.state === 'pause';
+  plan.waiting = {
+    code: paused ? 'health-check-paused' : 'health-check-waiting',
+    statefulSet: set.name,
+    message: `waiting: ${set.name} ${paused ? 'is held by' : 'waits for'} health check ${request.check}: ${verdict?.message ?? 'not evaluated yet'}`,
+  };
+  states.set(set.name, 'waiting');
+  return true;
+}
+
+/**
  * Plans one StatefulSet, in roll order. True when the group stops at it
  * (nothing after it in the order is rolled); false when it is up to date or
  * paused and the planner moves on.
@@ -302,6 +370,7 @@ function planRoll(
 function planStatefulSet(
   plan: Plan,
   set: StatefulSetView,
+  group: GroupSnapshot,
   budgets: ReadonlyMap<string, number>,
   states: Map<string, SetState>,
 ): boolean {
@@ -318,6 +387,8 @@ function planStatefulSet(
   }
   const toUpdate = set.pods.filter(needsUpdate(set));
   if (toUpdate.length > 0) {
+    const gate = gateFor(set, group.statefulSets);
+    if (gate && planGate(plan, set, gate, group.gates?.get(set.name), states)) return true;
     planRoll(plan, set, toUpdate, budgets.get(set.name)!, states);
     return true;
   }
@@ -356,7 +427,7 @@ export function planGroup(snapshot: GroupSnapshot): Plan {
     return finishPlan(plan, sets, budgets, states);
   }
   for (const set of rollOrder(sets)) {
-    if (planStatefulSet(plan, set, budgets, states)) break;
+    if (planStatefulSet(plan, set, snapshot, budgets, states)) break;
   }
   return finishPlan(plan, sets, budgets, states);
 }

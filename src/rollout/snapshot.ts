@@ -3,7 +3,15 @@
 import type { Pod, StatefulSet } from '../runtime/kube/types.ts';
 import { podsOf, podView, type PodView } from '../vocabulary/pods.ts';
 import { isPaused } from './annotations.ts';
-import { MAX_UNAVAILABLE_ANNOTATION } from '../vocabulary/keys.ts';
+import {
+  HEALTH_CHECK_ANNOTATION,
+  HEALTH_CHECK_BYPASS_ANNOTATION,
+  HEALTH_CHECK_STARTED_AT_ANNOTATION,
+  HEALTH_CHECK_STARTED_REVISION_ANNOTATION,
+  MAX_UNAVAILABLE_ANNOTATION,
+} from '../vocabulary/keys.ts';
+import type { GateVerdict } from './healthcheck/verdict.ts';
+import { parseRfc3339 } from '../vocabulary/rfc3339.ts';
 import { compareCodeUnits } from '../runtime/order.ts';
 
 export interface StatefulSetView {
@@ -24,12 +32,46 @@ export interface StatefulSetView {
   maxUnavailableAnnotation?: string;
   paused: boolean;
   pods: PodView[];
+  /** grafana.com/rollout-health-check: the RolloutHealthCheck gating this StatefulSet's start. */
+  healthCheck?: string;
+  /**
+   * When this StatefulSet started rolling to its present updateRevision
+   * (grafana.com/rollout-health-check-started-at, epoch ms). Set only when
+   * the stamp was written for that revision: one left by an earlier
+   * rollout does not count.
+   */
+  startedAt?: number;
+  /** The stamp is there but not for this revision, or does not parse: the executor rewrites or clears it. */
+  staleStamp?: boolean;
+  /** stateward.dev/rollout-health-check-bypass-until, as written. */
+  bypassUntil?: string;
 }
 
 export interface GroupSnapshot {
   namespace: string;
   group: string;
   statefulSets: StatefulSetView[];
+  /** The health gate's verdicts by StatefulSet name, for the revision it would start (see planner's gateFor). */
+  gates?: ReadonlyMap<string, GateVerdict>;
+}
+
+/** The health-check annotations of a StatefulSet, as the planner reads them. */
+function healthCheckFields(set: StatefulSet): Partial<StatefulSetView> {
+  const annotations = set.metadata?.annotations ?? {};
+  const fields: Partial<StatefulSetView> = {};
+  const check = annotations[HEALTH_CHECK_ANNOTATION];
+  if (check !== undefined && check !== '') fields.healthCheck = check;
+  const bypass = annotations[HEALTH_CHECK_BYPASS_ANNOTATION];
+  if (bypass !== undefined) fields.bypassUntil = bypass;
+  const stamp = annotations[HEALTH_CHECK_STARTED_AT_ANNOTATION];
+  if (stamp !== undefined) {
+    const at = parseRfc3339(stamp);
+    const revision = annotations[HEALTH_CHECK_STARTED_REVISION_ANNOTATION];
+    const updateRevision = set.status?.updateRevision ?? '';
+    if (typeof at === 'number' && updateRevision !== '' && revision === updateRevision) fields.startedAt = at;
+    else fields.staleStamp = true;
+  }
+  return fields;
 }
 
 export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView {
@@ -49,6 +91,7 @@ export function statefulSetView(set: StatefulSet, pods: Pod[]): StatefulSetView 
       ? { maxUnavailableAnnotation: set.metadata.annotations[MAX_UNAVAILABLE_ANNOTATION] }
       : {}),
     paused: isPaused(set.metadata?.annotations),
+    ...healthCheckFields(set),
     pods: pods.map(podView).sort((a, b) => a.ordinal - b.ordinal || compareCodeUnits(a.name, b.name)),
   };
 }

@@ -78,3 +78,14 @@ export const EVICT_ONDELETE_ANNOTATION = 'stateward.dev/config-restart-ondelete'
 /** A ZPDB ledger Lease: the label that finds them, the annotation holding the pending evictions. */
 export const LEDGER_LABEL = 'stateward.dev/zpdb-ledger';
 export const LEDGER_ANNOTATION = 'stateward.dev/pending-evictions';
+
+// ------------------------------------------ health-gated rollouts (rollout-operator PR #469)
+
+/** On a StatefulSet: the RolloutHealthCheck (same namespace) that gates its start. */
+export const HEALTH_CHECK_ANNOTATION = 'grafana.com/rollout-health-check';
+/** On a StatefulSet: when it started rolling; the group's earliest current one is the baseline time. */
+export const HEALTH_CHECK_STARTED_AT_ANNOTATION = 'grafana.com/rollout-health-check-started-at';
+/** Stateward's companion of the stamp: the updateRevision it was written for, so a stamp left by an earlier rollout never counts. */
+export const HEALTH_CHECK_STARTED_REVISION_ANNOTATION = 'stateward.dev/rollout-health-check-revision';
+/** On a StatefulSet: an RFC 3339 time until which its start may bypass a failing health gate (once, logged, an Event). */
+export const HEALTH_CHECK_BYPASS_ANNOTATION = 'stateward.dev/rollout-health-check-bypass-until';
