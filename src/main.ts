@@ -21,6 +21,7 @@ import { registerWebhookFlags } from './webhooks/config.ts';
 import { webhooksCapability, type WebhookHandlers } from './webhooks/capability.ts';
 import { createZpdbBudgets, POD_EVICTION_PATH } from './drain/zpdb/evictions.ts';
 import { ZPDB_VALIDATION_PATH, zpdbValidationHandler } from './drain/zpdb/validation.ts';
+import { HEALTH_CHECK_VALIDATION_PATH, healthCheckValidationHandler } from './rollout/healthcheck/validation.ts';
 import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
@@ -81,6 +82,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       ...(rescheduleConfig ? [[RESCHEDULE_PATH, rescheduleWebhook(runtime, rescheduleConfig)] as const] : []),
       [POD_EVICTION_PATH, budgets(runtime).handler],
       [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
+      [HEALTH_CHECK_VALIDATION_PATH, healthCheckValidationHandler],
       [PREPARE_DOWNSCALE_PATH, prepareDownscaleWebhook(runtime, config)],
     ];
   };

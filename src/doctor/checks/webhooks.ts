@@ -18,12 +18,19 @@ import { annotationsOf, labelsOf, nameOf, namespaceOf } from '../../vocabulary/m
 
 // ------------------------------------------------------------ 5. webhooks
 
-type WebhookKind = 'no-downscale' | 'prepare-downscale' | 'pod-eviction' | 'zpdb-validation' | 'reschedule-on-eviction';
+type WebhookKind =
+  | 'no-downscale'
+  | 'prepare-downscale'
+  | 'pod-eviction'
+  | 'zpdb-validation'
+  | 'rollout-health-check-validation'
+  | 'reschedule-on-eviction';
 const WEBHOOK_KINDS: readonly WebhookKind[] = [
   'no-downscale',
   'prepare-downscale',
   'pod-eviction',
   'zpdb-validation',
+  'rollout-health-check-validation',
   'reschedule-on-eviction',
 ];
 
@@ -53,7 +60,7 @@ export function pointsAtOperator(config: WebhookConfigurationObject): boolean {
     (w) =>
       OPERATOR_NAMES.includes(w.clientConfig?.service?.name ?? '') ||
       (webhookPath(w) ?? '').match(
-        /^\/admission\/(no-downscale|prepare-downscale|pod-eviction|zpdb-validation|reschedule-on-eviction)$/,
+        /^\/admission\/(no-downscale|prepare-downscale|pod-eviction|zpdb-validation|rollout-health-check-validation|reschedule-on-eviction)$/,
       ) !== null,
   );
 }
@@ -72,6 +79,10 @@ const RISK_OF_IGNORE: Partial<Record<WebhookKind, { severity: Severity; why: str
   'zpdb-validation': {
     severity: 'warning',
     why: 'while no operator replica answers, a ZoneAwarePodDisruptionBudget the eviction webhook cannot use is accepted, and then silently ignored',
+  },
+  'rollout-health-check-validation': {
+    severity: 'warning',
+    why: 'while no operator replica answers, a RolloutHealthCheck the gate cannot use is accepted, and then holds the StatefulSets it gates',
   },
   'reschedule-on-eviction': {
     severity: 'error',
