@@ -8,7 +8,8 @@ import { isConflict, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
-import { runWorkers, WorkQueue, workQueueMetrics, type HandlerResult } from '../runtime/workqueue/workqueue.ts';
+import { Controller, type Reconciler, type Term } from '../runtime/controller/runner.ts';
+import type { HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
@@ -89,7 +90,7 @@ interface Execution {
   requeue?: boolean;
 }
 
-export class RolloutController {
+export class RolloutController implements Reconciler {
   private readonly runtime: Runtime;
   private readonly options: RolloutOptions;
   private readonly log: Logger;
@@ -97,7 +98,8 @@ export class RolloutController {
   private readonly pods: Informer<Pod>[];
   private readonly metrics: RolloutMetrics;
   private readonly status: StatusPublisher;
-  private queue: WorkQueue | undefined;
+  /** The term-scoped loop: a queue of group keys, 4 workers while leading, the periodic resync beside them. */
+  private readonly controller: Controller;
   /** Pods we deleted whose deletion the cache may not show yet: uid → when (monotonic). */
   private readonly expectedDeletions = new Map<string, number>();
   /** Last wait/blocked message per group, so repeats do not become new Events. */
@@ -117,6 +119,19 @@ export class RolloutController {
     this.runtime = runtime;
     this.options = options;
     this.log = runtime.logger.child({ controller: 'rollout' });
+    this.controller = new Controller({
+      runtime,
+      reconciler: this,
+      workers: 4,
+      queueName: 'rollout',
+      failures: { logger: this.log, message: 'reconcile failed; retrying', keyField: 'group' },
+      enqueueAll: (term) => {
+        this.resyncGate.clear();
+        for (const key of this.allGroups()) term.add(key);
+      },
+      alongside: (term) => this.resync(term),
+      afterTerm: () => this.forgetTerm(),
+    });
     const cache = workloadCache(runtime);
     this.sets = cache.statefulSets;
     this.pods = cache.pods;
@@ -175,10 +190,10 @@ export class RolloutController {
 
   private enqueueSet(set: StatefulSet): void {
     const group = set.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
-    if (group === undefined || !set.metadata?.namespace || !this.queue) return;
+    if (group === undefined || !set.metadata?.namespace || !this.controller.running) return;
     const key = groupKey(set.metadata.namespace, group);
     this.unsettle(key);
-    this.queue.add(key);
+    this.controller.add(key);
   }
 
   /** Something the group's plan reads changed: it is planned on its next resync, and its resyncs are counted as they run. */
@@ -231,47 +246,33 @@ export class RolloutController {
   }
 
   /** Runs while this replica leads: a fresh queue, workers, and the periodic resync. */
-  async lead(signal: AbortSignal): Promise<void> {
-    const queue = new WorkQueue({
-      clock: this.runtime.clock,
-      metrics: workQueueMetrics(this.runtime.registry, 'rollout'),
-    });
-    this.queue = queue;
-    this.resyncGate.clear();
-    for (const key of this.allGroups()) queue.add(key);
-    const resync = async () => {
-      while (!signal.aborted) {
-        try {
-          await this.runtime.clock.sleep(this.options.reconcileIntervalMs, signal);
-        } catch {
-          return;
-        }
-        let planned = 0;
-        for (const key of new Set([...this.allGroups(), ...this.knownGroups])) {
-          // A settled group's resyncs are counted by its metrics, not run (resync.ts).
-          if (this.resyncGate.isSettled(key)) continue;
-          queue.add(key);
-          planned++;
-        }
-        // Nothing to plan until a group changes: no timer meanwhile.
-        if (planned === 0) await this.resyncGate.untilChanged(signal);
+  lead(signal: AbortSignal): Promise<void> {
+    return this.controller.run(signal);
+  }
+
+  /** Every -reconcile.interval, the groups that are not settled (resync.ts) are queued again. */
+  private async resync(term: Term): Promise<void> {
+    const { signal } = term;
+    while (!signal.aborted) {
+      try {
+        await this.runtime.clock.sleep(this.options.reconcileIntervalMs, signal);
+      } catch {
+        return;
       }
-    };
-    signal.addEventListener('abort', () => queue.shutDown(), { once: true });
-    await Promise.all([
-      resync(),
-      runWorkers(queue, 4, (key) => this.reconcile(key), {
-        whileLeading: () => this.runtime.isLeader(),
-        onError: (key, error) =>
-          this.log.warn('reconcile failed; retrying', {
-            group: key,
-            err: error instanceof Error ? error.message : String(error),
-          }),
-      }),
-    ]);
-    // No later term runs beside this one (LeadershipTerms); leave its queue alone all the same.
-    if (this.queue !== queue) return;
-    this.queue = undefined;
+      let planned = 0;
+      for (const key of new Set([...this.allGroups(), ...this.knownGroups])) {
+        // A settled group's resyncs are counted by its metrics, not run (resync.ts).
+        if (this.resyncGate.isSettled(key)) continue;
+        term.add(key);
+        planned++;
+      }
+      // Nothing to plan until a group changes: no timer meanwhile.
+      if (planned === 0) await this.resyncGate.untilChanged(signal);
+    }
+  }
+
+  /** What a term kept about its groups, once it has ended. */
+  private async forgetTerm(): Promise<void> {
     // This term's gathered deletes happened: they are told (Events are recorded by the runtime, not the term).
     this.reportDeletions(this.deletionDigests.flush(this.runtime.clock.monotonic()));
     this.paceWaits.clear();

@@ -357,8 +357,14 @@ export class WorkQueue {
 
 // ---------------------------------------------------------------- workers
 
-/** What a handler may return: requeue after a delay even though it succeeded. */
-export type HandlerResult = void | { requeueAfterMs: number };
+/**
+ * What a handler may return, as controller-runtime's reconcile.Result:
+ * nothing (done: the key's retry history is forgotten); `{ requeueAfterMs }`
+ * (done, and again after that delay, 0 meaning at once); `{ requeue: true }`
+ * (again after the key's rate-limited back-off, as after an error, but none
+ * is reported).
+ */
+export type HandlerResult = void | { requeueAfterMs: number } | { requeue: true };
 
 export interface RunWorkersOptions {
   /** Called with every error a handler throws (the key is requeued rate-limited). */
@@ -382,7 +388,8 @@ export const NOT_LEADING_RETRY_MS = 500;
 /**
  * Runs `concurrency` workers that take keys from the queue until it is shut
  * down and drained. Per key: success → forget; `{ requeueAfterMs }` →
- * forget + addAfter; thrown error → addRateLimited + onError; not leading
+ * forget + addAfter; `{ requeue: true }` → addRateLimited; thrown error →
+ * addRateLimited + onError; not leading
  * (`whileLeading`) → addAfter NOT_LEADING_RETRY_MS. The queue never hands
  * one key to two workers at once.
  */
@@ -405,6 +412,10 @@ export async function runWorkers(
           continue;
         }
         const result = await handler(key);
+        if (result && typeof result === 'object' && 'requeue' in result) {
+          queue.addRateLimited(key);
+          continue;
+        }
         queue.forget(key);
         if (result && typeof result === 'object' && 'requeueAfterMs' in result) {
           queue.addAfter(key, result.requeueAfterMs);
