@@ -13,7 +13,7 @@ import type { HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
-import { PACE_WAITS, planGroup, STATUS_PENDING_WAIT, statusPending, type Plan } from './planner.ts';
+import { PACE_WAITS, planGroup, STATUS_PENDING_WAIT, statusPending, type Deletion, type Plan } from './planner.ts';
 import { deletionNote, DeletionDigests, type DeletionReport } from './deletion-events.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
@@ -452,15 +452,31 @@ export class RolloutController implements Reconciler {
   /** Carries the plan out; says whether the zone-aware budget stopped a delete, and whether a write met a conflict. */
   private async execute(key: string, plan: Plan, snapshot: GroupSnapshot): Promise<Execution> {
     const { namespace, group } = plan;
-    const events = this.runtime.events;
     const log = this.log.child({ namespace, group });
     // Deletes gathered a window ago are told on any reconcile, a blocked group's too.
     this.reportDeletions(this.deletionDigests.due(this.runtime.clock.monotonic()));
+    this.reportWarnings(key, plan, snapshot, log);
+    this.metrics.setBlocked(this.metricGroup(namespace, group), plan.blocked !== undefined);
+    if (plan.blocked) {
+      this.reportBlocked(key, plan.blocked, plan, snapshot, log);
+      return {};
+    }
+    const deletions = await this.deletePods(key, plan, snapshot, log);
+    if (deletions.requeue) return deletions;
+    const { budgetWait } = deletions;
+    const revisions = await this.advanceRevisions(plan, snapshot, log);
+    if (revisions.lostLead) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };
+    this.reportWaiting(key, plan, snapshot, log, budgetWait);
+    return { ...(budgetWait ? { budgetWait } : {}), requeue: revisions.conflict };
+  }
+
+  /** Each invalid-annotation warning of the plan, once while it lasts: a log line and an Event. */
+  private reportWarnings(key: string, plan: Plan, snapshot: GroupSnapshot, log: Logger): void {
     for (const warning of plan.warnings) {
       this.reportOnce(`${key}#warn#${warning.statefulSet}`, warning.message, () => {
         log.warn(warning.message, { statefulSet: warning.statefulSet });
-        events.event(
-          this.regarding(namespace, warning.statefulSet, snapshot),
+        this.runtime.events.event(
+          this.regarding(plan.namespace, warning.statefulSet, snapshot),
           'Warning',
           'InvalidAnnotation',
           'Validate',
@@ -468,27 +484,39 @@ export class RolloutController implements Reconciler {
         );
       });
     }
-    this.metrics.setBlocked(this.metricGroup(namespace, group), plan.blocked !== undefined);
-    if (plan.blocked) {
-      const blocked = plan.blocked;
-      this.reportOnce(key, blocked.message, () => {
-        log.error(blocked.message, { statefulSet: blocked.statefulSet });
-        events.event(
-          this.regarding(namespace, blocked.statefulSet, snapshot),
-          'Warning',
-          'RolloutBlocked',
-          'Rollout',
-          `rollout group ${group}: ${blocked.message}`,
-        );
-      });
-      return {};
-    }
-    let budgetWait: { statefulSet: string; message: string } | undefined;
+  }
+
+  /** Why the group cannot roll, once while it lasts: an error line and a RolloutBlocked Event. */
+  private reportBlocked(
+    key: string,
+    blocked: NonNullable<Plan['blocked']>,
+    plan: Plan,
+    snapshot: GroupSnapshot,
+    log: Logger,
+  ): void {
+    this.reportOnce(key, blocked.message, () => {
+      log.error(blocked.message, { statefulSet: blocked.statefulSet });
+      this.runtime.events.event(
+        this.regarding(plan.namespace, blocked.statefulSet, snapshot),
+        'Warning',
+        'RolloutBlocked',
+        'Rollout',
+        `rollout group ${plan.group}: ${blocked.message}`,
+      );
+    });
+  }
+
+  /**
+   * Deletes the plan's pods, each only while this replica leads and once the
+   * zone-aware budget allows it; the first refusal ends the round
+   * (`budgetWait`), and a lost lease ends it with a requeue.
+   */
+  private async deletePods(key: string, plan: Plan, snapshot: GroupSnapshot, log: Logger): Promise<Execution> {
+    const { namespace } = plan;
     for (const deletion of plan.deletions) {
       // Re-check right before every write: a replica that lost its lease must
       // not act; one whose renewal is only late acts on the retry.
       if (!this.runtime.isLeader()) return { requeue: true };
-      const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
       // A zone-aware disruption budget covers rolling deletes as it covers
       // evictions; a denial waits for the next reconcile.
       const pod = this.podInformer(namespace)?.get(namespace, deletion.pod);
@@ -500,58 +528,96 @@ export class RolloutController implements Reconciler {
         pod,
         plan.sets.find((s) => s.name === deletion.statefulSet)?.maxUnavailable ?? 1,
       );
-      if (!verdict.allowed) {
-        const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${verdict.message}`;
-        log.debug(message, { statefulSet: deletion.statefulSet });
-        this.reportOnce(key, `zpdb:${verdict.message}`, () =>
-          events.event(
-            this.regarding(namespace, deletion.statefulSet, snapshot),
-            'Normal',
-            'RolloutWaiting',
-            'Rollout',
-            message,
-          ),
-        );
-        budgetWait = { statefulSet: deletion.statefulSet, message };
-        break;
-      }
-      const why =
-        deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
-      const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
-      try {
-        // The uid precondition: never delete a newer pod that took the name meanwhile.
-        await this.runtime.client.delete(
-          resources.pods,
-          { namespace, name: deletion.pod },
-          { uid: deletion.uid, timeoutMs: 30_000 },
-        );
-      } catch (error) {
-        if (isNotFound(error) || isConflict(error)) continue;
-        throw error;
-      }
-      this.expectedDeletions.set(deletion.uid, this.runtime.clock.monotonic());
-      this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
-      log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
-      const { pod: name, uid, reason, detail } = deletion;
-      this.reportDeletions(
-        this.deletionDigests.deleted(
-          { group: key, namespace, statefulSet: deletion.statefulSet, revision: set.updateRevision ?? '' },
-          { pod: name, uid, reason, ...(detail ? { detail } : {}) },
-          this.runtime.clock.monotonic(),
-        ),
-      );
+      if (!verdict.allowed)
+        return { budgetWait: this.reportBudgetWait(key, plan, deletion, verdict.message, snapshot, log) };
+      await this.deletePod(key, plan, deletion, snapshot, log);
     }
-    let requeue = false;
+    return {};
+  }
+
+  /** The budget refused a delete: logged, told as a RolloutWaiting Event once per refusal message, and the group's wait. */
+  private reportBudgetWait(
+    key: string,
+    plan: Plan,
+    deletion: Deletion,
+    refusal: string,
+    snapshot: GroupSnapshot,
+    log: Logger,
+  ): { statefulSet: string; message: string } {
+    const { namespace } = plan;
+    const message = `waiting: deleting pod ${deletion.pod} would break its ZoneAwarePodDisruptionBudget: ${refusal}`;
+    log.debug(message, { statefulSet: deletion.statefulSet });
+    this.reportOnce(key, `zpdb:${refusal}`, () =>
+      this.runtime.events.event(
+        this.regarding(namespace, deletion.statefulSet, snapshot),
+        'Normal',
+        'RolloutWaiting',
+        'Rollout',
+        message,
+      ),
+    );
+    return { statefulSet: deletion.statefulSet, message };
+  }
+
+  /** Deletes one pod (uid precondition; gone or replaced meanwhile is nothing to do), expects it gone, counts and gathers it. */
+  private async deletePod(
+    key: string,
+    plan: Plan,
+    deletion: Deletion,
+    snapshot: GroupSnapshot,
+    log: Logger,
+  ): Promise<void> {
+    const { namespace, group } = plan;
+    const set = snapshot.statefulSets.find((s) => s.name === deletion.statefulSet)!;
+    const why =
+      deletion.reason === 'update' ? '' : ` (already unavailable${deletion.detail ? `: ${deletion.detail}` : ''})`;
+    const note = `deleting pod ${deletion.pod} for revision ${set.updateRevision}${why}`;
+    try {
+      // The uid precondition: never delete a newer pod that took the name meanwhile.
+      await this.runtime.client.delete(
+        resources.pods,
+        { namespace, name: deletion.pod },
+        { uid: deletion.uid, timeoutMs: 30_000 },
+      );
+    } catch (error) {
+      if (isNotFound(error) || isConflict(error)) return;
+      throw error;
+    }
+    this.expectedDeletions.set(deletion.uid, this.runtime.clock.monotonic());
+    this.metrics.podDeleted(this.metricGroup(namespace, group), deletion.reason);
+    log.info(note, { statefulSet: deletion.statefulSet, pod: deletion.pod, reason: deletion.reason });
+    const { pod: name, uid, reason, detail } = deletion;
+    this.reportDeletions(
+      this.deletionDigests.deleted(
+        { group: key, namespace, statefulSet: deletion.statefulSet, revision: set.updateRevision ?? '' },
+        { pod: name, uid, reason, ...(detail ? { detail } : {}) },
+        this.runtime.clock.monotonic(),
+      ),
+    );
+  }
+
+  /**
+   * Advances currentRevision of each StatefulSet the plan found complete and
+   * tells its completion (its gathered deletes first); `conflict` when a
+   * write met one, `lostLead` when this replica stopped leading before one.
+   */
+  private async advanceRevisions(
+    plan: Plan,
+    snapshot: GroupSnapshot,
+    log: Logger,
+  ): Promise<{ conflict: boolean; lostLead?: true }> {
+    const { namespace } = plan;
+    let conflict = false;
     for (const update of plan.revisionUpdates) {
-      if (!this.runtime.isLeader()) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };
+      if (!this.runtime.isLeader()) return { conflict, lostLead: true };
       const outcome = await this.advanceCurrentRevision(namespace, update.statefulSet, update.revision, log);
-      if (outcome === 'conflict') requeue = true;
+      if (outcome === 'conflict') conflict = true;
       if (outcome !== 'advanced') continue;
       // Its deletes are told before its completion.
       this.reportDeletions(
         this.deletionDigests.flushStatefulSet(namespace, update.statefulSet, this.runtime.clock.monotonic()),
       );
-      events.event(
+      this.runtime.events.event(
         this.regarding(namespace, update.statefulSet, snapshot),
         'Normal',
         'RolloutComplete',
@@ -559,6 +625,17 @@ export class RolloutController implements Reconciler {
         `all pods of ${update.statefulSet} run revision ${update.revision} and are Ready`,
       );
     }
+    return { conflict };
+  }
+
+  /** What the group waits for: a debug line, and a RolloutWaiting Event once per distinct wait that is news. */
+  private reportWaiting(
+    key: string,
+    plan: Plan,
+    snapshot: GroupSnapshot,
+    log: Logger,
+    budgetWait: Execution['budgetWait'],
+  ): void {
     // Waiting for the StatefulSet controller's status is logged once per
     // StatefulSet (logPendingStatus) and is no Event: it is over in
     // milliseconds, and the status ConfigMap shows it while it lasts.
@@ -573,8 +650,8 @@ export class RolloutController implements Reconciler {
       if (this.isNews(key, waiting)) {
         this.reportOnce(key, `${waiting.code}:${waiting.statefulSet ?? ''}`, () => {
           if (waiting.statefulSet)
-            events.event(
-              this.regarding(namespace, waiting.statefulSet, snapshot),
+            this.runtime.events.event(
+              this.regarding(plan.namespace, waiting.statefulSet, snapshot),
               'Normal',
               'RolloutWaiting',
               'Rollout',
@@ -585,7 +662,6 @@ export class RolloutController implements Reconciler {
     } else if (!plan.waiting && !budgetWait) {
       this.lastReported.delete(key);
     }
-    return { ...(budgetWait ? { budgetWait } : {}), requeue };
   }
 
   /**
