@@ -5,9 +5,11 @@
 // file is named .int because on a machine's first run it builds Prometheus
 // (minutes), as test/tools/helm.int.test.ts does for helm.
 import assert from 'node:assert/strict';
+import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { prometheusRelease } from '../tools/prometheus.ts';
 import { MetricExporter } from './metricexporter.ts';
+import { PrometheusGateway } from './prometheus-gateway.ts';
 import { onlyValue, Prometheus, PrometheusQueryError, waitForQuery } from './prometheus.ts';
 
 const pod = { namespace: 'mimir', pod: 'ingester-zone-a-0' };
@@ -102,3 +104,73 @@ describe('a real Prometheus scraping the test exporter', { timeout: 900_000 }, (
     await waitForQuery(prometheus, QUERY, (s) => onlyValue(s) === 21);
   });
 });
+
+describe('the gateway in front of it (TLS, bearer token, tenant header)', { timeout: 900_000 }, () => {
+  const credentials = { authorization: 'Bearer t0ken', 'X-Scope-OrgID': 'tenant-1' };
+
+  it('forwards what carries the credentials to the real Prometheus, refuses the rest, and is a 502 while it is down', async (t) => {
+    const exporter = await MetricExporter.start();
+    t.after(() => exporter.close());
+    const prometheus = await Prometheus.start({ targets: [exporter.target] });
+    t.after(() => prometheus.close());
+    const gateway = await PrometheusGateway.start(prometheus.url, { tls: true, require: credentials });
+    t.after(() => gateway.close());
+    exporter.set('http_requests_total', errors, 3);
+    await waitForQuery(prometheus, QUERY, (s) => onlyValue(s) === 3);
+    assert.match(gateway.url, /^https:\/\/localhost:\d+$/);
+
+    const query = `/api/v1/query?query=${encodeURIComponent(QUERY)}`;
+    // POST, form-encoded, as the health check sends it: the body goes through.
+    const admitted = await httpsRequest(
+      `${gateway.url}/api/v1/query`,
+      gateway.ca,
+      credentials,
+      `query=${encodeURIComponent(QUERY)}`,
+    );
+    assert.equal(admitted.status, 200);
+    const answer = JSON.parse(admitted.body) as { data: { result: { value: [number, string] }[] } };
+    assert.equal(answer.data.result[0]!.value[1], '3');
+
+    const refused = await httpsRequest(`${gateway.url}${query}`, gateway.ca, { authorization: 'Bearer wrong' });
+    assert.equal(refused.status, 401);
+    assert.doesNotMatch(refused.body, /Bearer|t0ken/, 'no credential in the answer');
+    assert.deepEqual(
+      gateway.requests.map((r) => [r.admitted, r.headers['x-scope-orgid']]),
+      [
+        [true, 'tenant-1'],
+        [false, undefined],
+      ],
+    );
+
+    await prometheus.stop();
+    assert.equal((await httpsRequest(`${gateway.url}${query}`, gateway.ca, credentials)).status, 502);
+    await assert.rejects(
+      httpsRequest(`${gateway.url}${query}`, undefined, credentials),
+      /self-signed|unable to verify/,
+    );
+  });
+});
+
+async function httpsRequest(
+  url: string,
+  ca: string | undefined,
+  headers: Record<string, string>,
+  form?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const options = {
+      method: form === undefined ? 'GET' : 'POST',
+      headers: form === undefined ? headers : { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+      ...(ca ? { ca } : {}),
+      agent: false,
+    };
+    const req = request(url, options, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(form);
+  });
+}
