@@ -85,7 +85,7 @@ describe('a real Prometheus scraping the test exporter', { timeout: 900_000 }, (
   });
 
   it('a frozen Prometheus accepts the connection but does not answer', async () => {
-    prometheus.freeze();
+    await prometheus.freeze();
     try {
       await assert.rejects(prometheus.query(QUERY, { timeoutMs: 500 }), /no answer from .* within 500 ms/);
     } finally {

@@ -6,7 +6,7 @@
 // again on the same port and data directory, as an outage mid-rollout does.
 // Tests wait on what it answers (waitForQuery), never on sleeps.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,7 +67,7 @@ export class Prometheus {
   /** Where the HTTP API is, e.g. http://127.0.0.1:41234 (the same across restarts). */
   readonly url: string;
   readonly port: number;
-  /** The TSDB directory, kept across stop() and start() and removed by close(). */
+  /** The TSDB directory, kept across stop() and resume() and removed by close(). */
   readonly dataDir: string;
   private readonly binary: string;
   private readonly dir: string;
@@ -131,11 +131,13 @@ export class Prometheus {
     };
     child.stdout?.on('data', append);
     child.stderr?.on('data', append);
-    child.on('exit', (code, signal) => {
+    const gone = (why: string) => {
       running.delete(child);
       if (this.child === child) this.child = undefined;
-      this.lastExit = `Prometheus exited with ${signal ?? code}`;
-    });
+      this.lastExit = why;
+    };
+    child.on('exit', (code, signal) => gone(`Prometheus exited with ${signal ?? code}`));
+    child.on('error', (error) => gone(`cannot run ${this.binary}: ${error.message}`));
     await waitFor('Prometheus to be ready', async () => (await httpStatus(`${this.url}/-/ready`)) === 200, {
       timeoutMs: this.options.readyTimeoutMs ?? 60_000,
       fail: () => (this.child === child ? undefined : `${this.lastExit}:\n${this.log.slice(-3000)}`),
@@ -170,10 +172,17 @@ export class Prometheus {
    * nothing answers, so a client waits until its own timeout (a hung
    * Prometheus, unlike a stopped one).
    */
-  freeze(): void {
-    if (!this.child) throw new Error('Prometheus is not running');
-    this.child.kill('SIGSTOP');
+  async freeze(): Promise<void> {
+    const pid = this.child?.pid;
+    if (pid === undefined) throw new Error('Prometheus is not running');
+    this.child!.kill('SIGSTOP');
     this.frozen = true;
+    // The signal is delivered asynchronously: until every thread is stopped
+    // a query may still be answered.
+    await waitFor('Prometheus to be stopped (SIGSTOP)', () => allThreadsStopped(pid), {
+      timeoutMs: 5_000,
+      intervalMs: 5,
+    });
   }
 
   /** SIGCONT after freeze(). */
@@ -263,6 +272,18 @@ export async function waitForQuery(
     if (error instanceof DeadlineError) throw new DeadlineError(`${error.message}; last answer: ${last}`);
     throw error;
   }
+}
+
+/** Linux: every thread of `pid` is in state T (stopped), per /proc/<pid>/task/<tid>/stat. */
+async function allThreadsStopped(pid: number): Promise<boolean> {
+  const tasks = await readdir(`/proc/${pid}/task`);
+  for (const tid of tasks) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state !== 'T' && state !== 't') return false;
+  }
+  return true;
 }
 
 /** The value of an answer with exactly one sample, else undefined: `(s) => onlyValue(s) === 3`. */
