@@ -34,6 +34,11 @@ import { prepareDownscaleHandler } from '../../src/downscale/prepare/handler.ts'
 import { endpoints, firstChecks, stsInfo } from '../../src/downscale/prepare/plan.ts';
 import { parseZpdb, type ZoneAwarePodDisruptionBudget } from '../../src/drain/zpdb/config.ts';
 import { zpdbValidationHandler } from '../../src/drain/zpdb/validation.ts';
+import { parseHealthCheck } from '../../src/rollout/healthcheck/resource.ts';
+import {
+  HEALTH_CHECK_VALIDATION_PATH,
+  healthCheckValidationHandler,
+} from '../../src/rollout/healthcheck/validation.ts';
 import { ZpdbBudgets } from '../../src/drain/zpdb/evictions.ts';
 import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
 import { rescheduleHandler } from '../../src/drain/reschedule/webhook.ts';
@@ -553,6 +558,95 @@ describe('fuzz: /admission/zpdb-validation', { timeout: 120_000 }, () => {
   });
 });
 
+// ------------------------------------------------ rollout-health-check-validation
+
+const healthCheckRequest: fc.Arbitrary<Record<string, unknown>> = fc
+  .record({
+    ...envelopeFields,
+    operation: fc.constantFrom('CREATE', 'UPDATE'),
+    spec: fc.record(
+      {
+        selector: fc.constantFrom({ matchLabels: { 'rollout-group': 'ingester' } }, { matchLabels: {} }, {}),
+        prometheusURL: fc.constantFrom(
+          'http://prometheus:9090',
+          'https://mimir/prometheus',
+          'ftp://x',
+          'http://u:p@x',
+          'http://x/?q=1',
+          'not a url',
+          '',
+        ),
+        headers: fc.constantFrom(
+          [{ name: 'X-Scope-OrgID', value: 'ops' }],
+          [{ name: 'X-Scope-OrgID', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }],
+          [{ name: 'Host', value: 'x' }],
+          [{ name: 'X', value: 'a\r\nb' }],
+          [{ name: 'X' }],
+          'x',
+        ),
+        bearerTokenSecret: fc.constantFrom({ name: 's', key: 'k' }, { name: '' }, 'x'),
+        basicAuth: fc.constantFrom({ username: { name: 's', key: 'u' }, password: { name: 's', key: 'p' } }, {}),
+        tlsConfig: fc.constantFrom({ ca: { secret: { name: 's', key: 'ca' } } }, { ca: {} }, { ca: 'x' }),
+        bakeTime: fc.constantFrom('5m', '0s', '-1m', 'soon', 3),
+        evaluationInterval: fc.constantFrom('30s', '1ms', '1h'),
+        checks: fc.array(
+          fc.record(
+            {
+              name: fc.constantFrom('errors', 'latency', 'Bad Name', ''),
+              query: fc.constantFrom(
+                'sum(rate(e{${targetMatchers}}[${range}]))',
+                'sum(rate(e{${targetMatchers}}[5m]))',
+                'up',
+                'x'.repeat(17_000),
+              ),
+              successQuery: fc.constantFrom('${current} <= bool ${baseline}', '${baseline}', '1'),
+              currentRange: fc.constantFrom('5m', '0s', 'x'),
+              queryRetries: fc.integer({ min: -1, max: 12 }),
+              onFailure: fc.constantFrom('Pause', 'Warn', 'Disabled', 'Ignore'),
+              noDataPolicy: fc.constantFrom('Warn', 'pause'),
+              successThreshold: fc.integer({ min: 0, max: 101 }),
+              disabled: fc.constantFrom(true, false, 'yes'),
+            },
+            { requiredKeys: ['name', 'query', 'successQuery'] },
+          ),
+          { maxLength: 3 },
+        ),
+      },
+      { requiredKeys: ['selector', 'prometheusURL', 'checks'] },
+    ),
+  })
+  .chain(({ spec, ...rest }) =>
+    mutated(
+      fc.constant({
+        apiVersion: 'rollout-operator.grafana.com/v1',
+        kind: 'RolloutHealthCheck',
+        metadata: { name: 'ingester-health', namespace: NS },
+        spec,
+      }),
+    ).map((object) => ({
+      ...rest,
+      resource: { group: 'rollout-operator.grafana.com', version: 'v1', resource: 'rollouthealthchecks' },
+      object,
+    })),
+  );
+
+describe(`fuzz: ${HEALTH_CHECK_VALIDATION_PATH}`, { timeout: 120_000 }, () => {
+  it('answers every body in time with a 2xx or 4xx; allows exactly the checks parseHealthCheck accepts, denies the rest with a 400', async () => {
+    await assertReachingAsync(
+      bodies(healthCheckRequest),
+      async (input) => {
+        const { handler, calls } = recorded(healthCheckValidationHandler);
+        const decision = checkAnswer(await serve(input, handler), calls);
+        if (!decision) return SKIP;
+        const parsed = parseHealthCheck(calls[0]!.request.object ?? {});
+        assert.equal(decision.allowed, 'config' in parsed, JSON.stringify(decision).slice(0, 500));
+        if (!decision.allowed) assert.equal(decision.status?.code, 400);
+      },
+      { ...params(800, 3), floor: 0.25 },
+    );
+  });
+});
+
 // ---------------------------------------------------------- pod-eviction
 
 const evictionRequest: fc.Arbitrary<Record<string, unknown>> = fc
@@ -811,6 +905,7 @@ describe('fuzz: the HTTPS webhook server', { timeout: 120_000 }, () => {
         identity: 'fuzz',
       }),
       '/admission/zpdb-validation': zpdbValidationHandler,
+      [HEALTH_CHECK_VALIDATION_PATH]: healthCheckValidationHandler,
       '/admission/pod-eviction': new ZpdbBudgets({
         client: failing,
         clock: new FakeClock(),

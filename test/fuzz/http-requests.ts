@@ -71,6 +71,7 @@ export const ADMISSION_PATHS = [
   '/admission/prepare-downscale',
   '/admission/pod-eviction',
   '/admission/zpdb-validation',
+  '/admission/rollout-health-check-validation',
   '/admission/reschedule-on-eviction',
 ];
 
