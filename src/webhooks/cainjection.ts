@@ -14,7 +14,7 @@ import type { KubeObject, ResourceType } from '../runtime/kube/types.ts';
 import { resources } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Runtime } from '../runtime/operator.ts';
-import { runWorkers, WorkQueue } from '../runtime/workqueue/workqueue.ts';
+import { Controller, type Reconciler } from '../runtime/controller/runner.ts';
 import { INJECT_LABEL, NAMESPACE_LABEL } from '../vocabulary/keys.ts';
 
 export interface WebhookConfiguration extends KubeObject {
@@ -83,19 +83,27 @@ export class WebhookConfigurations {
   }
 }
 
-export class CaInjector {
+export class CaInjector implements Reconciler {
   private readonly runtime: Runtime;
   private readonly configs: WebhookConfigurations;
   private readonly onlyNames: ReadonlySet<string> | undefined;
   private readonly log: Logger;
   private caBundle: string | undefined;
-  private queue: WorkQueue | undefined;
+  /** The term-scoped loop: one worker over configuration keys while leading (its queue is not measured). */
+  private readonly controller: Controller;
 
   constructor(runtime: Runtime, configs: WebhookConfigurations, options: { onlyNames?: readonly string[] } = {}) {
     this.runtime = runtime;
     this.configs = configs;
     this.onlyNames = options.onlyNames && options.onlyNames.length > 0 ? new Set(options.onlyNames) : undefined;
     this.log = runtime.logger.child({ component: 'ca-injection' });
+    this.controller = new Controller({
+      runtime,
+      reconciler: this,
+      workers: 1,
+      failures: { logger: this.log, message: 'CA injection failed; retrying', keyField: 'configuration' },
+      enqueueAll: () => this.enqueueAll(),
+    });
     for (const { type, informer } of configs.informers) {
       const enqueue = (c: WebhookConfiguration) => this.enqueue(type, c);
       informer.addHandlers({ onAdd: enqueue, onUpdate: (_old, c) => enqueue(c) });
@@ -105,7 +113,7 @@ export class CaInjector {
   private enqueue(type: ResourceType, config: WebhookConfiguration): void {
     const name = config.metadata?.name;
     if (name && config.metadata?.labels?.[INJECT_LABEL] === 'true' && (!this.onlyNames || this.onlyNames.has(name))) {
-      this.queue?.add(`${type.resource}/${name}`);
+      this.controller.add(`${type.resource}/${name}`);
     }
   }
 
@@ -120,23 +128,13 @@ export class CaInjector {
       for (const config of informer.list()) this.enqueue(type, config);
   }
 
-  async run(signal: AbortSignal): Promise<void> {
-    const queue = new WorkQueue({ clock: this.runtime.clock });
-    this.queue = queue;
-    this.enqueueAll();
-    signal.addEventListener('abort', () => queue.shutDown(), { once: true });
-    await runWorkers(queue, 1, (key) => this.inject(key), {
-      whileLeading: () => this.runtime.isLeader(),
-      onError: (key, error) =>
-        this.log.warn('CA injection failed; retrying', {
-          configuration: key,
-          err: error instanceof Error ? error.message : String(error),
-        }),
-    });
-    if (this.queue === queue) this.queue = undefined;
+  /** Runs while this replica leads: every labelled configuration is looked at, then each change. */
+  run(signal: AbortSignal): Promise<void> {
+    return this.controller.run(signal);
   }
 
-  private async inject(key: string): Promise<void> {
+  /** Injects the CA into one configuration (`<resource>/<name>`) where a webhook lacks it. */
+  async reconcile(key: string): Promise<void> {
     if (!this.caBundle) return;
     const [resource, name] = key.split('/') as [string, string];
     const entry = this.configs.informers.find((i) => i.type.resource === resource)!;
