@@ -13,10 +13,11 @@ import type { HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { RolloutMetrics } from './metrics.ts';
-import { PACE_WAITS, planGroup, STATUS_PENDING_WAIT, statusPending, type Deletion, type Plan } from './planner.ts';
+import { PACE_WAITS, STATUS_PENDING_WAIT, statusPending, type Deletion, type Plan } from './planner.ts';
 import { deletionNote, DeletionDigests, type DeletionReport } from './deletion-events.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
+import { RolloutGate } from './healthcheck/rolloutgate.ts';
 import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
 import { planDecidesNothing, ResyncGate } from './resync.ts';
 import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
@@ -113,6 +114,8 @@ export class RolloutController implements Reconciler {
   private readonly revisions: CurrentRevisionWriter;
   private readonly scaling: RolloutScaling | undefined;
   private readonly budgets: RolloutBudget;
+  /** Health-gated rollouts: the gate between StatefulSets and the start stamps (healthcheck/). */
+  private readonly gate: RolloutGate;
   private readonly resyncGate = new ResyncGate();
 
   constructor(runtime: Runtime, options: RolloutOptions, services: RolloutServices) {
@@ -147,6 +150,7 @@ export class RolloutController implements Reconciler {
       events: runtime.events,
     });
     this.budgets = services.budget(runtime);
+    this.gate = new RolloutGate(runtime);
     this.revisions = new CurrentRevisionWriter({
       read: (namespace, name) =>
         runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
@@ -383,7 +387,9 @@ export class RolloutController implements Reconciler {
         return;
       }
     }
-    const plan = planGroup(snapshot);
+    const { plan, requeueAfterMs: gateRequeueMs } = await this.gate.plan(metricGroup, snapshot, (name) =>
+      this.setInformer(namespace)?.get(namespace, name),
+    );
     this.logPendingStatus(key, plan, snapshot);
     let execution: Execution = {};
     try {
@@ -405,6 +411,8 @@ export class RolloutController implements Reconciler {
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
     if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
+    // A shut health gate is asked again when its next evaluation is due.
+    if (gateRequeueMs !== undefined) return { requeueAfterMs: gateRequeueMs };
     outcome.settled =
       planDecidesNothing(plan) && execution.budgetWait === undefined && !(this.scaling?.involves(sets) ?? false);
     // A settled group is not planned again until it changes: nothing of it may stay gathered.
@@ -461,11 +469,14 @@ export class RolloutController implements Reconciler {
       this.reportBlocked(key, plan.blocked, plan, snapshot, log);
       return {};
     }
+    // The start stamp goes before the first delete of a gated group's StatefulSet (healthcheck/stamps.ts).
+    if (!(await this.gate.beforeDeletes(plan, snapshot, log))) return { requeue: true };
     const deletions = await this.deletePods(key, plan, snapshot, log);
     if (deletions.requeue) return deletions;
     const { budgetWait } = deletions;
     const revisions = await this.advanceRevisions(plan, snapshot, log);
     if (revisions.lostLead) return { ...(budgetWait ? { budgetWait } : {}), requeue: true };
+    await this.gate.afterComplete(plan, snapshot, log);
     this.reportWaiting(key, plan, snapshot, log, budgetWait);
     return { ...(budgetWait ? { budgetWait } : {}), requeue: revisions.conflict };
   }

@@ -37,6 +37,10 @@ import {
 
 /** One gate: one StatefulSet's start to one update revision. */
 interface GateMemory {
+  /** The metrics' rollout_group label of the group (namespace/group with several namespaces). */
+  group: string;
+  statefulSet: string;
+  check: string;
   generation: number;
   tallies: Map<string, CheckTally>;
   /** Monotonic ms when this replica first held the StatefulSet at the gate: the bake clock's start. */
@@ -87,14 +91,17 @@ export class HealthGates {
       });
   }
 
-  /** The last reports of a group's gates, for `stateward status` and the web view. */
-  reports(namespace: string, group: string): GateReport[] {
-    const prefix = `${namespace}/${group}/`;
+  /** The last reports of a group's gates (`group` as the metrics label it), for `stateward status` and the web view. */
+  reports(group: string): GateReport[] {
     const out: GateReport[] = [];
-    for (const [key, memory] of this.memory) {
-      if (!key.startsWith(prefix) || !memory.verdict) continue;
-      const [, , statefulSet = '', , check = ''] = key.split('/');
-      out.push({ statefulSet, check, verdict: memory.verdict, results: memory.lastResults });
+    for (const memory of this.memory.values()) {
+      if (memory.group !== group || !memory.verdict) continue;
+      out.push({
+        statefulSet: memory.statefulSet,
+        check: memory.check,
+        verdict: memory.verdict,
+        results: memory.lastResults,
+      });
     }
     return out;
   }
@@ -165,6 +172,9 @@ export class HealthGates {
     let memory = this.memory.get(key);
     if (!memory || memory.generation !== config.generation) {
       memory = {
+        group,
+        statefulSet: request.statefulSet,
+        check: config.name,
         generation: config.generation,
         tallies: new Map(),
         heldSince: memory?.heldSince ?? now,

@@ -74,7 +74,9 @@ export function readQueryResult(body: unknown): QueryValue {
   }
   const data = body['data'];
   if (!isRecord(data)) return { kind: 'error', message: 'the answer has no data' };
-  const type = data['resultType'];
+  const rawType = data['resultType'];
+  // Only a string is printed: anything else (an object with its own toString) must not throw here.
+  const type = typeof rawType === 'string' ? rawType : (JSON.stringify(rawType) ?? 'nothing');
   const result = data['result'];
   let value: number | undefined;
   if (type === 'scalar') {
@@ -88,8 +90,8 @@ export function readQueryResult(body: unknown): QueryValue {
       };
     value = isRecord(result[0]) ? sampleValue(result[0]['value']) : undefined;
   } else {
-    return { kind: 'error', message: `the query returned a ${String(type)}; it must return a scalar or one sample` };
+    return { kind: 'error', message: `the query returned a ${type}; it must return a scalar or one sample` };
   }
-  if (value === undefined) return { kind: 'error', message: `the answer's ${String(type)} has no readable value` };
+  if (value === undefined) return { kind: 'error', message: `the answer's ${type} has no readable value` };
   return Number.isNaN(value) ? { kind: 'no_data' } : { kind: 'value', value };
 }

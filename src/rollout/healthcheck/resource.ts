@@ -101,6 +101,8 @@ export const DEFAULTS = {
 
 /** Bounds that keep one evaluation finite whatever the spec says. */
 const MAX_QUERY_RETRIES = 10;
+/** Every duration of a check: a week covers any range worth querying, and stays well under Node's 2^31 ms timer limit. */
+const MAX_DURATION_MS = 7 * 86_400_000;
 const MAX_THRESHOLD = 100;
 const MIN_EVALUATION_INTERVAL_MS = 1_000;
 const MAX_QUERY_LENGTH = 16_384;
@@ -143,6 +145,8 @@ class FieldReader {
     try {
       const ms = parsePromDuration(v);
       if (ms < min) return this.fail(field, `must be at least ${formatPromDuration(min)}`) ?? fallback;
+      if (ms > MAX_DURATION_MS)
+        return this.fail(field, `must be at most ${formatPromDuration(MAX_DURATION_MS)}`) ?? fallback;
       return ms;
     } catch (error) {
       return this.fail(field, `invalid duration ${JSON.stringify(v)}: ${(error as Error).message}`) ?? fallback;
@@ -157,8 +161,10 @@ class FieldReader {
     return v;
   }
 
-  /** The first of `fields` that is set (aliases of one setting), as a policy. */
+  /** One setting spelled `fields` (aliases, at most one set), as a policy. */
   policy(fields: readonly string[], fallback: Policy): Policy {
+    const set = fields.filter((f) => this.value[f] !== undefined && this.value[f] !== null);
+    if (set.length > 1) return this.fail(set[1]!, `set only one of ${set.join(' and ')}`) ?? fallback;
     for (const field of fields) {
       const v = this.value[field];
       if (v === undefined || v === null) continue;
@@ -233,7 +239,9 @@ function parseHeaders(spec: FieldReader): QueryAccess['headers'] {
     const secret = from?.keyRef('secretKeyRef');
     if ((value === undefined) === (secret === undefined))
       return h.fail('value', 'set exactly one of value and valueFrom.secretKeyRef');
-    if (value !== undefined && /[\r\n\0]/.test(value)) return h.fail('value', 'must not contain CR, LF or NUL');
+    // What Node's http client can send in a header value: tab, visible ASCII and Latin-1.
+    if (value !== undefined && /[^\t\x20-\x7e\x80-\xff]/.test(value))
+      return h.fail('value', 'must not contain control characters (but tab) or characters above U+00FF');
     headers.push({ name, ...(value !== undefined ? { value } : {}), ...(secret ? { secret } : {}) });
     return undefined;
   });
