@@ -1,0 +1,282 @@
+// Health-gated rollouts end to end: the real stateward executable, the real
+// control plane, and a real Prometheus (built from its Go module) scraping a
+// test exporter that publishes an error ratio per pod with the kwok pods'
+// namespace and pod labels. An independent monitor checks the one-zone
+// guarantee over every pod transition, and the zones the gate holds are
+// watched for any delete while it holds them.
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { describe, it, type TestContext } from 'node:test';
+import { resources, type ConfigMap, type Event, type StatefulSet } from '../../src/runtime/kube/types.ts';
+import type { KubeClient } from '../../src/runtime/kube/client.ts';
+import { healthCheckResource, type RolloutHealthCheck } from '../../src/rollout/healthcheck/resource.ts';
+import { waitFor } from '../cluster/probe.ts';
+import { testCluster } from '../cluster/testing.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { MetricExporter } from '../support/metricexporter.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
+import {
+  changeTemplate,
+  createGroup,
+  InvariantMonitor,
+  testClient,
+  waitGroupSettled,
+  waitRevisionsPending,
+  waitRolledOut,
+  ZONES,
+  type Transition,
+} from '../support/rollout-group.ts';
+
+const cluster = testCluster();
+const crd = fileURLToPath(new URL('../../deploy/crds/rollout-health-checks.yaml', import.meta.url));
+const CHECK = 'ingester-errors';
+const METRIC = 'test_error_ratio';
+
+/** The check as rollout-operator's design writes it, plus Stateward's evaluation interval (30 s by default). */
+function healthCheck(
+  namespace: string,
+  prometheusURL: string,
+  check: Record<string, unknown> = {},
+): RolloutHealthCheck {
+  return {
+    apiVersion: 'rollout-operator.grafana.com/v1',
+    kind: 'RolloutHealthCheck',
+    metadata: { name: CHECK, namespace },
+    spec: {
+      selector: { matchLabels: { 'rollout-group': 'ingester' } },
+      prometheusURL,
+      evaluationInterval: '1s',
+      checks: [
+        {
+          name: 'error-ratio',
+          query: `max(max_over_time(${METRIC}{\${targetMatchers}}[\${range}]))`,
+          successQuery: '${current} <= bool (${baseline} + 0.05)',
+          currentRange: '3s',
+          baselineRange: '3s',
+          queryTimeout: '2s',
+          queryRetries: 0,
+          ...check,
+        },
+      ],
+    },
+  };
+}
+
+async function setup(t: TestContext, gated: string[] = ['b', 'c']) {
+  const applied = await kubectl(cluster, 'apply', '-f', crd);
+  assert.ok(applied.ok, `cannot install the RolloutHealthCheck CRD: ${applied.out}`);
+  const namespace = await cluster.namespace(t);
+  const kube = testClient(cluster);
+  await createGroup(kube, namespace, { all: { replicas: 2 } });
+  await waitGroupSettled(kube, namespace);
+  for (const zone of gated)
+    await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+      metadata: { annotations: { 'grafana.com/rollout-health-check': CHECK } },
+    });
+  const exporter = await MetricExporter.start();
+  t.after(() => exporter.close());
+  for (const zone of ZONES)
+    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-${zone}-${i}` }, 0);
+  const prometheus = await Prometheus.start({ targets: [exporter.target] });
+  t.after(() => prometheus.close());
+  await waitForQuery(prometheus, `count(${METRIC}{namespace="${namespace}"})`, (s) => onlyValue(s) === 6);
+  const monitor = new InvariantMonitor(
+    kube,
+    namespace,
+    Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
+  );
+  await monitor.start();
+  t.after(() => monitor.stop());
+  return { namespace, kube, exporter, prometheus, monitor };
+}
+
+async function createCheck(kube: KubeClient, object: RolloutHealthCheck): Promise<void> {
+  // The API serves a new CRD's kind a moment after it is established.
+  await waitFor(
+    'the RolloutHealthCheck to be created',
+    () => kube.create(healthCheckResource, object).catch(() => undefined),
+    {
+      timeoutMs: 30_000,
+    },
+  );
+}
+
+async function startOperator(t: TestContext, namespace: string): Promise<OperatorProcess> {
+  const operator = await OperatorProcess.start(cluster, namespace, ['-reconcile.interval=1s']);
+  t.after(() => operator.stop());
+  await operator.waitReady();
+  return operator;
+}
+
+async function startRollout(kube: KubeClient, namespace: string): Promise<void> {
+  for (const zone of ZONES) await changeTemplate(kube, namespace, zone, '2');
+  await waitRevisionsPending(kube, namespace);
+}
+
+const zoneOf = (tr: Transition) => /ingester-zone-([a-z])-/.exec(tr.pod)?.[1];
+/** Zones that lost a Ready pod to the rollout, in order. */
+function zoneOrder(transitions: Transition[]): string[] {
+  const order: string[] = [];
+  for (const tr of transitions) {
+    const zone = zoneOf(tr);
+    if (zone && tr.from.endsWith('/ready') && !order.includes(zone)) order.push(zone);
+  }
+  return order;
+}
+
+async function metricsText(operator: OperatorProcess): Promise<string> {
+  return (await operator.get('/metrics'))?.body ?? '';
+}
+
+async function events(kube: KubeClient, namespace: string, reason: string): Promise<Event[]> {
+  return (await kube.list<Event>(resources.events, { namespace })).items.filter((e) => e.reason === reason);
+}
+
+async function groupStatus(
+  kube: KubeClient,
+  namespace: string,
+): Promise<{ phase: string; waitingFor?: { code: string; message: string } }> {
+  const cm = await kube.get<ConfigMap>(resources.configMaps, { namespace, name: 'stateward-rollout-status' });
+  return JSON.parse(cm.data!['ingester']!) as { phase: string; waitingFor?: { code: string; message: string } };
+}
+
+/** Zone a rolled completely (every pod on the new revision and Ready). */
+async function waitZoneRolled(kube: KubeClient, namespace: string, zone: string): Promise<void> {
+  await waitFor(
+    `zone ${zone} rolled`,
+    async () => {
+      const set = await kube.get<StatefulSet>(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` });
+      return set.status?.currentRevision === set.status?.updateRevision && set.status?.readyReplicas === 2;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+}
+
+describe('health-gated rollouts (real Prometheus)', () => {
+  it('a bad release stops after zone a; zones b and c roll, one at a time, once the error ratio falls', async (t) => {
+    const { namespace, kube, exporter, prometheus, monitor } = await setup(t);
+    await createCheck(kube, healthCheck(namespace, prometheus.url));
+    // The release is bad in zone a: its pods' error ratio is 0.5 while the
+    // stable zones stay at 0, so the check (current ≤ baseline + 0.05) fails.
+    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0.5);
+    await startRollout(kube, namespace);
+    const operator = await startOperator(t, namespace);
+
+    await waitZoneRolled(kube, namespace, 'a');
+    const blocked = await waitFor(
+      'a RolloutBlockedByHealthCheck Event',
+      async () => (await events(kube, namespace, 'RolloutBlockedByHealthCheck'))[0],
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(blocked.regarding?.name, 'ingester-zone-b');
+    assert.match(blocked.note ?? '', /check error-ratio: fail \(current 0\.5, baseline 0\)/);
+    const status = await waitFor(
+      'the status to say why the group waits',
+      async () => {
+        const s = await groupStatus(kube, namespace);
+        return s.waitingFor?.code === 'health-check-paused' ? s : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    assert.match(status.waitingFor!.message, /ingester-zone-b is held by health check ingester-errors/);
+    await waitFor(
+      'the blocked metric',
+      async () =>
+        /rollout_operator_health_check_blocked\{rollout_group="ingester"\} 1/.test(await metricsText(operator)),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    // The gate keeps evaluating, and keeps holding: wait for three more failed evaluations.
+    const failures = async () =>
+      Number(
+        /rollout_operator_health_check_evaluations_total\{rollout_group="ingester",check="error-ratio",result="fail"\} (\d+)/.exec(
+          await metricsText(operator),
+        )?.[1] ?? 0,
+      );
+    const seen = await failures();
+    await waitFor('three more failed evaluations', async () => (await failures()) >= seen + 3, { timeoutMs: 30_000 });
+    assert.deepEqual(
+      monitor.transitions.filter((tr) => zoneOf(tr) !== 'a').map((tr) => `${tr.pod}: ${tr.from} → ${tr.to}`),
+      [],
+      'zones b and c were touched while the gate held them',
+    );
+
+    // The error ratio falls (the incident is fixed): b and c roll, one at a time.
+    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0);
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.equal(monitor.maxDisruptedAtOnce, 1);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    // The finished rollout leaves no start stamps behind for the next one to be judged against.
+    await waitFor(
+      'the start stamps to be removed',
+      async () =>
+        (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items.every(
+          (s) => s.metadata?.annotations?.['grafana.com/rollout-health-check-started-at'] === undefined,
+        ),
+      { timeoutMs: 30_000 },
+    );
+  });
+
+  it('Prometheus down mid-rollout holds the next zone (Pause) with a clear reason, and the rollout goes on once it is back', async (t) => {
+    const { namespace, kube, prometheus, monitor } = await setup(t);
+    await createCheck(kube, healthCheck(namespace, prometheus.url));
+    await prometheus.stop();
+    await startRollout(kube, namespace);
+    await startOperator(t, namespace);
+    await waitZoneRolled(kube, namespace, 'a');
+    const status = await waitFor(
+      'the status to name the unreachable Prometheus',
+      async () => {
+        const s = await groupStatus(kube, namespace);
+        return s.waitingFor?.code === 'health-check-paused' ? s : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.match(status.waitingFor!.message, /error: current query: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+    assert.deepEqual(
+      monitor.transitions.filter((tr) => zoneOf(tr) !== 'a'),
+      [],
+    );
+    await prometheus.resume();
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+  });
+
+  it('misconfigurations: an unknown check proceeds with RolloutHealthCheckMisconfigured; a query returning several samples is an error, not a pass', async (t) => {
+    const { namespace, kube, prometheus } = await setup(t, ['b']);
+    // Zone b names a check that does not exist (rollout-operator: proceed, with an Event).
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-b' }, 'merge', {
+      metadata: { annotations: { 'grafana.com/rollout-health-check': 'no-such-check' } },
+    });
+    // Zone c's check forgets to aggregate: two pods, two samples.
+    await createCheck(
+      kube,
+      healthCheck(namespace, prometheus.url, { query: `${METRIC}{\${targetMatchers}} offset \${range}` }),
+    );
+    await kube.patch(resources.statefulSets, { namespace, name: 'ingester-zone-c' }, 'merge', {
+      metadata: { annotations: { 'grafana.com/rollout-health-check': CHECK } },
+    });
+    await startRollout(kube, namespace);
+    await startOperator(t, namespace);
+    await waitZoneRolled(kube, namespace, 'b');
+    const misconfigured = await waitFor(
+      'a RolloutHealthCheckMisconfigured Event',
+      async () => (await events(kube, namespace, 'RolloutHealthCheckMisconfigured'))[0],
+      { timeoutMs: 30_000 },
+    );
+    assert.match(misconfigured.note ?? '', /no-such-check .* does not exist; the rollout proceeds/);
+    const status = await waitFor(
+      'zone c held by the erring check',
+      async () => {
+        const s = await groupStatus(kube, namespace);
+        return s.waitingFor?.code === 'health-check-paused' ? s : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.match(status.waitingFor!.message, /returned \d+ samples; it must return one/);
+  });
+});
