@@ -20,9 +20,13 @@
 //   no-downscale-selects-operator e
 //   zpdb-invalid e, zpdb-no-statefulsets e/w, zpdb-single-statefulset e, zpdb-overlap e
 //   config-missing e/w, config-restart-annotation w
+//   health-check-invalid e, health-check-selects-nothing w, health-check-unbound w,
+//   health-check-unknown w, health-check-not-selecting w, health-check-unreachable w,
+//   health-check-endpoint-error w
 //   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
 //   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
+import { checkHealthChecks } from './checks/healthchecks.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operator.ts';
 import { checkOperatorPermissions } from './checks/permissions.ts';
 import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
@@ -45,6 +49,7 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkWebhooks,
   checkZpdbs,
   checkConfigRestarts,
+  checkHealthChecks,
   checkOnDeleteUnmanaged,
   checkOperatorFlags,
   checkOperatorPermissions,

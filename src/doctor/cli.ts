@@ -9,7 +9,10 @@ import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/config.ts';
+import { healthCheckResource, type RolloutHealthCheck } from '../rollout/healthcheck/resource.ts';
 import { operatorPermissions } from './access.ts';
+import { probeQueryEndpoint, type EndpointProber } from './endpoints.ts';
+import { endpointsToProbe } from './checks/healthchecks.ts';
 import { diagnose } from './checks.ts';
 import { Scope } from './checks/scope.ts';
 import type { DaemonSet, Deployment, DoctorInput, Finding, WebhookConfigurationObject } from './checks/scope.ts';
@@ -18,6 +21,13 @@ export interface DoctorIo {
   out(s: string): void;
   err(s: string): void;
   env: NodeJS.ProcessEnv;
+  /** How RolloutHealthCheck endpoints are probed (tests put their own; default: doctor/endpoints.ts). */
+  probeEndpoint?: EndpointProber;
+}
+
+export interface GatherOptions {
+  /** Probes each valid RolloutHealthCheck's prometheusURL; none: no probe, no finding. */
+  probeEndpoint?: EndpointProber | undefined;
 }
 
 const USER_AGENT = 'stateward-doctor';
@@ -47,6 +57,11 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).',
   );
   const timeout = fs.duration('request-timeout', 30_000, 'Timeout of each API request.');
+  const probeEndpoints = fs.bool(
+    'probe-endpoints',
+    true,
+    "Probe each RolloutHealthCheck's prometheusURL from here (GET /api/v1/status/buildinfo, 2s, no credentials); -probe-endpoints=false skips it.",
+  );
 
   const parsed = fs.parse(argv, {});
   if (parsed.kind === 'help') {
@@ -84,7 +99,9 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     } catch (error) {
       throw new CliError(`kubeconfig: ${messageOf(error)}`);
     }
-    const input = await gather(client, namespace, operatorNamespace.value || undefined);
+    const input = await gather(client, namespace, operatorNamespace.value || undefined, {
+      probeEndpoint: probeEndpoints.value ? (io.probeEndpoint ?? ((url) => probeQueryEndpoint(url))) : undefined,
+    });
     const findings = diagnose(input);
     const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
     if (output === 'json') {
@@ -144,6 +161,7 @@ export async function gather(
   client: KubeClient,
   namespace: string | undefined,
   operatorNamespace?: string,
+  options: GatherOptions = {},
 ): Promise<DoctorInput> {
   const unreadable: string[] = [];
   const take = <T>(resource: string, listed: Listed<T>): T[] => {
@@ -166,6 +184,7 @@ export async function gather(
   const [
     pods,
     zpdbs,
+    healthChecks,
     deployments,
     daemonSets,
     configMaps,
@@ -177,6 +196,7 @@ export async function gather(
   ] = await Promise.all([
     listAll<Pod>(client, resources.pods, { namespace, metadataOnly: true }),
     listAll<KubeObject>(client, zpdbResource, { namespace, optional: true }),
+    listAll<RolloutHealthCheck>(client, healthCheckResource, { namespace, optional: true }),
     listAll<Deployment>(client, resources.deployments, { namespace }),
     listAll<DaemonSet>(client, resources.daemonSets, { namespace }),
     listAll<KubeObject>(client, resources.configMaps, { namespace, metadataOnly: true }),
@@ -194,6 +214,7 @@ export async function gather(
           labelSelector: 'app.kubernetes.io/name in (stateward,rollout-operator)',
         }),
   ]);
+  const rolloutHealthChecks = take('rollouthealthchecks', healthChecks);
   const operators = [operatorsByName, operatorsByAppName].flatMap((l) => ('items' in l ? l.items : []));
   const input: DoctorInput = {
     now: Date.now(),
@@ -203,6 +224,7 @@ export async function gather(
     statefulSets,
     pods: take('pods', pods),
     zpdbs: take('zoneawarepoddisruptionbudgets', zpdbs),
+    rolloutHealthChecks,
     deployments: take('deployments', deployments),
     daemonSets: take('daemonsets', daemonSets),
     configMaps: take('configmaps', configMaps),
@@ -212,6 +234,9 @@ export async function gather(
     ...(operators.length > 0 ? { operatorDeployments: operators } : {}),
     unreadable,
   };
+  const probe = options.probeEndpoint;
+  if (probe)
+    input.healthCheckEndpoints = await Promise.all(endpointsToProbe(rolloutHealthChecks).map((url) => probe(url)));
   const permissions = await operatorPermissions(client, new Scope(input).operatorDeployments());
   if (permissions) input.operatorPermissions = permissions;
   else unreadable.push('subjectaccessreviews');

@@ -14,8 +14,10 @@ import {
   type StatefulSet,
 } from '../../src/runtime/kube/types.ts';
 import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { healthCheckResource } from '../../src/rollout/healthcheck/resource.ts';
 import type { Finding, WebhookConfigurationObject } from '../../src/doctor/checks/scope.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';
+import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
@@ -23,6 +25,7 @@ import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/zone-aware-pod-disruption-budgets.yaml', import.meta.url));
+const healthCheckCrd = fileURLToPath(new URL('../../deploy/crds/rollout-health-checks.yaml', import.meta.url));
 
 const roles: ResourceType = {
   group: 'rbac.authorization.k8s.io',
@@ -393,7 +396,71 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
     );
   });
 
-  it('with credentials that may not read webhook configurations, says those checks were skipped and still exits 0', async (t) => {
+  it('reports RolloutHealthChecks that do not validate, select nothing, are bound nowhere or named but missing, and an endpoint refusing the probe', async (t) => {
+    const ns = await cluster.namespace(t, 'doctor-gates');
+    const kube = testClient(cluster);
+    const applied = await kubectl(cluster, 'apply', '-f', healthCheckCrd);
+    assert.ok(applied.ok, applied.out);
+    const served = async () => (await kube.list(healthCheckResource, { namespace: ns })).items;
+    await waitFor('the RolloutHealthCheck CRD to be served', served, { timeoutMs: 30_000 });
+    const annotated = (z: string, check: string) => {
+      const sts = zoneStatefulSet(ns, z, { replicas: 0 });
+      sts.metadata!.annotations = { 'grafana.com/rollout-health-check': check };
+      return sts;
+    };
+    await kube.create(resources.statefulSets, annotated('a', 'no-such-check'));
+    await kube.create(resources.statefulSets, annotated('b', 'broken'));
+    // A port nothing listens on (freePorts closes what it opened): the real probe is refused.
+    const [port] = await freePorts(1);
+    const check = (name: string, spec: Record<string, unknown>) =>
+      kube.create(healthCheckResource, {
+        apiVersion: 'rollout-operator.grafana.com/v1',
+        kind: 'RolloutHealthCheck',
+        metadata: { name, namespace: ns },
+        spec: {
+          selector: { matchLabels: { 'rollout-group': 'ingester' } },
+          prometheusURL: `http://127.0.0.1:${port!}`,
+          checks: [
+            {
+              name: 'errors',
+              query: 'sum(rate(e{${targetMatchers}}[${range}]))',
+              successQuery: '${current} <= bool 0',
+            },
+          ],
+          ...spec,
+        },
+      } as KubeObject);
+    // No webhook in this cluster: the API server's schema alone lets a missing placeholder through.
+    await check('broken', {
+      checks: [{ name: 'errors', query: 'sum(rate(e{${targetMatchers}}[5m]))', successQuery: '${current}' }],
+    });
+    await check('lonely', { selector: { matchLabels: { 'rollout-group': 'nothing' } } });
+
+    const { code, findings } = await doctorJson(ns);
+    assert.equal(code, 1, 'an invalid check is an error');
+    const gates = findings.filter((f) => f.code.startsWith('health-check'));
+    assert.deepEqual(
+      gates.map((f) => [f.severity, f.code, f.object]),
+      [
+        ['error', 'health-check-invalid', `RolloutHealthCheck ${ns}/broken`],
+        ['warning', 'health-check-selects-nothing', `RolloutHealthCheck ${ns}/lonely`],
+        ['warning', 'health-check-unbound', `RolloutHealthCheck ${ns}/lonely`],
+        ['warning', 'health-check-unreachable', `RolloutHealthCheck ${ns}/lonely`],
+        ['warning', 'health-check-unknown', `StatefulSet ${ns}/ingester-zone-a`],
+      ],
+    );
+    assert.match(gates[0]!.problem, /spec\.checks\[0\]\.query: must contain \$\{range\}.*held at their gate/);
+    assert.match(
+      gates[3]!.problem,
+      /could not be reached from where doctor runs \(connection refused by 127\.0\.0\.1:\d+\)/,
+    );
+    assert.match(
+      gates[4]!.fix,
+      new RegExp(`kubectl -n ${ns} annotate statefulset/ingester-zone-a grafana\\.com/rollout-health-check-$`),
+    );
+  });
+
+  it('with credentials that may not read webhook configurations or RolloutHealthChecks, says those checks were skipped and still exits 0', async (t) => {
     const ns = await cluster.namespace(t, 'doctor-rbac');
     const kube = testClient(cluster);
     await applyCrd(kube, ns);
@@ -434,6 +501,11 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
       /^WARNING {2}resource validatingwebhookconfigurations: cannot list validatingwebhookconfigurations \(forbidden\): webhook checks .* were skipped\n {2}fix: /m,
     );
     assert.match(result.out, /^WARNING {2}resource mutatingwebhookconfigurations: /m);
-    assert.match(result.out, new RegExp(`0 errors, 2 warnings in namespace ${ns} \\(checked 2 StatefulSets`));
+    // The Role grants no rollouthealthchecks: a 403 whether or not the CRD is installed (authorization comes first).
+    assert.match(
+      result.out,
+      /^WARNING {2}resource rollouthealthchecks: cannot list rollouthealthchecks \(forbidden\): RolloutHealthCheck checks .* were skipped\n {2}fix: /m,
+    );
+    assert.match(result.out, new RegExp(`0 errors, 3 warnings in namespace ${ns} \\(checked 2 StatefulSets`));
   });
 });

@@ -86,6 +86,8 @@ const SKIPPED: Record<string, string> = {
     'webhook checks (CA labels, caBundle, failure policy) for the prepare-downscale webhook were skipped',
   statefulsets: 'StatefulSet checks (labels, rollout groups, leaders, values, budgets) were skipped',
   zoneawarepoddisruptionbudgets: 'ZoneAwarePodDisruptionBudget checks were skipped',
+  rollouthealthchecks:
+    'RolloutHealthCheck checks (validation, selectors, the StatefulSets that name them, query endpoints) were skipped',
   pods: 'checks that count pods (unmanaged OnDelete StatefulSets, budgets selecting pods only, overlapping budgets) were skipped',
   configmaps: 'missing-ConfigMap checks of config restarts were skipped',
   secrets: 'missing-Secret checks of config restarts were skipped',

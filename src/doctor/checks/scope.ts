@@ -1,6 +1,8 @@
 // What every doctor check reads: the findings it reports, the objects it is
 // given (DoctorInput) in scope, and small helpers for names and commands.
 import type { OperatorPermissions } from './permissions.ts';
+import type { EndpointProbe } from './healthchecks.ts';
+import type { RolloutHealthCheck } from '../../rollout/healthcheck/resource.ts';
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
 import type { KubeObject, Pod, StatefulSet, Wire } from '../../runtime/kube/types.ts';
 import type { LabelSelectorSpec } from '../../vocabulary/selectors.ts';
@@ -64,6 +66,10 @@ export interface DoctorInput {
   pods: Pod[];
   /** ZoneAwarePodDisruptionBudgets (rollout-operator.grafana.com/v1); [] when the CRD is not installed. */
   zpdbs: KubeObject[];
+  /** RolloutHealthChecks (rollout-operator.grafana.com/v1); [] or absent when the CRD is not installed. */
+  rolloutHealthChecks?: RolloutHealthCheck[];
+  /** What probing each valid check's prometheusURL found (doctor/endpoints.ts); absent when not probed. */
+  healthCheckEndpoints?: EndpointProbe[];
   deployments: Deployment[];
   daemonSets: DaemonSet[];
   /** Metadata only: names and annotations, never data. */
