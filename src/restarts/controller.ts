@@ -16,7 +16,8 @@ import { isConflict, KubeApiError } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Pod, type ResourceType } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
-import { runWorkers, WorkQueue, workQueueMetrics } from '../runtime/workqueue/workqueue.ts';
+import { Controller, type Reconciler } from '../runtime/controller/runner.ts';
+import type { HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
 import { ensureChecksumKey } from './checksumkey.ts';
 import { configDigester, type ConfigDigest } from './digest.ts';
@@ -98,7 +99,7 @@ const CONFIG_PAGE_SIZE = 2000;
 
 type Workload = KubeObject & WorkloadLike & { spec?: { updateStrategy?: { type?: string } } };
 
-export class RestartController {
+export class RestartController implements Reconciler {
   private readonly runtime: Runtime;
   private readonly o: RestartOptions;
   private readonly log: Logger;
@@ -117,7 +118,8 @@ export class RestartController {
   private readonly watching = new Map<string, string[]>();
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
-  private queue: WorkQueue | undefined;
+  /** The term-scoped loop: a queue of workload keys, 2 workers while leading. */
+  private readonly controller: Controller;
   private readonly metrics: RestartMetrics;
 
   /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
@@ -125,6 +127,23 @@ export class RestartController {
     this.runtime = runtime;
     this.o = options;
     this.log = runtime.logger.child({ controller: 'config-restarts' });
+    this.controller = new Controller({
+      runtime,
+      reconciler: this,
+      workers: 2,
+      queueName: 'config-restarts',
+      failures: { logger: this.log, message: 'config restart reconcile failed; retrying', keyField: 'workload' },
+      // Everything opted in is looked at once: changes made while no replica led are caught here.
+      enqueueAll: () => {
+        for (const { kind } of KINDS)
+          for (const informer of this.workloads.get(kind)!)
+            for (const w of informer.list()) this.workloadChanged(kind, w);
+      },
+      afterTerm: () => {
+        this.pending.clear();
+        this.metrics.leadershipEnded();
+      },
+    });
     const shared = workloadCache(runtime);
     this.pods = shared.pods;
     this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
@@ -170,7 +189,7 @@ export class RestartController {
         const entry = KINDS.find((k) => k.kind === owner?.kind);
         if (!owner || !entry) return;
         const key = `${entry.prefix}/${pod.metadata?.namespace}/${owner.name}`;
-        if (this.evicting.has(key)) this.queue?.add(key);
+        if (this.evicting.has(key)) this.controller.add(key);
       };
       informer.addHandlers({ onAdd: podChanged, onUpdate: (_o, pod) => podChanged(pod), onDelete: podChanged });
     }
@@ -204,7 +223,8 @@ export class RestartController {
   /** Every ConfigMap and Secret in the caches while leading; a standby tracks nothing. */
   private trackedConfigs(): number {
     let n = 0;
-    if (this.queue) for (const informer of [...this.configs.configmap, ...this.configs.secret]) n += informer.size;
+    if (this.controller.running)
+      for (const informer of [...this.configs.configmap, ...this.configs.secret]) n += informer.size;
     return n;
   }
 
@@ -225,7 +245,7 @@ export class RestartController {
     this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
     if (optedIn && this.evicts(kind, w)) this.evicting.add(key);
     else this.evicting.delete(key);
-    if (this.queue && optedIn) this.queue.add(key);
+    if (optedIn) this.controller.add(key);
   }
 
   private index(workload: string, keys: string[], hasPatterns: boolean): void {
@@ -251,7 +271,7 @@ export class RestartController {
   private configChanged(kind: ConfigKind, c: KubeObject): void {
     this.metrics.configVersionSeen();
     // Only the leader acts; a new leader looks at every workload when it starts.
-    if (!this.queue) return;
+    if (!this.controller.running) return;
     const namespace = c.metadata?.namespace ?? '';
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
     // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
@@ -271,7 +291,7 @@ export class RestartController {
     const state = observeChange(this.pending.get(wkey), this.runtime.clock.monotonic(), current);
     this.pending.set(wkey, state);
     this.metrics.changesWaiting(this.pending.size);
-    this.queue?.add(wkey);
+    this.controller.add(wkey);
   }
 
   /**
@@ -296,33 +316,17 @@ export class RestartController {
     return out;
   }
 
-  async lead(signal: AbortSignal): Promise<void> {
-    const queue = new WorkQueue({
-      clock: this.runtime.clock,
-      metrics: workQueueMetrics(this.runtime.registry, 'config-restarts'),
-    });
-    this.queue = queue;
-    // Everything opted in is looked at once: changes made while no replica led are caught here.
-    for (const { kind } of KINDS)
-      for (const informer of this.workloads.get(kind)!) for (const w of informer.list()) this.workloadChanged(kind, w);
-    signal.addEventListener('abort', () => queue.shutDown(), { once: true });
-    await runWorkers(queue, 2, (key) => this.reconcile(key), {
-      whileLeading: () => this.runtime.isLeader(),
-      onError: (key, error) =>
-        this.log.warn('config restart reconcile failed; retrying', {
-          workload: key,
-          err: error instanceof Error ? error.message : String(error),
-        }),
-    });
-    // The operator starts no new term before this one has returned (LeadershipTerms);
-    // the check keeps a later term's queue and debounce state safe all the same.
-    if (this.queue !== queue) return;
-    this.queue = undefined;
-    this.pending.clear();
-    this.metrics.leadershipEnded();
+  /**
+   * Runs while this replica leads. The operator starts no new term before
+   * this one has returned (LeadershipTerms), and the runner keeps a later
+   * term's queue and debounce state safe all the same.
+   */
+  lead(signal: AbortSignal): Promise<void> {
+    return this.controller.run(signal);
   }
 
-  private async reconcile(wkey: string): Promise<void | { requeueAfterMs: number }> {
+  /** One workload (`<kind>/<namespace>/<name>`): decide, patch the checksums (and restart), or wait until due. */
+  async reconcile(wkey: string): Promise<HandlerResult> {
     const [, namespace, name] = wkey.split('/') as [string, string, string];
     const { entry, workload: w } = this.workloadByKey(wkey);
     if (!w) {
