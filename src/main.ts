@@ -22,6 +22,7 @@ import { webhooksCapability, type WebhookHandlers } from './webhooks/capability.
 import { createZpdbBudgets, POD_EVICTION_PATH } from './drain/zpdb/evictions.ts';
 import { ZPDB_VALIDATION_PATH, zpdbValidationHandler } from './drain/zpdb/validation.ts';
 import { HEALTH_CHECK_VALIDATION_PATH, healthCheckValidationHandler } from './rollout/healthcheck/validation.ts';
+import { RolloutGate } from './rollout/healthcheck/rolloutgate.ts';
 import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
@@ -75,6 +76,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   // coordination (its own capability, and the rollout controller).
   const budgets = once(createZpdbBudgets);
   const coordination = once((runtime: Runtime) => createReplicaCoordination(runtime, podCallFlags.read()));
+  // The health gates: evaluated by the rollout controller, shown by the status page.
+  const gates = once((runtime: Runtime) => new RolloutGate(runtime));
   // The webhooks other capabilities define, served by the webhooks capability.
   const webhooks: WebhookHandlers = (runtime, config) => {
     const rescheduleConfig = reschedule();
@@ -89,10 +92,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const capabilities: Capability[] = [
     workloadsCapability,
     replicaCoordinationCapability(coordination),
-    rolloutCapability(rolloutOptions, { budget: budgets, scaling: coordination }),
+    rolloutCapability(rolloutOptions, { budget: budgets, scaling: coordination, gate: gates }),
     webhooksCapability(() => webhookFlags.read(), webhooks),
     restartsCapability(restartOptions),
-    webCapability(webFlags, budgets),
+    webCapability(webFlags, budgets, gates),
   ];
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {

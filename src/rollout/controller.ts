@@ -43,6 +43,8 @@ export interface RolloutServices {
   budget(runtime: Runtime): RolloutBudget;
   /** Absent: replicas are left as they are. */
   scaling?(runtime: Runtime): RolloutScaling;
+  /** The health gates, shared with the web view (absent: the controller makes its own). */
+  gate?(runtime: Runtime): RolloutGate;
 }
 
 export interface RolloutOptions {
@@ -150,7 +152,7 @@ export class RolloutController implements Reconciler {
       events: runtime.events,
     });
     this.budgets = services.budget(runtime);
-    this.gate = new RolloutGate(runtime);
+    this.gate = services.gate?.(runtime) ?? new RolloutGate(runtime);
     this.revisions = new CurrentRevisionWriter({
       read: (namespace, name) =>
         runtime.client.get<StatefulSet>(resources.statefulSets, { namespace, name }, { timeoutMs: 30_000 }),
@@ -402,7 +404,8 @@ export class RolloutController implements Reconciler {
       throw error;
     } finally {
       // Wall clock: `since` is a timestamp in the published status.
-      const status = groupStatus(plan, this.runtime.clock.now());
+      const report = this.gate.report(metricGroup, plan);
+      const status = { ...groupStatus(plan, this.runtime.clock.now()), ...(report ? { healthGate: report } : {}) };
       // The budget is asked outside the plan: its refusal is why the group waits.
       const budgetWait = execution.budgetWait;
       this.status.publish(

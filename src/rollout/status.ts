@@ -27,6 +27,7 @@
 // web view and /status serve it from there), said once (a warning and a
 // Warning Event naming the permission), and tried once more every
 // REFUSED_RETRY_MS, so a Role fixed meanwhile takes effect without a restart.
+import type { GateReport } from './healthcheck/gate.ts';
 import type { KubeClient } from '../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap } from '../runtime/kube/types.ts';
@@ -51,6 +52,8 @@ export interface GroupStatus {
   blocked?: string;
   errors: string[];
   statefulSets: Plan['sets'];
+  /** The health gate holding or letting through the next StatefulSet: each check's last values and the verdict. */
+  healthGate?: GateReport;
 }
 
 /** ConfigMap data keys allow [-._a-zA-Z0-9]; an empty group name gets a stand-in. */

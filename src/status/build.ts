@@ -16,7 +16,8 @@ import {
   type Plan,
 } from '../rollout/planner.ts';
 import { podsOf } from '../vocabulary/pods.ts';
-import { groupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
+import { groupSnapshot, type GroupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
+import type { GateReport } from '../rollout/healthcheck/gate.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
   desiredFollowerReplicas,
@@ -124,7 +125,16 @@ function namespaceStatus(namespace: string, input: StatusInput, ctx: Context): N
     if (group === undefined) continue;
     groups.set(group, [...(groups.get(group) ?? []), set]);
   }
-  const env: Env = { namespace, pods, statefulSets, leases, budgets: valid, ctx, operatorStatus: operatorStatus?.data };
+  const env: Env = {
+    namespace,
+    pods,
+    statefulSets,
+    leases,
+    budgets: valid,
+    ctx,
+    operatorStatus: operatorStatus?.data,
+    ...(input.healthGates ? { healthGates: input.healthGates } : {}),
+  };
   return {
     namespace,
     groups: [...groups.keys()].sort(compare).map((group) => groupView(group, groups.get(group)!, env)),
@@ -141,6 +151,7 @@ interface Env {
   budgets: ZpdbConfig[];
   ctx: Context;
   operatorStatus: Record<string, string> | undefined;
+  healthGates?: ReadonlyMap<string, GateReport>;
 }
 
 // ------------------------------------------------------------------ groups
@@ -148,7 +159,7 @@ interface Env {
 function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusView {
   const { namespace, pods, ctx } = env;
   const snapshot = groupSnapshot(namespace, group, sets, () => pods);
-  const plan = planGroup(snapshot);
+  const { plan, healthGate } = planWithGate(snapshot, env);
   let phase = groupStatus(plan, ctx.now).phase;
   let waitReason: GroupStatusView['waitReason'] = plan.waiting;
   const gate = gateDeletions(plan, env);
@@ -202,6 +213,7 @@ function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusVie
     ...(plan.blocked ? { blocked: plan.blocked.message } : {}),
     ...(plan.rolling ? { rolling: plan.rolling } : {}),
     ...(operator ? { operator } : {}),
+    ...(healthGate ? { healthGate } : {}),
     warnings: [
       ...plan.errors.map((e) => e.message),
       ...plan.warnings.map((w) => `${w.statefulSet}: ${w.message}`),
@@ -333,6 +345,8 @@ const WAITING_FOR: Record<string, (statefulSet: string | undefined) => string> =
   'pods-terminating': () => 'waiting for pods to terminate',
   'updated-pods-not-ready': () => 'waiting for updated pods to become Ready',
   [ZPDB_WAIT_CODE]: () => 'waiting for its ZoneAwarePodDisruptionBudget',
+  'health-check-waiting': (s) => `waiting for the health check before ${s ?? 'the next StatefulSet'}`,
+  'health-check-paused': (s) => `held by a failing health check before ${s ?? 'the next StatefulSet'}`,
   [STATUS_PENDING_WAIT]: (s) => `waiting for the StatefulSet controller to report ${s ?? 'a StatefulSet'}'s status`,
 };
 
@@ -356,6 +370,77 @@ function actionOf(plan: Plan, deletions: Deletion[], waiting: GroupStatusView['w
   if (pausedBehind.length > 0)
     return `idle: ${pausedBehind.map((s) => `${s.name} is paused with ${s.pods - s.updated} pod(s) to update`).join(', ')}`;
   return 'idle';
+}
+
+/**
+ * The plan, with the health gate decided as the operator last decided it:
+ * only the operator queries Prometheus, so a client takes its verdict from
+ * the report it published (or, in the operator, from the gate itself). With
+ * no report for the StatefulSet the plan holds, the gate counts as not
+ * evaluated yet.
+ */
+function planWithGate(snapshot: GroupSnapshot, env: Env): { plan: Plan; healthGate?: GateReport } {
+  const plan = planGroup(snapshot);
+  if (!plan.gate) return { plan };
+  const report =
+    env.healthGates?.get(`${snapshot.namespace}/${snapshot.group}`) ??
+    publishedGate(env.operatorStatus, snapshot.group);
+  if (report?.statefulSet !== plan.gate.statefulSet) return { plan };
+  return {
+    plan: planGroup({ ...snapshot, gates: new Map([[report.statefulSet, report.verdict]]) }),
+    healthGate: report,
+  };
+}
+
+/** The gate report in the operator's published status, if it has the shape the renderers read (it is user-writable data). */
+function publishedGate(data: Record<string, string> | undefined, group: string): GateReport | undefined {
+  const raw = data?.[statusKey(group)];
+  if (raw === undefined) return undefined;
+  let gate: unknown;
+  try {
+    gate = (JSON.parse(raw) as { healthGate?: unknown }).healthGate;
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(gate) || !isRecord(gate['verdict']) || !Array.isArray(gate['results'])) return undefined;
+  const { statefulSet, check, verdict, results } = gate as {
+    statefulSet: unknown;
+    check: unknown;
+    verdict: Record<string, unknown>;
+    results: unknown[];
+  };
+  const state = verdict['state'];
+  if (typeof statefulSet !== 'string' || typeof check !== 'string' || typeof verdict['message'] !== 'string')
+    return undefined;
+  if (state !== 'open' && state !== 'wait' && state !== 'pause') return undefined;
+  const number = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const outcomes = ['pass', 'fail', 'no_data', 'error'];
+  return {
+    statefulSet,
+    check,
+    verdict: {
+      state,
+      message: verdict['message'],
+      warnings: Array.isArray(verdict['warnings']) ? verdict['warnings'].filter((w) => typeof w === 'string') : [],
+      bypassed: verdict['bypassed'] === true,
+    },
+    results: results.flatMap((r) => {
+      if (!isRecord(r) || typeof r['check'] !== 'string' || typeof r['message'] !== 'string') return [];
+      if (typeof r['outcome'] !== 'string' || !outcomes.includes(r['outcome'])) return [];
+      const current = number(r['current']);
+      const baseline = number(r['baseline']);
+      return [
+        {
+          check: r['check'],
+          outcome: r['outcome'] as GateReport['results'][number]['outcome'],
+          message: r['message'],
+          at: number(r['at']) ?? 0,
+          ...(current !== undefined ? { current } : {}),
+          ...(baseline !== undefined ? { baseline } : {}),
+        },
+      ];
+    }),
+  };
 }
 
 function operatorView(data: Record<string, string> | undefined, group: string): GroupStatusView['operator'] {

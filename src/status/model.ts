@@ -8,6 +8,7 @@
 // may be added, never renamed or removed without a new version; a test pins it.
 import type { SetSummary } from '../rollout/planner.ts';
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
+import type { GateReport } from '../rollout/healthcheck/gate.ts';
 
 export const STATUS_API_VERSION = 'stateward.dev/v1';
 
@@ -29,6 +30,12 @@ export interface StatusInput {
   secrets: KubeObject[];
   /** The operator's own per-group status (ConfigMap stateward-rollout-status), when readable. */
   operatorStatus?: KubeObject[];
+  /**
+   * The health gates' last reports by `<namespace>/<group>`, when the caller
+   * holds them (the web view, in the operator); otherwise they are read from
+   * the operator's status ConfigMap.
+   */
+  healthGates?: ReadonlyMap<string, GateReport>;
   /** Nodes, for the zone of each StatefulSet's pods (topology.kubernetes.io/zone), when readable. */
   nodes?: Node[];
   /**
@@ -66,6 +73,8 @@ export interface GroupStatusView {
   rolling?: string;
   /** What the operator last published for this group (its status ConfigMap), when readable. */
   operator?: { phase: string; since: string; waitCode?: string };
+  /** The health gate of the next StatefulSet, as the operator last evaluated it (only the operator queries Prometheus). */
+  healthGate?: GateReport;
   warnings: string[];
   /** In the order the group rolls them. */
   statefulSets: StatefulSetRow[];

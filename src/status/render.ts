@@ -78,11 +78,30 @@ function scalingSummary(row: StatefulSetRow): string {
   return parts.length > 0 ? parts.join(', ') : '-';
 }
 
+const GATE_COLOR = { open: 'green', wait: 'yellow', pause: 'red' } as const;
+
+/** The health gate of the next StatefulSet: the verdict, then each check's last result with both values. */
+function healthGateLines(group: GroupStatusView, options: RenderOptions): string[] {
+  const gate = group.healthGate;
+  if (!gate) return [];
+  const lines = [
+    `  health check ${gate.check} before ${gate.statefulSet}: ${paint(gate.verdict.state, GATE_COLOR[gate.verdict.state], options)}${gate.verdict.bypassed ? ' (bypassed)' : ''}`,
+  ];
+  for (const r of gate.results) {
+    const values = `current ${r.current ?? '-'}, baseline ${r.baseline ?? '-'}`;
+    lines.push(
+      `    ${r.check}: ${r.outcome.replace('_', ' ')} (${values}) at ${new Date(r.at).toISOString()}: ${r.message}`,
+    );
+  }
+  return lines;
+}
+
 function groupLines(group: GroupStatusView, options: RenderOptions): string[] {
   const lines = [
     `GROUP ${paint(group.name === '' ? '""' : group.name, 'bold', options)}  ${paint(group.phase, PHASE_COLOR[group.phase], options)}  ${group.action}`,
   ];
   if (group.waitReason) lines.push(`  ${group.waitReason.message} [${group.waitReason.code}]`);
+  lines.push(...healthGateLines(group, options));
   if (group.blocked) lines.push(`  ${paint('blocked', 'red', options)}: ${group.blocked}`);
   if (
     group.operator &&

@@ -7,6 +7,7 @@
 // does not cache (Deployments, DaemonSets, ConfigMaps, Secrets) are passed
 // as unreadable: the report leaves out what depends on them rather than
 // calling configs missing.
+import type { RolloutGate } from '../rollout/healthcheck/rolloutgate.ts';
 import type { ZpdbCaches } from '../drain/zpdb/evictions.ts';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
@@ -41,9 +42,12 @@ export class CacheReportSource implements ReportSource {
   private readonly zpdbs: Informer<KubeObject>[];
   private readonly ledgers: Informer<Lease>[];
   private readonly listeners = new Map<string, Set<() => void>>();
+  /** The health gates' reports: held by the replica that leads (a standby's page shows a gate as not evaluated). */
+  private readonly gates: RolloutGate | undefined;
 
-  constructor(runtime: Runtime, budgets: ZpdbCaches) {
+  constructor(runtime: Runtime, budgets: ZpdbCaches, gates?: RolloutGate) {
     this.runtime = runtime;
+    this.gates = gates;
     const workloads = workloadCache(runtime);
     this.sets = workloads.statefulSets;
     this.pods = workloads.pods;
@@ -100,6 +104,7 @@ export class CacheReportSource implements ReportSource {
       pods,
       zpdbs: inNamespace(informerFor(this.zpdbs, namespace)?.list() ?? []),
       leases: inNamespace(informerFor(this.ledgers, namespace)?.list() ?? []),
+      ...(this.gates ? { healthGates: this.gates.latestReports(namespace) } : {}),
       deployments: [],
       daemonSets: [],
       configMaps: [],
@@ -127,13 +132,16 @@ export class CacheReportSource implements ReportSource {
 export function webCapability(
   options: () => WebOptions,
   budgets: (runtime: Runtime) => { caches: ZpdbCaches },
+  gates?: (runtime: Runtime) => RolloutGate,
 ): Capability {
   return {
     name: 'web',
     setup(runtime) {
       if (!options().enabled) return {};
       const log = runtime.logger.child({ component: 'web' });
-      const handler = new WebHandler(new CacheReportSource(runtime, budgets(runtime).caches), { logger: log });
+      const handler = new WebHandler(new CacheReportSource(runtime, budgets(runtime).caches, gates?.(runtime)), {
+        logger: log,
+      });
       runtime.http.route('/status', handler.handle);
       runtime.http.routePrefix('/status/', handler.handle);
       log.info('serving read-only status pages', { path: '/status', port: runtime.config.serverPort });

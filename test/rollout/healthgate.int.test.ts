@@ -6,6 +6,9 @@
 // watched for any delete while it holds them.
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { resources, type ConfigMap, type Event, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
@@ -14,6 +17,7 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { MetricExporter } from '../support/metricexporter.ts';
+import { runStatus } from '../../src/status/cli.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
 import {
@@ -30,6 +34,9 @@ import {
 
 const cluster = testCluster();
 const crd = fileURLToPath(new URL('../../deploy/crds/rollout-health-checks.yaml', import.meta.url));
+const rolloutOperatorManifest = fileURLToPath(
+  new URL('../deploy/fixtures/rollout-operator-health-check.yaml', import.meta.url),
+);
 const CHECK = 'ingester-errors';
 const METRIC = 'test_error_ratio';
 
@@ -103,7 +110,7 @@ async function createCheck(kube: KubeClient, object: RolloutHealthCheck): Promis
 }
 
 async function startOperator(t: TestContext, namespace: string): Promise<OperatorProcess> {
-  const operator = await OperatorProcess.start(cluster, namespace, ['-reconcile.interval=1s']);
+  const operator = await OperatorProcess.start(cluster, namespace, ['-reconcile.interval=1s', '-web.enabled']);
   t.after(() => operator.stop());
   await operator.waitReady();
   return operator;
@@ -123,6 +130,21 @@ function zoneOrder(transitions: Transition[]): string[] {
     if (zone && tr.from.endsWith('/ready') && !order.includes(zone)) order.push(zone);
   }
   return order;
+}
+
+/** `stateward status -n <namespace>` as a user runs it, its text output. */
+async function statusText(namespace: string): Promise<string> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runStatus(['-n', namespace, '--kubeconfig', cluster.kubeconfigPath], {
+    out: (s) => out.push(s),
+    err: (s) => err.push(s),
+    env: {},
+    isTTY: false,
+    columns: 160,
+  });
+  assert.equal(code, 0, err.join(''));
+  return out.join('');
 }
 
 async function metricsText(operator: OperatorProcess): Promise<string> {
@@ -180,6 +202,21 @@ describe('health-gated rollouts (real Prometheus)', () => {
       { timeoutMs: 30_000 },
     );
     assert.match(status.waitingFor!.message, /ingester-zone-b is held by health check ingester-errors/);
+    // `stateward status` shows the check, the verdict and both values, as the operator last evaluated them.
+    const text = await waitFor(
+      'stateward status to show the gate',
+      async () => {
+        const t = await statusText(namespace);
+        return /health check ingester-errors before ingester-zone-b: pause/.test(t) ? t : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    assert.match(text, /error-ratio: fail \(current 0\.5, baseline 0\)/);
+    assert.match(text, /\[health-check-paused\]/);
+    // So does the web view, on the replica evaluating the gate.
+    const page = (await operator.get(`/status/${namespace}`))?.body ?? '';
+    assert.match(page, /class="health-gate" data-state="pause"/);
+    assert.match(page, /<td>error-ratio<\/td><td>fail<\/td><td>0\.5<\/td><td>0<\/td>/);
     await waitFor(
       'the blocked metric',
       async () =>
@@ -278,5 +315,33 @@ describe('health-gated rollouts (real Prometheus)', () => {
       { timeoutMs: 60_000 },
     );
     assert.match(status.waitingFor!.message, /returned \d+ samples; it must return one/);
+  });
+
+  it("rollout-operator's own RolloutHealthCheck manifest, applied with kubectl, is accepted and drives the gate", async (t) => {
+    const { namespace, kube, prometheus, monitor } = await setup(t, []);
+    const manifest = (await readFile(rolloutOperatorManifest, 'utf8'))
+      .replaceAll('NAMESPACE', namespace)
+      .replaceAll('PROMETHEUS_URL', prometheus.url);
+    const file = join(await mkdtemp(join(tmpdir(), 'stateward-rhc-')), 'check.yaml');
+    await writeFile(file, manifest);
+    await waitFor('kubectl apply of the manifest', async () => (await kubectl(cluster, 'apply', '-f', file)).ok, {
+      timeoutMs: 30_000,
+    });
+    for (const zone of ZONES)
+      await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'merge', {
+        metadata: { annotations: { 'grafana.com/rollout-health-check': 'ingester-health' } },
+      });
+    await startRollout(kube, namespace);
+    const operator = await startOperator(t, namespace);
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    // Zones b and c passed the gate (zone a, the first, is never gated); the disabled check never ran.
+    const metrics = await metricsText(operator);
+    assert.match(
+      metrics,
+      /rollout_operator_health_check_evaluations_total\{rollout_group="ingester",check="error-ratio",result="pass"\} 2\n/,
+    );
+    assert.doesNotMatch(metrics, /check="kept-for-later"/);
   });
 });

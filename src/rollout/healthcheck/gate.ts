@@ -21,6 +21,7 @@ import type { Logger } from '../../runtime/log/logger.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import type { GateRequest } from '../planner.ts';
 import { matchLabelsSelect } from '../../vocabulary/selectors.ts';
+import { ROLLOUT_GROUP_LABEL } from '../../vocabulary/keys.ts';
 import { HealthCheckMetrics } from './gatemetrics.ts';
 import { instantQuery, resolveAccess, type ResolvedAccess } from './prometheus.ts';
 import { renderQuery, renderSuccessQuery, type QueryValue } from './promql.ts';
@@ -39,6 +40,8 @@ import {
 interface GateMemory {
   /** The metrics' rollout_group label of the group (namespace/group with several namespaces). */
   group: string;
+  /** `<namespace>/<rollout-group>`, as status reports key groups. */
+  groupKey: string;
   statefulSet: string;
   check: string;
   generation: number;
@@ -104,6 +107,22 @@ export class HealthGates {
       });
     }
     return out;
+  }
+
+  /** The latest report of each group of `namespace` with a gate, by `<namespace>/<group>` (the web view). */
+  latestReports(namespace: string): Map<string, GateReport> {
+    const latest = new Map<string, GateMemory>();
+    for (const memory of this.memory.values()) {
+      if (!memory.groupKey.startsWith(`${namespace}/`) || !memory.verdict) continue;
+      const seen = latest.get(memory.groupKey);
+      if (!seen || (memory.evaluatedAt ?? 0) > (seen.evaluatedAt ?? 0)) latest.set(memory.groupKey, memory);
+    }
+    return new Map(
+      [...latest].map(([key, m]) => [
+        key,
+        { statefulSet: m.statefulSet, check: m.check, verdict: m.verdict!, results: m.lastResults },
+      ]),
+    );
   }
 
   /**
@@ -173,6 +192,7 @@ export class HealthGates {
     if (!memory || memory.generation !== config.generation) {
       memory = {
         group,
+        groupKey: `${config.namespace}/${set.metadata?.labels?.[ROLLOUT_GROUP_LABEL] ?? ''}`,
         statefulSet: request.statefulSet,
         check: config.name,
         generation: config.generation,

@@ -79,7 +79,14 @@ export class RolloutGate {
     }
   }
 
-  reports(metricGroup: string): GateReport[] {
-    return this.gates.reports(metricGroup);
+  /** The report of the gate `plan` holds (or just let through), for the status ConfigMap and the web view. */
+  report(metricGroup: string, plan: Plan): GateReport | undefined {
+    const gated = plan.gate?.statefulSet;
+    return gated === undefined ? undefined : this.gates.reports(metricGroup).find((r) => r.statefulSet === gated);
+  }
+
+  /** The latest gate report of each group of `namespace`, by `<namespace>/<group>` (the web view). */
+  latestReports(namespace: string): Map<string, GateReport> {
+    return this.gates.latestReports(namespace);
   }
 }

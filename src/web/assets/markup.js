@@ -111,6 +111,43 @@ function statefulSetRow(row) {
   );
 }
 
+/** The health gate before the next StatefulSet: the verdict, then each check's last values (docs/health-gates.md). */
+function healthGate(gate) {
+  const verdict = `${gate.verdict.state}${gate.verdict.bypassed ? ' (bypassed)' : ''}`;
+  const rows = gate.results.map((r) =>
+    h(
+      'tr',
+      { 'data-outcome': r.outcome },
+      h('td', {}, r.check),
+      h('td', {}, r.outcome.replace('_', ' ')),
+      h('td', {}, r.current === undefined ? '-' : String(r.current)),
+      h('td', {}, r.baseline === undefined ? '-' : String(r.baseline)),
+      h('td', {}, r.message),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'health-gate', 'data-state': gate.verdict.state },
+    h('p', {}, `health check ${gate.check} before ${gate.statefulSet}: ${verdict}`),
+    rows.length === 0
+      ? undefined
+      : h(
+          'table',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', {}, 'check'),
+            h('th', {}, 'result'),
+            h('th', {}, 'current'),
+            h('th', {}, 'baseline'),
+            h('th', {}, 'why'),
+          ),
+          join(rows),
+        ),
+  );
+}
+
 function group(g) {
   return h(
     'section',
@@ -124,6 +161,7 @@ function group(g) {
     ),
     h('p', { class: 'action' }, g.action),
     g.waitReason ? h('p', { class: 'wait', 'data-code': g.waitReason.code }, g.waitReason.message) : undefined,
+    g.healthGate ? healthGate(g.healthGate) : undefined,
     g.blocked ? h('p', { class: 'blocked' }, g.blocked) : undefined,
     g.warnings.length > 0 ? h('ul', { class: 'warnings' }, join(g.warnings.map((w) => h('li', {}, w)))) : undefined,
     h('div', { class: 'grid' }, join(g.statefulSets.map(statefulSetRow))),
