@@ -2,7 +2,7 @@
 // runtime, the capabilities, and signal handling.
 import { readFileSync } from 'node:fs';
 import { registerCompatFlags } from './runtime/compat.ts';
-import { registerRuntimeFlags } from './runtime/config.ts';
+import { registerRuntimeFlags, type RuntimeConfig } from './runtime/config.ts';
 import { FlagSet } from './runtime/flags/flagset.ts';
 import { loadOperatorKubeConfig } from './runtime/kube/source.ts';
 import { KubeConfigError } from './runtime/kube/kubeconfigfile.ts';
@@ -57,6 +57,35 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   if (command) return command(argv.slice(1), io);
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
+  const flags = registerOperatorFlags(fs);
+  const capabilities = operatorCapabilities(flags);
+  const parsed = fs.parse(argv, io.env);
+  if (parsed.kind === 'help') {
+    io.err(parsed.usage);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    io.err(`${parsed.message}\n${parsed.usage}`);
+    return 2;
+  }
+  if (showVersion.value) {
+    io.out(`stateward ${version}\n`);
+    return 0;
+  }
+  const invalid = invalidFlags(flags);
+  const config = flags.runtimeFlags.read();
+  const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
+  if (invalid || invalidElection) {
+    io.err(`${invalid ?? invalidElection}\n`);
+    return 2;
+  }
+  return runOperator(config, flags.compatFlags.warnings(), capabilities, io);
+}
+
+type OperatorFlags = ReturnType<typeof registerOperatorFlags>;
+
+/** Every flag of the operator's command line, registered in the order `-help` lists them. */
+function registerOperatorFlags(fs: FlagSet) {
   const runtimeFlags = registerRuntimeFlags(fs);
   const podCallFlags = registerPodCallFlags(fs);
   const rolloutOptions = registerRolloutFlags(fs);
@@ -65,6 +94,21 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const restartOptions = registerRestartFlags(fs);
   const webFlags = registerWebFlags(fs);
   const compatFlags = registerCompatFlags(fs);
+  return {
+    runtimeFlags,
+    podCallFlags,
+    rolloutOptions,
+    webhookFlags,
+    rescheduleFlags,
+    restartOptions,
+    webFlags,
+    compatFlags,
+  };
+}
+
+/** The operator's capabilities, wired to the services they share; flags are read only once the operator starts. */
+function operatorCapabilities(flags: OperatorFlags): Capability[] {
+  const { podCallFlags, rolloutOptions, webhookFlags, rescheduleFlags, restartOptions, webFlags } = flags;
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
@@ -89,7 +133,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       [PREPARE_DOWNSCALE_PATH, prepareDownscaleWebhook(runtime, config)],
     ];
   };
-  const capabilities: Capability[] = [
+  return [
     workloadsCapability,
     replicaCoordinationCapability(coordination),
     rolloutCapability(rolloutOptions, { budget: budgets, scaling: coordination, gate: gates }),
@@ -97,33 +141,29 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     restartsCapability(restartOptions),
     webCapability(webFlags, budgets, gates),
   ];
-  const parsed = fs.parse(argv, io.env);
-  if (parsed.kind === 'help') {
-    io.err(parsed.usage);
-    return 0;
-  }
-  if (parsed.kind === 'error') {
-    io.err(`${parsed.message}\n${parsed.usage}`);
-    return 2;
-  }
-  if (showVersion.value) {
-    io.out(`stateward ${version}\n`);
-    return 0;
-  }
+}
+
+/** The first problem with the parsed flags (a usage error, exit code 2), or undefined when they hold together. */
+function invalidFlags(flags: OperatorFlags): string | undefined {
+  const { runtimeFlags, podCallFlags, webhookFlags, rescheduleFlags } = flags;
   const rescheduleRead = rescheduleFlags.enabled() ? rescheduleFlags.read() : undefined;
-  const invalid =
+  return (
     runtimeFlags.validate() ??
     podCallFlags.validate() ??
     webhookFlags.validate() ??
-    (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined);
-  const config = runtimeFlags.read();
-  const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
-  if (invalid || invalidElection) {
-    io.err(`${invalid ?? invalidElection}\n`);
-    return 2;
-  }
+    (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined)
+  );
+}
+
+/** Logging, the Kubernetes connection and tracing, then the operator until it stops; resolves to the exit code. */
+async function runOperator(
+  config: RuntimeConfig,
+  compatWarnings: readonly string[],
+  capabilities: Capability[],
+  io: Io,
+): Promise<number> {
   const logger = createLogger({ format: config.logFormat, level: config.logLevel, write: (line) => io.err(line) });
-  for (const warning of compatFlags.warnings()) logger.warn(warning);
+  for (const warning of compatWarnings) logger.warn(warning);
   let kubeConfig;
   try {
     kubeConfig = loadOperatorKubeConfig({

@@ -108,7 +108,7 @@ const CONTAINER_FIELDS = [
  */
 export function configReferences(template: PodTemplateSpec | undefined, namespace: string): ConfigReference[] {
   const found = new Map<string, { kind: ConfigKind; name: string; uses: Map<string, ConfigUse> }>();
-  const add = (kind: ConfigKind, name: unknown, use: ConfigUse): void => {
+  const add: AddReference = (kind, name, use) => {
     if (typeof name !== 'string' || name === '') return;
     const key = configKey(kind, namespace, name);
     let entry = found.get(key);
@@ -134,80 +134,14 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
         list.push(ref);
         mounts.set(volume, list);
       }
-      for (const e of asArray(container.env)) {
-        const env = asRecord(e);
-        const from = asRecord(env?.valueFrom);
-        if (!env || !from) continue;
-        for (const [kind, field] of [
-          ['configmap', 'configMapKeyRef'],
-          ['secret', 'secretKeyRef'],
-        ] as const) {
-          const sel = asRecord(from[field]);
-          if (sel)
-            add(kind, sel.name, {
-              via: 'env',
-              container: ref,
-              env: asString(env.name),
-              key: asString(sel.key),
-              optional: sel.optional === true,
-            });
-        }
-      }
-      for (const f of asArray(container.envFrom)) {
-        const from = asRecord(f);
-        if (!from) continue;
-        for (const [kind, field] of [
-          ['configmap', 'configMapRef'],
-          ['secret', 'secretRef'],
-        ] as const) {
-          const sel = asRecord(from[field]);
-          if (sel) add(kind, sel.name, { via: 'envFrom', container: ref, optional: sel.optional === true });
-        }
-      }
+      addEnvReferences(container, ref, add);
     }
   }
 
   for (const v of asArray(spec?.volumes)) {
     const volume = asRecord(v);
     if (!volume) continue;
-    const name = asString(volume.name);
-    const mountedBy = sortedContainers(mounts.get(name) ?? []);
-    const cm = asRecord(volume.configMap);
-    if (cm)
-      add('configmap', cm.name, {
-        via: 'volume',
-        volume: name,
-        items: itemKeys(cm.items),
-        mountedBy,
-        optional: cm.optional === true,
-      });
-    const secret = asRecord(volume.secret);
-    if (secret)
-      add('secret', secret.secretName, {
-        via: 'volume',
-        volume: name,
-        items: itemKeys(secret.items),
-        mountedBy,
-        optional: secret.optional === true,
-      });
-    asArray(asRecord(volume.projected)?.sources).forEach((s, source) => {
-      const src = asRecord(s);
-      for (const [kind, field] of [
-        ['configmap', 'configMap'],
-        ['secret', 'secret'],
-      ] as const) {
-        const proj = asRecord(src?.[field]);
-        if (proj)
-          add(kind, proj.name, {
-            via: 'projected',
-            volume: name,
-            source,
-            items: itemKeys(proj.items),
-            mountedBy,
-            optional: proj.optional === true,
-          });
-      }
-    });
+    addVolumeReferences(volume, sortedContainers(mounts.get(asString(volume.name)) ?? []), add);
   }
 
   const out: ConfigReference[] = [];
@@ -224,6 +158,84 @@ export function configReferences(template: PodTemplateSpec | undefined, namespac
     });
   }
   return out.sort((a, b) => compare(a.key, b.key));
+}
+
+/** Records one use of the ConfigMap or Secret `name` (skipped unless a non-empty string). */
+type AddReference = (kind: ConfigKind, name: unknown, use: ConfigUse) => void;
+
+/** A container's env vars (valueFrom a key) and envFrom sources. */
+function addEnvReferences(container: Record<string, unknown>, ref: ContainerRef, add: AddReference): void {
+  for (const e of asArray(container.env)) {
+    const env = asRecord(e);
+    const from = asRecord(env?.valueFrom);
+    if (!env || !from) continue;
+    for (const [kind, field] of [
+      ['configmap', 'configMapKeyRef'],
+      ['secret', 'secretKeyRef'],
+    ] as const) {
+      const sel = asRecord(from[field]);
+      if (sel)
+        add(kind, sel.name, {
+          via: 'env',
+          container: ref,
+          env: asString(env.name),
+          key: asString(sel.key),
+          optional: sel.optional === true,
+        });
+    }
+  }
+  for (const f of asArray(container.envFrom)) {
+    const from = asRecord(f);
+    if (!from) continue;
+    for (const [kind, field] of [
+      ['configmap', 'configMapRef'],
+      ['secret', 'secretRef'],
+    ] as const) {
+      const sel = asRecord(from[field]);
+      if (sel) add(kind, sel.name, { via: 'envFrom', container: ref, optional: sel.optional === true });
+    }
+  }
+}
+
+/** A pod volume: a configMap or secret volume, or a projected volume's sources. */
+function addVolumeReferences(volume: Record<string, unknown>, mountedBy: ContainerRef[], add: AddReference): void {
+  const name = asString(volume.name);
+  const cm = asRecord(volume.configMap);
+  if (cm)
+    add('configmap', cm.name, {
+      via: 'volume',
+      volume: name,
+      items: itemKeys(cm.items),
+      mountedBy,
+      optional: cm.optional === true,
+    });
+  const secret = asRecord(volume.secret);
+  if (secret)
+    add('secret', secret.secretName, {
+      via: 'volume',
+      volume: name,
+      items: itemKeys(secret.items),
+      mountedBy,
+      optional: secret.optional === true,
+    });
+  asArray(asRecord(volume.projected)?.sources).forEach((s, source) => {
+    const src = asRecord(s);
+    for (const [kind, field] of [
+      ['configmap', 'configMap'],
+      ['secret', 'secret'],
+    ] as const) {
+      const proj = asRecord(src?.[field]);
+      if (proj)
+        add(kind, proj.name, {
+          via: 'projected',
+          volume: name,
+          source,
+          items: itemKeys(proj.items),
+          mountedBy,
+          optional: proj.optional === true,
+        });
+    }
+  });
 }
 
 function dataKeysOf(uses: ConfigUse[]): string[] | 'all' {

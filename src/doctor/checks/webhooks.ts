@@ -163,47 +163,7 @@ export function checkWebhooks(scope: Scope): Finding[] {
       });
     }
 
-    for (const w of webhooks) {
-      const type = webhookKind(w);
-      const policy = w.failurePolicy ?? 'Fail';
-      const risk = type ? RISK_OF_IGNORE[type] : undefined;
-      if (risk && policy === 'Ignore') {
-        const index = webhooks.indexOf(w);
-        findings.push({
-          severity: risk.severity,
-          code: 'webhook-failure-policy-ignore',
-          object,
-          problem: `webhook ${w.name ?? index} (${type}) has failurePolicy Ignore: ${risk.why}`,
-          fix: `kubectl patch ${resource}/${name} --type=json -p ${shellQuote(JSON.stringify([{ op: 'replace', path: `/webhooks/${index}/failurePolicy`, value: 'Fail' }]))}, and run two operator replicas (the ha overlay) so one always answers (docs/drain.md, "Failure policy")`,
-        });
-      }
-      if (type === 'no-downscale' && policy !== 'Ignore') {
-        const finding = noDownscaleSelectsOperator(scope, w, operators, ownerNamespace);
-        if (finding) {
-          const index = webhooks.indexOf(w);
-          findings.push({
-            severity: 'error',
-            code: 'no-downscale-selects-operator',
-            object,
-            problem: `webhook ${w.name ?? index} (no-downscale, failurePolicy Fail) ${finding}: while the operator's only replica is being replaced nothing answers, every update of its Deployment and ReplicaSets is refused, and the new ReplicaSet can never scale up`,
-            fix: `exclude the operator's labels as deploy/webhooks/no-downscale.yaml does: kubectl patch ${resource}/${name} --type=json -p ${shellQuote(
-              JSON.stringify([
-                {
-                  op: 'add',
-                  path: `/webhooks/${index}/objectSelector`,
-                  value: {
-                    matchExpressions: [
-                      { key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['stateward'] },
-                      { key: 'name', operator: 'NotIn', values: ['rollout-operator'] },
-                    ],
-                  },
-                },
-              ]),
-            )} (a NotIn selector still lets label-less /scale requests through)`,
-          });
-        }
-      }
-    }
+    findings.push(...failurePolicyFindings(scope, { object, resource, name, webhooks }, operators, ownerNamespace));
   }
   return findings;
 }
@@ -227,6 +187,63 @@ function coversDeployments(w: WebhookEntry): boolean {
       (r.apiGroups ?? []).some((g) => g === 'apps' || g === '*') &&
       (r.resources ?? []).some((res) => res === '*' || res === 'deployments' || res === 'replicasets'),
   );
+}
+
+/**
+ * Each webhook's failure policy: Ignore where a silent pass is a risk, and a
+ * no-downscale webhook with failurePolicy Fail whose selector covers the
+ * operator's own Deployment.
+ */
+function failurePolicyFindings(
+  scope: Scope,
+  target: { object: string; resource: string; name: string; webhooks: WebhookEntry[] },
+  operators: Deployment[],
+  ownerNamespace: string | undefined,
+): Finding[] {
+  const { object, resource, name, webhooks } = target;
+  const findings: Finding[] = [];
+  for (const w of webhooks) {
+    const type = webhookKind(w);
+    const policy = w.failurePolicy ?? 'Fail';
+    const risk = type ? RISK_OF_IGNORE[type] : undefined;
+    if (risk && policy === 'Ignore') {
+      const index = webhooks.indexOf(w);
+      findings.push({
+        severity: risk.severity,
+        code: 'webhook-failure-policy-ignore',
+        object,
+        problem: `webhook ${w.name ?? index} (${type}) has failurePolicy Ignore: ${risk.why}`,
+        fix: `kubectl patch ${resource}/${name} --type=json -p ${shellQuote(JSON.stringify([{ op: 'replace', path: `/webhooks/${index}/failurePolicy`, value: 'Fail' }]))}, and run two operator replicas (the ha overlay) so one always answers (docs/drain.md, "Failure policy")`,
+      });
+    }
+    if (type === 'no-downscale' && policy !== 'Ignore') {
+      const finding = noDownscaleSelectsOperator(scope, w, operators, ownerNamespace);
+      if (finding) {
+        const index = webhooks.indexOf(w);
+        findings.push({
+          severity: 'error',
+          code: 'no-downscale-selects-operator',
+          object,
+          problem: `webhook ${w.name ?? index} (no-downscale, failurePolicy Fail) ${finding}: while the operator's only replica is being replaced nothing answers, every update of its Deployment and ReplicaSets is refused, and the new ReplicaSet can never scale up`,
+          fix: `exclude the operator's labels as deploy/webhooks/no-downscale.yaml does: kubectl patch ${resource}/${name} --type=json -p ${shellQuote(
+            JSON.stringify([
+              {
+                op: 'add',
+                path: `/webhooks/${index}/objectSelector`,
+                value: {
+                  matchExpressions: [
+                    { key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['stateward'] },
+                    { key: 'name', operator: 'NotIn', values: ['rollout-operator'] },
+                  ],
+                },
+              },
+            ]),
+          )} (a NotIn selector still lets label-less /scale requests through)`,
+        });
+      }
+    }
+  }
+  return findings;
 }
 
 /**

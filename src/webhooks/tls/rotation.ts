@@ -279,19 +279,7 @@ export async function watchCertFiles(
     return true;
   };
 
-  // One check at a time; a burst of requests while one runs shares the next.
-  let chain: Promise<unknown> = Promise.resolve();
-  let queued: Promise<boolean> | undefined;
-  const check = (): Promise<boolean> => {
-    if (queued) return queued;
-    const run = chain.then(() => {
-      queued = undefined;
-      return doCheck();
-    });
-    queued = run;
-    chain = run.catch(() => undefined);
-    return run;
-  };
+  const check = oneAtATime(doCheck);
 
   let timer: Timer | undefined;
   const poll = () => {
@@ -305,21 +293,8 @@ export async function watchCertFiles(
   };
   poll();
 
-  const watchers: FSWatcher[] = [];
-  if (options.fsWatch ?? true) {
-    for (const dir of new Set([dirname(certFile), dirname(keyFile)])) {
-      try {
-        const watcher = watch(dir, { persistent: false }, () => void check());
-        watcher.on('error', (e) => {
-          log.debug('watching TLS certificate directory failed; relying on polling', { dir, err: message(e) });
-          watcher.close();
-        });
-        watchers.push(watcher);
-      } catch (e) {
-        log.debug('cannot watch TLS certificate directory; relying on polling', { dir, err: message(e) });
-      }
-    }
-  }
+  const watchers =
+    (options.fsWatch ?? true) ? watchDirectories([dirname(certFile), dirname(keyFile)], () => void check(), log) : [];
 
   return {
     get current() {
@@ -332,4 +307,42 @@ export async function watchCertFiles(
       for (const w of watchers) w.close();
     },
   };
+}
+
+/** `run` one call at a time; a burst of calls while one runs shares the next. */
+function oneAtATime(run: () => Promise<boolean>): () => Promise<boolean> {
+  let chain: Promise<unknown> = Promise.resolve();
+  let queued: Promise<boolean> | undefined;
+  return () => {
+    if (queued) return queued;
+    const next = chain.then(() => {
+      queued = undefined;
+      return run();
+    });
+    queued = next;
+    chain = next.catch(() => undefined);
+    return next;
+  };
+}
+
+/**
+ * fs.watch on each distinct directory, calling onEvent on any change there.
+ * Only a speed-up over polling: a directory that cannot be watched, or whose
+ * watch fails later, is left to the poll.
+ */
+function watchDirectories(dirs: readonly string[], onEvent: () => void, log: Logger): FSWatcher[] {
+  const watchers: FSWatcher[] = [];
+  for (const dir of new Set(dirs)) {
+    try {
+      const watcher = watch(dir, { persistent: false }, onEvent);
+      watcher.on('error', (e) => {
+        log.debug('watching TLS certificate directory failed; relying on polling', { dir, err: message(e) });
+        watcher.close();
+      });
+      watchers.push(watcher);
+    } catch (e) {
+      log.debug('cannot watch TLS certificate directory; relying on polling', { dir, err: message(e) });
+    }
+  }
+  return watchers;
 }
