@@ -1,5 +1,5 @@
 // The webhook server's certificate, on every replica: self-signed in a
-// Secret and renewed (tls/rotation.ts, tls/store.ts), or read from files and
+// Secret and renewed (tls/rotation.ts, tls/certificatestore.ts), or read from files and
 // reloaded when they change. A renewal that brings a new CA is rolled out in
 // three steps so that no handshake fails: the webhooks trust the old and the
 // new CA together, the new certificate is served once the API server has
@@ -10,13 +10,13 @@ import { resources } from '../runtime/kube/types.ts';
 import type { Runtime } from '../runtime/operator.ts';
 import type { Informer } from '../runtime/informer/informer.ts';
 import type { Logger } from '../runtime/log/logger.ts';
-import type { WebhookServer, TlsPair } from '../runtime/admission/server.ts';
+import type { WebhookServer, TlsPair } from '../runtime/admission/webhookserver.ts';
 import type { CaInjector } from './cainjection.ts';
-import type { WebhookConfig } from './config.ts';
+import type { WebhookConfig } from './webhookflags.ts';
 import { defaultDnsName, serviceDnsNames } from './tls/generate.ts';
 import { pollCertificateSecret } from './tls/poll.ts';
 import { CertificateRotator, watchCertFiles } from './tls/rotation.ts';
-import { ensureCertificate, type CertificateStoreDeps, type EnsuredCertificate } from './tls/store.ts';
+import { ensureCertificate, type CertificateStoreDeps, type EnsuredCertificate } from './tls/certificatestore.ts';
 
 /**
  * How long a new CA is trusted alongside the old one before the new serving
@@ -144,14 +144,15 @@ export class WebhookCertificate {
    */
   private rotateTo(next: EnsuredCertificate, signal: AbortSignal): void {
     this.trustNewCaAlongsideOld(next.ca);
-    void this.runtime.clock.sleep(CA_PROPAGATION_MS, signal).then(
-      async () => {
-        this.serveNewCertificate(next);
-        await this.runtime.clock.sleep(CA_PROPAGATION_MS, signal);
-        this.dropOldCa(next.ca);
-      },
-      () => undefined,
-    );
+    const steps = async () => {
+      await this.runtime.clock.sleep(CA_PROPAGATION_MS, signal);
+      this.serveNewCertificate(next);
+      await this.runtime.clock.sleep(CA_PROPAGATION_MS, signal);
+      this.dropOldCa(next.ca);
+    };
+    // Either wait ends early when the process shuts down (the sleep rejects):
+    // the rotation simply stops there, as nothing serves afterwards.
+    steps().catch(() => undefined);
   }
 
   /** Step 1: every caBundle holds the new CA and the one trusted until now. */
