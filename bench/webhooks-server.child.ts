@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline';
 import { Registry } from 'prom-client';
 import { noDownscaleHandler } from '../src/webhooks/nodownscale.ts';
-import { WebhookServer } from '../src/runtime/admission/server.ts';
+import { WebhookServer } from '../src/runtime/admission/webhookserver.ts';
 import { generateSelfSigned } from '../src/webhooks/tls/generate.ts';
 
 const tls = await generateSelfSigned({

@@ -2,7 +2,7 @@
 // runtime, the capabilities, and signal handling.
 import { readFileSync } from 'node:fs';
 import { registerCompatFlags } from './runtime/compat.ts';
-import { registerRuntimeFlags, type RuntimeConfig } from './runtime/config.ts';
+import { registerRuntimeFlags, type RuntimeConfig } from './runtime/runtimeflags.ts';
 import { FlagSet } from './runtime/flags/flagset.ts';
 import { loadOperatorKubeConfig } from './runtime/kube/source.ts';
 import { KubeConfigError } from './runtime/kube/kubeconfigfile.ts';
@@ -17,11 +17,14 @@ import { registerPodCallFlags } from './workloads/podclient.ts';
 import { registerRolloutFlags, rolloutCapability } from './rollout/controller.ts';
 import { createReplicaCoordination, replicaCoordinationCapability } from './downscale/capability.ts';
 import { PREPARE_DOWNSCALE_PATH, prepareDownscaleWebhook } from './downscale/prepare/handler.ts';
-import { registerWebhookFlags } from './webhooks/config.ts';
+import { registerWebhookFlags } from './webhooks/webhookflags.ts';
 import { webhooksCapability, type WebhookHandlers } from './webhooks/capability.ts';
 import { createZpdbBudgets, POD_EVICTION_PATH } from './drain/zpdb/evictions.ts';
-import { ZPDB_VALIDATION_PATH, zpdbValidationHandler } from './drain/zpdb/validation.ts';
-import { HEALTH_CHECK_VALIDATION_PATH, healthCheckValidationHandler } from './rollout/healthcheck/validation.ts';
+import { ZPDB_VALIDATION_PATH, zpdbValidationHandler } from './drain/zpdb/zpdbvalidation.ts';
+import {
+  HEALTH_CHECK_VALIDATION_PATH,
+  healthCheckValidationHandler,
+} from './rollout/healthcheck/healthcheckvalidation.ts';
 import { RolloutGate } from './rollout/healthcheck/rolloutgate.ts';
 import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';

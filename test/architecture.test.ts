@@ -3,7 +3,8 @@
 // runtime only, the shared workload caches on those two, a capability on
 // those three and its own folder — never on another capability — and the
 // views (status, web, doctor, cli) on anything below them. A sideways import
-// fails here.
+// fails here, as do a re-export and a module file name that is not unique or
+// not in the house style.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -94,7 +95,7 @@ describe('the direction of dependencies', () => {
       { from: 'vocabulary/pods.ts', imports: ['runtime/kube/types.ts', 'workloads/cache.ts'] },
       {
         from: 'drain/zpdb/decide.ts',
-        imports: ['vocabulary/pods.ts', 'workloads/cache.ts', 'drain/zpdb/config.ts', 'rollout/snapshot.ts'],
+        imports: ['vocabulary/pods.ts', 'workloads/cache.ts', 'drain/zpdb/zpdbresource.ts', 'rollout/snapshot.ts'],
       },
       { from: 'status/build.ts', imports: ['rollout/planner.ts', 'cli/list.ts'] },
       { from: 'newthing/a.ts', imports: [] },
@@ -140,5 +141,74 @@ describe('one import path per symbol', () => {
       "export { c, type D } from './c.ts'",
       "export type { E, F, } from './e.ts'",
     ]);
+  });
+});
+
+/**
+ * File names more than one module in src/ has, each because the file does
+ * the same job in every folder that has one. Any other name belongs to one
+ * module, so a name alone (a stack trace, an editor tab, a log's source)
+ * says which module it is.
+ */
+const SAME_JOB_NAMES: Record<string, string> = {
+  'capability.ts': "the folder's Capability: what it registers with the operator",
+  'cli.ts': "a client command's entry (stateward status, stateward doctor)",
+  'controller.ts': "a capability's controller, run by runtime/'s controller runner",
+  'decide.ts': "a capability's pure decision (the snapshot in, the verdict out)",
+};
+
+/** One style for module file names: lower case, words run together, no hyphens or dots (a .d.ts aside). */
+const MODULE_NAME = /^[a-z0-9]+(\.d)?\.(ts|js)$/;
+
+/** Is a file in src/ a module (not an asset the web view serves, like app.css or icon.svg)? */
+const isModule = (name: string) => /\.[cm]?[jt]sx?$/.test(name);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** File names that more than one of `paths` has, each with those paths, sorted. */
+function sharedNames(paths: readonly string[]): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const path of paths) {
+    const name = path.split('/').at(-1)!;
+    byName.set(name, [...(byName.get(name) ?? []), path]);
+  }
+  return new Map([...byName].filter(([, all]) => all.length > 1).map(([name, all]) => [name, all.sort()]));
+}
+
+describe('module file names', () => {
+  const modules = () =>
+    filesUnder(src)
+      .map((file) => relative(src, file))
+      .filter((path) => isModule(path));
+
+  it('no two modules in src/ share a file name, apart from the same-job names', () => {
+    const shared = sharedNames(modules());
+    const unlisted = [...shared].filter(([name]) => !(name in SAME_JOB_NAMES)).map(([, paths]) => paths.join(', '));
+    assert.deepEqual(unlisted, [], 'name each module for its own job (folder + job run together: zpdbresource.ts)');
+    const stale = Object.keys(SAME_JOB_NAMES).filter((name) => !shared.has(name));
+    assert.deepEqual(stale, [], 'these names are no longer shared: take them off SAME_JOB_NAMES');
+  });
+
+  it('every module file name is lower case with its words run together', () => {
+    const badlyNamed = modules().filter((path) => !MODULE_NAME.test(path.split('/').at(-1)!));
+    assert.deepEqual(badlyNamed, []);
+  });
+
+  it('finds names two folders share, and tells modules from assets', () => {
+    const shared = sharedNames(['a/config.ts', 'b/config.ts', 'a/plan.ts', 'b/store.ts', 'c/config.ts']);
+    assert.deepEqual([...shared], [['config.ts', ['a/config.ts', 'b/config.ts', 'c/config.ts']]]);
+    assert.deepEqual(
+      ['app.js', 'markup.d.ts', 'app.css', 'icon.svg', 'deletion-events.ts', 'Plan.ts', 'x.mts'].filter(isModule),
+      ['app.js', 'markup.d.ts', 'deletion-events.ts', 'Plan.ts', 'x.mts'],
+    );
+    assert.deepEqual(
+      ['markup.d.ts', 'zpdbresource.ts', 'deletion-events.ts', 'Plan.ts', 'x.mts'].filter((n) => MODULE_NAME.test(n)),
+      ['markup.d.ts', 'zpdbresource.ts'],
+    );
   });
 });

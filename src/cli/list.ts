@@ -6,7 +6,7 @@
 import type { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
 import type { KubeObject, ResourceType } from '../runtime/kube/types.ts';
-import { CliError } from './kubeconfig.ts';
+import { CliError } from './clikubeconfig.ts';
 
 /** The objects, or why there are none to show: the list is forbidden. */
 export type Listed<T> = { items: T[] } | { forbidden: true; message: string };

@@ -19,8 +19,8 @@ import {
   type Feature,
   type Rule,
 } from '../rbac/permissions.ts';
-import { argsOf, boolFlag, flagValue } from './checks/operator.ts';
-import type { MissingPermission, OperatorPermissions } from './checks/permissions.ts';
+import { argsOf, boolFlag, flagValue } from './checks/operatorflags.ts';
+import type { MissingPermission, OperatorPermissions } from './checks/operatorpermissions.ts';
 import type { Deployment } from './checks/scope.ts';
 
 const SUBJECT_ACCESS_REVIEWS: ResourceType = {

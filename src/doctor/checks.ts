@@ -27,8 +27,8 @@
 //   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkHealthChecks } from './checks/healthchecks.ts';
-import { checkOperatorFlags, checkUnreadable } from './checks/operator.ts';
-import { checkOperatorPermissions } from './checks/permissions.ts';
+import { checkOperatorFlags, checkUnreadable } from './checks/operatorflags.ts';
+import { checkOperatorPermissions } from './checks/operatorpermissions.ts';
 import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
 import { checkConfigRestarts } from './checks/restarts.ts';
 import { type DoctorInput, type Finding, Scope, type Severity, compare } from './checks/scope.ts';

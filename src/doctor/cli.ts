@@ -2,13 +2,13 @@
 // metadata only: their values are never fetched), runs diagnose() and
 // prints each finding with its fix. Exit 1 when something is wrong (any
 // error), 0 when only warnings or nothing, 2 for a bad command line.
-import { CliError, loadCliKubeConfig } from '../cli/kubeconfig.ts';
+import { CliError, loadCliKubeConfig } from '../cli/clikubeconfig.ts';
 import { listAll, requestFailure, type Listed } from '../cli/list.ts';
 import { FlagSet } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
-import { zpdbResource } from '../drain/zpdb/config.ts';
+import { zpdbResource } from '../drain/zpdb/zpdbresource.ts';
 import { healthCheckResource, type RolloutHealthCheck } from '../rollout/healthcheck/resource.ts';
 import { operatorPermissions } from './access.ts';
 import { probeQueryEndpoint, type EndpointProber } from './endpoints.ts';

@@ -14,7 +14,7 @@ import { observeLastDownscales } from './clocksteps.ts';
 import { lastDownscalesFromAnnotations, minTimeSetting } from './mintime.ts';
 import { MIN_TIME_BETWEEN_ZONES_DOWNSCALE_KEY } from '../vocabulary/keys.ts';
 import { ReplicaCoordinator } from './coordination/coordinator.ts';
-import { coordinatesReplicas } from './coordination/keys.ts';
+import { coordinatesReplicas } from './coordination/scalingfields.ts';
 
 export interface ReplicaCoordination {
   /**

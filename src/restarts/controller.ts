@@ -2,7 +2,7 @@
 // (Deployments, StatefulSets, DaemonSets) and ConfigMaps/Secrets — whose
 // content is hashed as it is decoded and never cached (digest.ts), so every
 // config's checksum is known from LISTs and the watch alone — and, for each
-// opted-in workload, decides with plan.ts and patches.
+// opted-in workload, decides with restartplan.ts and patches.
 //
 // Per workload key, on any relevant change: observe the change (debounce
 // state), then reconcile when due: decide, patch the applied checksums (and
@@ -33,7 +33,7 @@ import {
   type SkipNotice,
   type OnDeleteWorkload,
 } from './ondelete.ts';
-import { decideRestart } from './plan.ts';
+import { decideRestart } from './restartplan.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
 import { RestartMetrics } from './restartmetrics.ts';

@@ -12,9 +12,9 @@ import { Controller, type Reconciler, type Term } from '../runtime/controller/ru
 import type { HandlerResult } from '../runtime/workqueue/workqueue.ts';
 import { tracer } from '../runtime/tracing/tracing.ts';
 import { INDEX, workloadCache } from '../workloads/cache.ts';
-import { RolloutMetrics } from './metrics.ts';
+import { RolloutMetrics } from './rolloutmetrics.ts';
 import { PACE_WAITS, STATUS_PENDING_WAIT, statusPending, type Deletion, type Plan } from './planner.ts';
-import { deletionNote, DeletionDigests, type DeletionReport } from './deletion-events.ts';
+import { deletionNote, DeletionDigests, type DeletionReport } from './deletionevents.ts';
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { RolloutGate } from './healthcheck/rolloutgate.ts';

@@ -5,7 +5,7 @@
 // a group whose last reconcile decided nothing, and that no event has
 // touched since, would be planned to the same nothing. Such a group is
 // "settled": it is not planned on resync, its resyncs are counted in the
-// reconcile metrics as if they had run (metrics.ts), and while every group
+// reconcile metrics as if they had run (rolloutmetrics.ts), and while every group
 // is settled no resync timer runs at all. What depends on anything else — a
 // wait, a budget refusal, replica coordination, a conflict, an error — is
 // never settled, and is planned on every resync as before.

@@ -27,7 +27,7 @@
 // web view and /status serve it from there), said once (a warning and a
 // Warning Event naming the permission), and tried once more every
 // REFUSED_RETRY_MS, so a Role fixed meanwhile takes effect without a restart.
-import type { GateReport } from './healthcheck/gate.ts';
+import type { GateReport } from './healthcheck/healthgates.ts';
 import type { KubeClient } from '../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap } from '../runtime/kube/types.ts';

@@ -4,17 +4,17 @@
 import { randomBytes } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import { type Clock, systemClock } from './clock.ts';
-import type { RuntimeConfig } from './config.ts';
+import type { RuntimeConfig } from './runtimeflags.ts';
 import { EventRecorder } from './events/recorder.ts';
 import { kubeEventSink } from './events/event.ts';
 import { clusterRejections } from './http/clusterlabel.ts';
 import { exposedCollect, gcReports, HeapRelease, loopUtilization } from './heaprelease.ts';
 import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
-import { informerMetrics, type InformerMetrics } from './informer/metrics.ts';
+import { informerMetrics, type InformerMetrics } from './informer/informermetrics.ts';
 import { KubeClient } from './kube/client.ts';
 import type { KubeConfig } from './kube/kubeconfig.ts';
-import { apiClientMetrics } from './kube/metrics.ts';
+import { apiClientMetrics } from './kube/apimetrics.ts';
 import type { KubeObject, ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
 import { LeadershipTerms } from './leaderelection/terms.ts';
@@ -265,7 +265,7 @@ export class Operator {
     // Loaded only when on: without the flag neither the inspector session nor the encoder is in the process.
     if (config.pprofEnabled)
       this.profiler = await (
-        await import('./pprof/routes.ts')
+        await import('./pprof/pprofroutes.ts')
       ).servePprof(this.http, {
         logger: this.log,
         stopping: this.stop.signal,

@@ -17,7 +17,7 @@ import {
 } from '../rollout/planner.ts';
 import { podsOf } from '../vocabulary/pods.ts';
 import { groupSnapshot, type GroupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
-import type { GateReport } from '../rollout/healthcheck/gate.ts';
+import type { GateReport } from '../rollout/healthcheck/healthgates.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
   desiredFollowerReplicas,
@@ -25,14 +25,14 @@ import {
   minimumTimeHasElapsed,
   planGroupReplicas,
   type GroupReplicaPlan,
-} from '../downscale/coordination/plan.ts';
-import { replicasOf } from '../downscale/coordination/keys.ts';
+} from '../downscale/coordination/replicaplan.ts';
+import { replicasOf } from '../downscale/coordination/scalingfields.ts';
 import { mirrorReference } from '../downscale/coordination/mirror.ts';
 import { delayedDownscaleConfig } from '../downscale/coordination/delay.ts';
 import { validateScalingMetadata } from '../downscale/coordination/validate.ts';
 import { minTimeSetting } from '../downscale/mintime.ts';
 import { annotationsOf, nameOf, namespaceOf } from '../vocabulary/metadata.ts';
-import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/config.ts';
+import { parseZpdb, zpdbSelects, type ZpdbConfig } from '../drain/zpdb/zpdbresource.ts';
 import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { type ConfigKind } from '../restarts/references.ts';

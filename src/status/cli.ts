@@ -5,7 +5,7 @@
 // What the caller may not list is named on stderr and left out; the rest is
 // still shown.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadCliKubeConfig } from '../cli/kubeconfig.ts';
+import { loadCliKubeConfig } from '../cli/clikubeconfig.ts';
 import { listAll, type Listed } from '../cli/list.ts';
 import { FlagSet, type FlagCodec } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
@@ -18,7 +18,7 @@ import {
   type ResourceType,
   type StatefulSet,
 } from '../runtime/kube/types.ts';
-import { zpdbResource } from '../drain/zpdb/config.ts';
+import { zpdbResource } from '../drain/zpdb/zpdbresource.ts';
 import { STATUS_CONFIGMAP } from '../rollout/status.ts';
 import { buildStatus, RESOURCE } from './build.ts';
 import type { StatusInput, StatusReport } from './model.ts';

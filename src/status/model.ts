@@ -8,7 +8,7 @@
 // may be added, never renamed or removed without a new version; a test pins it.
 import type { SetSummary } from '../rollout/planner.ts';
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
-import type { GateReport } from '../rollout/healthcheck/gate.ts';
+import type { GateReport } from '../rollout/healthcheck/healthgates.ts';
 
 export const STATUS_API_VERSION = 'stateward.dev/v1';
 

@@ -7,10 +7,10 @@ import type { Capability, Runtime } from '../runtime/operator.ts';
 import type { AdmissionHandler } from '../runtime/admission/admission.ts';
 import { CaInjector, WebhookConfigurations } from './cainjection.ts';
 import { WebhookCertificate } from './certificate.ts';
-import type { WebhookConfig } from './config.ts';
+import type { WebhookConfig } from './webhookflags.ts';
 import { noDownscaleHandler } from './nodownscale.ts';
 import { scaleParentLabels } from './scaleparents.ts';
-import { WebhookServer } from '../runtime/admission/server.ts';
+import { WebhookServer } from '../runtime/admission/webhookserver.ts';
 
 export const NO_DOWNSCALE_PATH = '/admission/no-downscale';
 

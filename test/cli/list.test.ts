@@ -3,12 +3,12 @@
 // clear line for anything else.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CliError } from '../../src/cli/kubeconfig.ts';
+import { CliError } from '../../src/cli/clikubeconfig.ts';
 import { listAll } from '../../src/cli/list.ts';
 import type { KubeClient, ListOptions } from '../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';
 import { resources, type KubeObject, type ObjectList, type ResourceType } from '../../src/runtime/kube/types.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 
 /** A client answering each list call with the next of `answers` (an error is thrown). */
 function fakeClient(answers: (ObjectList<KubeObject> | Error)[]): {

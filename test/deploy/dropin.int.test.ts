@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { resources, type KubeObject, type Pod, type Secret } from '../../src/runtime/kube/types.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
 import { generatedFiles, staleFiles, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
 import { lockName } from '../../src/downscale/prepare/handler.ts';
-import { DEFAULT_TRACKING_CONFIG_MAP } from '../../src/drain/reschedule/config.ts';
+import { DEFAULT_TRACKING_CONFIG_MAP } from '../../src/drain/reschedule/rescheduleconfig.ts';
 import { registerRescheduleFlags } from '../../src/drain/reschedule/webhook.ts';
 import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import {
@@ -29,9 +29,9 @@ import {
 } from '../../src/rbac/permissions.ts';
 import { registerRestartFlags } from '../../src/restarts/controller.ts';
 import { STATUS_CONFIGMAP } from '../../src/rollout/status.ts';
-import { registerRuntimeFlags } from '../../src/runtime/config.ts';
+import { registerRuntimeFlags } from '../../src/runtime/runtimeflags.ts';
 import { FlagSet } from '../../src/runtime/flags/flagset.ts';
-import { registerWebhookFlags } from '../../src/webhooks/config.ts';
+import { registerWebhookFlags } from '../../src/webhooks/webhookflags.ts';
 import { narrowingViolations } from '../support/rbac.ts';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));

@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
 import { WRITE_POLICY } from '../../deploy/generate.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { CERTIFICATE_SECRET } from '../../src/rbac/permissions.ts';
 import { KubeClient } from '../../src/runtime/kube/client.ts';
 import { isForbidden } from '../../src/runtime/kube/errors.ts';

@@ -13,7 +13,7 @@ import {
   type ResourceType,
   type StatefulSet,
 } from '../../src/runtime/kube/types.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { healthCheckResource } from '../../src/rollout/healthcheck/resource.ts';
 import type { Finding, WebhookConfigurationObject } from '../../src/doctor/checks/scope.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';

@@ -10,7 +10,7 @@ import {
   type LastDownscale,
 } from '../../src/downscale/mintime.ts';
 import { recordDownscale, parseZoneTracker, initialZoneTracker } from '../../src/downscale/prepare/zonetracker.ts';
-import { lastDownscalesFromZones } from '../../src/downscale/prepare/plan.ts';
+import { lastDownscalesFromZones } from '../../src/downscale/prepare/prepareplan.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

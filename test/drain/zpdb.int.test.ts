@@ -17,7 +17,7 @@ import {
 } from '../../src/runtime/kube/types.ts';
 import { Informer } from '../../src/runtime/informer/informer.ts';
 import { STATUS_CONFIGMAP, ZPDB_WAIT_CODE } from '../../src/rollout/status.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';

@@ -31,18 +31,18 @@ import {
 } from '../../src/runtime/admission/admission.ts';
 import { noDownscaleHandler } from '../../src/webhooks/nodownscale.ts';
 import { prepareDownscaleHandler } from '../../src/downscale/prepare/handler.ts';
-import { endpoints, firstChecks, stsInfo } from '../../src/downscale/prepare/plan.ts';
-import { parseZpdb, type ZoneAwarePodDisruptionBudget } from '../../src/drain/zpdb/config.ts';
-import { zpdbValidationHandler } from '../../src/drain/zpdb/validation.ts';
+import { endpoints, firstChecks, stsInfo } from '../../src/downscale/prepare/prepareplan.ts';
+import { parseZpdb, type ZoneAwarePodDisruptionBudget } from '../../src/drain/zpdb/zpdbresource.ts';
+import { zpdbValidationHandler } from '../../src/drain/zpdb/zpdbvalidation.ts';
 import { parseHealthCheck } from '../../src/rollout/healthcheck/resource.ts';
 import {
   HEALTH_CHECK_VALIDATION_PATH,
   healthCheckValidationHandler,
-} from '../../src/rollout/healthcheck/validation.ts';
+} from '../../src/rollout/healthcheck/healthcheckvalidation.ts';
 import { ZpdbBudgets } from '../../src/drain/zpdb/evictions.ts';
-import { parseRescheduleConfig } from '../../src/drain/reschedule/config.ts';
+import { parseRescheduleConfig } from '../../src/drain/reschedule/rescheduleconfig.ts';
 import { rescheduleHandler } from '../../src/drain/reschedule/webhook.ts';
-import { WebhookServer } from '../../src/runtime/admission/server.ts';
+import { WebhookServer } from '../../src/runtime/admission/webhookserver.ts';
 import { generateSelfSigned } from '../../src/webhooks/tls/generate.ts';
 import {
   deepMarker,

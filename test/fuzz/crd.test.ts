@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { parseZpdb, podPartition, type ZpdbConfig } from '../../src/drain/zpdb/config.ts';
+import { parseZpdb, podPartition, type ZpdbConfig } from '../../src/drain/zpdb/zpdbresource.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
-import { planGroupReplicas } from '../../src/downscale/coordination/plan.ts';
-import { forceReplicasOverride } from '../../src/downscale/coordination/keys.ts';
+import { planGroupReplicas } from '../../src/downscale/coordination/replicaplan.ts';
+import { forceReplicasOverride } from '../../src/downscale/coordination/scalingfields.ts';
 import { mirrorReference, mirrorTarget, writeBack } from '../../src/downscale/coordination/mirror.ts';
 import {
   delayedDownscaleCalls,

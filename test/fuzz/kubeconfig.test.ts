@@ -19,7 +19,7 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 import type { KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { KubeConfigError } from '../../src/runtime/kube/kubeconfigfile.ts';
-import { CliError, loadCliKubeConfig } from '../../src/cli/kubeconfig.ts';
+import { CliError, loadCliKubeConfig } from '../../src/cli/clikubeconfig.ts';
 import { loadOperatorKubeConfig } from '../../src/runtime/kube/source.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import { runDoctor } from '../../src/doctor/cli.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ResyncGate } from '../../src/rollout/resync.ts';
-import { coordinatesReplicas } from '../../src/downscale/coordination/keys.ts';
+import { coordinatesReplicas } from '../../src/downscale/coordination/scalingfields.ts';
 import type { StatefulSet } from '../../src/runtime/kube/types.ts';
 
 type Op =

@@ -2,7 +2,7 @@
 // them independently of the operator and records every breach of the
 // guarantees it sees over a whole run.
 import { KubeClient } from '../../src/runtime/kube/client.ts';
-import { zpdbResource } from '../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { resources, type KubeObject, type Pod, type StatefulSet } from '../../src/runtime/kube/types.ts';
 import { Informer } from '../../src/runtime/informer/informer.ts';
 import { waitFor } from '../cluster/probe.ts';

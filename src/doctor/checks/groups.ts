@@ -1,7 +1,7 @@
 // 2. Rollout groups must be OnDelete; 3. leaders must exist and not form a
 // cycle; 8. OnDelete StatefulSets nobody rolls.
 import type {} from '../../runtime/kube/types.ts';
-import { chainOrder, leaderFor } from '../../downscale/coordination/plan.ts';
+import { chainOrder, leaderFor } from '../../downscale/coordination/replicaplan.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,
   EVICT_ONDELETE_ANNOTATION,

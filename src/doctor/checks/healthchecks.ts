@@ -2,7 +2,7 @@
 // StatefulSet or are bound nowhere; StatefulSet annotations naming a check
 // that does not exist or does not select them; query endpoints that did not
 // answer the doctor. Judged by the parser and the selector rule the gate
-// itself uses (rollout/healthcheck/resource.ts, gate.ts), so what is called
+// itself uses (rollout/healthcheck/resource.ts, healthgates.ts), so what is called
 // misconfigured here is what the gate reports as RolloutHealthCheckMisconfigured.
 import {
   HEALTH_CHECK_KIND,

@@ -1,6 +1,6 @@
 // What every doctor check reads: the findings it reports, the objects it is
 // given (DoctorInput) in scope, and small helpers for names and commands.
-import type { OperatorPermissions } from './permissions.ts';
+import type { OperatorPermissions } from './operatorpermissions.ts';
 import type { EndpointProbe } from './healthchecks.ts';
 import type { RolloutHealthCheck } from '../../rollout/healthcheck/resource.ts';
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';

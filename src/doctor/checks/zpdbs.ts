@@ -1,7 +1,7 @@
 // 6. Zone-aware disruption budgets: invalid, selecting nothing or one
 // StatefulSet, overlapping.
 import type { KubeObject } from '../../runtime/kube/types.ts';
-import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../../drain/zpdb/config.ts';
+import { ZPDB_KIND, findZpdbForPod, parseZpdb, zpdbSelects, type ZpdbConfig } from '../../drain/zpdb/zpdbresource.ts';
 import { type Scope, type Finding, compare, kubectl, objectName, plural, shellQuote } from './scope.ts';
 import { labelsOf, nameOf, namespaceOf } from '../../vocabulary/metadata.ts';
 

@@ -20,7 +20,7 @@ import { INDEX, workloadCache } from '../../workloads/cache.ts';
 import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
 import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
-import { planGroupReplicas } from './plan.ts';
+import { planGroupReplicas } from './replicaplan.ts';
 import { mirrorReference, mirrorTarget, writeBack } from './mirror.ts';
 import { delayedDownscaleConfig, delayedDownscaleDecision } from './delay.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';

@@ -5,7 +5,7 @@
 // makes the HTTP calls (≤32 at a time) and feeds the results back here.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { formatGoDuration, parsePromDuration } from '../../runtime/go/duration.ts';
-import { DEFAULT_CLUSTER_DOMAIN } from '../prepare/plan.ts';
+import { DEFAULT_CLUSTER_DOMAIN } from '../prepare/prepareplan.ts';
 import { annotationsOf } from '../../vocabulary/metadata.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
 import { DELAYED_DOWNSCALE_ANNOTATION_KEY, DELAYED_DOWNSCALE_URL_ANNOTATION_KEY } from '../../vocabulary/keys.ts';

@@ -5,7 +5,7 @@
 // (RESTMapper + /scale) and applies the result.
 import type { StatefulSet } from '../../runtime/kube/types.ts';
 import { parseGoBool } from '../../runtime/go/strconv.ts';
-import { forceReplicasOverride, replicasOf } from './keys.ts';
+import { forceReplicasOverride, replicasOf } from './scalingfields.ts';
 import { annotationsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {
   MIRROR_API_VERSION_ANNOTATION_KEY,

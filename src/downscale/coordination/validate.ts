@@ -9,7 +9,7 @@ import { parseGoDuration, parsePromDuration } from '../../runtime/go/duration.ts
 import { parseRfc3339 } from '../../vocabulary/rfc3339.ts';
 import { parseGoBool } from '../../runtime/go/strconv.ts';
 import { quoteValue } from '../../runtime/log/logger.ts';
-import { forceReplicasOverride } from './keys.ts';
+import { forceReplicasOverride } from './scalingfields.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { delayedDownscaleConfig } from './delay.ts';
 import { mirrorReference } from './mirror.ts';

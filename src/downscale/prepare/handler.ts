@@ -1,7 +1,7 @@
 // The prepare-downscale webhook's imperative shell: the API reads and
 // writes, the calls to the pods going away, and a group lock that holds
 // across requests and across operator replicas. Every decision is made by
-// the pure steps in plan.ts.
+// the pure steps in prepareplan.ts.
 //
 // Fail-open on decoding and lookup errors (as rollout-operator); fail-closed
 // (deny) on group-check errors, failed pod preparation and a failed record.
@@ -51,7 +51,7 @@ import {
   type PrepareInfo,
   type StatefulSetSource,
   type TrackerMode,
-} from './plan.ts';
+} from './prepareplan.ts';
 import { lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
 import { mapBounded, PodClient, podClient } from '../../workloads/podclient.ts';
 import { workloadCache } from '../../workloads/cache.ts';

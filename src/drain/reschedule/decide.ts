@@ -34,7 +34,7 @@
 import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../runtime/admission/admission.ts';
 import type { ConfigMap, Node, Pod } from '../../runtime/kube/types.ts';
 import { evictionDryRun } from '../dryrun.ts';
-import { namespaceInScope, podSelected, type RescheduleConfig } from './config.ts';
+import { namespaceInScope, podSelected, type RescheduleConfig } from './rescheduleconfig.ts';
 
 /** Couchbase's hook's answer texts (couchbaselabs/eviction-reschedule-hook reschedule.go), kept verbatim. */
 export const MESSAGES = {

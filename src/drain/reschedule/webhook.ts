@@ -26,7 +26,7 @@ import {
   DEFAULT_TRACKING_CONFIG_MAP,
   parseRescheduleConfig,
   type RescheduleConfig,
-} from './config.ts';
+} from './rescheduleconfig.ts';
 import {
   apiErrorIsTransient,
   decideReschedule,

@@ -37,7 +37,7 @@ import {
   zpdbSelects,
   type InvalidZpdb,
   type ZpdbConfig,
-} from './config.ts';
+} from './zpdbresource.ts';
 import { READY_TIME_ANNOTATION } from '../../vocabulary/keys.ts';
 import { compareCodeUnits } from '../../runtime/order.ts';
 

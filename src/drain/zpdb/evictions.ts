@@ -31,7 +31,7 @@ import {
   type InvalidZpdb,
   type ZoneAwarePodDisruptionBudget,
   type ZpdbConfig,
-} from './config.ts';
+} from './zpdbresource.ts';
 import type { EventRecorder } from '../../runtime/events/recorder.ts';
 import {
   admitEviction,

@@ -12,7 +12,7 @@ import type { Logger } from '../../runtime/log/logger.ts';
 import type { Runtime } from '../../runtime/operator.ts';
 import { planGroup, type Plan } from '../planner.ts';
 import type { GroupSnapshot } from '../snapshot.ts';
-import { HealthGates, type GateReport } from './gate.ts';
+import { HealthGates, type GateReport } from './healthgates.ts';
 import { healthCheckResource, type RolloutHealthCheck } from './resource.ts';
 import { clearStamp, stampNeeded, stampsToClear, writeStamp } from './stamps.ts';
 

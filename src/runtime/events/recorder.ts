@@ -25,8 +25,8 @@ import {
   truncateUtf8,
 } from './event.ts';
 import type { EventSink, EventType, EventsV1EventJson, ObjectRef } from './event.ts';
-import { EventPlanner } from './planner.ts';
-import type { Write } from './planner.ts';
+import { EventPlanner } from './eventplanner.ts';
+import type { Write } from './eventplanner.ts';
 
 export interface EventRecorderOptions {
   sink: EventSink;

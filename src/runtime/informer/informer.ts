@@ -9,7 +9,7 @@ import type { KubeObject, ResourceType, Status } from '../kube/types.ts';
 import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
 import { type Logger, nopLogger } from '../log/logger.ts';
 import { IndexedStore, objectKey, stripManagedFields, type IndexFunc } from './store.ts';
-import type { InformerMetrics } from './metrics.ts';
+import type { InformerMetrics } from './informermetrics.ts';
 import { backoffDelay } from '../workqueue/ratelimiter.ts';
 
 export interface InformerHandlers<T extends KubeObject> {

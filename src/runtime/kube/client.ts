@@ -15,7 +15,7 @@ import { apiGroupOfPath, resourcePath, type ObjectPath } from './paths.ts';
 import type { KubeObject, ObjectList, ResourceType } from './types.ts';
 import { apiVersionOf } from './types.ts';
 import { type Clock, systemClock } from '../clock.ts';
-import type { ApiClientMetrics } from './metrics.ts';
+import type { ApiClientMetrics } from './apimetrics.ts';
 import type { KubeClientConfig } from './kubeconfig.ts';
 import { CLUSTER_HEADER, type ClusterRejections } from '../http/clusterlabel.ts';
 import { type Span, tracer } from '../tracing/tracing.ts';

@@ -5,7 +5,7 @@
 // a cert-manager rotation of -server-tls.cert-file/-key-file is not noticed
 // at all. Stateward instead swaps the new pair into the running server
 // (the listener calls server.setSecureContext):
-//   - CertificateRotator: self-signed mode; calls ensure (store.ts) again at
+//   - CertificateRotator: self-signed mode; calls ensure (certificatestore.ts) again at
 //     renewAt, and at once when the Secret changes or is deleted under it
 //     (recheck), and tells listeners when the certificate changed (another
 //     replica may have renewed first; ensure then adopts its certificate;
@@ -20,7 +20,7 @@ import { dirname } from 'node:path';
 import type { Clock, Timer } from '../../runtime/clock.ts';
 import { type Logger, nopLogger } from '../../runtime/log/logger.ts';
 import { parseBundle } from './bundle.ts';
-import type { EnsuredCertificate } from './store.ts';
+import type { EnsuredCertificate } from './certificatestore.ts';
 
 /**
  * Longest single timer. Node's setTimeout overflows past ~24.8 days (and

@@ -28,7 +28,7 @@ import {
   type CallResult,
   type Downscale,
   type TrackerMode,
-} from '../../../src/downscale/prepare/plan.ts';
+} from '../../../src/downscale/prepare/prepareplan.ts';
 import { initialZoneTracker, parseZoneTracker, recordDownscale } from '../../../src/downscale/prepare/zonetracker.ts';
 import { formatRfc3339, parseRfc3339 } from '../../../src/vocabulary/rfc3339.ts';
 import { goTimeString, lastDownscalesFromAnnotations, type LastDownscale } from '../../../src/downscale/mintime.ts';

@@ -8,7 +8,7 @@ import {
   parseRescheduleConfig,
   type RescheduleConfig,
   type RescheduleConfigInput,
-} from '../../../src/drain/reschedule/config.ts';
+} from '../../../src/drain/reschedule/rescheduleconfig.ts';
 import {
   DRY_RUN_SUFFIX,
   DRY_RUN_WARNING,

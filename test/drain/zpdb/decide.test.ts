@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { invalidZpdb, parseZpdb, type InvalidZpdb, type ZpdbConfig } from '../../../src/drain/zpdb/config.ts';
+import { invalidZpdb, parseZpdb, type InvalidZpdb, type ZpdbConfig } from '../../../src/drain/zpdb/zpdbresource.ts';
 import {
   admitEviction,
   decideEviction,

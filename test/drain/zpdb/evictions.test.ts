@@ -14,7 +14,7 @@ import type { Lease, Pod, StatefulSet } from '../../../src/runtime/kube/types.ts
 import { indexByOwnerUid } from '../../../src/runtime/informer/store.ts';
 import { INDEX } from '../../../src/workloads/cache.ts';
 import type { AdmissionRequestV1 } from '../../../src/runtime/admission/admission.ts';
-import type { ZoneAwarePodDisruptionBudget } from '../../../src/drain/zpdb/config.ts';
+import type { ZoneAwarePodDisruptionBudget } from '../../../src/drain/zpdb/zpdbresource.ts';
 import { ZpdbBudgets } from '../../../src/drain/zpdb/evictions.ts';
 import { fakeInformer } from '../../fuzz/support.ts';
 import type { Informer } from '../../../src/runtime/informer/informer.ts';

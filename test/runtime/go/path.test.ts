@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { cleanPath } from '../../../src/runtime/go/path.ts';
-import { prepareDownscalePath } from '../../../src/downscale/prepare/plan.ts';
+import { prepareDownscalePath } from '../../../src/downscale/prepare/prepareplan.ts';
 
 /**
  * A model of Go's path.Clean written from its documentation, not from any

@@ -16,7 +16,7 @@ import {
 } from '../../../src/runtime/http/clustervalidation.ts';
 import { HttpServer } from '../../../src/runtime/http/server.ts';
 import { createLogger } from '../../../src/runtime/log/logger.ts';
-import { WebhookServer } from '../../../src/runtime/admission/server.ts';
+import { WebhookServer } from '../../../src/runtime/admission/webhookserver.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
 const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });

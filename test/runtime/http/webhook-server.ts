@@ -3,7 +3,7 @@
 // listening on a free loopback port and closed when the test ends.
 import type { TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import { WebhookServer, type WebhookServerOptions } from '../../../src/runtime/admission/server.ts';
+import { WebhookServer, type WebhookServerOptions } from '../../../src/runtime/admission/webhookserver.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 
 export async function testWebhookServer(

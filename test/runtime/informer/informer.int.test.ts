@@ -13,7 +13,7 @@ import { resources, type ConfigMap, type KubeObject, type ResourceType } from '.
 import { KubeApiError } from '../../../src/runtime/kube/errors.ts';
 import { Informer } from '../../../src/runtime/informer/informer.ts';
 import { indexByLabel } from '../../../src/runtime/informer/store.ts';
-import { informerMetrics } from '../../../src/runtime/informer/metrics.ts';
+import { informerMetrics } from '../../../src/runtime/informer/informermetrics.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { BlackholeProxy } from '../../support/blackhole-proxy.ts';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '../../../src/runtime/kube/types.ts';
-import { zpdbResource } from '../../../src/drain/zpdb/config.ts';
+import { zpdbResource } from '../../../src/drain/zpdb/zpdbresource.ts';
 import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/probe.ts';
 import { testCluster } from '../../cluster/testing.ts';

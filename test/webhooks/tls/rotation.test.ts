@@ -11,7 +11,7 @@ import {
   type CertificateStoreDeps,
   type EnsuredCertificate,
   type SecretJson,
-} from '../../../src/webhooks/tls/store.ts';
+} from '../../../src/webhooks/tls/certificatestore.ts';
 import {
   CertificateRotator,
   MAX_TIMER_MS,

@@ -7,7 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { WebhookServer } from '../../../src/runtime/admission/server.ts';
+import { WebhookServer } from '../../../src/runtime/admission/webhookserver.ts';
 import { MAX_ADMISSION_BODY_BYTES } from '../../../src/runtime/admission/admission.ts';
 import { generateSelfSigned } from '../../../src/webhooks/tls/generate.ts';
 

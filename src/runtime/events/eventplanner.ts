@@ -5,7 +5,7 @@
 // as monotonic milliseconds and only measures windows; `observedAt` is the wall
 // time a series patch writes as lastObservedTime.
 //
-// Guarantees (property-tested in test/runtime/events/planner.test.ts):
+// Guarantees (property-tested in test/runtime/events/eventplanner.test.ts):
 // - one series gets at most one write per PATCH_INTERVAL_MS: its create, then
 //   patches at least that far apart;
 // - a series ends after SERIES_WINDOW_MS without an occurrence; only then does

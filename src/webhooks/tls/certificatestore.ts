@@ -1,4 +1,4 @@
-// Imperative shell around plan.ts: read the certificate Secret, and reuse,
+// Imperative shell around certificateplan.ts: read the certificate Secret, and reuse,
 // create or replace it. Several replicas may do this at once (start-up, or
 // the same renewAt on every replica); the API's optimistic concurrency picks
 // one writer, and the losers adopt what it wrote, so all replicas end up
@@ -11,7 +11,7 @@
 import type { Clock } from '../../runtime/clock.ts';
 import type { Logger } from '../../runtime/log/logger.ts';
 import { generateSelfSigned, type GenerateOptions, type GeneratedCertificate } from './generate.ts';
-import { defaultRenewBefore, planCertificate } from './plan.ts';
+import { defaultRenewBefore, planCertificate } from './certificateplan.ts';
 
 export interface SecretJson {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };

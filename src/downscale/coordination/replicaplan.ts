@@ -6,7 +6,7 @@
 // forward steps of that clock the executor noted (src/downscale/clocksteps.ts).
 //
 // MIN-TIME RULE (decided; the same rule as the prepare-downscale webhook,
-// src/downscale/prepare/plan.ts groupChecks):
+// src/downscale/prepare/prepareplan.ts groupChecks):
 //   A zone may be downscaled only when, for every OTHER StatefulSet of the
 //   group that has a grafana.com/last-downscale annotation AND a
 //   grafana.com/min-time-between-zones-downscale label,
@@ -27,7 +27,7 @@ import {
   type CountedFromByName,
 } from '../mintime.ts';
 import { formatRfc3339 } from '../../vocabulary/rfc3339.ts';
-import { forceReplicasOverride, replicasOf } from './keys.ts';
+import { forceReplicasOverride, replicasOf } from './scalingfields.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import {
   DOWNSCALE_LEADER_ANNOTATION_KEY,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { RolloutMetrics } from '../../src/rollout/metrics.ts';
+import { RolloutMetrics } from '../../src/rollout/rolloutmetrics.ts';
 
 describe('rollout metrics', () => {
   it("exports rollout-operator's group metrics under its names and deletes a removed group's series", async () => {

@@ -8,8 +8,8 @@ import {
   leaderFor,
   minimumTimeHasElapsed,
   planGroupReplicas,
-} from '../../../src/downscale/coordination/plan.ts';
-import { forceReplicasOverride } from '../../../src/downscale/coordination/keys.ts';
+} from '../../../src/downscale/coordination/replicaplan.ts';
+import { forceReplicasOverride } from '../../../src/downscale/coordination/scalingfields.ts';
 import { mirrorReference, mirrorTarget, writeBack } from '../../../src/downscale/coordination/mirror.ts';
 import {
   cancelSucceeded,

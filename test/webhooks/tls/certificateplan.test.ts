@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { assertReaching, SKIP } from '../../support/reach.ts';
-import { defaultRenewBefore, planCertificate, type SecretState } from '../../../src/webhooks/tls/plan.ts';
+import { defaultRenewBefore, planCertificate, type SecretState } from '../../../src/webhooks/tls/certificateplan.ts';
 import { parseBundle } from '../../../src/webhooks/tls/bundle.ts';
 import { makeBundle, toSecretData, type TestLeaf } from './fixtures.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { CliError, loadCliKubeConfig } from '../../src/cli/kubeconfig.ts';
+import { CliError, loadCliKubeConfig } from '../../src/cli/clikubeconfig.ts';
 
 interface Spec {
   clusters?: { name: string; server: string; ca?: string }[];

@@ -3,7 +3,7 @@
 // credentials in the URL), every problem in one message with its field
 // path (code 400). No API calls. Fail-closed: a refused check is a clear
 // error for whoever applies it, while an accepted broken one would hold a
-// rollout at its gate (see gate.ts) until someone reads the Event.
+// rollout at its gate (see healthgates.ts) until someone reads the Event.
 import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
 import { parseHealthCheck } from './resource.ts';
 

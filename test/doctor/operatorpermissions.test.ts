@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { operatorPermissions } from '../../src/doctor/access.ts';
-import { checkOperatorPermissions } from '../../src/doctor/checks/permissions.ts';
+import { checkOperatorPermissions } from '../../src/doctor/checks/operatorpermissions.ts';
 import type { Deployment } from '../../src/doctor/checks/scope.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { KubeApiError } from '../../src/runtime/kube/errors.ts';

@@ -11,7 +11,7 @@
 //     (before its RolloutComplete), when the group settles, or when this
 //     replica stops leading.
 // Every delete is named by exactly one Event (property-tested in
-// test/rollout/deletion-events.test.ts), at most WINDOW_MS (plus one resync)
+// test/rollout/deletionevents.test.ts), at most WINDOW_MS (plus one resync)
 // after it happened. Pure: times come in as monotonic milliseconds.
 import type { DeletionReason } from './planner.ts';
 

@@ -8,8 +8,8 @@ import {
   SERIES_WINDOW_MS as WINDOW,
   SPAM_BURST,
   SPAM_REFILL_MS,
-} from '../../../src/runtime/events/planner.ts';
-import type { Outcome, Write } from '../../../src/runtime/events/planner.ts';
+} from '../../../src/runtime/events/eventplanner.ts';
+import type { Outcome, Write } from '../../../src/runtime/events/eventplanner.ts';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

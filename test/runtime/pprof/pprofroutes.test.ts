@@ -13,7 +13,7 @@ import { Registry } from 'prom-client';
 import type { ServerLimits } from '../../../src/runtime/http/guard.ts';
 import { DEFAULT_HTTP_LIMITS, HttpServer } from '../../../src/runtime/http/server.ts';
 import { nopLogger } from '../../../src/runtime/log/logger.ts';
-import { MAX_PROFILE_SECONDS, servePprof } from '../../../src/runtime/pprof/routes.ts';
+import { MAX_PROFILE_SECONDS, servePprof } from '../../../src/runtime/pprof/pprofroutes.ts';
 import { testWebhookServer } from '../http/webhook-server.ts';
 import { decoded, functionNames, httpsStatus, sampleTypes } from './profiles.ts';
 

@@ -17,8 +17,8 @@ import {
   zpdbResource,
   zpdbSelects,
   type ZpdbConfig,
-} from '../../../src/drain/zpdb/config.ts';
-import { zpdbValidationHandler } from '../../../src/drain/zpdb/validation.ts';
+} from '../../../src/drain/zpdb/zpdbresource.ts';
+import { zpdbValidationHandler } from '../../../src/drain/zpdb/zpdbvalidation.ts';
 import { serveAdmission, type AdmissionResponseV1 } from '../../../src/runtime/admission/admission.ts';
 import type { Pod, StatefulSet } from '../../../src/runtime/kube/types.ts';
 

@@ -4,7 +4,7 @@
 // error for whoever applies it, while an accepted broken one would be
 // silently ignored at eviction time.
 import type { AdmissionHandler } from '../../runtime/admission/admission.ts';
-import { parseZpdb } from './config.ts';
+import { parseZpdb } from './zpdbresource.ts';
 
 /** Where the API server sends ZoneAwarePodDisruptionBudget creates and updates to validate. */
 export const ZPDB_VALIDATION_PATH = '/admission/zpdb-validation';

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import {
   HEALTH_CHECK_VALIDATION_PATH,
   healthCheckValidationHandler,
-} from '../../../src/rollout/healthcheck/validation.ts';
+} from '../../../src/rollout/healthcheck/healthcheckvalidation.ts';
 import { serveAdmission, type AdmissionResponseV1 } from '../../../src/runtime/admission/admission.ts';
 
 function healthCheck(spec: Record<string, unknown>): Record<string, unknown> {

@@ -10,7 +10,7 @@ import {
   podSelected,
   type RescheduleConfig,
   type RescheduleConfigInput,
-} from '../../../src/drain/reschedule/config.ts';
+} from '../../../src/drain/reschedule/rescheduleconfig.ts';
 import {
   matchesLabelSelector,
   parseLabelSelector,

@@ -40,7 +40,7 @@ import {
   restartPatch,
   type WorkloadPatch,
 } from '../../src/restarts/patches.ts';
-import { decideRestart, type RestartDecision, type RestartInput } from '../../src/restarts/plan.ts';
+import { decideRestart, type RestartDecision, type RestartInput } from '../../src/restarts/restartplan.ts';
 
 const NOW = Date.UTC(2024, 0, 2, 12, 0, 0);
 const SEC = 1000;

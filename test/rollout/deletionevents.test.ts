@@ -7,7 +7,7 @@ import {
   WINDOW_MS,
   type DeletedPod,
   type DeletionReport,
-} from '../../src/rollout/deletion-events.ts';
+} from '../../src/rollout/deletionevents.ts';
 
 const at = (statefulSet: string, revision = 'r1') => ({ group: 'ns/g', namespace: 'ns', statefulSet, revision });
 const pod = (name: string): DeletedPod => ({ pod: name, uid: `uid-${name}`, reason: 'update' });

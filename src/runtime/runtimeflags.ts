@@ -18,7 +18,7 @@ export interface RuntimeConfig {
   serverPort: number;
   /** The plain HTTP server's timeouts and connection cap (-server.*). */
   httpLimits: ServerLimits;
-  /** -server.pprof.enabled: Go's /debug/pprof profiles on the plain HTTP server (pprof/routes.ts). */
+  /** -server.pprof.enabled: Go's /debug/pprof profiles on the plain HTTP server (pprof/pprofroutes.ts). */
   pprofEnabled: boolean;
   /** -server.cluster-validation.http.*, for both servers; labels from the namespaces (docs/runtime.md). */
   clusterValidation: ClusterValidationConfig;

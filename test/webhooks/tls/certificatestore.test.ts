@@ -9,7 +9,7 @@ import {
   type CertificateStoreDeps,
   type SecretData,
   type SecretJson,
-} from '../../../src/webhooks/tls/store.ts';
+} from '../../../src/webhooks/tls/certificatestore.ts';
 import { parseBundle } from '../../../src/webhooks/tls/bundle.ts';
 
 const HOUR = 3_600_000;
