@@ -11,6 +11,8 @@
 //   abuse     the operator's two servers under hostile clients (issue 16): RSS, log bytes, good-request p99;
 //             then issue 33's attacks, side by side with rollout-operator v0.38.1 (BENCH_ABUSE_ROWS,
 //             BENCH_ABUSE_SYSTEMS, BENCH_ABUSE_SAME_PEER: see bench/abuse.bench.ts)
+//   healthgate the rollout behind a passing Prometheus health gate (issue 36): makespan ÷ ideal gated vs
+//             ungated, queries per rollout per check, healthy → next zone's first delete
 //   versus    side by side with grafana/rollout-operator v0.38.1 (built from source on first use): start, RSS,
 //             idle CPU, API requests (idle, per rollout, through a counting proxy), makespan ÷ ideal (issue 19)
 import { clusterBench } from './cluster.bench.ts';
@@ -22,6 +24,7 @@ import { evictionsBench } from './evictions.bench.ts';
 import { restartsBench } from './restarts.bench.ts';
 import { abuseBench } from './abuse.bench.ts';
 import { versusBench } from './versus.bench.ts';
+import { healthgateBench } from './healthgate.bench.ts';
 import { machine } from './report.ts';
 
 const runs = Number.parseInt(process.env['BENCH_RUNS'] ?? '3', 10);
@@ -39,6 +42,7 @@ const all: Record<string, () => Promise<boolean>> = {
   restarts: () => restartsBench(),
   abuse: () => abuseBench(),
   versus: () => versusBench(),
+  healthgate: () => healthgateBench(),
 };
 for (const name of selected)
   if (!all[name]) throw new Error(`unknown benchmark "${name}"; one of ${Object.keys(all).join(', ')}`);
