@@ -1,4 +1,4 @@
-// `npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--faults a,b]`:
+// `npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--faults a,b] [--no-health-gates]`:
 // the chaos soak (test/chaos/soak.ts) against the local cluster: reuses a
 // running one (the test run's, else `--cluster`'s, default "default"), or
 // starts one for the run and stops it afterwards. Prints the report (also
@@ -21,13 +21,14 @@ async function main(): Promise<number> {
       cluster: { type: 'string' },
       keep: { type: 'boolean', default: false },
       'no-faults': { type: 'boolean', default: false },
+      'no-health-gates': { type: 'boolean', default: false },
       faults: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     console.log(
-      `usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`,
+      `usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--no-health-gates] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`,
     );
     return 0;
   }
@@ -67,6 +68,7 @@ async function main(): Promise<number> {
       runDir,
       keep: values.keep,
       faults: !values['no-faults'],
+      healthGates: !values['no-health-gates'],
       ...(faultWeights ? { faultWeights } : {}),
       log: (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
     });

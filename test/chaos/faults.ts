@@ -6,7 +6,9 @@
 // SIGTERM, SIGSTOP of the leader or the standby; wall-clock steps through
 // libfaketime), the pods' HTTP endpoints
 // (failing, hanging) and a competing writer patching the same objects as the
-// operator (so its resourceVersion-guarded writes meet 409 Conflicts).
+// operator (so its resourceVersion-guarded writes meet 409 Conflicts); with
+// health gates (gatefaults.ts), a bad release in a rolled zone and a
+// Prometheus outage.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import type { ResourceType } from '../../src/runtime/kube/types.ts';
@@ -14,6 +16,7 @@ import { controlRequest } from '../cluster/control.ts';
 import type { ComponentName } from '../cluster/process.ts';
 import type { TestCluster } from '../cluster/testing.ts';
 import type { AllPodEndpoints } from './endpoints.ts';
+import type { OutageKind, SoakGates } from './gatefaults.ts';
 import type { OperatorPool } from './operators.ts';
 import type { Prng } from './prng.ts';
 
@@ -43,7 +46,12 @@ const FAULTS = {
   'endpoints-fail': { weight: 1, inject: (f: Injection) => f.endpoints('fail', 10_000, 30_000) },
   'endpoints-hang': { weight: 1, inject: (f: Injection) => f.endpoints('hang', 10_000, 30_000) },
   'competing-writer': { weight: 2, inject: (f: Injection) => f.compete(10_000, 40_000) },
+  // Only with health gates (SoakOptions.healthGates).
+  'bad-release': { weight: 3, inject: (f: Injection) => f.badRelease(4000, 12_000) },
+  'prometheus-outage': { weight: 2, inject: (f: Injection) => f.prometheusOutage(3000, 10_000) },
 } as const;
+
+const GATE_FAULTS: readonly string[] = ['bad-release', 'prometheus-outage'];
 
 export type FaultKind = keyof typeof FAULTS;
 export const FAULT_KINDS = Object.keys(FAULTS) as FaultKind[];
@@ -112,6 +120,8 @@ export interface FaultInjectorOptions {
   pool: OperatorPool;
   endpoints: AllPodEndpoints;
   competitor: CompetingWriter;
+  /** The soak's health gates, if it has them (their faults are drawn only then). */
+  gates?: SoakGates;
   prng: Prng;
   log: (line: string) => void;
   /** Pause between faults, drawn uniformly (ms). */
@@ -127,12 +137,21 @@ export class FaultInjector {
   readonly restartedComponents: string[] = [];
   private readonly o: FaultInjectorOptions;
   private readonly weights: (readonly [FaultKind, number])[];
+  /** Drawn before the others, in a drawn order: the health gates' faults, so a short soak has each. */
+  private readonly first: FaultKind[];
+  private retries = 0;
 
   constructor(o: FaultInjectorOptions) {
     this.o = o;
     const weight = (kind: FaultKind) =>
-      o.weights?.[kind] ?? (kind === 'operator-clock-step' && !o.pool.clockSteps ? 0 : FAULTS[kind].weight);
+      GATE_FAULTS.includes(kind) && !o.gates
+        ? 0
+        : (o.weights?.[kind] ?? (kind === 'operator-clock-step' && !o.pool.clockSteps ? 0 : FAULTS[kind].weight));
     this.weights = FAULT_KINDS.map((k) => [k, weight(k)] as const).filter(([, w]) => w > 0);
+    this.first = this.weights
+      .map(([k]) => k)
+      .filter((k) => GATE_FAULTS.includes(k))
+      .sort(() => o.prng.next() - 0.5);
   }
 
   /**
@@ -154,8 +173,10 @@ export class FaultInjector {
       } catch {
         return;
       }
-      const kind = prng.weighted(this.weights);
-      await this.inject(kind);
+      const kind = this.first.shift() ?? prng.weighted(this.weights);
+      const record = await this.inject(kind);
+      // A bad release that found no gated rollout in flight is tried again next (up to 3 times in all).
+      if (record.target?.startsWith('none') && ++this.retries < 3) this.first.unshift(kind);
     }
   }
 
@@ -208,6 +229,11 @@ export class FaultInjector {
     const { cluster, pool, endpoints, competitor } = this.o;
     competitor.stop();
     endpoints.heal();
+    await this.o.gates
+      ?.restore()
+      .catch((error: unknown) =>
+        this.o.log(`restore health gates: ${error instanceof Error ? error.message : String(error)}`),
+      );
     for (const name of COMPONENTS) await cluster.resumeComponent(name).catch(() => undefined);
     await this.supervise();
     for (const name of COMPONENTS) {
@@ -341,6 +367,39 @@ class Injection {
         else endpoints.hang = true;
       },
       () => endpoints.heal(),
+    );
+  }
+
+  /**
+   * Waits (up to 20 s) for a gated group whose first zone is rolling or has
+   * rolled in the rollout in flight, raises that zone's error ratio for a
+   * drawn time, and lowers it.
+   */
+  async badRelease(min: number, max: number): Promise<void> {
+    const gates = this.o.gates!;
+    const target = await gates.rolledZone(this.o.prng, 20_000);
+    if (!target) {
+      this.record.target = 'none: no gated rollout in flight with a rolled zone';
+      return;
+    }
+    this.record.target = `${target.namespace} zone ${target.zone}`;
+    await this.held(
+      min,
+      max,
+      () => gates.raise(target),
+      () => gates.lower(target.namespace),
+    );
+  }
+
+  async prometheusOutage(min: number, max: number): Promise<void> {
+    const gates = this.o.gates!;
+    const how = this.o.prng.pick<OutageKind>(['stop', 'kill', 'freeze']);
+    this.record.target = how;
+    await this.held(
+      min,
+      max,
+      () => gates.outage(how),
+      () => gates.recover(),
     );
   }
 

@@ -5,11 +5,15 @@
 //
 //   node test/chaos/monitor.ts --kubeconfig K --namespaces a,b --out report.json
 //        [--events-namespaces op] [--secrets values.txt] [--logs-dir dir]
+//        [--gate-timeline timeline.jsonl --gated-namespaces a,b]
 //
 // It rewrites --out every 2 s while it runs ({final: false, synced, pending,
 // violations, counters}); on SIGTERM it runs the final checks (changes still
 // not applied, secret values in Events and in every *.log under --logs-dir,
 // as they are or base64-encoded), writes {final: true, ...} and exits 0.
+// With --gate-timeline it also judges the health gate (healthgate.ts): the
+// soak appends what it did to the exporter and to Prometheus to that file,
+// and no gated StatefulSet may start rolling while the policy says pause.
 import { closeSync, openSync, readSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +27,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { fetch } from 'undici';
+import { gateViolations, GateStartTracker, pauseIntervals, type TimelineEntry } from './healthgate.ts';
 import { InvariantChecker, type Violation, type Watched, type WatchType } from './invariants.ts';
 
 const { values } = parseArgs({
@@ -33,6 +38,8 @@ const { values } = parseArgs({
     out: { type: 'string' },
     secrets: { type: 'string' },
     'logs-dir': { type: 'string' },
+    'gate-timeline': { type: 'string' },
+    'gated-namespaces': { type: 'string', default: '' },
   },
 });
 if (!values.kubeconfig || !values.namespaces || !values.out) {
@@ -48,6 +55,8 @@ const eventNamespaces = [...new Set([...namespaces, ...values['events-namespaces
 const kc = new KubeConfig();
 kc.loadFromFile(values.kubeconfig);
 const checker = new InvariantChecker();
+const gates = new GateStartTracker();
+const gatedNamespaces = values['gated-namespaces'].split(',').filter(Boolean);
 const startedAt = new Date().toISOString();
 /** Every version of every Event seen, for the secret scan at the end. */
 const eventTexts = new Map<string, string>();
@@ -98,6 +107,8 @@ class Stream {
         eventTexts.set(`${object.metadata?.uid}/${object.metadata?.resourceVersion}`, JSON.stringify(object));
       try {
         checker.apply({ kind, object } as Watched, type, now, this.relisting);
+        if (kind === 'Pod') gates.applyPod(object, type, now, this.relisting);
+        if (kind === 'StatefulSet') gates.applyStatefulSet(object, type, now);
       } catch (error) {
         checker.count('monitorErrors');
         console.error(`monitor: ${this.name}: ${error instanceof Error ? error.stack : String(error)}`);
@@ -220,6 +231,39 @@ function scanSecrets(now: number): Violation[] {
   return found;
 }
 
+// ------------------------------------------------------------ health gate
+
+/** The soak's timeline so far (a line being written is skipped until the next read). */
+function readTimeline(): TimelineEntry[] {
+  if (!values['gate-timeline']) return [];
+  let text = '';
+  try {
+    text = readFileSync(values['gate-timeline'], 'utf8');
+  } catch {
+    return [];
+  }
+  const entries: TimelineEntry[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      if (line.trim()) entries.push(JSON.parse(line) as TimelineEntry);
+    } catch {
+      // a partial last line
+    }
+  }
+  return entries;
+}
+
+function judgeGates(now: number): Violation[] {
+  gates.tick(now);
+  if (!values['gate-timeline']) return [];
+  const timeline = readTimeline();
+  const pauses = pauseIntervals(timeline, gatedNamespaces);
+  checker.counters['gatePauseIntervals'] = [...pauses.values()].reduce((n, l) => n + l.length, 0);
+  checker.counters['gatedStarts'] = gates.starts.length;
+  checker.counters['rolloutStartsSeen'] = gates.startsSeen;
+  return gateViolations(pauses, gates.starts);
+}
+
 // ------------------------------------------------------------------ report
 
 let synced = false;
@@ -255,7 +299,7 @@ function write(final: boolean, extra: Violation[] = []): void {
 
 const timer = setInterval(() => {
   checker.tick(Date.now());
-  write(false);
+  write(false, judgeGates(Date.now()));
 }, 2000);
 
 let stopping = false;
@@ -267,7 +311,7 @@ async function shutdown(): Promise<void> {
   const now = Date.now();
   checker.finish(now);
   const secrets = scanSecrets(now);
-  write(true, secrets);
+  write(true, [...judgeGates(now + 60_000), ...secrets]);
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown());

@@ -1,7 +1,9 @@
 // Short chaos soaks in the test run, judged by the independent monitor:
 // about two minutes of rollouts, scaling, drains and config changes with
 // every kind of fault drawn (a fixed seed), then 90 s of the same workload
-// with only wall-clock steps of the operator replicas. Faults stop the run's
+// with only wall-clock steps of the operator replicas. The first gates one
+// group by a health check against a real Prometheus (a bad release and
+// Prometheus outages among its faults). Faults stop the run's
 // shared control-plane components only within this file; everything is
 // restored before a test ends, whatever happens.
 import assert from 'node:assert/strict';
@@ -53,6 +55,7 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       actionIntervalMs: [1000, 3000],
       minTimeBetweenZonesDownscale: '10s',
       quiesceTimeoutMs: 90_000,
+      healthGates: true,
     });
     assert.ok(report.rolloutsCompleted > 0, 'rollouts completed');
     assert.ok(report.restartsApplied > 0, 'config restarts applied');

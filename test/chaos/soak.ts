@@ -7,7 +7,9 @@
 // workload phase everything is restored and left to settle (with a
 // deadline), and the report says what the monitor saw, what work was done
 // and what it cost. Used by `npm run soak` (scripts/soak.ts) and by
-// test/chaos/soak.int.test.ts.
+// test/chaos/soak.int.test.ts. With health gates, every other group is
+// gated by a RolloutHealthCheck against a real Prometheus (gatefaults.ts),
+// with its two faults among the others.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,8 @@ import { createReplicaTemplate, mirrorAnnotations, REPLICA_TEMPLATE } from '../s
 import { testClient, zoneStatefulSet } from '../support/rollout-group.ts';
 import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
 import { AllPodEndpoints } from './endpoints.ts';
+import { CHECK_NAME, SoakGates } from './gatefaults.ts';
+import { HEALTH_CHECK_ANNOTATION } from './healthgate.ts';
 import { CompetingWriter, FaultInjector, type CompetitorTarget, type FaultKind, type FaultRecord } from './faults.ts';
 import { OperatorPool } from './operators.ts';
 import { Prng } from './prng.ts';
@@ -61,6 +65,8 @@ export interface SoakOptions {
   minTimeBetweenZonesDownscale?: string;
   /** Leave the namespaces behind for inspection. */
   keep?: boolean;
+  /** Gate the even-numbered groups by a health check against a real Prometheus, with a bad release and Prometheus outages among the faults. */
+  healthGates?: boolean;
 }
 
 export interface MonitorReport {
@@ -132,6 +138,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   let endpoints: AllPodEndpoints | undefined;
   let injector: FaultInjector | undefined;
   let workload: Workload | undefined;
+  let gates: SoakGates | undefined;
 
   try {
     // ---------------------------------------------------------------- setup
@@ -149,7 +156,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const [podPort] = (await freePorts(1)) as [number];
     endpoints = new AllPodEndpoints();
     await endpoints.listen(podPort);
+    const gatedNamespaces = o.healthGates ? namespaces.filter((_, i) => i % 2 === 0) : [];
+    if (gatedNamespaces.length > 0)
+      gates = await SoakGates.setup({ cluster, kube, namespaces: gatedNamespaces, runDir: o.runDir, log });
+    const soakGates = gates;
     workload = new Workload({
+      held: (namespace) => soakGates?.held(namespace) ?? false,
       cluster,
       kube,
       prng: workloadPrng,
@@ -186,6 +198,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           ...(zone === 'a'
             ? mirrorAnnotations('ingester')
             : { 'grafana.com/rollout-downscale-leader': `ingester-zone-${zone === 'b' ? 'a' : 'b'}` }),
+          ...(gatedNamespaces.includes(namespace) ? { [HEALTH_CHECK_ANNOTATION]: CHECK_NAME } : {}),
         };
         await kube.create(resources.statefulSets, set);
       }
@@ -255,6 +268,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         },
       });
     }
+    await gates?.checks();
     await waitFor(
       'every workload Ready before the operator starts',
       async () => (await unsettled(kube, namespaces)).length === 0,
@@ -279,6 +293,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         secretsFile,
         '--logs-dir',
         join(o.runDir, 'logs'),
+        ...(gates ? ['--gate-timeline', gates.timelinePath, '--gated-namespaces', gates.namespaces.join(',')] : []),
       ],
       { stdio: ['ignore', monitorLog, monitorLog] },
     );
@@ -393,6 +408,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       pool,
       endpoints,
       competitor,
+      ...(gates ? { gates } : {}),
       prng: faultPrng,
       log,
       intervalMs: o.faultIntervalMs ?? [8000, 25_000],
@@ -513,6 +529,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await pool?.stopAll().catch(() => undefined);
     await proxy?.close().catch(() => undefined);
     await endpoints?.close().catch(() => undefined);
+    await gates?.close();
     for (const node of cluster.nodes) await cluster.uncordon(node.name).catch(() => undefined);
     for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
   }
@@ -610,6 +627,7 @@ export function summarize(r: SoakReport): string {
       .map(([k, n]) => `${k} ×${n}`)
       .join(', ')}`,
     `operator: peak RSS ${mib(r.operator.peakRssBytes)} (per slot ${r.operator.peakRssBySlot.map(mib).join(', ')}; highest per minute, MiB: ${r.operator.rssMiBByMinute.join(' ')}), ${r.operator.replicaStarts} replica starts, ${r.operator.conflicts409} API 409 Conflicts, ${r.operator.podsDeleted} pods deleted`,
+    `health gates: ${r.monitor['gatedStarts'] ?? 0} gated zone starts judged against ${r.monitor['gatePauseIntervals'] ?? 0} pause intervals (${r.monitor['rolloutStartsSeen'] ?? 0} zone starts seen)`,
     `monitor: ${r.monitor['checksRun'] ?? 0} checks, ${r.monitor['relists'] ?? 0} relists, ${r.monitor['watchErrors'] ?? 0} watch errors, ${r.monitor['deletionsSeenOnlyOnRelist'] ?? 0} deletions seen only on a relist, ${r.monitor['secretValuesWatched'] ?? 0} secret values searched in ${r.monitor['eventVersionsScanned'] ?? 0} Event versions and ${((r.monitor['logBytesScanned'] ?? 0) / 1024).toFixed(0)} KiB of operator logs`,
   ];
   return lines.join('\n');

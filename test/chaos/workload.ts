@@ -51,6 +51,8 @@ export interface WorkloadOptions {
   secretsFile: string;
   log: (line: string) => void;
   intervalMs: [number, number];
+  /** A group whose template must not change now (a health-gate fault aimed at its rollout in flight). */
+  held?: (namespace: string) => boolean;
 }
 
 export class Workload {
@@ -108,6 +110,10 @@ export class Workload {
         if (zones.length === 0) zones.push(prng.pick(ZONES));
         const version = `v${++this.version}`;
         for (const zone of zones) {
+          if (this.o.held?.(namespace)) {
+            this.tally(kind, 'skipped (a health-gate fault holds the group)');
+            return;
+          }
           await kube.patch(
             resources.statefulSets,
             { namespace, name: `ingester-zone-${zone}` },
