@@ -17,13 +17,14 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { MetricExporter } from '../support/metricexporter.ts';
+import { PrometheusGateway } from '../support/prometheus-gateway.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
 import {
   changeTemplate,
   createGroup,
-  InvariantMonitor,
+  monitorGroup,
   testClient,
   waitGroupSettled,
   waitRevisionsPending,
@@ -88,13 +89,7 @@ async function setup(t: TestContext, gated: string[] = ['b', 'c']) {
   const prometheus = await Prometheus.start({ targets: [exporter.target] });
   t.after(() => prometheus.close());
   await waitForQuery(prometheus, `count(${METRIC}{namespace="${namespace}"})`, (s) => onlyValue(s) === 6);
-  const monitor = new InvariantMonitor(
-    kube,
-    namespace,
-    Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, 1])),
-  );
-  await monitor.start();
-  t.after(() => monitor.stop());
+  const monitor = await monitorGroup(t, kube, namespace);
   return { namespace, kube, exporter, prometheus, monitor };
 }
 
@@ -343,5 +338,99 @@ describe('health-gated rollouts (real Prometheus)', () => {
       /rollout_operator_health_check_evaluations_total\{rollout_group="ingester",check="error-ratio",result="pass"\} 2\n/,
     );
     assert.doesNotMatch(metrics, /check="kept-for-later"/);
+  });
+
+  it('a config restart of the group passes the same gate between zones', async (t) => {
+    const { namespace, kube, exporter, prometheus } = await setup(t, []);
+    await createCheck(kube, healthCheck(namespace, prometheus.url));
+    await kube.create<ConfigMap>(resources.configMaps, {
+      metadata: { name: 'ingester-config', namespace },
+      data: { limits: '1' },
+    });
+    for (const zone of ZONES)
+      await kube.patch(resources.statefulSets, { namespace, name: `ingester-zone-${zone}` }, 'strategic', {
+        metadata: {
+          annotations: { 'com.xing.deployment-restart': 'enabled', 'grafana.com/rollout-health-check': CHECK },
+        },
+        spec: {
+          template: {
+            spec: { containers: [{ name: 'ingester', envFrom: [{ configMapRef: { name: 'ingester-config' } }] }] },
+          },
+        },
+      });
+    // The template edit above is a revision of its own: it rolls (through passing gates) first.
+    const operator = await OperatorProcess.start(cluster, namespace, [
+      '-reconcile.interval=1s',
+      '-config-restarts.enabled',
+    ]);
+    t.after(() => operator.stop());
+    await operator.waitReady();
+    await waitRolledOut(kube, namespace);
+    await waitFor(
+      'checksums recorded and start stamps cleared everywhere',
+      async () =>
+        (await kube.list<StatefulSet>(resources.statefulSets, { namespace })).items.every(
+          (s) =>
+            s.metadata?.annotations?.['com.xing.deployment-restart.applied-config-checksums'] !== undefined &&
+            s.metadata?.annotations?.['grafana.com/rollout-health-check-started-at'] === undefined,
+        ),
+      { timeoutMs: 30_000 },
+    );
+    const monitor = await monitorGroup(t, kube, namespace);
+    // The new config is bad in the first zone that takes it.
+    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0.5);
+    await kube.patch(resources.configMaps, { namespace, name: 'ingester-config' }, 'merge', { data: { limits: '2' } });
+    await waitZoneRolled(kube, namespace, 'a');
+    await waitFor(
+      'zone b held by the gate',
+      async () => (await groupStatus(kube, namespace)).waitingFor?.code === 'health-check-paused',
+      { timeoutMs: 60_000 },
+    );
+    assert.deepEqual(
+      monitor.transitions.filter((tr) => zoneOf(tr) !== 'a'),
+      [],
+      'zones b and c restarted past a failing gate',
+    );
+    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0);
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+  });
+
+  it('a tenant header and a bearer token from Secrets, over TLS with a CA from a ConfigMap: queries pass the gateway, and no secret reaches the log', async (t) => {
+    const { namespace, kube, prometheus, monitor } = await setup(t);
+    const TENANT = 'tenant-7f3a';
+    const TOKEN = 's3cr3t-t0ken-9b1c';
+    const gateway = await PrometheusGateway.start(prometheus.url, {
+      tls: true,
+      require: { 'x-scope-orgid': TENANT, authorization: `Bearer ${TOKEN}` },
+    });
+    t.after(() => gateway.close());
+    await kube.create(resources.secrets, {
+      metadata: { name: 'query-credentials', namespace },
+      stringData: { tenant: TENANT, token: `${TOKEN}\n` },
+    });
+    await kube.create<ConfigMap>(resources.configMaps, {
+      metadata: { name: 'query-ca', namespace },
+      data: { 'ca.crt': gateway.ca! },
+    });
+    const check = healthCheck(namespace, gateway.url);
+    check.spec = {
+      ...check.spec,
+      headers: [{ name: 'X-Scope-OrgID', valueFrom: { secretKeyRef: { name: 'query-credentials', key: 'tenant' } } }],
+      bearerTokenSecret: { name: 'query-credentials', key: 'token' },
+      tlsConfig: { ca: { configMap: { name: 'query-ca', key: 'ca.crt' } } },
+    };
+    await createCheck(kube, check);
+    await startRollout(kube, namespace);
+    const operator = await startOperator(t, namespace);
+    await waitRolledOut(kube, namespace);
+    assert.deepEqual(monitor.violations, []);
+    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    // Two gates (b and c), three queries each, all admitted by the gateway.
+    const queries = gateway.requests.filter((r) => r.path.startsWith('/api/v1/query'));
+    assert.equal(queries.length, 6, JSON.stringify(gateway.requests.map((r) => [r.path, r.admitted])));
+    assert.ok(queries.every((r) => r.admitted));
+    assert.ok(!operator.logs.includes(TOKEN) && !operator.logs.includes(TENANT), 'a secret value reached the log');
   });
 });

@@ -291,3 +291,23 @@ export class InvariantMonitor {
       );
   }
 }
+
+/**
+ * An InvariantMonitor over the group's zones, started and stopped with the
+ * test: `budgets` by zone letter (1 where not given).
+ */
+export async function monitorGroup(
+  t: { after(fn: () => unknown): void },
+  kube: KubeClient,
+  namespace: string,
+  budgets: Record<string, number> = {},
+): Promise<InvariantMonitor> {
+  const monitor = new InvariantMonitor(
+    kube,
+    namespace,
+    Object.fromEntries(ZONES.map((z) => [`ingester-zone-${z}`, budgets[z] ?? 1])),
+  );
+  await monitor.start();
+  t.after(() => monitor.stop());
+  return monitor;
+}
