@@ -318,14 +318,15 @@ function planRoll(
 
 /**
  * rollout-operator's gate condition, with Stateward's stamps: `set` is bound
- * to a check, none of its pods is on its update revision yet, and another
- * StatefulSet of the group has started rolling to its present revision
- * (it carries a current start stamp). The first StatefulSet of a rollout is
- * never gated: there is nothing rolled yet to judge.
+ * to a check, has not started rolling to its present revision (no current
+ * start stamp), and another StatefulSet of the group has (it carries one).
+ * The first StatefulSet of a rollout is never gated: there is nothing rolled
+ * yet to judge. rollout-operator asks instead that none of its pods be on
+ * the update revision; the stamp is stricter: a pod an upscale created on
+ * the new revision does not let the rest of the zone roll past the gate.
  */
 export function gateFor(set: StatefulSetView, sets: readonly StatefulSetView[]): GateRequest | undefined {
   if (set.healthCheck === undefined || set.startedAt !== undefined) return undefined;
-  if (set.pods.some((p) => p.revision === set.updateRevision)) return undefined;
   const started = sets.filter((s) => s.name !== set.name && s.startedAt !== undefined);
   if (started.length === 0) return undefined;
   const live = (p: PodView) => !p.terminating;

@@ -282,10 +282,14 @@ export class HealthGates {
   ): Promise<CheckResult> {
     const now = this.runtime.clock.now();
     const base = { timeoutMs: check.queryTimeoutMs, retries: check.queryRetries };
-    const query = (promql: string, at: number) =>
-      this.timed(group, check.name, () => instantQuery(access, { ...base, promql, at }, signal));
+    // The current and success queries run at Prometheus's own now: an operator
+    // whose clock is off must not read a window that is not the present one.
+    const query = (promql: string, at?: number) =>
+      this.timed(group, check.name, () =>
+        instantQuery(access, { ...base, promql, ...(at !== undefined ? { at } : {}) }, signal),
+      );
     const [current, baseline] = await Promise.all([
-      query(renderQuery(check.query, namespace, request.candidates, check.currentRangeMs), now),
+      query(renderQuery(check.query, namespace, request.candidates, check.currentRangeMs)),
       query(renderQuery(check.query, namespace, request.stable, check.baselineRangeMs), request.baselineAt),
     ]);
     const values = {
@@ -305,7 +309,7 @@ export class HealthGates {
       return result('no_data', 'the current query returned no sample for the updated pods');
     if (baseline.kind === 'no_data')
       return result('no_data', 'the baseline query returned no sample for the stable pods');
-    const verdict = await query(renderSuccessQuery(check.successQuery, current.value, baseline.value), now);
+    const verdict = await query(renderSuccessQuery(check.successQuery, current.value, baseline.value));
     if (verdict.kind === 'error') return result('error', `success query: ${verdict.message}`);
     if (verdict.kind === 'no_data')
       return result('fail', 'the success query returned no sample (compare with `bool` so it returns 0 or 1)');

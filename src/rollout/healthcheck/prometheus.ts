@@ -153,8 +153,8 @@ function connectionError(error: Error, url: URL): string {
 
 export interface InstantQuery {
   promql: string;
-  /** Evaluation time, epoch ms. */
-  at: number;
+  /** Evaluation time, epoch ms; absent: Prometheus's own now (no clock of ours involved). */
+  at?: number;
   timeoutMs: number;
   retries: number;
 }
@@ -171,7 +171,7 @@ export async function instantQuery(
 ): Promise<QueryValue> {
   const form = new URLSearchParams({
     query: query.promql,
-    time: (query.at / 1000).toFixed(3),
+    ...(query.at !== undefined ? { time: (query.at / 1000).toFixed(3) } : {}),
     timeout: `${Math.max(1, Math.floor(query.timeoutMs / 1000))}s`,
   }).toString();
   let lastError = '';
