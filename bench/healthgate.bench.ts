@@ -40,6 +40,7 @@ import {
 import { benchNamespace } from './namespace.ts';
 import { statewardEntry } from './stateward-build.ts';
 import { envNumber, median, percentile, report } from './report.ts';
+import { errorRatioCheck } from '../test/support/healthchecks.ts';
 
 const REPLICAS = 10;
 const CHECK = 'bench-errors';
@@ -89,28 +90,11 @@ class QueryCounter {
 }
 
 function healthCheck(namespace: string, prometheusURL: string, bakeTime: string): RolloutHealthCheck {
-  return {
-    apiVersion: 'rollout-operator.grafana.com/v1',
-    kind: 'RolloutHealthCheck',
-    metadata: { name: CHECK, namespace },
-    spec: {
-      selector: { matchLabels: { 'rollout-group': 'ingester' } },
-      prometheusURL,
-      evaluationInterval: `${EVALUATION_INTERVAL_MS / 1000}s`,
-      bakeTime,
-      checks: [
-        {
-          name: 'error-ratio',
-          query: `max(max_over_time(${METRIC}{\${targetMatchers}}[\${range}]))`,
-          successQuery: '${current} <= bool (${baseline} + 0.05)',
-          currentRange: CURRENT_RANGE,
-          baselineRange: CURRENT_RANGE,
-          queryTimeout: '2s',
-          queryRetries: 0,
-        },
-      ],
-    },
-  };
+  return errorRatioCheck(CHECK, namespace, prometheusURL, {
+    metric: METRIC,
+    spec: { evaluationInterval: `${EVALUATION_INTERVAL_MS / 1000}s`, bakeTime },
+    check: { currentRange: CURRENT_RANGE, baselineRange: CURRENT_RANGE },
+  });
 }
 
 const zoneOf = (t: Transition) => /ingester-zone-([a-z])-/.exec(t.pod)?.[1] ?? '?';

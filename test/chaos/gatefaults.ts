@@ -19,6 +19,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { MetricExporter } from '../support/metricexporter.ts';
 import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
 import { THRESHOLD, type TimelineEntry } from './healthgate.ts';
+import { errorRatioCheck } from '../support/healthchecks.ts';
 import type { Prng } from './prng.ts';
 import { REPLICA_RANGE, ZONES } from './workload.ts';
 
@@ -38,31 +39,18 @@ const STAMP_REVISION = 'stateward.dev/rollout-health-check-revision';
 
 export type OutageKind = 'stop' | 'kill' | 'freeze';
 
-/** The check: the rolled pods' worst error ratio over 3 s must not exceed the not-rolled pods' by more than THRESHOLD. */
+/**
+ * The shared error-ratio check with the soak's series and THRESHOLD.
+ * `or vector(0)`: an operator replica's stepped clock (a fault of the soak)
+ * can put the baseline time before the series existed, and no data would
+ * pause the group for good.
+ */
 function healthCheck(namespace: string, prometheusURL: string): RolloutHealthCheck {
-  return {
-    apiVersion: 'rollout-operator.grafana.com/v1',
-    kind: 'RolloutHealthCheck',
-    metadata: { name: CHECK_NAME, namespace },
-    spec: {
-      selector: { matchLabels: { 'rollout-group': 'ingester' } },
-      prometheusURL,
-      evaluationInterval: '1s',
-      checks: [
-        {
-          name: 'error-ratio',
-          // `or vector(0)`: an operator replica's stepped clock (a fault of the soak) can put the
-          // baseline time before the series existed, and no data would pause the group for good.
-          query: `max(max_over_time(${METRIC}{\${targetMatchers}}[\${range}])) or vector(0)`,
-          successQuery: `\${current} <= bool (\${baseline} + ${THRESHOLD})`,
-          currentRange: '3s',
-          baselineRange: '3s',
-          queryTimeout: '2s',
-          queryRetries: 0,
-        },
-      ],
-    },
-  };
+  return errorRatioCheck(CHECK_NAME, namespace, prometheusURL, {
+    metric: METRIC,
+    slack: THRESHOLD,
+    zeroWhenAbsent: true,
+  });
 }
 
 export class SoakGates {

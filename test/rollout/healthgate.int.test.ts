@@ -18,6 +18,7 @@ import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { MetricExporter } from '../support/metricexporter.ts';
 import { PrometheusGateway } from '../support/prometheus-gateway.ts';
+import { ERROR_RATIO_METRIC, errorRatioCheck } from '../support/healthchecks.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
@@ -39,36 +40,15 @@ const rolloutOperatorManifest = fileURLToPath(
   new URL('../deploy/fixtures/rollout-operator-health-check.yaml', import.meta.url),
 );
 const CHECK = 'ingester-errors';
-const METRIC = 'test_error_ratio';
+const METRIC = ERROR_RATIO_METRIC;
 
-/** The check as rollout-operator's design writes it, plus Stateward's evaluation interval (30 s by default). */
+/** The shared error-ratio check (test/support/healthchecks.ts), with overrides of the check's fields. */
 function healthCheck(
   namespace: string,
   prometheusURL: string,
   check: Record<string, unknown> = {},
 ): RolloutHealthCheck {
-  return {
-    apiVersion: 'rollout-operator.grafana.com/v1',
-    kind: 'RolloutHealthCheck',
-    metadata: { name: CHECK, namespace },
-    spec: {
-      selector: { matchLabels: { 'rollout-group': 'ingester' } },
-      prometheusURL,
-      evaluationInterval: '1s',
-      checks: [
-        {
-          name: 'error-ratio',
-          query: `max(max_over_time(${METRIC}{\${targetMatchers}}[\${range}]))`,
-          successQuery: '${current} <= bool (${baseline} + 0.05)',
-          currentRange: '3s',
-          baselineRange: '3s',
-          queryTimeout: '2s',
-          queryRetries: 0,
-          ...check,
-        },
-      ],
-    },
-  };
+  return errorRatioCheck(CHECK, namespace, prometheusURL, { check });
 }
 
 async function setup(t: TestContext, gated: string[] = ['b', 'c']) {
