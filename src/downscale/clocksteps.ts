@@ -7,8 +7,14 @@
 import type { Seen, TimestampSightings } from '../runtime/sightings.ts';
 import type { CountedFrom, LastDownscale } from './mintime.ts';
 
-/** Where the stamps come from; the two may disagree for the same StatefulSet. */
-export type LastDownscaleSource = 'annotation' | 'zone-tracker';
+/**
+ * Where the stamps come from; they may disagree for the same StatefulSet.
+ * Each is looked at in a scope of its own: a scope that alternated between
+ * two values (a group lock's record and the annotation it has not been
+ * copied onto yet) would take each return of a value for a stamp new since
+ * the last look, and count the wait from now on every look, for good.
+ */
+export type LastDownscaleSource = 'annotation' | 'zone-tracker' | 'lease-record';
 
 /**
  * Notes what one read showed of the last downscales of StatefulSets of

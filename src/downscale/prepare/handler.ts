@@ -52,7 +52,7 @@ import {
   type StatefulSetSource,
   type TrackerMode,
 } from './prepareplan.ts';
-import { lastDownscalesFromAnnotations, type LastDownscale } from '../mintime.ts';
+import { lastDownscalesFromAnnotations, type CountedFrom, type LastDownscale } from '../mintime.ts';
 import { mapBounded, PodClient, podClient } from '../../workloads/podclient.ts';
 import { workloadCache } from '../../workloads/cache.ts';
 import { cached } from '../../runtime/informer/informer.ts';
@@ -350,13 +350,7 @@ class PrepareDownscaleWebhook {
     const othersPods = new Map(
       sets.map((s) => [s.metadata?.name ?? '', pods.filter((p) => ownerUid(p) === s.metadata?.uid)]),
     );
-    const countedFrom = observeLastDownscales(this.sightings, {
-      namespace,
-      statefulSets: sets.map((s) => s.metadata?.name ?? ''),
-      lastDownscales,
-      source: this.deps.mode,
-      seen: 'read',
-    });
+    const countedFrom = this.observeStamps(namespace, sets, lastDownscales, leaseRecords);
     const checks = groupChecks({
       downscale,
       mode: this.deps.mode,
@@ -396,6 +390,49 @@ class PrepareDownscaleWebhook {
    * too), or the later of the StatefulSets' annotations and the records on
    * the group's Lease (returned too), as read when the lock was taken.
    */
+  /**
+   * Shows the stamps this admission reads to the min-time sightings: those
+   * the annotations (or the zone tracker) hold, each in its source's scope,
+   * and those only a group lock's record holds yet in the record's scope,
+   * so neither scope sees its value come and go (clocksteps.ts).
+   */
+  private observeStamps(
+    namespace: string,
+    sets: readonly StatefulSet[],
+    lastDownscales: ReadonlyMap<string, LastDownscale>,
+    leaseRecords: ReadonlyMap<string, LeaseRecord> | undefined,
+  ): Map<string, CountedFrom> {
+    const names = sets.map((s) => s.metadata?.name ?? '');
+    if (this.deps.mode === 'zone-tracker' || !leaseRecords)
+      return observeLastDownscales(this.sightings, {
+        namespace,
+        statefulSets: names,
+        lastDownscales,
+        source: this.deps.mode,
+        seen: 'read',
+      });
+    const fromAnnotations = lastDownscalesFromAnnotations(sets);
+    const fromRecords = new Map(
+      [...lastDownscales].filter(([name, value]) => value !== fromAnnotations.get(name) && typeof value === 'number'),
+    );
+    const counted = observeLastDownscales(this.sightings, {
+      namespace,
+      statefulSets: names,
+      lastDownscales: fromAnnotations,
+      source: 'annotation',
+      seen: 'read',
+    });
+    const countedFromRecords = observeLastDownscales(this.sightings, {
+      namespace,
+      statefulSets: names,
+      lastDownscales: fromRecords,
+      source: 'lease-record',
+      seen: 'read',
+    });
+    for (const [name, value] of countedFromRecords) counted.set(name, value);
+    return counted;
+  }
+
   private async readLastDownscales(
     { downscale, info, signal }: Review,
     sets: readonly StatefulSet[],
