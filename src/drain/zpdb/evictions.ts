@@ -109,7 +109,14 @@ function fromDecision(d: EvictionDecision): Answer {
  * max-unavailable holds meanwhile.
  */
 const LOOK_FRESH_MS = { eviction: 1_000, rollingDelete: 30_000 };
-/** A decision waits at most this long for that look, then is made on the cache as it is. */
+/**
+ * A decision waits at most this long for that look. An eviction whose look
+ * has not ended by then is answered "retry" (429): deciding without the
+ * budgets the look may be about to find would let a second zone go (found
+ * by CI on a loaded machine, where the first look after a Role was granted
+ * took longer). A rolling delete is decided on the cache as it is: the
+ * rollout's own max-unavailable holds meanwhile.
+ */
 const LOOK_WAIT_MS = 2_000;
 
 export class ZpdbBudgets {
@@ -232,11 +239,16 @@ export class ZpdbBudgets {
    * change looks now, so a budget created right after its CRD is installed
    * counts from the first eviction after it (and rolling deletes within 30 s).
    */
-  private async lookForBudgets(namespace: string, freshMs: number, signal?: AbortSignal): Promise<void> {
+  private async lookForBudgets(
+    namespace: string,
+    freshMs: number,
+    signal?: AbortSignal,
+  ): Promise<'known' | 'look-unfinished'> {
     const informer = informerFor(this.d.caches.zpdbs, namespace);
-    if (informer?.unavailable === undefined) return;
+    if (informer?.unavailable === undefined) return 'known';
     const wait = AbortSignal.timeout(LOOK_WAIT_MS);
     await informer.lookAgain(freshMs, signal ? AbortSignal.any([signal, wait]) : wait);
+    return informer.lookUnfinished(freshMs) ? 'look-unfinished' : 'known';
   }
 
   private configs(namespace: string): ZpdbConfig[] {
@@ -297,7 +309,12 @@ export class ZpdbBudgets {
     // Only a uid says so; anything else in its place is judged as no precondition.
     if (typeof wanted === 'string' && wanted !== '' && wanted !== pod.metadata?.uid) return allow('pod-not-in-scope');
 
-    await this.lookForBudgets(namespace, LOOK_FRESH_MS.eviction, signal);
+    if ((await this.lookForBudgets(namespace, LOOK_FRESH_MS.eviction, signal)) === 'look-unfinished')
+      return deny(
+        429,
+        'denied',
+        'still looking for ZoneAwarePodDisruptionBudgets (the resource was not served or not permitted until now), retry',
+      );
     const { configs, invalid } = this.budgets(namespace);
     const scope = evictionScope(pod, configs, invalid);
     if (scope.kind === 'decided') return fromDecision(scope.decision);

@@ -174,6 +174,16 @@ export class Informer<T extends KubeObject> {
     });
   }
 
+  /**
+   * Whether an optional resource is still unavailable with no look ended in
+   * the last `freshMs`: a lookAgain that returned on its caller's deadline,
+   * the look still running.
+   */
+  lookUnfinished(freshMs: number): boolean {
+    if (!this.loop || this.unavailableNow === undefined) return false;
+    return this.lookedAt === undefined || this.clock.monotonic() - this.lookedAt >= freshMs;
+  }
+
   /** A look at an unavailable optional resource ended (found, still missing, or failed). */
   private looked(): void {
     this.lookedAt = this.clock.monotonic();

@@ -51,7 +51,7 @@ function pod(name: string, owner: string, o: { uid?: string; ready?: boolean; te
  * lookAgain fills the cache before it resolves (informer.int.test.ts
  * proves that against the API server).
  */
-function missingUntilLooked(found: ZoneAwarePodDisruptionBudget[]) {
+function missingUntilLooked(found: ZoneAwarePodDisruptionBudget[], { lookHangs = false } = {}) {
   let cached: ZoneAwarePodDisruptionBudget[] = [];
   const looks: number[] = [];
   const fake = {
@@ -61,8 +61,12 @@ function missingUntilLooked(found: ZoneAwarePodDisruptionBudget[]) {
     hasSynced: () => true,
     list: () => cached,
     addHandlers: () => () => undefined,
-    lookAgain: (freshMs: number) => {
+    lookUnfinished: () => lookHangs,
+    lookAgain: (freshMs: number, signal?: AbortSignal) => {
       looks.push(freshMs);
+      // A look that does not end before the caller's deadline (a slow LIST on a loaded server).
+      if (lookHangs)
+        return new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
       cached = found;
       fake.unavailable = undefined;
       return Promise.resolve();
@@ -216,6 +220,21 @@ describe('a ZPDB CRD installed after the operator started', () => {
     assert.deepEqual(missing?.looks, [1_000], 'one look, fresh for 1 s (the evictions of a drain share it)');
     assert.equal(decision.allowed, false);
     assert.equal(decision.status?.code, 429);
+  });
+
+  it('an eviction whose look for budgets does not end in time is answered "retry", not judged without them', async () => {
+    let missing: ReturnType<typeof missingUntilLooked> | undefined;
+    const { budgets: b } = budgets(
+      cached(),
+      () => undefined,
+      (zpdb) => (missing = missingUntilLooked([zpdb], { lookHangs: true })).informer,
+    );
+    // Zone b's own not-Ready pod: without a budget it would be let go at once.
+    const decision = await b.handler(eviction('ingester-zone-b-0'), AbortSignal.timeout(10_000));
+    assert.deepEqual(missing?.looks, [1_000]);
+    assert.equal(decision.allowed, false);
+    assert.equal(decision.status?.code, 429);
+    assert.match(decision.status?.message ?? '', /still looking for ZoneAwarePodDisruptionBudgets.*retry/);
   });
 
   it('a rolling delete looks for budgets first too, when the last look is 30 s old', async () => {

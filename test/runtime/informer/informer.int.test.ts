@@ -446,8 +446,10 @@ describe('informer', () => {
     await waitFor('the informer to wait for its next look', () => clock.pending > 0, { timeoutMs: 10_000 });
     await informer.lookAgain(1_000, AbortSignal.timeout(10_000));
     assert.equal(lists.length, 1, 'the first look, just over, is fresh');
+    assert.equal(informer.lookUnfinished(1_000), false, 'a look ended within the second');
 
     await clock.advance(1_000);
+    assert.equal(informer.lookUnfinished(1_000), true, 'no look ended in the last second');
     await Promise.all([
       informer.lookAgain(1_000, AbortSignal.timeout(10_000)),
       informer.lookAgain(1_000, AbortSignal.timeout(10_000)),
@@ -488,8 +490,10 @@ describe('informer', () => {
     const aborted = new AbortController();
     aborted.abort();
     await informer.lookAgain(0, aborted.signal);
+    assert.equal(informer.lookUnfinished(0), true, 'a caller that gave up: no look ended since');
     await informer.stop();
     await informer.lookAgain(0);
+    assert.equal(informer.lookUnfinished(0), false, 'a stopped informer looks no more');
   });
 
   it('syncs a metadata-only cache of an empty collection (the server sends "items": null)', async (t) => {
