@@ -1,5 +1,7 @@
 // Renders src/rbac/permissions.ts — the one RBAC source of truth — into
 //   deploy/kustomize/rbac/{namespaced,cluster-wide}/<feature>/  (kustomize Components)
+//   deploy/kustomize/rbac/listed-namespaces/<feature>/          (the operator's part of the listed-namespaces
+//   deploy/kustomize/rbac/watched-namespace/<feature>/           mode, and each watched namespace's part)
 //   deploy/helm/stateward/files/rbac.yaml                         (data the chart's templates read)
 //   deploy/kustomize/rbac/write-policy/                            (the ValidatingAdmissionPolicy that
 //   deploy/helm/stateward/files/write-policy.yaml                   holds writes RBAC cannot name)
@@ -38,12 +40,16 @@ const role = (kind: 'Role' | 'ClusterRole', name: string, rules: unknown[]): Doc
   rules,
 });
 
-const binding = (kind: 'RoleBinding' | 'ClusterRoleBinding', name: string): Doc => ({
+const binding = (
+  kind: 'RoleBinding' | 'ClusterRoleBinding',
+  name: string,
+  subject: Record<string, string> = SERVICE_ACCOUNT,
+): Doc => ({
   apiVersion: 'rbac.authorization.k8s.io/v1',
   kind,
   metadata: { name, labels: { 'app.kubernetes.io/name': 'stateward' } },
   roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: kind === 'RoleBinding' ? 'Role' : 'ClusterRole', name },
-  subjects: [SERVICE_ACCOUNT],
+  subjects: [subject],
 });
 
 /** Namespaced mode: the managed namespace is the operator's own, so managed and own rules share a Role. */
@@ -66,6 +72,49 @@ function clusterWide(feature: Feature): Doc[] {
   const own = policyRules([feature], ['own']);
   if (own.length > 0) docs.push(role('Role', `${name}-own`, own), binding('RoleBinding', `${name}-own`));
   return docs;
+}
+
+/**
+ * The namespace the operator runs in, as the base ships it: a watched
+ * namespace's RoleBinding names the ServiceAccount of another namespace, and
+ * kustomize's `namespace:` (of the watched namespace) must not rewrite it, so
+ * it is spelled out here; an install elsewhere patches it (docs/multiple-installs.md).
+ */
+export const OPERATOR_NAMESPACE = 'stateward';
+
+/**
+ * Listed-namespaces mode (-kubernetes.watch-namespaces=a,b), the operator's
+ * part: its own-namespace rules in a Role, and a ClusterRole only for the
+ * cluster-scoped rules of the features that have some (CLUSTER_PIECE_FEATURES).
+ */
+function listedNamespaces(feature: Feature): Doc[] {
+  const name = `stateward-${feature}`;
+  const docs: Doc[] = [];
+  const own = policyRules([feature], ['own']);
+  if (own.length > 0) docs.push(role('Role', `${name}-own`, own), binding('RoleBinding', `${name}-own`));
+  const cluster = policyRules([feature], ['cluster']);
+  if (cluster.length > 0) docs.push(role('ClusterRole', name, cluster), binding('ClusterRoleBinding', name));
+  return docs;
+}
+
+/** Listed-namespaces mode, one watched namespace's part: the managed rules in a Role there. */
+function watchedNamespace(feature: Feature): Doc[] {
+  const name = `stateward-${feature}`;
+  const managed = policyRules([feature], ['managed']);
+  if (managed.length === 0) return [];
+  return [
+    role('Role', name, managed),
+    binding('RoleBinding', name, { ...SERVICE_ACCOUNT, namespace: OPERATOR_NAMESPACE }),
+  ];
+}
+
+/**
+ * The features that cannot run on Roles alone: their rules of scope
+ * `cluster` (webhook configurations for CA injection, nodes) stay in a
+ * ClusterRole in listed-namespaces mode. Every other feature needs none.
+ */
+export function clusterPieceFeatures(): Feature[] {
+  return FEATURES.filter((f) => PERMISSIONS[f].some((r) => r.scope === 'cluster'));
 }
 
 /** The write policy's name (and its binding's); the chart suffixes both with `-<release namespace>`. */
@@ -186,6 +235,19 @@ resources:
 - rbac.yaml
 `;
 
+/** The three RBAC modes, for PERMISSIONS.md. */
+const MODES = [
+  '## Modes',
+  '',
+  '- **namespaced** (`rbac/namespaced/<feature>`): the operator manages its own namespace; `managed` and `own` rules share a Role there.',
+  '- **cluster-wide** (`rbac/cluster-wide/<feature>`, `-kubernetes.watch-namespaces=*`): `managed` rules in a ClusterRole; `own` rules stay in a Role.',
+  `- **listed namespaces** (\`-kubernetes.watch-namespaces=a,b\`; the chart's \`watchNamespaces\`): \`managed\` rules in a Role in each watched namespace (\`rbac/watched-namespace/<feature>\`, one kustomization per namespace), \`own\` rules in a Role in the operator's namespace (\`rbac/listed-namespaces/<feature>\`), and no ClusterRole — except the \`cluster\` rules of ${clusterPieceFeatures()
+    .map((f) => `\`${f}\``)
+    .join(
+      ' and ',
+    )}, which stay in a ClusterRole: their webhook configurations and nodes are cluster-scoped objects. See docs/multiple-installs.md.`,
+].join('\n');
+
 /** How the rules are narrowed, for PERMISSIONS.md (the tests assert it of every render). */
 const NARROWING = [
   "Every object Stateward rewrites under a fixed name is named in `resourceNames`: the ConfigMaps (`update`/`patch` only on the rollout status, zone tracker and reschedule tracking ConfigMaps), the leader Lease, its Secrets and the webhook configurations it injects its CA into (`patch` only on the shipped ones, which the overlays and the chart also pass to `-webhooks.ca-bundle-configurations`). Cluster-wide, this keeps it from rewriting any other ConfigMap, kube-system's included.",
@@ -222,6 +284,26 @@ export function generatedFiles(): Map<string, string> {
       component(`RBAC for ${feature}, cluster-wide mode (-kubernetes.watch-namespaces=*).`),
     );
     files.set(`kustomize/rbac/cluster-wide/${feature}/rbac.yaml`, yamlDocs(clusterWide(feature)));
+    const listed = listedNamespaces(feature);
+    if (listed.length > 0) {
+      files.set(
+        `kustomize/rbac/listed-namespaces/${feature}/kustomization.yaml`,
+        component(
+          `RBAC for ${feature}, listed-namespaces mode (-kubernetes.watch-namespaces=a,b), the operator's namespace: pair with rbac/watched-namespace/${feature} in each watched namespace.`,
+        ),
+      );
+      files.set(`kustomize/rbac/listed-namespaces/${feature}/rbac.yaml`, yamlDocs(listed));
+    }
+    const watched = watchedNamespace(feature);
+    if (watched.length > 0) {
+      files.set(
+        `kustomize/rbac/watched-namespace/${feature}/kustomization.yaml`,
+        component(
+          `RBAC for ${feature} in one watched namespace of the listed-namespaces mode: use it in a kustomization whose \`namespace:\` is that namespace; the RoleBinding names the ServiceAccount ${SERVICE_ACCOUNT_NAME} of namespace ${OPERATOR_NAMESPACE} (patch it if yours runs elsewhere).`,
+        ),
+      );
+      files.set(`kustomize/rbac/watched-namespace/${feature}/rbac.yaml`, yamlDocs(watched));
+    }
   }
   // The write policy: one for every overlay (the same whatever the features: RBAC decides which kinds are written at all).
   files.set(
@@ -263,7 +345,7 @@ export function generatedFiles(): Map<string, string> {
   }
   files.set(
     'kustomize/rbac/PERMISSIONS.md',
-    `<!-- Generated by deploy/generate.ts from src/rbac/permissions.ts. Do not edit: run \`npm run generate\`. -->\n# Stateward's permissions\n\nScopes: \`managed\` = every namespace Stateward manages (its own in namespaced mode), \`own\` = the operator's namespace, \`cluster\` = cluster-scoped.\n\n${NARROWING}\n\n${table.join('\n')}\n\n${writePolicyTable()}\n`,
+    `<!-- Generated by deploy/generate.ts from src/rbac/permissions.ts. Do not edit: run \`npm run generate\`. -->\n# Stateward's permissions\n\nScopes: \`managed\` = every namespace Stateward manages (its own in namespaced mode), \`own\` = the operator's namespace, \`cluster\` = cluster-scoped.\n\n${MODES}\n\n${NARROWING}\n\n${table.join('\n')}\n\n${writePolicyTable()}\n`,
   );
   return files;
 }

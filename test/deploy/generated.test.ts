@@ -191,7 +191,36 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     assert.deepEqual(flag('reschedule'), [...shipped, RESCHEDULE_WEBHOOK_CONFIGURATION].sort());
   });
 
-  it('no render grants ConfigMap writes or webhook-configuration patches beyond fixed names, nor any Lease delete (namespaced, cluster-wide, chart)', () => {
+  it('listed-namespaces mode: every rule of every feature lands in exactly one of its halves, and only webhooks and reschedule keep a ClusterRole', () => {
+    const files = generatedFiles();
+    for (const feature of FEATURES) {
+      const docs = ['listed-namespaces', 'watched-namespace'].flatMap((mode) =>
+        parseAllDocuments(files.get(`kustomize/rbac/${mode}/${feature}/rbac.yaml`) ?? '')
+          .map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: KubeRule[] } | null)
+          .filter((d) => d !== null)
+          .map((d) => ({ mode, ...d })),
+      );
+      const rules = (mode: string, kind: string) =>
+        docs.filter((d) => d.mode === mode && d.kind === kind).flatMap((d) => d.rules ?? []);
+      assert.deepEqual(rules('watched-namespace', 'Role'), policyRules([feature], ['managed']), `${feature}: managed`);
+      assert.deepEqual(rules('listed-namespaces', 'Role'), policyRules([feature], ['own']), `${feature}: own`);
+      assert.deepEqual(
+        rules('listed-namespaces', 'ClusterRole'),
+        policyRules([feature], ['cluster']),
+        `${feature}: cluster`,
+      );
+      assert.deepEqual(rules('watched-namespace', 'ClusterRole'), []);
+      const hasClusterRole = docs.some((d) => d.kind === 'ClusterRole');
+      assert.equal(hasClusterRole, feature === 'webhooks' || feature === 'reschedule', `${feature}'s ClusterRole`);
+    }
+    // The watched namespace's binding names the operator's ServiceAccount across namespaces, spelled out.
+    const binding = parseAllDocuments(files.get('kustomize/rbac/watched-namespace/config-restarts/rbac.yaml')!)
+      .map((d) => d.toJS() as { kind: string; subjects?: unknown[] })
+      .find((d) => d.kind === 'RoleBinding');
+    assert.deepEqual(binding?.subjects, [{ kind: 'ServiceAccount', name: 'stateward', namespace: 'stateward' }]);
+  });
+
+  it('no render grants ConfigMap writes or webhook-configuration patches beyond fixed names, nor any Lease delete (namespaced, cluster-wide, listed namespaces, chart)', () => {
     const allowed = [
       ...WEBHOOK_CONFIGURATIONS.validating,
       ...WEBHOOK_CONFIGURATIONS.mutating,
@@ -199,11 +228,12 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     ];
     const files = generatedFiles();
     let checked = 0;
-    for (const mode of ['namespaced', 'cluster-wide']) {
+    for (const mode of ['namespaced', 'cluster-wide', 'listed-namespaces', 'watched-namespace']) {
       for (const feature of FEATURES) {
-        const docs = parseAllDocuments(files.get(`kustomize/rbac/${mode}/${feature}/rbac.yaml`)!).map(
-          (d) => d.toJS() as { kind: string; rules?: KubeRule[] },
-        );
+        // The listed-namespaces mode's halves have no file for a feature without rules of theirs.
+        const file = files.get(`kustomize/rbac/${mode}/${feature}/rbac.yaml`);
+        if (file === undefined && mode.includes('-namespace')) continue;
+        const docs = parseAllDocuments(file!).map((d) => d.toJS() as { kind: string; rules?: KubeRule[] });
         for (const role of docs.filter((d) => d.rules)) {
           assert.deepEqual(narrowingViolations(role.rules!, allowed), [], `${mode}/${feature} ${role.kind}`);
           checked += role.rules!.length;

@@ -7,13 +7,21 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
+import { clusterPieceFeatures, serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
 import { policyRules, type Feature, type KubeRule, type Scope } from '../../src/rbac/permissions.ts';
 import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { testClient } from '../support/rollout-group.ts';
-import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
+import {
+  deleteClusterScoped,
+  KUSTOMIZE,
+  kubectlApply,
+  kustomize,
+  renderOverlay,
+  type Manifest,
+  type Overlay,
+} from '../support/manifests.ts';
 import { lastFlag, narrowingViolations } from '../support/rbac.ts';
 import { helm } from '../tools/helm.ts';
 
@@ -183,6 +191,78 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       );
     });
   }
+
+  it("watchNamespaces (listed namespaces, Reloader's --namespaces): the managed rules in a Role per namespace, the own rules at home, no ClusterRole; the same as the kustomize overlay", async () => {
+    const sorted = (rules: KubeRule[]) =>
+      rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
+    const features: Feature[] = ['rollouts', 'config-restarts'];
+    const docs = await template('stateward', ['configRestarts.enabled=true', 'watchNamespaces={team-a,team-b}']);
+    assert.deepEqual(
+      docs.filter((d) => d.kind?.startsWith('Cluster')).map((d) => d.kind),
+      [],
+      'no ClusterRole nor ClusterRoleBinding',
+    );
+    const roles = docs.filter((d): d is Rules => d.kind === 'Role');
+    assert.deepEqual(roles.map((r) => r.metadata?.namespace).sort(), ['stateward', 'team-a', 'team-b']);
+    for (const role of roles) {
+      const scopes: Scope[] = role.metadata?.namespace === 'stateward' ? ['own'] : ['managed'];
+      assert.deepEqual(sorted(role.rules), sorted(policyRules(features, scopes)), `${role.metadata?.namespace}'s Role`);
+    }
+    for (const binding of docs.filter((d) => d.kind === 'RoleBinding'))
+      assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [
+        { kind: 'ServiceAccount', name: 'stateward', namespace: 'stateward' },
+      ]);
+    const args = docs.find((d): d is Deployment => d.kind === 'Deployment')!.spec.template.spec.containers[0]!.args;
+    assert.equal(lastFlag(args, 'kubernetes.watch-namespaces'), 'team-a,team-b');
+
+    // The overlay: the same Roles where the chart puts them, and the same flag.
+    const overlay = await kustomize(`${KUSTOMIZE}overlays/listed-namespaces`);
+    assert.deepEqual(
+      overlay.filter((d) => d.kind?.startsWith('Cluster')).map((d) => d.kind),
+      [],
+      "the overlay's: no ClusterRole",
+    );
+    const rulesIn = (list: Manifest[], ns: string) =>
+      sorted(list.filter((d): d is Rules => d.kind === 'Role' && d.metadata?.namespace === ns).flatMap((r) => r.rules));
+    for (const ns of ['stateward', 'team-a', 'team-b']) assert.deepEqual(rulesIn(overlay, ns), rulesIn(docs, ns), ns);
+    for (const binding of overlay.filter((d) => d.kind === 'RoleBinding'))
+      assert.deepEqual((binding as Manifest & { subjects: unknown[] }).subjects, [
+        { kind: 'ServiceAccount', name: 'stateward', namespace: 'stateward' },
+      ]);
+    const overlayArgs = overlay.find((d): d is Deployment => d.kind === 'Deployment')!.spec.template.spec.containers[0]!
+      .args;
+    assert.equal(lastFlag(overlayArgs, 'kubernetes.watch-namespaces'), 'team-a,team-b');
+
+    // Webhooks and reschedule keep only their cluster-scoped rules in a ClusterRole; their webhooks see only the listed namespaces.
+    const withWebhooks = await template('stateward', [
+      'webhooks.enabled=true',
+      'reschedule.enabled=true',
+      'watchNamespaces={team-a,team-b}',
+    ]);
+    assert.deepEqual(clusterPieceFeatures().sort(), ['reschedule', 'webhooks']);
+    assert.deepEqual(
+      sorted(withWebhooks.find((d): d is Rules => d.kind === 'ClusterRole')!.rules),
+      sorted(inChart(policyRules(['rollouts', 'webhooks', 'reschedule'], ['cluster']), 'stateward')),
+    );
+    const inListed = { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] };
+    for (const config of withWebhooks.filter(isWebhookConfiguration))
+      for (const webhook of config.webhooks) {
+        const selector = webhook['namespaceSelector'] as { matchExpressions?: unknown[]; matchLabels?: object };
+        assert.deepEqual(selector.matchExpressions, [inListed], `${config.metadata?.name}: only the listed namespaces`);
+        assert.ok(!Object.hasOwn(selector.matchLabels ?? {}, 'kubernetes.io/metadata.name'));
+      }
+    const both = await helm(
+      'template',
+      'stateward',
+      CHART,
+      '--set',
+      'clusterWide=true',
+      '--set',
+      'watchNamespaces={a}',
+    );
+    assert.equal(both.ok, false);
+    assert.match(both.out, /clusterWide and watchNamespaces exclude each other/);
+  });
 
   it('networkPolicy: opt-in, the same as the kustomize component; the metrics port only from the named namespaces', async () => {
     const policy = async (values: string[]) =>

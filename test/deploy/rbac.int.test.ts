@@ -7,8 +7,10 @@
 // where RBAC cannot name the object, by the policy.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, it, type TestContext } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { WRITE_POLICY } from '../../deploy/generate.ts';
 import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
 import { CERTIFICATE_SECRET } from '../../src/rbac/permissions.ts';
@@ -33,6 +35,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { deleteClusterScoped, kubectlApply, renderOverlay, type Manifest, type Overlay } from '../support/manifests.ts';
 import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
 import { serveNamespacePods } from '../support/pod-endpoints.ts';
+import { helm } from '../tools/helm.ts';
 import { mirrorAnnotations, REPLICA_TEMPLATE } from '../support/replica-templates.ts';
 import {
   changeTemplate,
@@ -48,6 +51,7 @@ import {
 
 const exec = promisify(execFile);
 const cluster = testCluster();
+const CHART = fileURLToPath(new URL('../../deploy/helm/stateward', import.meta.url));
 const WEBHOOK_KINDS = new Set(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']);
 const RUNS_ELSEWHERE = new Set(['Deployment', 'Service', 'PodDisruptionBudget']);
 const POLICY_KINDS = new Set(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
@@ -72,8 +76,17 @@ async function install(
   /** Changes the rendered manifests before they are applied (a user's own, narrower Role, say). */
   edit: (docs: Manifest[]) => Manifest[] = (docs) => docs,
 ): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
+  return installRendered(t, edit(await renderOverlay(overlay, namespace)), namespace, extraFlags);
+}
+
+/** install(), of manifests rendered by kustomize or helm. */
+async function installRendered(
+  t: TestContext,
+  rendered: Manifest[],
+  namespace: string,
+  extraFlags: string[],
+): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
   const [webhookPort] = (await freePorts(1)) as [number];
-  const rendered = edit(await renderOverlay(overlay, namespace));
   const docs = rendered
     .filter((d) => !RUNS_ELSEWHERE.has(d.kind ?? ''))
     .map((d) => {
@@ -108,6 +121,15 @@ async function install(
   t.after(() => op.stop());
   await op.waitReady();
   return { op, kubeconfig, docs };
+}
+
+/** The chart rendered into `namespace` with `values` (helm template). */
+async function chart(namespace: string, values: string[]): Promise<Manifest[]> {
+  const rendered = await helm('template', 'stateward', CHART, '-n', namespace, ...values.flatMap((v) => ['--set', v]));
+  assert.ok(rendered.ok, rendered.out);
+  return parseAllDocuments(rendered.out)
+    .map((d) => d.toJS() as Manifest)
+    .filter((d) => d !== null);
 }
 
 type PolicyRule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
@@ -190,7 +212,7 @@ async function waitRbacEffective(kubeconfig: string, docs: Manifest[], namespace
         rule.verbs[0]!,
         `${resource}${group}${name}`,
         ...(subresource ? [`--subresource=${subresource}`] : []),
-        ...(role.kind === 'Role' ? ['-n', namespace] : ['--all-namespaces']),
+        ...(role.kind === 'Role' ? ['-n', role.metadata?.namespace ?? namespace] : ['--all-namespaces']),
       ];
       await waitFor(`RBAC in effect: ${args.join(' ')}`, () => canI(kubeconfig, ...args), {
         timeoutMs: 30_000,
@@ -671,5 +693,110 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
       );
     // The policy judges no one else: the cluster's administrator may still write there.
     assert.ok(await kube.patch(resources.leases, where, 'merge', { metadata: {} }, { dryRun: true }));
+  });
+
+  it("listed namespaces (Reloader's --namespaces): a Role in each of two watched namespaces and no ClusterRole; restarts and a rollout there, nothing elsewhere, no call refused", async (t) => {
+    const namespace = await cluster.namespace(t, 'listed-operator');
+    const watched = [await cluster.namespace(t, 'listed-a'), await cluster.namespace(t, 'listed-b')] as const;
+    const unwatched = await cluster.namespace(t, 'listed-unwatched');
+    const kube = testClient(cluster);
+    const rendered = await chart(namespace, [
+      'configRestarts.enabled=true',
+      'configRestarts.gracePeriodSeconds=1',
+      'leaderElection.enabled=true',
+      `watchNamespaces={${watched.join(',')}}`,
+    ]);
+    assert.deepEqual(
+      rendered.filter((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding').map((d) => d.kind),
+      [],
+      'no ClusterRole',
+    );
+    assert.deepEqual(
+      rendered
+        .filter((d) => d.kind === 'Role')
+        .map((d) => d.metadata?.namespace)
+        .sort(),
+      [namespace, ...watched].sort(),
+      "a Role in each watched namespace and the operator's own",
+    );
+
+    // A rollout group in the first watched namespace; an app opted in with Reloader's annotation everywhere.
+    await createGroup(kube, watched[0], { all: { replicas: 1 } });
+    await waitGroupSettled(kube, watched[0], 60_000);
+    const everywhere = [...watched, unwatched];
+    for (const ns of everywhere) {
+      await kube.create<ConfigMap>(resources.configMaps, {
+        metadata: { name: 'app-config', namespace: ns },
+        data: { v: '1' },
+      });
+      await kube.create(resources.deployments, {
+        metadata: { name: 'app', namespace: ns, annotations: { 'reloader.stakater.com/auto': 'true' } },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'app' } },
+          template: {
+            metadata: { labels: { app: 'app' } },
+            spec: {
+              containers: [
+                { name: 'app', image: 'example.invalid/app:1', envFrom: [{ configMapRef: { name: 'app-config' } }] },
+              ],
+            },
+          },
+        },
+      } as KubeObject);
+    }
+    const { op, kubeconfig } = await installRendered(t, rendered, namespace, [
+      ...FAST_ELECTION,
+      '-reconcile.interval=1s',
+    ]);
+    await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, {
+      timeoutMs: 30_000,
+    });
+    type Workload = KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } };
+    const app = (ns: string) => kube.get<Workload>(resources.deployments, { namespace: ns, name: 'app' });
+    const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
+    const TRIGGER = 'com.xing.deployment-restart.timestamp';
+    for (const ns of watched)
+      await waitFor(`checksums recorded in ${ns}`, async () => (await app(ns)).metadata?.annotations?.[APPLIED], {
+        timeoutMs: 30_000,
+      });
+    // The unwatched namespace's config changes first: by the time both watched apps restarted, it had its chance.
+    for (const ns of everywhere)
+      await kube.patch(resources.configMaps, { namespace: ns, name: 'app-config' }, 'merge', { data: { v: '2' } });
+    for (const ns of watched)
+      await waitFor(
+        `the app in ${ns} restarted`,
+        async () => (await app(ns)).spec?.template?.metadata?.annotations?.[TRIGGER],
+        { timeoutMs: 30_000 },
+      );
+    const untouched = await app(unwatched);
+    assert.equal(untouched.metadata?.annotations?.[APPLIED], undefined, 'nothing recorded in an unwatched namespace');
+    assert.equal(untouched.spec?.template?.metadata?.annotations?.[TRIGGER], undefined, 'no restart there');
+
+    // Rollouts, under the Role alone.
+    for (const zone of ['a', 'b', 'c']) await changeTemplate(kube, watched[0], zone, '2');
+    await waitRevisionsPending(kube, watched[0]);
+    await waitRolledOut(kube, watched[0]);
+
+    assert.deepEqual(await refusedCalls(op), [], `no API call refused; the log says:\n${refusalsLogged(op)}`);
+    assert.doesNotMatch(op.logs, /forbidden/i);
+    // What the Roles give, and nothing beyond them.
+    for (const ns of watched) assert.equal(await canI(kubeconfig, 'list', 'configmaps', '-n', ns), true, ns);
+    assert.equal(
+      await canI(kubeconfig, 'list', 'configmaps', '-n', unwatched),
+      false,
+      'nothing in an unwatched namespace',
+    );
+    assert.equal(await canI(kubeconfig, 'list', 'pods', '--all-namespaces'), false, 'no cluster-wide list');
+    assert.equal(
+      await canI(kubeconfig, 'list', 'configmaps', '-n', namespace),
+      false,
+      'its own namespace is not watched',
+    );
+    assert.equal(
+      await canI(kubeconfig, 'update', 'leases.coordination.k8s.io/stateward-leader', '-n', namespace),
+      true,
+      'its leader Lease, by the own-namespace Role',
+    );
   });
 });

@@ -42,6 +42,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- toJson $names }}
 {{- end }}
 
+{{/*
+The namespaces this install acts in, as a webhook namespaceSelector's
+matchExpressions (JSON): the listed namespaces; empty when the install's
+own namespace (or the whole cluster) is its scope.
+*/}}
+{{- define "stateward.scopeExpressions" -}}
+{{- $e := list -}}
+{{- if .Values.watchNamespaces -}}
+{{- $e = append $e (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .Values.watchNamespaces) -}}
+{{- end -}}
+{{ toJson $e }}
+{{- end }}
+
 {{/* The features whose permissions are granted, as in src/rbac/permissions.ts. */}}
 {{- define "stateward.features" -}}
 {{- $f := list "rollouts" -}}
@@ -77,6 +90,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "stateward.validate" -}}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
 {{- fail "replicas > 1 needs leaderElection.enabled=true: two replicas without an election would both act" -}}
+{{- end -}}
+{{- if and .Values.clusterWide .Values.watchNamespaces -}}
+{{- fail "clusterWide and watchNamespaces exclude each other: the whole cluster, or the namespaces listed" -}}
 {{- end -}}
 {{- if and .Values.reschedule.enabled (not .Values.webhooks.enabled) -}}
 {{- fail "reschedule.enabled needs webhooks.enabled=true (the reschedule webhook is served over the webhooks' HTTPS server)" -}}
