@@ -168,7 +168,8 @@ export class ReloadAlerts {
   private readonly pool: Agent;
   private readonly queue: ReloadReport[] = [];
   private readonly abort = new AbortController();
-  private active = 0;
+  /** Deliveries under way (sending, or pausing between attempts). */
+  private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
   /** Whether a drop was logged since the queue last ran empty: one warning per overflow, not one per alert. */
   private dropLogged = false;
@@ -218,7 +219,7 @@ export class ReloadAlerts {
    */
   async stop(deadlineMs = 5_000): Promise<void> {
     this.stopped = true;
-    if (this.active > 0 || this.queue.length > 0) {
+    if (this.inFlight.size > 0 || this.queue.length > 0) {
       let timer: NodeJS.Timeout | undefined;
       const drained = new Promise<void>((resolve) => this.idle.push(resolve));
       const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
@@ -230,20 +231,22 @@ export class ReloadAlerts {
       this.metrics.dropped.inc(left.length);
       this.log.warn('reload alerts not sent before shutdown', { count: left.length });
     }
+    // What is still in flight ends at once, counted as failed.
     this.abort.abort(new Error('reload alerts stopped'));
+    await Promise.allSettled(this.inFlight);
     await closePool(this.pool);
   }
 
   private pump(): void {
-    while (this.active < this.o.concurrency && this.queue.length > 0) {
+    while (this.inFlight.size < this.o.concurrency && this.queue.length > 0) {
       const report = this.queue.shift()!;
-      this.active++;
-      void this.deliver(report).finally(() => {
-        this.active--;
+      const delivery = this.deliver(report).finally(() => {
+        this.inFlight.delete(delivery);
         if (this.queue.length === 0) this.dropLogged = false;
         this.pump();
-        if (this.active === 0 && this.queue.length === 0) for (const resolve of this.idle.splice(0)) resolve();
+        if (this.inFlight.size === 0 && this.queue.length === 0) for (const resolve of this.idle.splice(0)) resolve();
       });
+      this.inFlight.add(delivery);
     }
   }
 
