@@ -46,6 +46,16 @@ export default tseslint.config(
     files: ['eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },
+  // The package's bins' launchers (bin/*.mjs) are plain JavaScript so that an
+  // older Node loads them (bin/node24.mjs): outside the TypeScript program.
+  {
+    files: ['bin/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['bin/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', URL: 'readonly' } },
+  },
   // The status page's script (src/web/assets) runs in the browser as served:
   // outside the TypeScript program, with the browser's globals.
   {

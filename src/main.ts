@@ -29,6 +29,7 @@ import { RolloutGate } from './rollout/healthcheck/rolloutgate.ts';
 import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
+import { classifyFirstWord, topLevelHelp, unknownCommandMessage } from './cli/commandline.ts';
 
 export const version: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -56,15 +57,23 @@ const COMMANDS: Record<string, (argv: readonly string[], io: Io) => Promise<numb
  * else is the operator's own command line, as rollout-operator's.
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
-  const command = argv[0] !== undefined ? COMMANDS[argv[0]] : undefined;
-  if (command) return command(argv.slice(1), io);
+  const first = classifyFirstWord(argv, Object.keys(COMMANDS));
+  if (first.kind === 'command') return COMMANDS[first.name]!(argv.slice(1), io);
+  if (first.kind === 'help') {
+    io.out(topLevelHelp());
+    return 0;
+  }
+  if (first.kind === 'unknown') {
+    io.err(unknownCommandMessage(first));
+    return 2;
+  }
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const flags = registerOperatorFlags(fs);
   const capabilities = operatorCapabilities(flags);
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
-    io.err(parsed.usage);
+    io.err(`${topLevelHelp()}\n${parsed.usage}`);
     return 0;
   }
   if (parsed.kind === 'error') {
@@ -79,7 +88,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const config = flags.runtimeFlags.read();
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {
-    io.err(`${invalid ?? invalidElection}\n`);
+    // A bare `stateward` is most often a person trying the command: show what it can do.
+    io.err(`${invalid ?? invalidElection}\n${argv.length === 0 ? `\n${topLevelHelp()}` : ''}`);
     return 2;
   }
   return runOperator(config, flags.compatFlags.warnings(), capabilities, io);

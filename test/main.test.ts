@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -133,9 +133,74 @@ describe('stateward command line', () => {
   });
 
   it('runs as the package bin on Node 24', async () => {
-    const bin = fileURLToPath(new URL('../bin/stateward.ts', import.meta.url));
-    const { stdout } = await exec(process.execPath, [bin, '-version']);
-    assert.equal(stdout, `stateward ${version}\n`);
+    for (const name of ['stateward.ts', 'stateward.mjs']) {
+      const bin = fileURLToPath(new URL(`../bin/${name}`, import.meta.url));
+      const { stdout } = await exec(process.execPath, [bin, '-version']);
+      assert.equal(stdout, `stateward ${version}\n`, name);
+    }
     assert.ok(Number.parseInt(process.versions.node, 10) >= 24, `tests run on Node ${process.versions.node}`);
   });
+
+  it('answers a first word that names no command with the nearest command, and `help` with the commands', async () => {
+    const typo = await capture(['stauts', '-n', 'x']);
+    assert.equal(typo.code, 2);
+    assert.equal(
+      typo.err,
+      `stateward: unknown command "stauts". Did you mean "status"?\nRun 'stateward help' for the commands.\n`,
+    );
+    assert.doesNotMatch(typo.err, /namespace flag/, 'not taken for the operator');
+    assert.match((await capture(['frobnicate'])).err, /unknown command "frobnicate"\.\nRun/, 'no far-fetched guess');
+    const help = await capture(['help']);
+    assert.equal(help.code, 0);
+    for (const command of ['status', 'doctor', 'help']) assert.match(help.out, new RegExp(`^  ${command} `, 'm'));
+    assert.match((await capture(['-help'])).err, /Commands:\n {2}status[^]*Usage of stateward:/, '-help names them');
+    const bare = await capture([]);
+    assert.equal(bare.code, 2);
+    assert.match(
+      bare.err,
+      /the -kubernetes.namespace flag is required\n\nUsage:[^]*Commands:/,
+      'a bare run shows the commands',
+    );
+  });
+});
+
+describe('the package bins on an older Node', () => {
+  it("plans: run here on 24+, hand over to the project's Node 24 when npm ci brought one, else explain", async () => {
+    const { launchPlan, explanation } = await import('../bin/node24.mjs');
+    assert.equal(launchPlan(24, false), 'import');
+    assert.equal(launchPlan(26, true), 'import');
+    assert.equal(launchPlan(20, true), 'project-node');
+    assert.equal(launchPlan(18, false), 'explain');
+    const line = explanation('stateward', 'v20.1.0');
+    assert.equal(line.split('\n').length, 2, 'one line');
+    assert.match(line, /needs Node\.js 24 or later, and this is Node v20\.1\.0: .*npx stateward/);
+  });
+
+  // The machine's own Node, when it is older than 24 (Debian's is): what a user's `stateward` meets.
+  const older = ['/usr/bin/node', '/usr/local/bin/node'].find((path) => {
+    try {
+      return Number.parseInt(execFileSync(path, ['-p', 'process.versions.node'], { encoding: 'utf8' }), 10) < 24;
+    } catch {
+      return false;
+    }
+  });
+  it(
+    `runs the bins from an older Node (${older ?? 'none on this machine: the launch plan above is all that is tested'})`,
+    { skip: older === undefined },
+    async () => {
+      const bin = fileURLToPath(new URL('../bin/stateward.mjs', import.meta.url));
+      const { stdout } = await exec(older!, [bin, '-version']);
+      assert.equal(stdout, `stateward ${version}\n`, "handed to the project's Node 24");
+      // A copy of the bins without the project's node_modules: one line, exit 1, no stack trace.
+      const alone = await mkdtemp(join(tmpdir(), 'bins-'));
+      await mkdir(join(alone, 'bin'));
+      for (const file of ['stateward.mjs', 'node24.mjs', 'stateward.ts'])
+        await copyFile(fileURLToPath(new URL(`../bin/${file}`, import.meta.url)), join(alone, 'bin', file));
+      const refused = await exec(older!, [join(alone, 'bin', 'stateward.mjs'), '-version']).catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+      assert.equal((refused as { code: number }).code, 1);
+      assert.match(refused.stderr, /^stateward needs Node\.js 24 or later, and this is Node v\d+[^\n]*\n$/);
+    },
+  );
 });

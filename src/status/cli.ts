@@ -9,6 +9,7 @@ import { loadCliKubeConfig } from '../cli/clikubeconfig.ts';
 import { listAll, type Listed } from '../cli/list.ts';
 import { FlagSet, type FlagCodec } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
+import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import {
   resources,
   type KubeObject,
@@ -255,6 +256,18 @@ async function snapshot(
   return { report, warnings: fetched.warnings };
 }
 
+/** True only when the API server says the namespace does not exist; a caller who may not read namespaces is not told. */
+async function namespaceMissing(client: KubeClient, namespace: string, signal: AbortSignal): Promise<boolean> {
+  try {
+    await client.get(resources.namespaces, { name: namespace }, { signal });
+    return false;
+  } catch (error) {
+    if (isNotFound(error)) return true;
+    if (isForbidden(error)) return false;
+    throw error;
+  }
+}
+
 /** One namespace's report, as `stateward status -n <namespace>` computes it (for the demo and other drivers). */
 export async function namespaceStatus(
   client: KubeClient,
@@ -301,6 +314,11 @@ export async function runStatus(argv: readonly string[], io: StatusIo): Promise<
   if (external) external.addEventListener('abort', onSigint, { once: true });
   else if (options.watch) process.once('SIGINT', onSigint);
   try {
+    // An empty report of a namespace that is not there would read as "nothing to worry about".
+    if (!options.allNamespaces && (await namespaceMissing(client, namespace, stop.signal))) {
+      io.err(`error: namespace "${namespace}" not found\n`);
+      return 1;
+    }
     if (!options.watch) {
       const { report, warnings } = await snapshot(client, options, namespace, stop.signal);
       for (const w of warnings) io.err(`${w}\n`);

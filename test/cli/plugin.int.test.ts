@@ -13,7 +13,7 @@ import { createGroup, testClient, waitGroupSettled } from '../support/rollout-gr
 
 const exec = promisify(execFile);
 const cluster = testCluster();
-const PLUGIN = fileURLToPath(new URL('../../bin/kubectl-stateward.ts', import.meta.url));
+const PLUGIN = fileURLToPath(new URL('../../bin/kubectl-stateward.mjs', import.meta.url));
 
 describe('kubectl plugin', { timeout: 120_000 }, () => {
   it('kubectl stateward status and doctor run the same commands as stateward', async (t) => {

@@ -258,4 +258,11 @@ describe('stateward status on a cluster', { timeout: 180_000 }, () => {
     ]);
     assert.equal(ingester(json).statefulSets.length, 3);
   });
+
+  it('says a namespace that does not exist does not exist (exit 1), instead of an empty report', async () => {
+    const missing = await status(['-n', 'no-such-namespace-here', '--kubeconfig', cluster.kubeconfigPath]);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.err, 'error: namespace "no-such-namespace-here" not found\n');
+    assert.equal(missing.out, '');
+  });
 });
