@@ -288,7 +288,7 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       apiGroups: ['apps'],
       resources: ['deployments', 'daemonsets'],
       verbs: ['list', 'watch', 'patch'],
-      why: 'cache opted-in workloads; one patch records checksums and restarts',
+      why: 'cache opted-in workloads; one patch records checksums and restarts (and a pause-period\'s pause and resume)',
     },
     {
       scope: 'managed',
@@ -303,6 +303,27 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       resources: ['pods/eviction'],
       verbs: ['create'],
       why: 'evict outdated pods of opted-in OnDelete workloads one at a time',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['batch'],
+      resources: ['cronjobs'],
+      verbs: ['list', 'watch', 'patch'],
+      why: 'cache opted-in CronJobs; patch records the checksums (and the Job it started) after a restart',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['batch'],
+      resources: ['jobs'],
+      verbs: ['list', 'watch', 'create', 'delete', 'patch'],
+      why: 'cache opted-in Jobs; create starts a Job from a CronJob or re-creates a Job; delete (uid-preconditioned) removes the Job being re-created; patch records checksums and sets or lifts the finalizer that holds it until then',
+    },
+    {
+      scope: 'managed',
+      apiGroups: ['argoproj.io'],
+      resources: ['rollouts'],
+      verbs: ['list', 'watch', 'patch'],
+      why: 'cache opted-in Argo Rollouts when the CRD is installed (optional: without it or this rule, none are cached); one patch records checksums and restarts (template or spec.restartAt)',
     },
     {
       scope: 'own',

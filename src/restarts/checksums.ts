@@ -17,7 +17,8 @@ import {
 /** A current checksum for a referenced config that does not exist. */
 export const MISSING = 'missing';
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+/** Every kind config restarts handle; what differs per kind is in workloadkinds.ts. */
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job' | 'Rollout';
 
 export interface WorkloadRef {
   kind: WorkloadKind;

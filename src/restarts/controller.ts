@@ -1,5 +1,5 @@
-// Config-change restarts, the imperative shell: watches workloads
-// (Deployments, StatefulSets, DaemonSets) and ConfigMaps/Secrets — whose
+// Config-change restarts, the imperative shell: watches workloads (every
+// kind in workloadkinds.ts) and ConfigMaps/Secrets — whose
 // content is hashed as it is decoded and never cached (digest.ts), so every
 // config's checksum is known from LISTs and the watch alone — and, for each
 // opted-in workload, decides with restartplan.ts and patches.
@@ -7,13 +7,14 @@
 // Per workload key, on any relevant change: observe the change (debounce
 // state), then reconcile when due: decide, patch the applied checksums (and
 // the restart trigger) in ONE merge patch with a resourceVersion
-// precondition, and record an Event. The decisions live on the workload
-// (the annotation), so a restart of the operator or a new leader picks up
-// exactly what was not applied yet.
+// precondition (restartwrites.ts: per kind, how the restart is written),
+// and record an Event. The decisions live on the workload (the annotation),
+// so a restart of the operator or a new leader picks up exactly what was not
+// applied yet. Every completed restart goes through `restarted`.
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
-import { isConflict, KubeApiError } from '../runtime/kube/errors.ts';
-import { resources, type KubeObject, type Pod, type ResourceType } from '../runtime/kube/types.ts';
+import { isAlreadyExists, isConflict, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
+import { resources, type KubeObject, type Pod } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { Controller, type Reconciler } from '../runtime/controller/runner.ts';
@@ -33,7 +34,11 @@ import {
   type SkipNotice,
   type OnDeleteWorkload,
 } from './ondelete.ts';
-import { decideRestart } from './restartplan.ts';
+import { decideRestart, type RestartDecision } from './restartplan.ts';
+import { recreateStep, type Job, type RecreateStep } from './jobrestarts.ts';
+import { pauseDecision, type PausableDeployment } from './pauseperiod.ts';
+import { hasUnfinishedWrite, kindWarnings, planRestartWrite } from './restartwrites.ts';
+import { eventApiVersion, JOBS, kindByPrefix, WORKLOAD_KINDS, type WorkloadKindSpec } from './workloadkinds.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
 import { RestartMetrics } from './restartmetrics.ts';
@@ -51,7 +56,7 @@ export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
   const enabled = fs.bool(
     'config-restarts.enabled',
     false,
-    'Restart opted-in Deployments, StatefulSets and DaemonSets when the ConfigMaps and Secrets they use change (needs list/watch on ConfigMaps and Secrets).',
+    'Restart opted-in Deployments, StatefulSets, DaemonSets, CronJobs, Jobs and Argo Rollouts when the ConfigMaps and Secrets they use change (needs list/watch on ConfigMaps and Secrets).',
   );
   const grace = fs.int(
     'restart-grace-period',
@@ -89,15 +94,10 @@ export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
   });
 }
 
-const KINDS: { kind: WorkloadKind; type: ResourceType; prefix: string }[] = [
-  { kind: 'Deployment', type: resources.deployments, prefix: 'deployment' },
-  { kind: 'StatefulSet', type: resources.statefulSets, prefix: 'statefulset' },
-  { kind: 'DaemonSet', type: resources.daemonSets, prefix: 'daemonset' },
-];
-
 const CONFIG_PAGE_SIZE = 2000;
 
-type Workload = KubeObject & WorkloadLike & { spec?: { updateStrategy?: { type?: string } } };
+type Workload = KubeObject & { spec?: { updateStrategy?: { type?: string } } };
+type Restart = Extract<RestartDecision, { action: 'restart' }>;
 
 export class RestartController implements Reconciler {
   private readonly runtime: Runtime;
@@ -118,6 +118,8 @@ export class RestartController implements Reconciler {
   private readonly watching = new Map<string, string[]>();
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
+  /** Per Job being re-created by this process: which configs changed, for the Event at the create. */
+  private readonly recreating = new Map<string, string>();
   /** The term-scoped loop: a queue of workload keys, 2 workers while leading. */
   private readonly controller: Controller;
   private readonly metrics: RestartMetrics;
@@ -135,9 +137,9 @@ export class RestartController implements Reconciler {
       failures: { logger: this.log, message: 'config restart reconcile failed; retrying', keyField: 'workload' },
       // Everything opted in is looked at once: changes made while no replica led are caught here.
       enqueueAll: () => {
-        for (const { kind } of KINDS)
-          for (const informer of this.workloads.get(kind)!)
-            for (const w of informer.list()) this.workloadChanged(kind, w);
+        for (const spec of WORKLOAD_KINDS)
+          for (const informer of this.workloads.get(spec.kind)!)
+            for (const w of informer.list()) this.workloadChanged(spec, w);
       },
       afterTerm: () => {
         this.pending.clear();
@@ -146,9 +148,15 @@ export class RestartController implements Reconciler {
     });
     const shared = workloadCache(runtime);
     this.pods = shared.pods;
-    this.workloads.set('StatefulSet', shared.statefulSets as Informer<Workload>[]);
-    this.workloads.set('Deployment', runtime.informers<Workload>(resources.deployments));
-    this.workloads.set('DaemonSet', runtime.informers<Workload>(resources.daemonSets));
+    for (const spec of WORKLOAD_KINDS) {
+      // StatefulSets: the cache the rollout capability shares (with its indexers).
+      this.workloads.set(
+        spec.kind,
+        spec.kind === 'StatefulSet'
+          ? (shared.statefulSets as Informer<Workload>[])
+          : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
+      );
+    }
     // Digests only: Secret values never enter a cache. Pages of 2,000: each
     // page is hashed and dropped as it arrives, so a larger page costs only
     // transient memory, and 7,000 configs list in 4 requests instead of 16
@@ -164,13 +172,13 @@ export class RestartController implements Reconciler {
       }),
     };
     this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs());
-    for (const { kind } of KINDS) {
-      for (const informer of this.workloads.get(kind)!) {
+    for (const spec of WORKLOAD_KINDS) {
+      for (const informer of this.workloads.get(spec.kind)!) {
         informer.addHandlers({
-          onAdd: (w) => this.workloadChanged(kind, w),
-          onUpdate: (_o, w) => this.workloadChanged(kind, w),
+          onAdd: (w) => this.workloadChanged(spec, w),
+          onUpdate: (_o, w) => this.workloadChanged(spec, w),
           onDelete: (w) => {
-            const key = this.keyOf(kind, w);
+            const key = this.keyOf(spec, w);
             this.pending.delete(key);
             this.noticed.delete(key);
             this.evicted.delete(key);
@@ -186,7 +194,7 @@ export class RestartController implements Reconciler {
     for (const informer of this.pods) {
       const podChanged = (pod: Pod) => {
         const owner = pod.metadata?.ownerReferences?.find((o) => o.controller);
-        const entry = KINDS.find((k) => k.kind === owner?.kind);
+        const entry = WORKLOAD_KINDS.find((k) => k.kind === owner?.kind);
         if (!owner || !entry) return;
         const key = `${entry.prefix}/${pod.metadata?.namespace}/${owner.name}`;
         if (this.evicting.has(key)) this.controller.add(key);
@@ -206,12 +214,13 @@ export class RestartController implements Reconciler {
     }
   }
 
-  private keyOf(kind: WorkloadKind, w: KubeObject): string {
-    return `${KINDS.find((k) => k.kind === kind)!.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
+  private keyOf(spec: WorkloadKindSpec, w: KubeObject): string {
+    return `${spec.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
   }
 
-  private watched(w: Workload) {
-    return watchedConfigs(w, {
+  /** `view`: the workload as its kind's `view` shows it (metadata and pod template). */
+  private watched(view: WorkloadLike) {
+    return watchedConfigs(view, {
       configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
       configNames: (kind, namespace) =>
         (this.configInformer(kind, namespace)?.list() ?? [])
@@ -232,20 +241,24 @@ export class RestartController implements Reconciler {
     return informerFor(this.configs[kind], namespace);
   }
 
-  private workloadChanged(kind: WorkloadKind, w: Workload): void {
-    const key = this.keyOf(kind, w);
+  private workloadChanged(spec: WorkloadKindSpec, w: Workload): void {
+    const key = this.keyOf(spec, w);
+    // A pause to end or a Job's re-creation to finish goes on whatever the opt-ins say now.
+    const unfinished = hasUnfinishedWrite(spec, w);
+    const view = spec.view(w);
     // Most workload updates (status churn of every Deployment and StatefulSet) concern no opted-in workload.
-    if (!mayOptIn(w)) {
+    if (!mayOptIn(view) || spec.handledElsewhere(w) !== undefined) {
       if (this.watching.has(key) || this.patternWorkloads.has(key)) this.index(key, [], false);
       this.evicting.delete(key);
+      if (unfinished) this.controller.add(key);
       return;
     }
-    const watched = this.watched(w);
+    const watched = this.watched(view);
     const optedIn = watched.optIns.length > 0;
     this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
-    if (optedIn && this.evicts(kind, w)) this.evicting.add(key);
+    if (optedIn && this.evicts(spec, w)) this.evicting.add(key);
     else this.evicting.delete(key);
-    if (optedIn) this.controller.add(key);
+    if (optedIn || unfinished) this.controller.add(key);
   }
 
   private index(workload: string, keys: string[], hasPatterns: boolean): void {
@@ -261,9 +274,9 @@ export class RestartController implements Reconciler {
     else this.patternWorkloads.delete(workload);
   }
 
-  private workloadByKey(wkey: string): { entry: (typeof KINDS)[number]; workload: Workload | undefined } {
+  private workloadByKey(wkey: string): { entry: WorkloadKindSpec; workload: Workload | undefined } {
     const [prefix, namespace, name] = wkey.split('/') as [string, string, string];
-    const entry = KINDS.find((k) => k.prefix === prefix)!;
+    const entry = kindByPrefix(prefix)!;
     return { entry, workload: informerFor(this.workloads.get(entry.kind)!, namespace)?.get(namespace, name) };
   }
 
@@ -276,9 +289,9 @@ export class RestartController implements Reconciler {
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
     // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
     for (const wkey of new Set([...(this.watchers.get(key) ?? []), ...this.patternWorkloads])) {
-      const { workload } = this.workloadByKey(wkey);
+      const { entry, workload } = this.workloadByKey(wkey);
       if (!workload) continue;
-      const watched = this.watched(workload);
+      const watched = this.watched(entry.view(workload));
       if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
       if (this.log.enabled('debug')) this.log.debug('config change noticed', { workload: wkey, config: key });
       this.observe(wkey, watched.keys);
@@ -325,18 +338,40 @@ export class RestartController implements Reconciler {
     return this.controller.run(signal);
   }
 
-  /** One workload (`<kind>/<namespace>/<name>`): decide, patch the checksums (and restart), or wait until due. */
+  /** One workload (`<kind>/<namespace>/<name>`): finish earlier writes, decide, write the record (and restart), or wait. */
   async reconcile(wkey: string): Promise<HandlerResult> {
-    const [, namespace, name] = wkey.split('/') as [string, string, string];
     const { entry, workload: w } = this.workloadByKey(wkey);
     if (!w) {
       this.pending.delete(wkey);
       return;
     }
-    const watched = this.watched(w);
+    if (entry.restart === 'recreate-job') {
+      const step = recreateStep(w);
+      if (step.step !== 'none') return this.continueRecreation(entry, w, step);
+    }
+    // Deleted (a Job's re-creation is above), or restarted through another object: nothing to restart.
+    if (w.metadata?.deletionTimestamp || entry.handledElsewhere(w) !== undefined) {
+      this.pending.delete(wkey);
+      return;
+    }
+    const outcome = await this.reconcileConfigs(wkey, entry, w);
+    // After a write, the update it makes brings the next look (and the pause's).
+    if (outcome.wrote || entry.kind !== 'Deployment') return outcome.result;
+    return this.endPause(wkey, entry, w as PausableDeployment, outcome.result);
+  }
+
+  /** The restart decision for one workload and its write: `wrote` when something was written. */
+  private async reconcileConfigs(
+    wkey: string,
+    entry: WorkloadKindSpec,
+    w: Workload,
+  ): Promise<{ wrote: boolean; result: HandlerResult }> {
+    const [, namespace, name] = wkey.split('/') as [string, string, string];
+    const view = entry.view(w);
+    const watched = this.watched(view);
     const applied = appliedChecksumsOf(w);
     const now = this.runtime.clock.monotonic();
-    const previousTimestamp = restartTimestampOf(w);
+    const previousTimestamp = restartTimestampOf(view);
     // Checksums xing wrote are compared with xing's checksum of the same content.
     const legacyKeys = new Set(
       [...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key),
@@ -361,7 +396,7 @@ export class RestartController implements Reconciler {
       w,
       skipNotices({
         optedIn: watched.optIns.length > 0,
-        warnings: watched.warnings,
+        warnings: [...watched.warnings, ...kindWarnings(entry, w)],
         annotationWarning: applied.warning,
         excluded: watched.excluded,
         missing: decision.missing,
@@ -371,49 +406,23 @@ export class RestartController implements Reconciler {
     if (decision.action === 'nothing') {
       this.pending.delete(wkey);
       this.metrics.changesWaiting(this.pending.size);
-      return this.replaceOutdated(entry, w);
+      return { wrote: false, result: await this.replaceOutdated(entry, w) };
     }
     if (decision.action === 'wait-until') {
       this.pending.set(wkey, decision.pending);
       this.metrics.changesWaiting(this.pending.size);
-      return { requeueAfterMs: Math.max(0, decision.until - now) };
+      return { wrote: false, result: { requeueAfterMs: Math.max(0, decision.until - now) } };
     }
-    try {
-      await this.runtime.client.patch(entry.type, { namespace, name }, 'merge', decision.patch, { timeoutMs: 15_000 });
-    } catch (error) {
-      // The workload changed since we looked: decide again on the new version.
-      if (isConflict(error)) return { requeueAfterMs: 0 };
-      throw error;
-    }
+    const written =
+      decision.action === 'restart'
+        ? await this.writeRestart(wkey, entry, w, decision)
+        : await this.patchOrConflict(entry, w, decision.patch);
+    // The workload changed since we looked: decide again on the new version.
+    if (written === 'conflict') return { wrote: false, result: { requeueAfterMs: 0 } };
     this.pending.delete(wkey);
     this.metrics.changesWaiting(this.pending.size);
-    this.metrics.checksumsApplied(decision.action === 'restart');
-    if (decision.action === 'restart') {
-      const mode = restartMode(entry.kind, w);
-      const why =
-        decision.changes
-          .filter((c) => decision.restartedBy.includes(c.key))
-          .map((c) => c.key)
-          .join(', ') || decision.restartedBy.join(', ');
-      const how =
-        mode.mode === 'rollout-group'
-          ? `; its rollout group rolls it zone by zone`
-          : mode.mode === 'standalone-ondelete'
-            ? `; OnDelete: pods take the new template only when deleted`
-            : '';
-      const message = `restarted: ${why} changed${how}`;
-      this.log.info(message, { workload: wkey });
-      this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
-      if (mode.mode === 'standalone-ondelete') {
-        // Every pod runs the old template now.
-        const note = onDeleteEvent(
-          { kind: entry.kind, namespace, name },
-          this.podsOf(w).length,
-          this.evicts(entry.kind, w),
-        );
-        this.runtime.events.event(this.ref(entry, w), note.type, note.reason, 'Restart', note.message);
-      }
-    } else {
+    if (decision.action === 'update-annotation-only') {
+      this.metrics.checksumsApplied(false);
       this.log.info(`recorded config checksums: ${decision.reason}`, { workload: wkey });
       this.runtime.events.event(
         this.ref(entry, w),
@@ -423,6 +432,165 @@ export class RestartController implements Reconciler {
         `${decision.reason} (a first sighting restarts nothing)`,
       );
     }
+    return { wrote: true, result: undefined };
+  }
+
+  /** A merge patch of the workload; 'conflict' when its resourceVersion precondition failed. */
+  private async patchOrConflict(entry: WorkloadKindSpec, w: KubeObject, patch: unknown): Promise<'done' | 'conflict'> {
+    try {
+      await this.runtime.client.patch(
+        entry.type,
+        { namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '' },
+        'merge',
+        patch,
+        { timeoutMs: 15_000 },
+      );
+      return 'done';
+    } catch (error) {
+      if (isConflict(error)) return 'conflict';
+      throw error;
+    }
+  }
+
+  /** Writes a decided restart as its kind does (restartwrites.ts); 'conflict' when the workload moved first. */
+  private async writeRestart(
+    wkey: string,
+    entry: WorkloadKindSpec,
+    w: Workload,
+    decision: Restart,
+  ): Promise<'done' | 'conflict'> {
+    const why =
+      decision.changes
+        .filter((c) => decision.restartedBy.includes(c.key))
+        .map((c) => c.key)
+        .join(', ') || decision.restartedBy.join(', ');
+    const plan = planRestartWrite(entry, w, decision, this.runtime.clock.now());
+    if (plan.write === 'patch') {
+      if ((await this.patchOrConflict(entry, w, plan.patch)) === 'conflict') return 'conflict';
+      this.restarted(entry, w, why, plan.note);
+      return 'done';
+    }
+    if (plan.write === 'create-job') {
+      try {
+        await this.runtime.client.create(JOBS, plan.job, { timeoutMs: 15_000 });
+      } catch (error) {
+        // Same name = the same restart, started before a crash, conflict or failover: only the record is left.
+        if (!isAlreadyExists(error)) throw error;
+      }
+      if ((await this.patchOrConflict(entry, w, plan.record)) === 'conflict') return 'conflict';
+      this.restarted(entry, w, why, plan.note);
+      return 'done';
+    }
+    // A Job: mark it (the intent is then on the Job), then go on at once with the steps that follow.
+    let marked: Job;
+    try {
+      marked = await this.runtime.client.patch<Job>(
+        entry.type,
+        { namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '' },
+        'merge',
+        plan.mark,
+        { timeoutMs: 15_000 },
+      );
+    } catch (error) {
+      if (isConflict(error)) return 'conflict';
+      throw error;
+    }
+    this.recreating.set(wkey, why);
+    this.log.info(`re-creating Job: ${why} changed`, { workload: wkey });
+    await this.continueRecreation(entry, marked, recreateStep(marked));
+    return 'done';
+  }
+
+  /**
+   * The steps of a Job's re-creation after its mark (jobrestarts.ts), each
+   * read from the Job: delete it (held by our finalizer), then release it
+   * and create the cleaned copy. Used right after the mark, and on any later
+   * look at a marked Job (after a crash or failover).
+   */
+  private async continueRecreation(entry: WorkloadKindSpec, job: Job, step: RecreateStep): Promise<HandlerResult> {
+    const namespace = job.metadata?.namespace ?? '';
+    const name = job.metadata?.name ?? '';
+    const wkey = this.keyOf(entry, job);
+    if (step.step === 'delete') {
+      let deleted: unknown;
+      try {
+        deleted = await this.runtime.client.delete(
+          entry.type,
+          { namespace, name },
+          { uid: step.uid, propagationPolicy: 'Background', timeoutMs: 15_000 },
+        );
+      } catch (error) {
+        if (isConflict(error) || isNotFound(error)) return { requeueAfterMs: 0 };
+        throw error;
+      }
+      // Held by the finalizer, the answer is the Job being deleted: go on with it.
+      const held = deleted as Job;
+      if (held?.kind !== 'Job' || !held.metadata?.deletionTimestamp) return;
+      step = recreateStep(held);
+    }
+    if (step.step === 'wait-for-finalizers') {
+      this.log.info(`waiting for finalizers ${step.others.join(', ')} before re-creating the Job`, { workload: wkey });
+      return { requeueAfterMs: 5000 };
+    }
+    if (step.step !== 'release-and-create') return;
+    try {
+      await this.runtime.client.patch(entry.type, { namespace, name }, 'merge', step.release, { timeoutMs: 15_000 });
+    } catch (error) {
+      if (isConflict(error)) return { requeueAfterMs: 0 };
+      throw error;
+    }
+    const created = await this.runtime.client.create<Job>(JOBS, step.job, { timeoutMs: 15_000 });
+    const why = this.recreating.get(wkey) ?? 'the configuration';
+    this.recreating.delete(wkey);
+    this.restarted(entry, created, why, `re-created Job ${name}`);
+  }
+
+  /**
+   * The one place a restart is reported as done: the metric, the log and the
+   * ConfigChanged Event (and where a notifier of restarts belongs).
+   */
+  private restarted(entry: WorkloadKindSpec, w: KubeObject, why: string, note: string): void {
+    const wkey = this.keyOf(entry, w);
+    const [, namespace, name] = wkey.split('/') as [string, string, string];
+    this.metrics.checksumsApplied(true);
+    const mode = restartMode(entry.kind, w);
+    const how =
+      mode.mode === 'rollout-group'
+        ? `; its rollout group rolls it zone by zone`
+        : mode.mode === 'standalone-ondelete'
+          ? `; OnDelete: pods take the new template only when deleted`
+          : note !== ''
+            ? `; ${note}`
+            : '';
+    const message = `restarted: ${why} changed${how}`;
+    this.log.info(message, { workload: wkey });
+    this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
+    if (mode.mode === 'standalone-ondelete') {
+      // Every pod runs the old template now.
+      const notice = onDeleteEvent({ kind: entry.kind, namespace, name }, this.podsOf(w).length, this.evicts(entry, w));
+      this.runtime.events.event(this.ref(entry, w), notice.type, notice.reason, 'Restart', notice.message);
+    }
+  }
+
+  /** A Deployment paused by a restart: resume it once its pause-period has passed, or look again then. */
+  private async endPause(
+    wkey: string,
+    entry: WorkloadKindSpec,
+    w: PausableDeployment,
+    result: HandlerResult,
+  ): Promise<HandlerResult> {
+    const wallNow = this.runtime.clock.now();
+    const pause = pauseDecision(w, wallNow);
+    if (pause.action === 'none') return result;
+    if (pause.action === 'wait') {
+      const after = Math.max(0, pause.untilWall - wallNow);
+      const other = result && 'requeueAfterMs' in result ? result.requeueAfterMs : undefined;
+      return { requeueAfterMs: other === undefined ? after : Math.min(other, after) };
+    }
+    if ((await this.patchOrConflict(entry, w, pause.patch)) === 'conflict') return { requeueAfterMs: 0 };
+    this.log.info(pause.reason, { workload: wkey });
+    this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Resume', pause.reason);
+    return result;
   }
 
   private podsOf(w: KubeObject): Pod[] {
@@ -431,9 +599,10 @@ export class RestartController implements Reconciler {
   }
 
   /** Opted in to having a standalone OnDelete StatefulSet's or DaemonSet's outdated pods evicted one at a time. */
-  private evicts(kind: WorkloadKind, w: KubeObject): boolean {
+  private evicts(entry: WorkloadKindSpec, w: KubeObject): boolean {
+    const kind = entry.kind;
     return (
-      kind !== 'Deployment' &&
+      (kind === 'StatefulSet' || kind === 'DaemonSet') &&
       w.metadata?.annotations?.[EVICT_ONDELETE_ANNOTATION] === 'evict' &&
       restartMode(kind, w).mode === 'standalone-ondelete'
     );
@@ -445,11 +614,8 @@ export class RestartController implements Reconciler {
    * each only once the updated ones are Ready. Pod and StatefulSet events
    * bring the next step.
    */
-  private async replaceOutdated(
-    entry: (typeof KINDS)[number],
-    w: Workload,
-  ): Promise<void | { requeueAfterMs: number }> {
-    if (entry.kind === 'Deployment' || !this.evicts(entry.kind, w)) return;
+  private async replaceOutdated(entry: WorkloadKindSpec, w: Workload): Promise<void | { requeueAfterMs: number }> {
+    if (!this.evicts(entry, w)) return;
     const target = updateTarget(entry.kind, w as OnDeleteWorkload);
     const pods = this.podsOf(w);
     const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
@@ -488,9 +654,9 @@ export class RestartController implements Reconciler {
     });
   }
 
-  private ref(entry: (typeof KINDS)[number], w: KubeObject) {
+  private ref(entry: WorkloadKindSpec, w: KubeObject) {
     return {
-      apiVersion: 'apps/v1',
+      apiVersion: eventApiVersion(entry),
       kind: entry.kind,
       namespace: w.metadata?.namespace,
       name: w.metadata?.name ?? '',
@@ -503,7 +669,7 @@ export class RestartController implements Reconciler {
    * status update of the workload reconciles it, and the same Event each time
    * would bury the ones that matter.
    */
-  private notify(entry: (typeof KINDS)[number], w: KubeObject, notices: SkipNotice[]): void {
+  private notify(entry: WorkloadKindSpec, w: KubeObject, notices: SkipNotice[]): void {
     const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
     const before = this.noticed.get(wkey) ?? new Set<string>();
     const now = new Set<string>();

@@ -27,8 +27,10 @@ export type RestartTarget = KubeObject & { spec?: { updateStrategy?: { type?: st
 
 export function restartMode(kind: WorkloadKind, workload: RestartTarget): { mode: RestartMode; reason: string } {
   const name = workload.metadata?.name ?? '';
-  if (kind === 'Deployment')
-    return { mode: 'rolling', reason: `Deployment ${name} rolls its pods on a template change` };
+  // Only StatefulSets and DaemonSets can be OnDelete; every other kind rolls
+  // (or, for CronJobs and Jobs, is restarted by a new Job: workloadkinds.ts).
+  if (kind !== 'StatefulSet' && kind !== 'DaemonSet')
+    return { mode: 'rolling', reason: `${kind} ${name} takes a restart by itself` };
   const strategy = workload.spec?.updateStrategy?.type ?? 'RollingUpdate';
   if (strategy !== 'OnDelete') return { mode: 'rolling', reason: `${kind} ${name} has update strategy ${strategy}` };
   const group = workload.metadata?.labels?.[ROLLOUT_GROUP_LABEL];
@@ -64,7 +66,8 @@ export type OnDeleteWorkload = KubeObject & {
   status?: { observedGeneration?: number; updateRevision?: string; desiredNumberScheduled?: number };
 };
 
-export function updateTarget(kind: 'StatefulSet' | 'DaemonSet', workload: OnDeleteWorkload): UpdateTarget {
+/** For a StatefulSet or DaemonSet (the only kinds restartMode calls OnDelete); any other kind reads as a DaemonSet. */
+export function updateTarget(kind: WorkloadKind, workload: OnDeleteWorkload): UpdateTarget {
   const observed =
     workload.status?.observedGeneration !== undefined &&
     workload.status.observedGeneration === workload.metadata?.generation;

@@ -37,7 +37,7 @@ import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { type ConfigKind } from '../restarts/references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from '../restarts/optins.ts';
-import { restartTimestampOf, type WorkloadKind } from '../restarts/checksums.ts';
+import { restartTimestampOf } from '../restarts/checksums.ts';
 import { outdatedPods as outdatedOf, restartMode, updateTarget, type RestartTarget } from '../restarts/ondelete.ts';
 import {
   STATUS_API_VERSION,
@@ -617,7 +617,7 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
     secret: new Map(configLists.secret.map((c) => [c.metadata?.name ?? '', c])),
   };
   const pods = input.pods.filter((p) => namespaceOf(p) === namespace);
-  const workloads: [WorkloadKind, KubeObject[]][] = [
+  const workloads: [RestartView['kind'], KubeObject[]][] = [
     ['Deployment', input.deployments],
     ['StatefulSet', input.statefulSets],
     ['DaemonSet', input.daemonSets],
