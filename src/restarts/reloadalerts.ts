@@ -143,7 +143,12 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-class AlertMetrics {
+/**
+ * The alert counters. ReloadAlerts registers them when it is built; a caller
+ * that wants them at zero while alerts are off (a metrics reference that
+ * always lists them) registers them itself and hands them over.
+ */
+export class ReloadAlertMetrics {
   readonly sent: Counter;
   readonly failed: Counter;
   readonly dropped: Counter;
@@ -163,7 +168,7 @@ class AlertMetrics {
 export class ReloadAlerts {
   private readonly target: AlertTarget;
   private readonly log: Logger;
-  private readonly metrics: AlertMetrics;
+  private readonly metrics: ReloadAlertMetrics;
   private readonly o: Required<Omit<ReloadAlertsOptions, 'env'>>;
   private readonly pool: Agent;
   private readonly queue: ReloadReport[] = [];
@@ -175,10 +180,14 @@ export class ReloadAlerts {
   private dropLogged = false;
   private idle: (() => void)[] = [];
 
-  constructor(target: AlertTarget, deps: { log: Logger; registry: Registry }, options: ReloadAlertsOptions = {}) {
+  constructor(
+    target: AlertTarget,
+    deps: { log: Logger } & ({ registry: Registry } | { metrics: ReloadAlertMetrics }),
+    options: ReloadAlertsOptions = {},
+  ) {
     this.target = target;
     this.log = deps.log.child({ component: 'reload-alerts', sink: target.sink });
-    this.metrics = new AlertMetrics(deps.registry);
+    this.metrics = 'metrics' in deps ? deps.metrics : new ReloadAlertMetrics(deps.registry);
     this.o = {
       queueSize: Math.max(1, options.queueSize ?? DEFAULTS.queueSize),
       concurrency: Math.max(1, options.concurrency ?? DEFAULTS.concurrency),
@@ -240,12 +249,21 @@ export class ReloadAlerts {
   private pump(): void {
     while (this.inFlight.size < this.o.concurrency && this.queue.length > 0) {
       const report = this.queue.shift()!;
-      const delivery = this.deliver(report).finally(() => {
-        this.inFlight.delete(delivery);
-        if (this.queue.length === 0) this.dropLogged = false;
-        this.pump();
-        if (this.inFlight.size === 0 && this.queue.length === 0) for (const resolve of this.idle.splice(0)) resolve();
-      });
+      const delivery = this.deliver(report)
+        .catch((error: unknown) => {
+          // Not expected (deliver handles what a send can throw); never an unhandled rejection in the operator.
+          this.metrics.failed.inc();
+          this.log.error('reload alert failed unexpectedly', {
+            workload: workloadOf(report),
+            err: safeReason(error, this.target.url),
+          });
+        })
+        .finally(() => {
+          this.inFlight.delete(delivery);
+          if (this.queue.length === 0) this.dropLogged = false;
+          this.pump();
+          if (this.inFlight.size === 0 && this.queue.length === 0) for (const resolve of this.idle.splice(0)) resolve();
+        });
       this.inFlight.add(delivery);
     }
   }

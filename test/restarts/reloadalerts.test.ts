@@ -6,7 +6,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import { ReloadAlerts, ReloadWebhookError, callReloadWebhook, ReloadWebhook } from '../../src/restarts/reloadalerts.ts';
+import {
+  ReloadAlerts,
+  ReloadAlertMetrics,
+  ReloadWebhookError,
+  callReloadWebhook,
+  ReloadWebhook,
+} from '../../src/restarts/reloadalerts.ts';
 import type { ReloadReport } from '../../src/restarts/alertsinks.ts';
 import type { AlertTarget } from '../../src/restarts/alertflags.ts';
 import { recordingLogger } from '../support/logger.ts';
@@ -309,6 +315,20 @@ describe('reload alerts', () => {
     assert.ok(took >= 190 && took < 1_500, `stop took ${took} ms`);
     assert.equal(await metric(held.registry, 'dropped'), 2, 'the two queued behind the one in flight');
     assert.equal(await metric(held.registry, 'failed'), 1, 'the one in flight, cut off');
+  });
+  it('counts on metrics registered ahead of it, which read zero while alerts are off', async (t) => {
+    const registry = new Registry();
+    const metrics = new ReloadAlertMetrics(registry);
+    for (const name of ['sent', 'failed', 'dropped', 'retries']) assert.equal(await metric(registry, name), 0);
+    const hook = await receiver(t);
+    const alerts = new ReloadAlerts(
+      { sink: 'gchat', url: hook.url(), additionalInfo: '', proxy: undefined },
+      { log: recordingLogger().log, metrics },
+      { env: {} },
+    );
+    t.after(() => alerts.stop(100));
+    alerts.notify(reportFor('api'));
+    await waitFor('alert sent', async () => (await metric(registry, 'sent')) === 1, wait);
   });
 });
 
