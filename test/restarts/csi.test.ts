@@ -25,7 +25,6 @@ import {
 import { classKey, classReferences, parseClassKey } from '../../src/restarts/csireferences.ts';
 import { checksumScheme } from '../../src/restarts/hash.ts';
 import type { WorkloadLike } from '../../src/restarts/optins.ts';
-import { decideRestart } from '../../src/restarts/restartplan.ts';
 import {
   RELOADER_AUTO_ANNOTATION as AUTO,
   RELOADER_IGNORE_ANNOTATION as IGNORE,
