@@ -12,10 +12,12 @@ import { exposedCollect, gcReports, HeapRelease, loopUtilization } from './heapr
 import { HttpServer } from './http/server.ts';
 import { Informer, type InformerOptions } from './informer/informer.ts';
 import { informerMetrics, type InformerMetrics } from './informer/informermetrics.ts';
+import { NamespaceFilter } from './informer/namespacescope.ts';
 import { KubeClient } from './kube/client.ts';
+import { KubeApiError } from './kube/errors.ts';
 import type { KubeConfig } from './kube/kubeconfig.ts';
 import { apiClientMetrics } from './kube/apimetrics.ts';
-import type { KubeObject, ResourceType } from './kube/types.ts';
+import { resources, type KubeObject, type ResourceType } from './kube/types.ts';
 import { LeaderElector } from './leaderelection/elector.ts';
 import { LeadershipTerms } from './leaderelection/terms.ts';
 import type { Logger } from './log/logger.ts';
@@ -113,6 +115,8 @@ export class Operator {
    */
   readonly identity: string;
   readonly sightings: TimestampSightings;
+  /** -kubernetes.namespace-selector / -kubernetes.namespaces-to-ignore: the namespaces acted in, for every shared informer. */
+  private readonly namespaceFilter: NamespaceFilter | undefined;
 
   constructor(options: OperatorOptions) {
     this.o = options;
@@ -150,6 +154,7 @@ export class Operator {
       logger: this.log,
     });
     this.informerMetrics = informerMetrics(registry);
+    this.namespaceFilter = this.splitScope();
     this.leaderGauge = new Gauge({
       name: 'stateward_leader_is_leader',
       help: '1 while this replica is the elected leader (always 1 without leader election).',
@@ -166,6 +171,47 @@ export class Operator {
       logger: this.log,
       registry,
     });
+  }
+
+  /**
+   * The scope of an install that shares the cluster with others
+   * (docs/multiple-installs.md): with a selector, a namespaces cache listed
+   * with it (readiness waits for it like any other) tells the filter which
+   * namespaces are in.
+   */
+  private splitScope(): NamespaceFilter | undefined {
+    const { namespaceSelector: selector, namespacesToIgnore: ignored } = this.o.config;
+    if (selector === '' && ignored.length === 0) return undefined;
+    const filter = new NamespaceFilter({ selector, ignored });
+    if (selector === '') return filter;
+    const namespaces = new Informer<KubeObject>({
+      client: this.client,
+      type: resources.namespaces,
+      labelSelector: selector,
+      metadataOnly: true,
+      clock: this.clock,
+      logger: this.log,
+      metrics: this.informerMetrics,
+    });
+    namespaces.addHandlers({
+      onAdd: (ns) => filter.observe(ns.metadata?.name ?? ''),
+      onDelete: (ns) => filter.forget(ns.metadata?.name ?? ''),
+    });
+    this.informerCache.set(JSON.stringify(['', 'namespaces', 'scope', selector]), namespaces);
+    return filter;
+  }
+
+  /** A selector the API server cannot parse is a flag error: said at start, not retried forever. */
+  private async checkNamespaceSelector(): Promise<void> {
+    const selector = this.o.config.namespaceSelector;
+    if (selector === '') return;
+    try {
+      await this.client.list(resources.namespaces, { labelSelector: selector, limit: 1 });
+    } catch (error) {
+      if (error instanceof KubeApiError && error.code === 400)
+        throw new Error(`-kubernetes.namespace-selector=${selector}: the API server refused it: ${error.message}`);
+      // Anything else (a refusal by RBAC, the API down) is the namespaces cache's to retry and report.
+    }
   }
 
   /** Ready once every informer any capability asked for has synced. */
@@ -236,6 +282,10 @@ export class Operator {
             client: this.client,
             type,
             namespace,
+            // The operator's own objects are its own whatever the scope.
+            ...(type.namespaced && !ownNamespace && this.namespaceFilter
+              ? { namespaceScope: this.namespaceFilter }
+              : {}),
             clock: this.clock,
             logger: this.log,
             metrics: this.informerMetrics,
@@ -251,6 +301,7 @@ export class Operator {
   /** Starts everything; resolves when the operator has shut down. */
   async run(): Promise<void> {
     const { config, capabilities } = this.o;
+    await this.checkNamespaceSelector();
     const runtime = this.runtime();
     const handles: { name: string; handle: CapabilityHandle }[] = [];
     for (const capability of capabilities) {

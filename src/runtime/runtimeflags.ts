@@ -1,7 +1,7 @@
 // The runtime's flags: rollout-operator's names and defaults where it has the
 // flag, so its command lines work unchanged; new flags where it has none.
 import { hostname } from 'node:os';
-import type { FlagSet } from './flags/flagset.ts';
+import type { FlagCodec, FlagSet } from './flags/flagset.ts';
 import {
   type ClusterValidationConfig,
   clusterLabels,
@@ -10,6 +10,7 @@ import {
   splitCsv,
 } from './http/clustervalidation.ts';
 import type { ServerLimits } from './http/guard.ts';
+import { namespaceSelectorText } from './informer/namespacescope.ts';
 import type { LogFormat, LogLevel } from './log/logger.ts';
 
 export interface RuntimeConfig {
@@ -33,6 +34,10 @@ export interface RuntimeConfig {
   namespace: string;
   /** Namespaces whose objects are cached and acted on; ['*'] means the whole cluster. */
   watchNamespaces: readonly string[];
+  /** Only namespaces whose labels match this selector are acted in ('' for every one); legacy `k:v` forms converted. */
+  namespaceSelector: string;
+  /** Namespaces never acted in. */
+  namespacesToIgnore: readonly string[];
   leaderElection: {
     enabled: boolean;
     leaseName: string;
@@ -171,6 +176,80 @@ function registerKubernetesFlags(fs: FlagSet) {
   };
 }
 
+/** pflag's StringSlice as Reloader's flags have it: each occurrence's comma-separated values appended. */
+const appendingList: FlagCodec<readonly string[]> = {
+  parse: (text, current) => [
+    ...current,
+    ...text
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => v !== ''),
+  ],
+  format: (value) => value.join(','),
+  typeName: 'strings',
+};
+
+/**
+ * Which namespaces of those watched an install acts in, so several installs
+ * can split one cluster (docs/multiple-installs.md); Reloader's spellings
+ * too, as its chart passes them.
+ */
+function registerNamespaceScopeFlags(fs: FlagSet) {
+  return {
+    selector: fs.string(
+      'kubernetes.namespace-selector',
+      '',
+      "Act only on objects in namespaces whose labels match this label selector (e.g. team=a,env in (prod)); Reloader's legacy forms key:value and key:* are read as key=value and key. Watches namespaces (a ClusterRole). Empty: every watched namespace.",
+    ),
+    reloaderSelector: fs.value(
+      'namespace-selector',
+      [] as readonly string[],
+      "Reloader's --namespace-selector: the same as -kubernetes.namespace-selector (its legacy key:value and key:* forms converted).",
+      appendingList,
+    ),
+    ignore: fs.stringList(
+      'kubernetes.namespaces-to-ignore',
+      [],
+      'Comma-separated namespaces never acted in, whatever else selects them.',
+    ),
+    reloaderIgnore: fs.value(
+      'namespaces-to-ignore',
+      [] as readonly string[],
+      "Reloader's --namespaces-to-ignore: the same as -kubernetes.namespaces-to-ignore.",
+      appendingList,
+    ),
+    reloaderNamespaces: fs.value(
+      'namespaces',
+      [] as readonly string[],
+      "Reloader's --namespaces: the same as -kubernetes.watch-namespaces with a list (a Role per namespace, no ClusterRole).",
+      appendingList,
+    ),
+  };
+}
+
+type NamespaceScopeFlags = ReturnType<typeof registerNamespaceScopeFlags>;
+
+/** The namespaces to watch: -kubernetes.watch-namespaces, else Reloader's --namespaces, else the operator's own. */
+function readWatchNamespaces(kube: KubernetesFlags, scope: NamespaceScopeFlags): readonly string[] {
+  if (kube.watchNamespaces.value.length > 0) return kube.watchNamespaces.value;
+  if (scope.reloaderNamespaces.value.length > 0) return scope.reloaderNamespaces.value;
+  return [kube.namespace.value];
+}
+
+function readNamespaceSelector(scope: NamespaceScopeFlags): string {
+  return namespaceSelectorText(scope.selector.value !== '' ? [scope.selector.value] : scope.reloaderSelector.value);
+}
+
+function namespaceScopeProblem(kube: KubernetesFlags, scope: NamespaceScopeFlags): string | undefined {
+  if (scope.selector.value !== '' && scope.reloaderSelector.value.length > 0)
+    return '-kubernetes.namespace-selector and --namespace-selector: give one of them';
+  if (kube.watchNamespaces.value.length > 0 && scope.reloaderNamespaces.value.length > 0)
+    return '-kubernetes.watch-namespaces and --namespaces: give one of them';
+  if (scope.reloaderNamespaces.value.includes('*'))
+    return '--namespaces lists namespaces; for the whole cluster give none (or -kubernetes.watch-namespaces=*)';
+  return undefined;
+}
+
 function registerLeaderElectionFlags(fs: FlagSet) {
   return {
     enabled: fs.bool(
@@ -212,12 +291,16 @@ type ClusterValidationFlags = ReturnType<typeof registerClusterValidationFlags>;
 type KubernetesFlags = ReturnType<typeof registerKubernetesFlags>;
 type LeaderElectionFlags = ReturnType<typeof registerLeaderElectionFlags>;
 
-function readClusterValidation(cv: ClusterValidationFlags, kube: KubernetesFlags): ClusterValidationConfig {
+function readClusterValidation(
+  cv: ClusterValidationFlags,
+  kube: KubernetesFlags,
+  watchNamespaces: readonly string[],
+): ClusterValidationConfig {
   const paths = splitCsv(cv.excludedPaths.value);
   return {
     enabled: cv.enabled.value,
     softValidation: cv.soft.value,
-    labels: clusterLabels(kube.namespace.value, kube.watchNamespaces.value),
+    labels: clusterLabels(kube.namespace.value, watchNamespaces),
     // rollout-operator's default replaces an empty list only.
     excludedPaths: paths.length > 0 ? paths : DEFAULT_EXCLUDED_PATHS,
     excludedUserAgents: splitCsv(cv.excludedUserAgents.value),
@@ -242,6 +325,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
   const server = registerServerFlags(fs);
   const cv = registerClusterValidationFlags(fs);
   const kube = registerKubernetesFlags(fs);
+  const scope = registerNamespaceScopeFlags(fs);
   const le = registerLeaderElectionFlags(fs);
   const grace = fs.duration(
     'server.shutdown-grace-period',
@@ -261,7 +345,7 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
       writeTimeoutMs: server.writeTimeout.value,
     },
     pprofEnabled: server.pprof.value,
-    clusterValidation: readClusterValidation(cv, kube),
+    clusterValidation: readClusterValidation(cv, kube, readWatchNamespaces(kube, scope)),
     kubeApiUrl: kube.apiUrl.value,
     kubeConfigFile: kube.configFile.value,
     kubeContext: kube.context.value,
@@ -269,7 +353,9 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     clientQps: kube.qps.value,
     clientBurst: kube.burst.value,
     namespace: kube.namespace.value,
-    watchNamespaces: kube.watchNamespaces.value.length > 0 ? kube.watchNamespaces.value : [kube.namespace.value],
+    watchNamespaces: readWatchNamespaces(kube, scope),
+    namespaceSelector: readNamespaceSelector(scope),
+    namespacesToIgnore: [...new Set([...scope.ignore.value, ...scope.reloaderIgnore.value])],
     leaderElection: readLeaderElection(le, kube.namespace.value),
     shutdownGraceMs: grace.value,
   });
@@ -290,7 +376,9 @@ export function registerRuntimeFlags(fs: FlagSet): { read: () => RuntimeConfig; 
     if (clientTimeout.value <= 0) return '-kubernetes.client-timeout must be positive';
     if (watch.value.includes('*') && watch.value.length > 1)
       return '-kubernetes.watch-namespaces: "*" (the whole cluster) cannot be combined with other namespaces';
-    return clusterValidationProblem(readClusterValidation(cv, kube));
+    const scopeProblem = namespaceScopeProblem(kube, scope);
+    if (scopeProblem !== undefined) return scopeProblem;
+    return clusterValidationProblem(readClusterValidation(cv, kube, readWatchNamespaces(kube, scope)));
   };
   return { read, validate };
 }

@@ -10,6 +10,7 @@ import { abortReason, type Clock, type Timer, systemClock } from '../clock.ts';
 import { type Logger, nopLogger } from '../log/logger.ts';
 import { IndexedStore, objectKey, stripManagedFields, type IndexFunc } from './store.ts';
 import type { InformerMetrics } from './informermetrics.ts';
+import type { NamespaceScope } from './namespacescope.ts';
 import { backoffDelay } from '../workqueue/ratelimiter.ts';
 
 export interface InformerHandlers<T extends KubeObject> {
@@ -59,6 +60,13 @@ export interface InformerOptions<T extends KubeObject> {
    * user of the cache can degrade knowingly.
    */
   optional?: boolean;
+  /**
+   * The namespaces this install acts in (namespacescope.ts): objects of any
+   * other are cached but neither delivered nor returned, and are delivered
+   * (onAdd, as if listed) or taken back (onDelete) when their namespace
+   * enters or leaves the scope.
+   */
+  namespaceScope?: NamespaceScope;
   clock?: Clock;
   logger?: Logger;
   metrics?: InformerMetrics;
@@ -108,6 +116,7 @@ export class Informer<T extends KubeObject> {
   private lookedAt: number | undefined;
   /** Whether the cache is filled by a watch-list; false once the server refused one. */
   private watchList: boolean;
+  private unsubscribeScope: (() => void) | undefined;
 
   constructor(options: InformerOptions<T>) {
     this.options = options;
@@ -131,12 +140,15 @@ export class Informer<T extends KubeObject> {
   /** Registers handlers; objects already cached are delivered to them as adds. Returns an unregister function. */
   addHandlers(handlers: InformerHandlers<T>): () => void {
     this.handlers.add(handlers);
-    if (this.synced) for (const object of this.store.list()) this.call(handlers, 'onAdd', object, true);
+    if (this.synced) for (const object of this.list()) this.call(handlers, 'onAdd', object, true);
     return () => this.handlers.delete(handlers);
   }
 
   start(): void {
     if (this.loop) return;
+    this.unsubscribeScope = this.options.namespaceScope?.onChange((namespace, admitted) =>
+      this.rescope(namespace, admitted),
+    );
     this.stopController = new AbortController();
     this.loop = this.run(this.stopController.signal);
     this.scheduleResync();
@@ -145,6 +157,7 @@ export class Informer<T extends KubeObject> {
   async stop(): Promise<void> {
     this.stopController?.abort(new Error('informer stopped'));
     this.resyncTimer?.cancel();
+    this.unsubscribeScope?.();
     await this.loop;
     this.loop = undefined;
     for (const waiter of this.lookWaiters.splice(0)) waiter();
@@ -208,23 +221,43 @@ export class Informer<T extends KubeObject> {
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
-    return this.store.get(namespace ? `${namespace}/${name}` : name);
+    return this.visible(this.store.get(namespace ? `${namespace}/${name}` : name));
   }
 
   getByKey(key: string): T | undefined {
-    return this.store.get(key);
+    return this.visible(this.store.get(key));
   }
 
   list(): T[] {
-    return this.store.list();
+    const all = this.store.list();
+    return this.options.namespaceScope ? all.filter((o) => this.inScope(o)) : all;
   }
 
   byIndex(indexName: string, value: string): T[] {
-    return this.store.byIndex(indexName, value);
+    const all = this.store.byIndex(indexName, value);
+    return this.options.namespaceScope ? all.filter((o) => this.inScope(o)) : all;
   }
 
   get size(): number {
-    return this.store.size;
+    return this.options.namespaceScope ? this.list().length : this.store.size;
+  }
+
+  private inScope(object: T): boolean {
+    return this.options.namespaceScope?.admits(object.metadata?.namespace) ?? true;
+  }
+
+  private visible(object: T | undefined): T | undefined {
+    return object !== undefined && this.inScope(object) ? object : undefined;
+  }
+
+  /** A namespace entered (its objects delivered as if listed) or left (taken back) the scope. */
+  private rescope(namespace: string, admitted: boolean): void {
+    for (const object of this.store.list()) {
+      if (object.metadata?.namespace !== namespace) continue;
+      for (const handlers of this.handlers)
+        if (admitted) this.call(handlers, 'onAdd', object, true);
+        else this.call(handlers, 'onDelete', object);
+    }
   }
 
   /** The resourceVersion the cache is current to. */
@@ -534,7 +567,7 @@ export class Informer<T extends KubeObject> {
     const previous = this.store.set(key, object);
     if (!previous) {
       this.emit('onAdd', object, isInitialList);
-    } else if (previous.metadata?.resourceVersion !== object.metadata?.resourceVersion) {
+    } else if (previous.metadata?.resourceVersion !== object.metadata?.resourceVersion && this.inScope(object)) {
       for (const handlers of this.handlers) this.call(handlers, 'onUpdate', previous, object);
     }
   }
@@ -553,10 +586,12 @@ export class Informer<T extends KubeObject> {
   }
 
   private emit(kind: 'onAdd', object: T, isInitialList: boolean): void {
+    if (!this.inScope(object)) return;
     for (const handlers of this.handlers) this.call(handlers, kind, object, isInitialList);
   }
 
   private emitDelete(object: T): void {
+    if (!this.inScope(object)) return;
     for (const handlers of this.handlers) this.call(handlers, 'onDelete', object);
   }
 
@@ -580,7 +615,7 @@ export class Informer<T extends KubeObject> {
     if (period <= 0) return;
     this.resyncTimer = this.clock.setTimer(period, () => {
       if (this.synced)
-        for (const object of this.store.list())
+        for (const object of this.list())
           for (const handlers of this.handlers) this.call(handlers, 'onUpdate', object, object);
       if (!this.stopController?.signal.aborted) this.scheduleResync();
     });
