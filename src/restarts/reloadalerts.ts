@@ -21,7 +21,6 @@ import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
 import { alertPayload, redactedEndpoint, reloadWebhookBody, type AlertBody, type ReloadReport } from './alertsinks.ts';
 import type { AlertTarget } from './alertflags.ts';
 
-export type { ReloadReport } from './alertsinks.ts';
 
 export interface ReloadAlertsOptions {
   /** Alerts waiting to be sent at most; a new one beyond pushes out the oldest. */
@@ -276,7 +275,11 @@ export class ReloadAlerts {
     for (let attempt = 1; attempt <= this.o.maxAttempts && !signal.aborted; attempt++) {
       if (attempt > 1) {
         this.metrics.retries.inc();
-        const backoff = backoffDelay(attempt - 1, { initialMs: this.o.backoffMs, maxMs: this.o.maxBackoffMs });
+        const backoff = backoffDelay(attempt - 1, {
+          initialMs: this.o.backoffMs,
+          maxMs: this.o.maxBackoffMs,
+          spread: 0.1,
+        });
         const wanted = last && !last.ok && last.retryAfterMs !== undefined ? last.retryAfterMs : 0;
         await pause(Math.min(this.o.maxBackoffMs, Math.max(backoff, wanted)), signal);
         if (signal.aborted) break;
