@@ -24,7 +24,14 @@ export interface Rule {
 }
 
 /** Features an install turns on; `rollouts` is always on. */
-export const FEATURES = ['rollouts', 'leader-election', 'webhooks', 'reschedule', 'config-restarts'] as const;
+export const FEATURES = [
+  'rollouts',
+  'leader-election',
+  'webhooks',
+  'reschedule',
+  'config-restarts',
+  'namespace-selector',
+] as const;
 export type Feature = (typeof FEATURES)[number];
 
 // Defaults of the flags naming these objects; an install that changes one of
@@ -288,7 +295,7 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       apiGroups: ['apps'],
       resources: ['deployments', 'daemonsets'],
       verbs: ['list', 'watch', 'patch'],
-      why: 'cache opted-in workloads; one patch records checksums and restarts (and a pause-period\'s pause and resume)',
+      why: "cache opted-in workloads; one patch records checksums and restarts (and a pause-period's pause and resume)",
     },
     {
       scope: 'managed',
@@ -339,6 +346,16 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       verbs: ['get'],
       resourceNames: [CHECKSUM_KEY_SECRET],
       why: 'read the checksum HMAC key',
+    },
+  ],
+  // -kubernetes.namespace-selector (docs/multiple-installs.md): installs that split one cluster.
+  'namespace-selector': [
+    {
+      scope: 'cluster',
+      apiGroups: [''],
+      resources: ['namespaces'],
+      verbs: ['list', 'watch'],
+      why: '-kubernetes.namespace-selector: cache the names of the namespaces whose labels match it (metadata only, the selector applied by the API server), so objects of no other namespace are acted on',
     },
   ],
 };

@@ -191,7 +191,7 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     assert.deepEqual(flag('reschedule'), [...shipped, RESCHEDULE_WEBHOOK_CONFIGURATION].sort());
   });
 
-  it('listed-namespaces mode: every rule of every feature lands in exactly one of its halves, and only webhooks and reschedule keep a ClusterRole', () => {
+  it('listed-namespaces mode: every rule of every feature lands in exactly one of its halves, and only webhooks, reschedule and the namespace selector keep a ClusterRole', () => {
     const files = generatedFiles();
     for (const feature of FEATURES) {
       const docs = ['listed-namespaces', 'watched-namespace'].flatMap((mode) =>
@@ -211,7 +211,11 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
       );
       assert.deepEqual(rules('watched-namespace', 'ClusterRole'), []);
       const hasClusterRole = docs.some((d) => d.kind === 'ClusterRole');
-      assert.equal(hasClusterRole, feature === 'webhooks' || feature === 'reschedule', `${feature}'s ClusterRole`);
+      assert.equal(
+        hasClusterRole,
+        ['webhooks', 'reschedule', 'namespace-selector'].includes(feature),
+        `${feature}'s ClusterRole`,
+      );
     }
     // The watched namespace's binding names the operator's ServiceAccount across namespaces, spelled out.
     const binding = parseAllDocuments(files.get('kustomize/rbac/watched-namespace/config-restarts/rbac.yaml')!)

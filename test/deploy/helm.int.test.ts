@@ -239,7 +239,7 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       'reschedule.enabled=true',
       'watchNamespaces={team-a,team-b}',
     ]);
-    assert.deepEqual(clusterPieceFeatures().sort(), ['reschedule', 'webhooks']);
+    assert.deepEqual(clusterPieceFeatures().sort(), ['namespace-selector', 'reschedule', 'webhooks']);
     assert.deepEqual(
       sorted(withWebhooks.find((d): d is Rules => d.kind === 'ClusterRole')!.rules),
       sorted(inChart(policyRules(['rollouts', 'webhooks', 'reschedule'], ['cluster']), 'stateward')),
@@ -262,6 +262,48 @@ describe('Helm chart', { timeout: 900_000 }, () => {
     );
     assert.equal(both.ok, false);
     assert.match(both.out, /clusterWide and watchNamespaces exclude each other/);
+  });
+
+  it('namespaceSelector and namespacesToIgnore (installs splitting a cluster): the flags, the webhooks called for the same namespaces, namespaces listed by a ClusterRole', async () => {
+    const docs = await template('one', [
+      'clusterWide=true',
+      'webhooks.enabled=true',
+      'reschedule.enabled=true',
+      'namespaceSelector.matchLabels.stateward\\.dev/install=one',
+      'namespaceSelector.matchExpressions[0].key=env',
+      'namespaceSelector.matchExpressions[0].operator=NotIn',
+      'namespaceSelector.matchExpressions[0].values={dev}',
+      'namespacesToIgnore={kube-system}',
+    ]);
+    const args = docs.find((d): d is Deployment => d.kind === 'Deployment')!.spec.template.spec.containers[0]!.args;
+    assert.equal(lastFlag(args, 'kubernetes.namespace-selector'), 'stateward.dev/install=one,env notin (dev)');
+    assert.equal(lastFlag(args, 'kubernetes.namespaces-to-ignore'), 'kube-system');
+    const scope = [
+      { key: 'stateward.dev/install', operator: 'In', values: ['one'] },
+      { key: 'env', operator: 'NotIn', values: ['dev'] },
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] },
+    ];
+    const configurations = docs.filter(isWebhookConfiguration);
+    assert.ok(configurations.length >= 4);
+    for (const config of configurations)
+      for (const webhook of config.webhooks) {
+        const selector = webhook['namespaceSelector'] as { matchExpressions?: unknown[]; matchLabels?: object };
+        assert.deepEqual(selector.matchExpressions, scope, `${config.metadata?.name}: the install's namespaces`);
+        assert.ok(!Object.hasOwn(selector.matchLabels ?? {}, 'kubernetes.io/metadata.name'));
+      }
+    const clusterRole = docs.find((d): d is Rules => d.kind === 'ClusterRole')!;
+    assert.ok(
+      clusterRole.rules.some(
+        (r) => r.resources.includes('namespaces') && r.verbs.includes('list') && r.verbs.includes('watch'),
+      ),
+      'namespaces listed and watched',
+    );
+    // Without a selector, no namespaces are read (ignoring goes by name).
+    const ignoreOnly = await template('one', ['clusterWide=true', 'namespacesToIgnore={kube-system}']);
+    assert.ok(
+      !ignoreOnly.some((d) => (d as Partial<Rules>).rules?.some((r) => r.resources.includes('namespaces'))),
+      'no namespaces rule',
+    );
   });
 
   it('networkPolicy: opt-in, the same as the kustomize component; the metrics port only from the named namespaces', async () => {

@@ -123,9 +123,17 @@ async function installRendered(
   return { op, kubeconfig, docs };
 }
 
-/** The chart rendered into `namespace` with `values` (helm template). */
+/** The chart rendered into `namespace` with `values` (helm template), its CRDs included as `helm install` applies them. */
 async function chart(namespace: string, values: string[]): Promise<Manifest[]> {
-  const rendered = await helm('template', 'stateward', CHART, '-n', namespace, ...values.flatMap((v) => ['--set', v]));
+  const rendered = await helm(
+    'template',
+    'stateward',
+    CHART,
+    '--include-crds',
+    '-n',
+    namespace,
+    ...values.flatMap((v) => ['--set', v]),
+  );
   assert.ok(rendered.ok, rendered.out);
   return parseAllDocuments(rendered.out)
     .map((d) => d.toJS() as Manifest)

@@ -52,7 +52,33 @@ own namespace (or the whole cluster) is its scope.
 {{- if .Values.watchNamespaces -}}
 {{- $e = append $e (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .Values.watchNamespaces) -}}
 {{- end -}}
+{{- range $k, $v := (.Values.namespaceSelector.matchLabels | default dict) -}}
+{{- $e = append $e (dict "key" $k "operator" "In" "values" (list $v)) -}}
+{{- end -}}
+{{- range $x := (.Values.namespaceSelector.matchExpressions | default list) -}}
+{{- $e = append $e $x -}}
+{{- end -}}
+{{- if .Values.namespacesToIgnore -}}
+{{- $e = append $e (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" .Values.namespacesToIgnore) -}}
+{{- end -}}
 {{ toJson $e }}
+{{- end }}
+
+{{/* namespaceSelector as the label selector string -kubernetes.namespace-selector takes ("" when none). */}}
+{{- define "stateward.namespaceSelectorFlag" -}}
+{{- $terms := list -}}
+{{- range $k, $v := (.Values.namespaceSelector.matchLabels | default dict) -}}
+{{- $terms = append $terms (printf "%s=%s" $k $v) -}}
+{{- end -}}
+{{- range $x := (.Values.namespaceSelector.matchExpressions | default list) -}}
+{{- if eq $x.operator "In" }}{{ $terms = append $terms (printf "%s in (%s)" $x.key (join "," $x.values)) }}
+{{- else if eq $x.operator "NotIn" }}{{ $terms = append $terms (printf "%s notin (%s)" $x.key (join "," $x.values)) }}
+{{- else if eq $x.operator "Exists" }}{{ $terms = append $terms $x.key }}
+{{- else if eq $x.operator "DoesNotExist" }}{{ $terms = append $terms (printf "!%s" $x.key) }}
+{{- else }}{{ fail (printf "namespaceSelector.matchExpressions: operator %q is not In, NotIn, Exists or DoesNotExist" $x.operator) }}
+{{- end -}}
+{{- end -}}
+{{ join "," $terms }}
 {{- end }}
 
 {{/* The features whose permissions are granted, as in src/rbac/permissions.ts. */}}
@@ -62,6 +88,7 @@ own namespace (or the whole cluster) is its scope.
 {{- if .Values.webhooks.enabled }}{{ $f = append $f "webhooks" }}{{ end -}}
 {{- if .Values.reschedule.enabled }}{{ $f = append $f "reschedule" }}{{ end -}}
 {{- if .Values.configRestarts.enabled }}{{ $f = append $f "config-restarts" }}{{ end -}}
+{{- if include "stateward.namespaceSelectorFlag" . }}{{ $f = append $f "namespace-selector" }}{{ end -}}
 {{ toJson $f }}
 {{- end }}
 
