@@ -34,7 +34,7 @@ import {
   XING_TIMESTAMP_ANNOTATION,
 } from '../vocabulary/keys.ts';
 import { parseLabelSelector, qualifiedNameProblem } from '../vocabulary/selectors.ts';
-import { restartScope, type RestartScope } from './reloaderscope.ts';
+import { DEFAULT_SCOPE, restartScope, type RestartScope } from './reloaderscope.ts';
 
 /** Reloader flags other modules register (namespaces, webhook mode, CSI); they still make Stateward Reloader's drop-in. */
 export const RELOADER_FLAGS_REGISTERED_ELSEWHERE = [
@@ -80,7 +80,6 @@ const RESERVED_KEYS: ReadonlySet<string> = new Set([
   'secretproviderclass.reloader.stakater.com/auto',
   'secretproviderclass.reloader.stakater.com/reload',
   'reloader.stakater.com/rollout-strategy',
-  'reloader.stakater.com/last-reloaded-from',
   XING_ENABLED_ANNOTATION,
   XING_CHECKSUMS_ANNOTATION,
   XING_TIMESTAMP_ANNOTATION,
@@ -422,7 +421,7 @@ export function resolveReloaderSettings(v: ReloaderFlagValues, env: Environment)
     ...RELOADER_INSTALL_ENV.filter((name) => (env[name] ?? '') !== ''),
   ];
   const active = activatedBy.length > 0;
-  const scope = resolveScope(v, notices, errors);
+  const scope = active ? resolveScope(v, notices, errors) : DEFAULT_SCOPE;
   const keys = resolveAnnotationKeys(v.annotations, errors);
   if (v.reloadStrategy !== 'env-vars' && v.reloadStrategy !== 'annotations')
     errors.push(`--reload-strategy=${v.reloadStrategy}: must be one of env-vars, annotations (as in Reloader)`);

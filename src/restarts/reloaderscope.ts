@@ -27,7 +27,12 @@ export interface RestartScopeOptions {
   /** --ignored-workload-types. */
   ignoreJobs: boolean;
   ignoreCronJobs: boolean;
-  /** --is-Argo-Rollouts=true: Argo Rollouts are restarted (Reloader leaves them alone otherwise). */
+  /**
+   * Whether Argo Rollouts are restarted. Stateward's own default is yes (when
+   * their CRD is installed); as Reloader's drop-in only with
+   * --is-Argo-Rollouts=true, as Reloader, whose chart grants no access to
+   * them otherwise.
+   */
   argoRollouts: boolean;
 }
 
@@ -50,7 +55,7 @@ export const DEFAULT_SCOPE_OPTIONS: RestartScopeOptions = {
   configSelectorText: '',
   ignoreJobs: false,
   ignoreCronJobs: false,
-  argoRollouts: false,
+  argoRollouts: true,
 };
 
 export function restartScope(options: Partial<RestartScopeOptions> = {}): RestartScope {

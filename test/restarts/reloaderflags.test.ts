@@ -36,7 +36,14 @@ describe('Reloader flags: activation', () => {
     assert.deepEqual(s.errors, []);
     assert.deepEqual(s.notices, []);
     assert.equal(s.scope.autoReloadAll, false);
+    assert.equal(s.scope.workloadKindIncluded('Rollout'), true, "Stateward's own default");
     assert.equal(s.logLevel, undefined);
+  });
+
+  it('as Reloader, Argo Rollouts are restarted only with --is-Argo-Rollouts=true', () => {
+    assert.equal(parsed(['--log-level=info']).scope.workloadKindIncluded('Rollout'), false);
+    assert.equal(parsed([], { RELOADER_NAMESPACE: 'r' }).scope.workloadKindIncluded('Rollout'), false);
+    assert.equal(parsed(['--is-Argo-Rollouts=true']).scope.workloadKindIncluded('Rollout'), true);
   });
 
   it("any Reloader flag activates, even at its default value (the chart's --log-level=info)", () => {

@@ -16,18 +16,18 @@ function selector(text: string) {
 }
 
 describe('RestartScope', () => {
-  it('the default scope takes every config and every kind but Argo Rollouts (Reloader needs --is-Argo-Rollouts)', () => {
+  it("the default scope (Stateward's own) takes every config and every kind", () => {
     assert.equal(DEFAULT_SCOPE.configIncluded('configmap', undefined), true);
     assert.equal(DEFAULT_SCOPE.configIncluded('secret', { any: 'thing' }), true);
     assert.deepEqual(
       KINDS.filter((k) => DEFAULT_SCOPE.workloadKindIncluded(k)),
-      ['Deployment', 'StatefulSet', 'DaemonSet', 'CronJob', 'Job'],
+      KINDS,
     );
-    assert.equal(restartScope({ argoRollouts: true }).workloadKindIncluded('Rollout'), true);
+    assert.equal(restartScope({ argoRollouts: false }).workloadKindIncluded('Rollout'), false);
   });
 
   it('ignored workload types leave exactly Jobs and/or CronJobs out', () => {
-    const scope = restartScope({ ignoreJobs: true, argoRollouts: true });
+    const scope = restartScope({ ignoreJobs: true });
     assert.deepEqual(
       KINDS.filter((k) => !scope.workloadKindIncluded(k)),
       ['Job'],
