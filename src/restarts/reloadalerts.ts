@@ -21,7 +21,6 @@ import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
 import { alertPayload, redactedEndpoint, reloadWebhookBody, type AlertBody, type ReloadReport } from './alertsinks.ts';
 import type { AlertTarget } from './alertflags.ts';
 
-
 export interface ReloadAlertsOptions {
   /** Alerts waiting to be sent at most; a new one beyond pushes out the oldest. */
   queueSize?: number;
@@ -36,6 +35,8 @@ export interface ReloadAlertsOptions {
   maxBackoffMs?: number;
   /** For HTTPS_PROXY/HTTP_PROXY/NO_PROXY when the target names no proxy. */
   env?: NodeJS.ProcessEnv;
+  /** CA certificates (PEM) trusted for an https webhook instead of Node's own (a private CA; tests). */
+  ca?: string;
 }
 
 const DEFAULTS = {
@@ -124,8 +125,8 @@ async function postOnce(
 }
 
 /** The connection pool for `url`: through `proxy`, else through the environment's proxy unless it bypasses. */
-function poolFor(url: URL, proxy: URL | undefined, env: NodeJS.ProcessEnv): Agent {
-  return connectionPool(url.protocol, {}, proxyFor(url.href, proxy?.href, env));
+function poolFor(url: URL, proxy: URL | undefined, env: NodeJS.ProcessEnv, ca?: string): Agent {
+  return connectionPool(url.protocol, { ca }, proxyFor(url.href, proxy?.href, env));
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
@@ -168,7 +169,7 @@ export class ReloadAlerts {
   private readonly target: AlertTarget;
   private readonly log: Logger;
   private readonly metrics: ReloadAlertMetrics;
-  private readonly o: Required<Omit<ReloadAlertsOptions, 'env'>>;
+  private readonly o: Required<Omit<ReloadAlertsOptions, 'env' | 'ca'>>;
   private readonly pool: Agent;
   private readonly queue: ReloadReport[] = [];
   private readonly abort = new AbortController();
@@ -195,7 +196,7 @@ export class ReloadAlerts {
       backoffMs: options.backoffMs ?? DEFAULTS.backoffMs,
       maxBackoffMs: options.maxBackoffMs ?? DEFAULTS.maxBackoffMs,
     };
-    this.pool = poolFor(target.url, target.proxy, options.env ?? process.env);
+    this.pool = poolFor(target.url, target.proxy, options.env ?? process.env, options.ca);
   }
 
   /** Queues an alert for `report` and returns at once; it is sent in the background. */

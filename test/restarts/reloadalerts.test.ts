@@ -3,6 +3,7 @@
 // that nothing waits on a receiver.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
@@ -15,6 +16,7 @@ import {
 } from '../../src/restarts/reloadalerts.ts';
 import type { ReloadReport } from '../../src/restarts/alertsinks.ts';
 import type { AlertTarget } from '../../src/restarts/alertflags.ts';
+import { generateSelfSigned } from '../../src/webhooks/tls/generate.ts';
 import { recordingLogger } from '../support/logger.ts';
 import { waitFor } from '../cluster/probe.ts';
 
@@ -262,6 +264,44 @@ describe('reload alerts', () => {
     ]);
     assert.equal(hook.received[0]!.path, '/services/T0/B0/SECRETTOKEN');
     assert.doesNotMatch(JSON.stringify(lines), /proxypass|SECRETTOKEN/);
+  });
+
+  it('reaches an https webhook through the proxy: TLS inside the CONNECT tunnel', async (t) => {
+    const tls = await generateSelfSigned({
+      org: 'test',
+      dnsNames: ['localhost'],
+      validityMs: 3600_000,
+      now: Date.now(),
+    });
+    const bodies: string[] = [];
+    const server = createHttpsServer({ cert: tls.cert, key: tls.key }, (request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        bodies.push(Buffer.concat(chunks).toString('utf8'));
+        response.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const port = (server.address() as AddressInfo).port;
+    const proxy = await connectProxy(t);
+    const { alerts, registry } = sender(
+      t,
+      {
+        sink: 'gchat',
+        url: new URL(`https://localhost:${port}/v1/spaces/X/messages?key=K&token=T`),
+        proxy: new URL(`http://127.0.0.1:${proxy.port}`),
+      },
+      { ca: tls.ca },
+    );
+    alerts.notify(reportFor('api'));
+    await waitFor('alert sent over TLS through the proxy', async () => (await metric(registry, 'sent')) === 1, wait);
+    assert.deepEqual(proxy.tunnels, [`localhost:${port} -`]);
+    assert.match((JSON.parse(bodies[0]!) as { text: string }).text, /Deployment shop\/api/);
   });
 
   it('without a proxy of its own, takes HTTP_PROXY from the environment as API calls do', async (t) => {
