@@ -89,7 +89,7 @@ describe('classReferences', () => {
 
 describe('watchedClasses: Reloader’s opt-ins for secretproviderclass', () => {
   it('reloader.stakater.com/auto and the typed auto watch every mounted class', () => {
-    for (const ann of [{ [AUTO]: 'true' }, { [SPC_AUTO]: 'true' }, { [SPC_AUTO]: 'T' }]) {
+    for (const ann of [{ [AUTO]: 'true' }, { [SPC_AUTO]: 'true' }, { [SPC_AUTO]: 'T' }] as Record<string, string>[]) {
       const w = watchedClasses(classWorkload(ann));
       assert.deepEqual(w.keys, ['secretproviderclass/prod/kv-app', 'secretproviderclass/prod/vault-db']);
       assert.ok(w.classes.every((c) => c.reference !== undefined));
@@ -137,7 +137,7 @@ describe('watchedClasses: Reloader’s opt-ins for secretproviderclass', () => {
   });
 
   it('search watches mounted classes that carry match; ignore and the exclude list win over every opt-in', () => {
-    const meta = (_ns: string, name: string) =>
+    const meta = (_ns: string, name: string): { annotations: Record<string, string> } =>
       name === 'kv-app' ? { annotations: { [MATCH]: 'true' } } : { annotations: { [IGNORE]: 'true' } };
     assert.deepEqual(watchedClasses(classWorkload({ [SEARCH]: 'true' }), { classMeta: meta }).keys, [
       'secretproviderclass/prod/kv-app',
