@@ -94,6 +94,12 @@ export interface ReloaderSettings {
   active: boolean;
   /** What made it active: `--flag` names and environment variable names, sorted. */
   activatedBy: readonly string[];
+  /**
+   * Reloader's install environment is present (its chart or manifests): the
+   * pod is Reloader's, so its port and its watch of the whole cluster apply.
+   * Reloader flags alone, added to Stateward's own install, change neither.
+   */
+  install: boolean;
   scope: RestartScope;
   /** Reloader's annotation keys after the renaming flags. */
   annotationKeys: ReloaderAnnotationKeys;
@@ -421,7 +427,8 @@ export function resolveReloaderSettings(v: ReloaderFlagValues, env: Environment)
     ...RELOADER_INSTALL_ENV.filter((name) => (env[name] ?? '') !== ''),
   ];
   const active = activatedBy.length > 0;
-  const scope = active ? resolveScope(v, notices, errors) : DEFAULT_SCOPE;
+  const install = RELOADER_INSTALL_ENV.some((name) => (env[name] ?? '') !== '');
+  const scope = active ? resolveScope(v, install, notices, errors) : DEFAULT_SCOPE;
   const keys = resolveAnnotationKeys(v.annotations, errors);
   if (v.reloadStrategy !== 'env-vars' && v.reloadStrategy !== 'annotations')
     errors.push(`--reload-strategy=${v.reloadStrategy}: must be one of env-vars, annotations (as in Reloader)`);
@@ -429,6 +436,7 @@ export function resolveReloaderSettings(v: ReloaderFlagValues, env: Environment)
   return {
     active,
     activatedBy,
+    install,
     scope,
     annotationKeys: keys.keys,
     renamedAnnotations: keys.renamed,
@@ -456,10 +464,10 @@ function stringBool(flag: string, text: string, notices: string[]): boolean {
   return false;
 }
 
-function resolveScope(v: ReloaderFlagValues, notices: string[], errors: string[]): RestartScope {
+function resolveScope(v: ReloaderFlagValues, install: boolean, notices: string[], errors: string[]): RestartScope {
   const ignored = v.resourcesToIgnore.map((r) => r.toLowerCase());
-  for (const r of ignored) {
-    if (r !== 'configmaps' && r !== 'secrets')
+  for (const r of v.resourcesToIgnore) {
+    if (r.toLowerCase() !== 'configmaps' && r.toLowerCase() !== 'secrets')
       errors.push(`--resources-to-ignore=${r}: only configmaps or secrets can be ignored`);
   }
   if (new Set(ignored).size > 1)
@@ -480,7 +488,10 @@ function resolveScope(v: ReloaderFlagValues, notices: string[], errors: string[]
     configSelectorText: selector.ok ? selectorText : '',
     ignoreJobs: v.ignoredWorkloadTypes.includes('jobs'),
     ignoreCronJobs: v.ignoredWorkloadTypes.includes('cronjobs'),
-    argoRollouts: stringBool('is-Argo-Rollouts', v.isArgoRollouts, notices),
+    // Reloader's install restarts Rollouts only when asked; Stateward's own keeps its default unless told.
+    argoRollouts: v.given.has('is-Argo-Rollouts')
+      ? stringBool('is-Argo-Rollouts', v.isArgoRollouts, notices)
+      : !install,
   });
 }
 

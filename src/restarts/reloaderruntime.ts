@@ -56,9 +56,12 @@ export function reloaderEnvironment(env: Environment): Environment {
 
 /**
  * The runtime config with Reloader's settings applied where no Stateward
- * flag says otherwise. Once active, Stateward listens on Reloader's port
- * (9090) and, as Reloader, watches the whole cluster unless
- * KUBERNETES_NAMESPACE names one namespace.
+ * flag says otherwise. In Reloader's install (its environment present),
+ * Stateward listens on Reloader's port (9090), where the chart's probes and
+ * PodMonitor look, and, as Reloader, watches the whole cluster unless
+ * KUBERNETES_NAMESPACE names one namespace. Reloader flags added to
+ * Stateward's own install change neither: its probes and RBAC expect
+ * Stateward's.
  */
 export function applyReloaderToRuntime(
   config: RuntimeConfig,
@@ -71,6 +74,7 @@ export function applyReloaderToRuntime(
   if (settings.logLevel !== undefined && !explicit.logLevel) out.logLevel = settings.logLevel;
   if (settings.leaderElection && !explicit.leaderElection) out.leaderElection.enabled = true;
   if (settings.pprof && !explicit.pprof) out.pprofEnabled = true;
+  if (!settings.install) return out;
   if (!explicit.serverPort) out.serverPort = RELOADER_HTTP_PORT;
   if (!explicit.watchNamespaces) {
     out.watchNamespaces = settings.singleNamespace !== undefined ? [settings.singleNamespace] : ['*'];

@@ -12,6 +12,7 @@ import {
   resolveReloaderSettings,
   splitReloaderList,
   unhonouredRenameErrors,
+  type ReloaderAnnotationKeys,
   type ReloaderFlagValues,
 } from '../../src/restarts/reloaderflags.ts';
 
@@ -40,16 +41,21 @@ describe('Reloader flags: activation', () => {
     assert.equal(s.logLevel, undefined);
   });
 
-  it('as Reloader, Argo Rollouts are restarted only with --is-Argo-Rollouts=true', () => {
-    assert.equal(parsed(['--log-level=info']).scope.workloadKindIncluded('Rollout'), false);
-    assert.equal(parsed([], { RELOADER_NAMESPACE: 'r' }).scope.workloadKindIncluded('Rollout'), false);
-    assert.equal(parsed(['--is-Argo-Rollouts=true']).scope.workloadKindIncluded('Rollout'), true);
+  it("in Reloader's install, Argo Rollouts are restarted only with --is-Argo-Rollouts=true", () => {
+    const install = { RELOADER_NAMESPACE: 'r' };
+    assert.equal(parsed(['--log-level=info'], install).scope.workloadKindIncluded('Rollout'), false);
+    assert.equal(parsed([], install).scope.workloadKindIncluded('Rollout'), false);
+    assert.equal(parsed(['--is-Argo-Rollouts=true'], install).scope.workloadKindIncluded('Rollout'), true);
+    // Reloader flags on Stateward's own install keep Stateward's default unless the flag says otherwise.
+    assert.equal(parsed(['--auto-reload-all']).scope.workloadKindIncluded('Rollout'), true);
+    assert.equal(parsed(['--is-Argo-Rollouts=false']).scope.workloadKindIncluded('Rollout'), false);
   });
 
   it("any Reloader flag activates, even at its default value (the chart's --log-level=info)", () => {
     const s = parsed(['--log-level=info']);
     assert.equal(s.active, true);
     assert.deepEqual(s.activatedBy, ['--log-level']);
+    assert.equal(s.install, false);
     assert.equal(s.eventReasons, 'reloader');
     assert.equal(s.logLevel, 'info');
   });
@@ -58,6 +64,7 @@ describe('Reloader flags: activation', () => {
     const s = parsed([], { RELOADER_NAMESPACE: 'reloader', RELOADER_DEPLOYMENT_NAME: 'reloader-reloader' });
     assert.equal(s.active, true);
     assert.deepEqual(s.activatedBy, ['RELOADER_NAMESPACE', 'RELOADER_DEPLOYMENT_NAME']);
+    assert.equal(s.install, true);
     assert.equal(s.operatorNamespace, 'reloader');
   });
 
@@ -212,7 +219,7 @@ describe('Reloader flags: annotation renames', () => {
         (names) => {
           const annotations = Object.fromEntries(
             flags.map((f, i) => [f, `example.com/${names[i]}`]),
-          ) as typeof RELOADER_ANNOTATION_FLAGS;
+          ) as ReloaderAnnotationKeys;
           const s = resolveReloaderSettings(values({ annotations }), {});
           assert.deepEqual(s.errors, []);
           assert.equal(s.renamedAnnotations.length, flags.length);

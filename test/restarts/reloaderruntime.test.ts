@@ -77,6 +77,13 @@ describe('applyReloaderToRuntime', () => {
     assert.equal(config.leaderElection.enabled, false);
   });
 
+  it("Reloader flags on Stateward's own install keep its port and its namespaces", () => {
+    const { config } = setup(['--log-format=json', '-kubernetes.namespace=stateward'], {});
+    assert.equal(config.logFormat, 'json');
+    assert.equal(config.serverPort, 8001);
+    assert.deepEqual(config.watchNamespaces, ['stateward']);
+  });
+
   it('without Reloader, nothing changes', () => {
     const fs = new FlagSet('test');
     const runtime = registerRuntimeFlags(fs);
