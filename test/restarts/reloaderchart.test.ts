@@ -223,6 +223,7 @@ describe('the real main() takes the chart’s command line', () => {
       let help = '';
       await main(['-help'], { out: () => {}, err: (s) => (help += s), env: {} });
       const defined = new Set([...help.matchAll(/^ {2}-(\S+)/gm)].map((m) => m[1]!));
+      assert.ok(defined.has('config-restarts.enabled'), 'the operator flags are read from -help');
       const { container: c } = container(fixture(name));
       const args = c.args ?? [];
       const missing = flagArgs(args).filter((n) => !defined.has(n));
