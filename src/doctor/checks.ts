@@ -23,12 +23,14 @@
 //   health-check-invalid e, health-check-selects-nothing w, health-check-unbound w,
 //   health-check-unknown w, health-check-not-selecting w, health-check-unreachable w,
 //   health-check-endpoint-error w
+//   operator-unavailable e, webhook-service-missing e
 //   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
 //   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkHealthChecks } from './checks/healthchecks.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operatorflags.ts';
 import { checkOperatorPermissions } from './checks/operatorpermissions.ts';
+import { checkOperatorAvailable, checkWebhookServices } from './checks/operatorrunning.ts';
 import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
 import { checkConfigRestarts } from './checks/restarts.ts';
 import { type DoctorInput, type Finding, Scope, type Severity, compare } from './checks/scope.ts';
@@ -53,6 +55,8 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkOnDeleteUnmanaged,
   checkOperatorFlags,
   checkOperatorPermissions,
+  checkOperatorAvailable,
+  checkWebhookServices,
   checkUnreadable,
 ];
 

@@ -7,10 +7,18 @@ import { listAll, requestFailure, type Listed } from '../cli/list.ts';
 import { FlagSet } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
-import { resources, type KubeObject, type Namespace, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
+import {
+  resources,
+  type KubeObject,
+  type Namespace,
+  type Pod,
+  type ResourceType,
+  type StatefulSet,
+} from '../runtime/kube/types.ts';
 import { zpdbResource } from '../drain/zpdb/zpdbresource.ts';
 import { healthCheckResource, type RolloutHealthCheck } from '../rollout/healthcheck/resource.ts';
 import { operatorPermissions } from './access.ts';
+import { webhookServices } from './checks/operatorrunning.ts';
 import { probeQueryEndpoint, type EndpointProber } from './endpoints.ts';
 import { endpointsToProbe } from './checks/healthchecks.ts';
 import { diagnose } from './checks.ts';
@@ -237,8 +245,30 @@ export async function gather(
   const probe = options.probeEndpoint;
   if (probe)
     input.healthCheckEndpoints = await Promise.all(endpointsToProbe(rolloutHealthChecks).map((url) => probe(url)));
+  input.webhookServices = await lookUpServices(client, webhookServices(new Scope(input)));
   const permissions = await operatorPermissions(client, new Scope(input).operatorDeployments());
   if (permissions) input.operatorPermissions = permissions;
   else unreadable.push('subjectaccessreviews');
   return input;
+}
+
+const SERVICES: ResourceType = { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true };
+
+/** Whether each Service exists: false only on a 404; a Service the caller may not read is not judged. */
+async function lookUpServices(client: KubeClient, keys: string[]): Promise<Record<string, boolean | undefined>> {
+  const found: Record<string, boolean | undefined> = {};
+  await Promise.all(
+    keys.map(async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      try {
+        await client.get(SERVICES, { namespace, name });
+        found[key] = true;
+      } catch (error) {
+        if (isNotFound(error)) found[key] = false;
+        else if (isForbidden(error)) found[key] = undefined;
+        else throw requestFailure(client, `get service ${key}`, error);
+      }
+    }),
+  );
+  return found;
 }

@@ -6,7 +6,7 @@
 // still shown.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadCliKubeConfig } from '../cli/clikubeconfig.ts';
-import { listAll, type Listed } from '../cli/list.ts';
+import { listAll, requestFailure, type Listed } from '../cli/list.ts';
 import { FlagSet, type FlagCodec } from '../runtime/flags/flagset.ts';
 import { KubeClient } from '../runtime/kube/client.ts';
 import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
@@ -264,7 +264,7 @@ async function namespaceMissing(client: KubeClient, namespace: string, signal: A
   } catch (error) {
     if (isNotFound(error)) return true;
     if (isForbidden(error)) return false;
-    throw error;
+    throw requestFailure(client, `get namespace ${namespace}`, error);
   }
 }
 

@@ -96,23 +96,14 @@ function healthGateLines(group: GroupStatusView, options: RenderOptions): string
   return lines;
 }
 
-function groupLines(group: GroupStatusView, options: RenderOptions): string[] {
+function groupLines(group: GroupStatusView, options: RenderOptions, now: number): string[] {
   const lines = [
     `GROUP ${paint(group.name === '' ? '""' : group.name, 'bold', options)}  ${paint(group.phase, PHASE_COLOR[group.phase], options)}  ${group.action}`,
   ];
   if (group.waitReason) lines.push(`  ${group.waitReason.message} [${group.waitReason.code}]`);
   lines.push(...healthGateLines(group, options));
   if (group.blocked) lines.push(`  ${paint('blocked', 'red', options)}: ${group.blocked}`);
-  if (
-    group.operator &&
-    (group.operator.phase !== group.phase || (group.operator.waitCode ?? '') !== (group.waitReason?.code ?? ''))
-  ) {
-    lines.push(
-      `  operator last reported: ${group.operator.phase}${group.operator.waitCode ? ` [${group.operator.waitCode}]` : ''} since ${group.operator.since}`,
-    );
-  } else if (group.operator) {
-    lines.push(`  operator reports the same since ${group.operator.since}`);
-  }
+  if (group.operator) lines.push(...operatorLines(group, group.operator, now));
   for (const warning of group.warnings) lines.push(`  ${paint('warning', 'yellow', options)}: ${warning}`);
   const rows = [['STATEFULSET', 'ZONE', 'UPDATED', 'READY', 'MAX-UNAVAILABLE', 'STATE', 'SCALING']];
   for (const row of group.statefulSets) {
@@ -180,14 +171,50 @@ function restartLines(restarts: RestartView[], options: RenderOptions): string[]
   return lines;
 }
 
-function namespaceLines(ns: NamespaceStatus, options: RenderOptions): string[] {
+/**
+ * What the operator last wrote, with its age. The operator writes only when
+ * what it sees changes, so an old report that disagrees with the cluster
+ * means nobody has been reporting: an operator stopped (the demo's, once it
+ * ends) or stuck. Said as such, rather than shown as the present.
+ */
+function operatorLines(
+  group: GroupStatusView,
+  operator: NonNullable<GroupStatusView['operator']>,
+  now: number,
+): string[] {
+  const since = Date.parse(operator.since);
+  const age = Number.isFinite(since) && Number.isFinite(now) ? ` (${formatAge(now - since)} ago)` : '';
+  const agrees = operator.phase === group.phase && (operator.waitCode ?? '') === (group.waitReason?.code ?? '');
+  if (agrees) return [`  operator reports the same since ${operator.since}${age}`];
+  const lines = [
+    `  operator last reported: ${operator.phase}${operator.waitCode ? ` [${operator.waitCode}]` : ''} since ${operator.since}${age}`,
+  ];
+  if (Number.isFinite(since) && now - since > STALE_REPORT_MS)
+    lines.push(
+      `  the operator has not reported what the cluster shows for ${formatAge(now - since)}: is it running? (stateward doctor)`,
+    );
+  return lines;
+}
+
+/** A report this old that disagrees with the cluster is no longer the operator's view of it. */
+const STALE_REPORT_MS = 60_000;
+
+function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
+}
+
+function namespaceLines(ns: NamespaceStatus, options: RenderOptions, now: number): string[] {
   const header = `NAMESPACE ${ns.namespace}`;
   if (ns.groups.length === 0 && ns.budgets.length === 0 && ns.restarts.length === 0) {
     return [header, '  no rollout groups, disruption budgets or config-restart workloads'];
   }
   const sections: string[][] = [];
   if (ns.groups.length === 0) sections.push(['no rollout groups']);
-  for (const group of ns.groups) sections.push(groupLines(group, options));
+  for (const group of ns.groups) sections.push(groupLines(group, options, now));
   if (ns.budgets.length > 0) sections.push(budgetLines(ns.budgets, options));
   if (ns.restarts.length > 0) sections.push(restartLines(ns.restarts, options));
   return [header, '', ...sections.flatMap((s, i) => (i === 0 ? s : ['', ...s]))];
@@ -197,7 +224,10 @@ function namespaceLines(ns: NamespaceStatus, options: RenderOptions): string[] {
 export function renderTable(report: StatusReport, options: RenderOptions = {}): string {
   if (report.namespaces.length === 0)
     return 'nothing to report: no rollout groups, disruption budgets or config-restart workloads\n';
-  return report.namespaces.map((ns) => namespaceLines(ns, options).join('\n')).join('\n\n') + '\n';
+  return (
+    report.namespaces.map((ns) => namespaceLines(ns, options, Date.parse(report.generatedAt)).join('\n')).join('\n\n') +
+    '\n'
+  );
 }
 
 // -------------------------------------------------------------------- JSON

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBinaries } from './build.ts';
-import { clustersRoot, COMPONENTS, LocalCluster, reapStaleClusters, readState } from './cluster.ts';
+import { clustersRoot, COMPONENTS, defaultClusterName, LocalCluster, reapStaleClusters, readState } from './cluster.ts';
 import { ensurePauseImage, ensureStatewardImage } from './image.ts';
 import { ensureNodeBinaries } from './nodebuild.ts';
 import { NODE_COMPONENTS } from './realnode.ts';
@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      name: { type: 'string', default: 'default' },
+      name: { type: 'string', default: defaultClusterName() },
       'nodes-per-zone': { type: 'string', default: '2' },
       'real-node': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },

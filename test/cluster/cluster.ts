@@ -5,8 +5,9 @@
 import { CoreV1Api, KubeConfig as ClientNodeKubeConfig } from '@kubernetes/client-node';
 import { readKubeConfigFile, type KubeConfig } from '../../src/runtime/kube/kubeconfig.ts';
 import { copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { ensureBinaries, cacheRoot, type Binaries } from './build.ts';
@@ -104,6 +105,23 @@ export function clustersRoot(): string {
   return join(cacheRoot(), 'clusters');
 }
 
+/**
+ * The cluster a clone starts when no name is given: its own, named after the
+ * clone's directory and a hash of its path. The cache (binaries, clusters)
+ * is shared by every clone on the machine; one fixed name made a second
+ * clone's demo reuse the first one's cluster, and its `down` stop it.
+ */
+export function defaultClusterName(root = fileURLToPath(new URL('../..', import.meta.url))): string {
+  const path = realpathSync(root);
+  const base =
+    basename(path)
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 20) || 'clone';
+  return `${base}-${createHash('sha256').update(path).digest('hex').slice(0, 8)}`;
+}
+
 export class LocalCluster {
   readonly name: string;
   readonly stateDir: string;
@@ -174,7 +192,7 @@ export class LocalCluster {
 
   static async start(options: ClusterOptions = {}): Promise<LocalCluster> {
     const log = options.log ?? ((line: string) => process.stderr.write(`[cluster] ${line}\n`));
-    const name = options.name ?? 'default';
+    const name = options.name ?? defaultClusterName();
     const zones = options.zones ?? DEFAULT_ZONES;
     const nodesPerZone = options.nodesPerZone ?? 2;
     if (!Number.isInteger(nodesPerZone) || nodesPerZone < 1)

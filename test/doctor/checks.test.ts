@@ -88,6 +88,7 @@ function operatorDeployment(
         spec: { containers: [{ name: 'rollout-operator', image: 'ghcr.io/stateward/stateward:0.1.0', args }] },
       },
     },
+    status: { replicas: 1, availableReplicas: 1 },
   };
 }
 
@@ -836,5 +837,37 @@ describe('stateward doctor checks', () => {
     assert.equal(shellQuote('a b'), "'a b'");
     assert.equal(shellQuote("it's"), `'it'\\''s'`);
     assert.equal(shellQuote('rollout-group=ingester'), 'rollout-group=ingester');
+  });
+
+  it('an operator Deployment with no available replica, or scaled to 0, is an error: nothing answers', () => {
+    const down = operatorDeployment();
+    down.status = { replicas: 1, unavailableReplicas: 1 };
+    const unavailable = only(diagnose({ ...clean(), deployments: [down, distributor()] }), 'operator-unavailable');
+    assert.equal(unavailable.severity, 'error');
+    assert.equal(unavailable.object, `Deployment ${NS}/rollout-operator`);
+    assert.match(unavailable.problem, /none of its 1 replicas is available/);
+    assert.match(unavailable.fix, /kubectl -n mimir logs deployment\/rollout-operator/);
+    const scaledDown = operatorDeployment();
+    scaledDown.spec = { ...scaledDown.spec!, replicas: 0 };
+    scaledDown.status = {};
+    const zero = only(diagnose({ ...clean(), deployments: [scaledDown, distributor()] }), 'operator-unavailable');
+    assert.match(zero.problem, /scaled to 0 replicas/);
+    assert.match(zero.fix, /--replicas=1/);
+  });
+
+  it("a webhook configuration calling a Service that does not exist is an error; one that exists or can't be read is not judged", () => {
+    const services = (exists: boolean | undefined) => ({
+      ...clean(),
+      webhookServices: { [`${NS}/rollout-operator`]: exists },
+    });
+    assert.deepEqual(codes(diagnose(services(true))), []);
+    assert.deepEqual(codes(diagnose(services(undefined))), [], 'unreadable: not judged');
+    const missing = diagnose(services(false)).filter((f) => f.code === 'webhook-service-missing');
+    assert.ok(missing.length >= 2, JSON.stringify(missing, null, 2));
+    for (const f of missing) {
+      assert.equal(f.severity, 'error');
+      assert.match(f.problem, new RegExp(`calls Service ${NS}/rollout-operator, which does not exist`));
+    }
+    assert.ok(missing.some((f) => /refuse every request they cover \(failurePolicy Fail\)/.test(f.problem)));
   });
 });

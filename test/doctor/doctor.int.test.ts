@@ -321,6 +321,21 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
         problem: /failurePolicy Ignore: .*two zones down/,
         fix: /"value":"Fail"/,
       },
+      // Nothing in this namespace serves them: the Service they call was never created.
+      {
+        code: 'webhook-service-missing',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-no-downscale-${ns}`,
+        problem: new RegExp(`calls Service ${ns}/rollout-operator, which does not exist: .*refuse every request`),
+        fix: /deploy\/webhooks\/service\.yaml/,
+      },
+      {
+        code: 'webhook-service-missing',
+        severity: 'error',
+        object: `ValidatingWebhookConfiguration doctor-pod-eviction-${ns}`,
+        problem: /failurePolicy Ignore\) are skipped, so what they guard goes unchecked/,
+        fix: /point clientConfig\.service at the operator's Service/,
+      },
     ];
 
     const { code, findings } = await doctorJson(ns);

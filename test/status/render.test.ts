@@ -61,7 +61,16 @@ describe('status table', () => {
     );
     assert.ok(lines.some((l) => l.includes('held: not following leader ingester-zone-a down to 3 yet')));
     assert.ok(
-      lines.some((l) => /operator last reported: waiting \[pods-terminating\] since 2026-01-10T11:58:00.000Z/.test(l)),
+      lines.some((l) =>
+        /operator last reported: waiting \[pods-terminating\] since 2026-01-10T11:58:00.000Z \(2m ago\)$/.test(l),
+      ),
+    );
+    // Two minutes of a report that disagrees with the cluster: nobody is reporting.
+    assert.ok(
+      lines.includes(
+        '  the operator has not reported what the cluster shows for 2m: is it running? (stateward doctor)',
+      ),
+      text,
     );
   });
 

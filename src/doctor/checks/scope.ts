@@ -85,6 +85,8 @@ export interface DoctorInput {
    * skipped (and say so) rather than guessing.
    */
   unreadable?: string[];
+  /** Whether each Service the operator's webhook configurations call exists ("<namespace>/<name>"); absent when not looked up. */
+  webhookServices?: Readonly<Record<string, boolean | undefined>>;
   /** What each operator's ServiceAccount may not do of what its features use (doctor/access.ts); absent when not asked. */
   operatorPermissions?: OperatorPermissions[];
 }

@@ -169,7 +169,7 @@ export function checkWebhooks(scope: Scope): Finding[] {
 }
 
 /** Whether a configuration concerns the diagnosed namespaces. */
-function webhookConcerns(scope: Scope, config: WebhookConfigurationObject): boolean {
+export function webhookConcerns(scope: Scope, config: WebhookConfigurationObject): boolean {
   const namespaces = scope.input.namespaces;
   if (namespaces === undefined) return true;
   const owner = labelsOf(config)[NAMESPACE_LABEL];
