@@ -44,13 +44,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 The namespaces this install acts in, as a webhook namespaceSelector's
-matchExpressions (JSON): the listed namespaces; empty when the install's
-own namespace (or the whole cluster) is its scope.
+matchExpressions (JSON): the listed namespaces (or, narrowed by a selector,
+the release namespace), the selector's terms and the ignored namespaces;
+empty when nothing narrows the install's own namespace (or the whole
+cluster), whose webhooks keep the shipped selectors.
 */}}
 {{- define "stateward.scopeExpressions" -}}
 {{- $e := list -}}
+{{- $narrowed := or .Values.namespaceSelector.matchLabels .Values.namespaceSelector.matchExpressions .Values.namespacesToIgnore -}}
 {{- if .Values.watchNamespaces -}}
 {{- $e = append $e (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .Values.watchNamespaces) -}}
+{{- else if and $narrowed (not .Values.clusterWide) -}}
+{{- /* Namespaced: still the release namespace only, narrowed further by the selector. */ -}}
+{{- $e = append $e (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" (list .Release.Namespace)) -}}
 {{- end -}}
 {{- range $k, $v := (.Values.namespaceSelector.matchLabels | default dict) -}}
 {{- $e = append $e (dict "key" $k "operator" "In" "values" (list $v)) -}}
