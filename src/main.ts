@@ -26,7 +26,7 @@ import {
   healthCheckValidationHandler,
 } from './rollout/healthcheck/healthcheckvalidation.ts';
 import { RolloutGate } from './rollout/healthcheck/rolloutgate.ts';
-import { registerRescheduleFlags, RESCHEDULE_PATH, rescheduleWebhook } from './drain/reschedule/webhook.ts';
+import { registerRescheduleFlags, rescheduleWebhooks } from './drain/reschedule/webhook.ts';
 import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 import { classifyFirstWord, topLevelHelp, unknownCommandMessage } from './cli/commandline.ts';
@@ -125,7 +125,7 @@ function operatorCapabilities(flags: OperatorFlags): Capability[] {
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
-    return 'config' in read ? read.config : undefined;
+    return 'profiles' in read ? read : undefined;
   };
   // Services several capabilities share, built once, on first use, from the
   // operator's runtime, and handed to each capability that needs them: the
@@ -139,7 +139,7 @@ function operatorCapabilities(flags: OperatorFlags): Capability[] {
   const webhooks: WebhookHandlers = (runtime, config) => {
     const rescheduleConfig = reschedule();
     return [
-      ...(rescheduleConfig ? [[RESCHEDULE_PATH, rescheduleWebhook(runtime, rescheduleConfig)] as const] : []),
+      ...(rescheduleConfig ? rescheduleWebhooks(runtime, rescheduleConfig) : []),
       [POD_EVICTION_PATH, budgets(runtime).handler],
       [ZPDB_VALIDATION_PATH, zpdbValidationHandler],
       [HEALTH_CHECK_VALIDATION_PATH, healthCheckValidationHandler],

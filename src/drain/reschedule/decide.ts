@@ -34,7 +34,7 @@
 import type { AdmissionDecision, AdmissionRequestV1, AdmissionStatus } from '../../runtime/admission/admission.ts';
 import type { ConfigMap, Node, Pod } from '../../runtime/kube/types.ts';
 import { evictionDryRun } from '../dryrun.ts';
-import { namespaceInScope, podSelected, type RescheduleConfig } from './rescheduleconfig.ts';
+import { namespaceInScope, profileSelects, type RescheduleConfig } from './rescheduleconfig.ts';
 
 /** Couchbase's hook's answer texts (couchbaselabs/eviction-reschedule-hook reschedule.go), kept verbatim. */
 export const MESSAGES = {
@@ -50,6 +50,9 @@ export const MESSAGES = {
   /** Ours: Couchbase's hook never looks at nodes. */
   failedGetNode: "Failed to get the pod's node",
 } as const;
+
+/** Strimzi Drain Cleaner's answer text (strimzi/drain-cleaner ValidatingWebhook), for its profile. */
+export const STRIMZI_MESSAGE = 'The pod will be rolled by the Strimzi Cluster Operator';
 
 export const DRY_RUN_SUFFIX = ' (server dry run)';
 export const DRY_RUN_WARNING = 'Pods will not be marked for rescheduling on a dry run';
@@ -405,7 +408,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
   if (lookup.kind === 'failed') return done('pod-lookup-failed', failed(MESSAGES.failedGetPod, lookup));
   if (lookup.kind === 'not-found') return done('pod-gone', deny(404, MESSAGES.podGone));
   const pod = lookup.pod;
-  if (!podSelected(config, pod.metadata?.labels)) return done('not-selected', ALLOW);
+  if (!profileSelects(config, pod)) return done('not-selected', ALLOW);
 
   const uid = pod.metadata?.uid ?? '';
   if (!CONFIGMAP_KEY.test(uid)) {
@@ -432,12 +435,13 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
   const annotated = pod.metadata?.annotations?.[annotationKey] === annotationValue;
   const nodeName = pod.spec?.nodeName ?? '';
   const annotate = annotatePodEffect(ev, uid, config.annotation);
-  const askedNow = deny(429, MESSAGES.annotationAdded, [
-    `pod ${ev.namespace}/${ev.name} was annotated ${annotationKey}=${annotationValue} for its operator to move it; the eviction is refused until then`,
+  const askedNow = moveAnswer(config, MESSAGES.annotationAdded, [
+    `pod ${ev.namespace}/${ev.name} was annotated ${annotationKey}=${annotationValue} for its operator to move it; ${THEN[config.answer ?? 'deny-429']}`,
   ]);
+  const waiting = moveAnswer(config, MESSAGES.podWaiting);
 
   if (!config.track) {
-    if (annotated) return done('waiting', deny(429, MESSAGES.podWaiting));
+    if (annotated) return done('waiting', waiting);
     return done('reschedule-requested', askedNow, [annotate]);
   }
 
@@ -447,7 +451,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
       logWarnings.push(
         `tracking records of ${ev.namespace} unreadable (${input.records.error}); record of ${ev.name} not refreshed`,
       );
-      return done('waiting', deny(429, MESSAGES.podWaiting));
+      return done('waiting', waiting);
     }
     return done('records-lookup-failed', failed(MESSAGES.failedGetRecords, input.records));
   }
@@ -460,11 +464,8 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     // Refresh at half-life rather than on every 5 s retry: the record must
     // outlive the wait, without a write per retry. A missing record (someone
     // else annotated the pod) is written so its same-name replacement is known.
-    if (own !== undefined && now - own.refreshedAt < config.recordTtlMs / 2)
-      return done('waiting', deny(429, MESSAGES.podWaiting));
-    return done('waiting', deny(429, MESSAGES.podWaiting), [
-      updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
-    ]);
+    if (own !== undefined && now - own.refreshedAt < config.recordTtlMs / 2) return done('waiting', waiting);
+    return done('waiting', waiting, [updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord)]);
   }
 
   // A live record of an earlier pod of this name, which lived on another node
@@ -495,6 +496,23 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
     annotate,
   ]);
+}
+
+/** What the asked-to-move warning says happens next, per answer. */
+const THEN: Record<NonNullable<RescheduleConfig['answer']>, string> = {
+  'deny-429': 'the eviction is refused until then',
+  'deny-500': 'the eviction is refused (500: the drain stops, to be run again once the pod has moved)',
+  allow: 'the eviction is allowed, the annotation written first',
+};
+
+/**
+ * The answer to an eviction of a pod its operator is asked to move (or is
+ * moving): the profile's code, and its message in place of Couchbase's.
+ */
+function moveAnswer(config: RescheduleConfig, couchbaseMessage: string, warnings: string[] = []): AdmissionDecision {
+  const answer = config.answer ?? 'deny-429';
+  if (answer === 'allow') return warnings.length > 0 ? { allowed: true, warnings } : ALLOW;
+  return deny(answer === 'deny-500' ? 500 : 429, config.message ?? couchbaseMessage, warnings);
 }
 
 function annotatePodEffect(
@@ -611,10 +629,12 @@ function asDryRun(real: RescheduleDecision, ev: EvictionFacts, config: Reschedul
   const base = { ...real, dryRun: true, effects: [] };
   if (real.outcome === 'reschedule-requested' || real.outcome === 'waiting') {
     const { key, value } = config.annotation;
+    const answer = config.answer ?? 'deny-429';
+    const refused = answer === 'allow' ? 'allowed' : `refused (${answer === 'deny-500' ? 500 : 429})`;
     const would =
       real.outcome === 'waiting'
-        ? `pod ${ev.namespace}/${ev.name} is waiting for its operator to move it; a real eviction would be refused (429) until it is gone`
-        : `a real eviction of pod ${ev.namespace}/${ev.name} would be refused (429) and the pod annotated ${key}=${value} for its operator to move it`;
+        ? `pod ${ev.namespace}/${ev.name} is waiting for its operator to move it; a real eviction would be ${refused}${answer === 'allow' ? '' : ' until it is gone'}`
+        : `a real eviction of pod ${ev.namespace}/${ev.name} would be ${refused} and the pod annotated ${key}=${value} for its operator to move it`;
     return { ...base, answer: { allowed: true, warnings: [DRY_RUN_WARNING, would] } };
   }
   const status = real.answer.status;

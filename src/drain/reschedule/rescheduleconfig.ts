@@ -13,6 +13,7 @@
 // - Tracking records live in a ConfigMap in the pod's own namespace with a
 //   TTL, so no cluster-wide write permission on Namespaces is needed.
 import { parseGoBool } from '../../runtime/go/strconv.ts';
+import type { Pod } from '../../runtime/kube/types.ts';
 import { parseGoDuration } from '../../runtime/go/duration.ts';
 import {
   DNS_LABEL,
@@ -51,9 +52,40 @@ export const DEFAULT_DRAIN_TAINTS: readonly string[] = [
   'karpenter.sh/disruption',
 ];
 
+/**
+ * How a profile answers an eviction of a pod it asks its operator to move:
+ * - deny-429: refuse as retryable; kubectl drain, Karpenter and the cluster
+ *   autoscaler wait for the operator (Couchbase's hook; the default).
+ * - deny-500: refuse as Strimzi Drain Cleaner does; kubectl drain fails and
+ *   is re-run later (for users whose tooling expects that).
+ * - allow: annotate first, then let the eviction through (Strimzi's
+ *   "legacy" mode, for a PodDisruptionBudget to hold the pod instead).
+ */
+export type RescheduleAnswer = 'deny-429' | 'deny-500' | 'allow';
+export const RESCHEDULE_ANSWERS: readonly RescheduleAnswer[] = ['deny-429', 'deny-500', 'allow'];
+
+/** A regex every selected pod's label value must match in full (Java's Matcher.matches, as Strimzi's). */
+export interface LabelPattern {
+  key: string;
+  /** As written, for messages and overlap checks. */
+  source: string;
+  regex: RegExp;
+}
+
+/** One reschedule profile: which pods, what to write on them, how to answer. */
 export interface RescheduleConfig {
-  /** A pod is handled when any selector matches its labels. */
+  /** For logs, metrics and error messages; undefined for the flags' own profile. */
+  name?: string;
+  /** A pod is handled when any selector matches its labels (and every pattern and the owner kind below). */
   selectors: readonly LabelSelector[];
+  /** AND-ed with the selectors; absent = none. */
+  labelPatterns?: readonly LabelPattern[];
+  /** Kinds of the pod's controller (ownerReferences[controller=true]); absent = any owner or none. */
+  ownerKinds?: ReadonlySet<string>;
+  /** Absent = deny-429. */
+  answer?: RescheduleAnswer;
+  /** Replaces the texts of the answers that ask the operator to move the pod or find it waiting; absent = Couchbase's. */
+  message?: string;
   annotation: { key: string; value: string };
   /** Namespaces handled; undefined = every namespace. */
   namespaces: ReadonlySet<string> | undefined;
@@ -80,6 +112,12 @@ export interface RescheduleConfigInput {
   recordTtl?: number | string;
   /** Comma-separated or a list of taint keys; default DEFAULT_DRAIN_TAINTS. */
   drainTaints?: string | readonly string[];
+  name?: string;
+  /** Label key → regex matched against the whole value. */
+  labelPatterns?: Readonly<Record<string, string>>;
+  ownerKinds?: string | readonly string[];
+  answer?: string;
+  message?: string;
 }
 
 const splitList = (value: string | readonly string[]): string[] =>
@@ -178,10 +216,14 @@ export function parseRescheduleConfig(
     if (problem !== undefined) errors.push(`drain taint ${problem}`);
   }
 
+  const extras = parseProfileExtras(input);
+  errors.push(...extras.errors);
+
   if (errors.length > 0 || !annotation.ok || !ttl.ok) return { ok: false, errors };
   return {
     ok: true,
     config: {
+      ...extras.fields,
       selectors,
       annotation: annotation.value,
       namespaces,
@@ -193,9 +235,82 @@ export function parseRescheduleConfig(
   };
 }
 
+type ProfileExtras = Pick<RescheduleConfig, 'name' | 'labelPatterns' | 'ownerKinds' | 'answer' | 'message'>;
+
+/** Parses a regex matched against a whole label value; invalid ones are errors, not a silent never-match. */
+export function parseLabelPattern(key: string, source: string): Parsed<LabelPattern> {
+  const problem = qualifiedNameProblem(key);
+  if (problem !== undefined) return { ok: false, error: `label pattern key ${problem}` };
+  if (source === '') return { ok: false, error: `label pattern for ${key}: the regex must not be empty` };
+  try {
+    return { ok: true, value: { key, source, regex: new RegExp(`^(?:${source})$`) } };
+  } catch (error) {
+    return {
+      ok: false,
+      error: `label pattern for ${key} ${JSON.stringify(source)}: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+}
+
+/**
+ * The fields only profiles use. Each is set only when given, so the flags'
+ * profile is the very config it always was.
+ */
+function parseProfileExtras(input: RescheduleConfigInput): { fields: ProfileExtras; errors: string[] } {
+  const errors: string[] = [];
+  const fields: ProfileExtras = {};
+  if (input.name !== undefined) {
+    if (input.name.length > 63 || !DNS_LABEL.test(input.name))
+      errors.push(`profile name ${JSON.stringify(input.name)}: must be a lowercase DNS label of at most 63 characters`);
+    else fields.name = input.name;
+  }
+  if (input.labelPatterns !== undefined) {
+    const patterns: LabelPattern[] = [];
+    for (const [key, source] of Object.entries(input.labelPatterns)) {
+      const parsed = parseLabelPattern(key, source);
+      if (parsed.ok) patterns.push(parsed.value);
+      else errors.push(parsed.error);
+    }
+    if (patterns.length > 0) fields.labelPatterns = patterns;
+  }
+  if (input.ownerKinds !== undefined) {
+    const kinds = splitList(input.ownerKinds);
+    for (const kind of kinds)
+      if (!/^[A-Z][A-Za-z0-9]*$/.test(kind))
+        errors.push(`owner kind ${JSON.stringify(kind)}: expected a kind such as StatefulSet`);
+    if (kinds.length > 0) fields.ownerKinds = new Set(kinds);
+  }
+  if (input.answer !== undefined) {
+    const answer = RESCHEDULE_ANSWERS.find((a) => a === input.answer);
+    if (answer === undefined)
+      errors.push(`answer ${JSON.stringify(input.answer)}: expected one of ${RESCHEDULE_ANSWERS.join(', ')}`);
+    else fields.answer = answer;
+  }
+  if (input.message !== undefined) {
+    const message = input.message.trim();
+    if (message === '' || message.length > 1024)
+      errors.push('message: must be between 1 and 1024 characters (it is what kubectl drain shows)');
+    else fields.message = message;
+  }
+  return { fields, errors };
+}
+
 /** Whether evictions in this namespace are ours to look at (before any GET). */
 export function namespaceInScope(config: RescheduleConfig, namespace: string): boolean {
   return config.namespaces === undefined || config.namespaces.has(namespace);
+}
+
+/** Whether a pod is this profile's: a selector, every label pattern and the owner kind match. */
+export function profileSelects(config: RescheduleConfig, pod: Pod): boolean {
+  const labels = pod.metadata?.labels;
+  if (!podSelected(config, labels)) return false;
+  for (const pattern of config.labelPatterns ?? []) {
+    const value = labels?.[pattern.key];
+    if (value === undefined || !pattern.regex.test(value)) return false;
+  }
+  if (config.ownerKinds === undefined) return true;
+  const controller = (pod.metadata?.ownerReferences ?? []).find((o) => o.controller === true);
+  return controller !== undefined && config.ownerKinds.has(controller.kind);
 }
 
 /** Whether a pod with these labels is operator-managed (any selector matches). */
