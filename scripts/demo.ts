@@ -8,7 +8,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { readKubeConfigFile, type KubeConfig } from '../src/runtime/kube/kubeconfig.ts';
@@ -184,7 +184,9 @@ async function main(): Promise<number> {
   const [port] = (await freePorts(1)) as [number];
   const operator = inCluster ? await startInCluster(kubeconfig, port) : await startProcess(kubeconfig, port, kc);
   try {
-    console.log(`==> web view (live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`);
+    console.log(
+      `==> web view (served by the operator, live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`,
+    );
     const version = `demo-${Date.now().toString(36)}`;
     console.log(
       `==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`,
@@ -221,6 +223,13 @@ async function main(): Promise<number> {
     await operator.stop();
     await kube.close();
   }
+  // The operator's DeletingPod Events, by StatefulSet in roll order. Not a
+  // timeline: a StatefulSet's deletes after its first are gathered into one
+  // Event written when its rollout completes, seconds after them (the
+  // timeline is the progress above).
+  console.log(
+    '==> the deletes the operator reported, per StatefulSet (REPORTED is when each Event was written, not when each pod was deleted)',
+  );
   console.log(
     await kubectl(
       kubeconfig,
@@ -231,18 +240,24 @@ async function main(): Promise<number> {
       '--field-selector',
       'reason=DeletingPod',
       '-o',
-      'custom-columns=TIME:.eventTime,STATEFULSET:.involvedObject.name,MESSAGE:.message',
-      '--sort-by=.eventTime',
+      'custom-columns=STATEFULSET:.involvedObject.name,REPORTED:.eventTime,MESSAGE:.message',
+      '--sort-by=.involvedObject.name',
     ),
   );
   console.log('The cluster keeps running. Explore it with:');
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`  kubectl -n ${namespace} get pods -L controller-revision-hash`);
   if (inCluster) console.log(`  kubectl -n ${namespace} logs deployment/stateward`);
-  // The Node that ran this demo (the project's Node 24): the machine's own `node` may be too old for .ts sources.
-  const node = relative(process.cwd(), process.execPath) || process.execPath;
-  console.log(`  ${node} bin/stateward.ts status -n ${namespace}`);
-  console.log(`  ${node} bin/stateward.ts doctor -n ${namespace}`);
+  console.log(`  npx stateward status -n ${namespace}`);
+  console.log(`  npx stateward doctor -n ${namespace}`);
+  if (inCluster)
+    console.log(
+      `  kubectl -n ${namespace} port-forward service/stateward-metrics ${port}:8001   # the web view again: http://127.0.0.1:${port}/status/${namespace}`,
+    );
+  else
+    console.log(
+      `  npx stateward -kubernetes.namespace=${namespace} -kubernetes.config-file=${kubeconfig} -server.port=${port} -web.enabled   # the operator again, and its web view at http://127.0.0.1:${port}/status/${namespace}`,
+    );
   console.log('Stop it with: npm run cluster -- down');
   return 0;
 }
