@@ -38,6 +38,12 @@ export interface ClassWatchOptions {
   classNames?: (namespace: string) => Iterable<string>;
   /** Reloader's --auto-reload-all. */
   autoReloadAll?: boolean;
+  /**
+   * Reloader's renames (--auto-annotation, --auto-search-annotation,
+   * --search-match-annotation, --ignore-annotation), which apply to classes
+   * as to ConfigMaps and Secrets; the class-only keys cannot be renamed.
+   */
+  keys?: Partial<Record<'auto' | 'search' | 'match' | 'ignore', string>>;
 }
 
 export interface WatchedClass {
@@ -99,16 +105,20 @@ export function watchedClasses(workload: WorkloadLike, options: ClassWatchOption
   const annotations = stringRecord(meta?.annotations);
   const template = asRecord(asRecord(workload)?.spec)?.template as PodTemplateSpec | undefined;
   const templateAnnotations = stringRecord(asRecord(asRecord(template)?.metadata)?.annotations);
-  const onMetadata = [
-    CLASS_RELOAD_ANNOTATION,
-    RELOADER_AUTO_ANNOTATION,
-    CLASS_AUTO_ANNOTATION,
-    RELOADER_SEARCH_ANNOTATION,
-  ].some((k) => annotations[k] !== undefined);
+  const keys = {
+    auto: options.keys?.auto ?? RELOADER_AUTO_ANNOTATION,
+    search: options.keys?.search ?? RELOADER_SEARCH_ANNOTATION,
+    match: options.keys?.match ?? RELOADER_MATCH_ANNOTATION,
+    ignore: options.keys?.ignore ?? RELOADER_IGNORE_ANNOTATION,
+  };
+  const onMetadata = [CLASS_RELOAD_ANNOTATION, keys.auto, CLASS_AUTO_ANNOTATION, keys.search].some(
+    (k) => annotations[k] !== undefined,
+  );
   const warned = new Set<string>();
   const s: ClassSelection = {
     namespace,
     options,
+    keys,
     references: safe(() => classReferences(template, namespace), []),
     selected: new Map(),
     optIns: new Set(),
@@ -131,6 +141,7 @@ export function watchedClasses(workload: WorkloadLike, options: ClassWatchOption
 interface ClassSelection {
   namespace: string;
   options: ClassWatchOptions;
+  keys: Record<'auto' | 'search' | 'match' | 'ignore', string>;
   references: ClassReference[];
   /** By name. */
   selected: Map<string, Set<WatchReason>>;
@@ -180,23 +191,23 @@ function selectByReloadList(s: ClassSelection): void {
 }
 
 function selectBySearch(s: ClassSelection): void {
-  const search = s.source[RELOADER_SEARCH_ANNOTATION];
+  const search = s.source[s.keys.search];
   if (search === 'true') {
     s.optIns.add('reloader-search');
     for (const r of s.references)
-      if (classAnnotations(s, r.name)[RELOADER_MATCH_ANNOTATION] === 'true') select(s, r.name, 'reloader-search');
+      if (classAnnotations(s, r.name)[s.keys.match] === 'true') select(s, r.name, 'reloader-search');
   } else if (search !== undefined && search !== 'false' && search !== '') {
-    s.warn(`${RELOADER_SEARCH_ANNOTATION}${s.where}=${JSON.stringify(search)} is not "true"; search mode off`);
+    s.warn(`${s.keys.search}${s.where}=${JSON.stringify(search)} is not "true"; search mode off`);
   }
 }
 
 function selectByAuto(s: ClassSelection): void {
-  const autoRaw = s.source[RELOADER_AUTO_ANNOTATION] ?? '';
+  const autoRaw = s.source[s.keys.auto] ?? '';
   const typedRaw = s.source[CLASS_AUTO_ANNOTATION] ?? '';
   const auto = parseReloaderBool(autoRaw);
   const typed = parseReloaderBool(typedRaw);
   if (auto === undefined)
-    s.warn(`${RELOADER_AUTO_ANNOTATION}${s.where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
+    s.warn(`${s.keys.auto}${s.where}=${JSON.stringify(autoRaw)} is not a boolean; treated as false`);
   if (typed === undefined)
     s.warn(`${CLASS_AUTO_ANNOTATION}${s.where}=${JSON.stringify(typedRaw)} is not a boolean; treated as false`);
   const reason: WatchReason | undefined =
@@ -217,7 +228,7 @@ function removeExcluded(s: ClassSelection, annotations: Record<string, string>):
   const excludeList = new Set(splitList(annotations[CLASS_EXCLUDE_ANNOTATION] ?? ''));
   for (const name of [...s.selected.keys()]) {
     const key = classKey(s.namespace, name);
-    if (classAnnotations(s, name)[RELOADER_IGNORE_ANNOTATION] === 'true') {
+    if (classAnnotations(s, name)[s.keys.ignore] === 'true') {
       excluded.push({ key, reason: 'ignore-annotation' });
       s.selected.delete(name);
     } else if (excludeList.has(name)) {

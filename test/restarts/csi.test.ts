@@ -150,6 +150,28 @@ describe('watchedClasses: Reloader’s opt-ins for secretproviderclass', () => {
     ]);
   });
 
+  it('Reloader’s renamed auto, search, match and ignore keys apply to classes too', () => {
+    const keys = {
+      auto: 'example.com/auto',
+      search: 'example.com/search',
+      match: 'example.com/match',
+      ignore: 'example.com/ignore',
+    };
+    assert.equal(watchedClasses(classWorkload({ 'example.com/auto': 'true' }), { keys }).keys.length, 2);
+    assert.deepEqual(watchedClasses(classWorkload({ [AUTO]: 'true' }), { keys }).keys, []);
+    const meta = (_ns: string, name: string): { annotations: Record<string, string> } =>
+      name === 'kv-app'
+        ? { annotations: { 'example.com/match': 'true' } }
+        : { annotations: { 'example.com/ignore': 'true' } };
+    assert.deepEqual(watchedClasses(classWorkload({ 'example.com/search': 'true' }), { keys, classMeta: meta }).keys, [
+      'secretproviderclass/prod/kv-app',
+    ]);
+    assert.deepEqual(
+      watchedClasses(classWorkload({ 'example.com/auto': 'true' }), { keys, classMeta: meta }).excluded,
+      [{ key: 'secretproviderclass/prod/vault-db', reason: 'ignore-annotation' }],
+    );
+  });
+
   it('never throws, whatever the workload and callbacks', () => {
     fc.assert(
       fc.property(fc.anything(), fc.dictionary(fc.string(), fc.string()), (spec, annotations) => {
