@@ -127,14 +127,22 @@ export function versionsChecksum(key: Buffer | KeyObject, objects: unknown): str
 /**
  * Whether a pod belongs to its workload's current restart generation: its
  * restart trigger (com.xing.deployment-restart.timestamp, copied from the
- * template when the pod was created) equals the template's now. Both absent
- * (never restarted) is equal.
+ * template when the pod was created) equals the template's now (both absent,
+ * never restarted, is equal), and — for a kind restarted without a template
+ * change (an Argo Rollout's spec.restartAt) — it was created at or after
+ * `restartAt` (Argo replaces the pods created before it). An unparsable
+ * time does not count against the pod.
  */
 export function isCurrentGeneration(
-  podAnnotations: Record<string, string> | undefined,
+  pod: { annotations?: Record<string, string>; creationTimestamp?: string | Date } | undefined,
   templateAnnotations: Record<string, string> | undefined,
+  restartAt?: string,
 ): boolean {
-  return podAnnotations?.[XING_TIMESTAMP_ANNOTATION] === templateAnnotations?.[XING_TIMESTAMP_ANNOTATION];
+  if (pod?.annotations?.[XING_TIMESTAMP_ANNOTATION] !== templateAnnotations?.[XING_TIMESTAMP_ANNOTATION]) return false;
+  if (restartAt === undefined || pod?.creationTimestamp === undefined) return true;
+  const created = new Date(pod.creationTimestamp).getTime();
+  const restarted = Date.parse(restartAt);
+  return Number.isNaN(created) || Number.isNaN(restarted) || created >= restarted;
 }
 
 /** A pod's owner, as far as its own metadata tells. */

@@ -123,7 +123,10 @@ export function csiInformers(runtime: Runtime, key: Buffer): CsiCaches {
 /** The workload a decision is about: its kind as podWorkload names it, and its object. */
 export interface CsiWorkload {
   kind: string;
+  /** Its metadata and pod template (workloadkinds.ts view). */
   object: KubeObject & WorkloadLike;
+  /** An Argo Rollout's spec.restartAt: pods created before it are of the previous generation. */
+  restartAt?: string;
 }
 
 /** What the restart controller asks of the CSI caches. */
@@ -184,7 +187,7 @@ export class CsiClassView {
       out.push({
         checksum: status.mount.checksum,
         resourceVersion: status.metadata?.resourceVersion ?? '',
-        current: !mounted || isCurrentGeneration(pod.metadata?.annotations, template),
+        current: !mounted || isCurrentGeneration(pod.metadata, template, workload.restartAt),
         terminating: Boolean(pod.metadata?.deletionTimestamp),
       });
     }

@@ -121,6 +121,9 @@ function deployment(namespace: string, name: string, replicas: number): Deployme
     metadata: { name, namespace, annotations: { [CLASS_AUTO_ANNOTATION]: 'true' } },
     spec: {
       replicas,
+      // A new pod counts as available only after 20 s, so the old pods outlive the test's late rotation.
+      minReadySeconds: 20,
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       selector: { matchLabels: { app: name } },
       template: {
         metadata: { labels: { app: name } },
@@ -208,7 +211,7 @@ const checksumOf = (version: string) =>
     Object.entries(v(version)).map(([id, ver]) => ({ id, version: ver })),
   );
 
-describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeout: 180_000 }, () => {
+describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeout: 300_000 }, () => {
   it('a rotation moves the workload’s checksum once; other workloads’ pods, a restart’s new pods and the old pods’ going do not', async (t) => {
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
     await installCrds(kube);
@@ -290,7 +293,7 @@ describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeo
         const all = podsOf('web', false);
         return mounted.size >= 2 && all.length === 2 && (await Promise.all(all.map(isNew))).every(Boolean);
       },
-      { timeoutMs: 90_000, intervalMs: 200 },
+      { timeoutMs: 150_000, intervalMs: 200 },
     );
     // The old pods' statuses go with them (garbage collection); web's checksum stays.
     await waitFor(

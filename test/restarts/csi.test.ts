@@ -301,11 +301,18 @@ describe('classChecksum: the decision table', () => {
 });
 
 describe('pods and their workloads', () => {
-  it('the generation is the restart trigger the pod was created with', () => {
-    assert.ok(isCurrentGeneration(undefined, {}));
-    assert.ok(isCurrentGeneration({ [TRIGGER]: 't1' }, { [TRIGGER]: 't1' }));
-    assert.ok(!isCurrentGeneration({ [TRIGGER]: 't1' }, { [TRIGGER]: 't2' }));
-    assert.ok(!isCurrentGeneration({}, { [TRIGGER]: 't1' }));
+  it('the generation is the restart trigger the pod was created with, and for restartAt its creation time', () => {
+    assert.ok(isCurrentGeneration({}, {}));
+    assert.ok(isCurrentGeneration(undefined, undefined));
+    assert.ok(isCurrentGeneration({ annotations: { [TRIGGER]: 't1' } }, { [TRIGGER]: 't1' }));
+    assert.ok(!isCurrentGeneration({ annotations: { [TRIGGER]: 't1' } }, { [TRIGGER]: 't2' }));
+    assert.ok(!isCurrentGeneration({ annotations: {} }, { [TRIGGER]: 't1' }));
+    const at = '2026-11-29T10:00:00Z';
+    assert.ok(!isCurrentGeneration({ creationTimestamp: '2026-11-29T09:59:59Z' }, {}, at));
+    assert.ok(isCurrentGeneration({ creationTimestamp: '2026-11-29T10:00:00Z' }, {}, at));
+    assert.ok(isCurrentGeneration({ creationTimestamp: new Date('2026-11-29T10:00:01Z') }, {}, at));
+    assert.ok(isCurrentGeneration({ creationTimestamp: 'garbage' }, {}, at));
+    assert.ok(isCurrentGeneration({}, {}, at));
   });
 
   it('a pod’s workload from its controller reference and template-hash label', () => {
