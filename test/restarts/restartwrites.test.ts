@@ -177,8 +177,10 @@ describe('what a restart writes, per kind', () => {
 });
 
 describe('pause-period', () => {
-  const deployment = (annotations: Record<string, string>, paused = true): PausableDeployment =>
-    ({ metadata: { name: 'd', resourceVersion: '3', annotations }, spec: { paused } });
+  const deployment = (annotations: Record<string, string>, paused = true): PausableDeployment => ({
+    metadata: { name: 'd', resourceVersion: '3', annotations },
+    spec: { paused },
+  });
 
   it('reads Go durations', () => {
     assert.deepEqual(pausePeriodOf(deployment({ [PAUSE_PERIOD_ANNOTATION]: '1m30s' })), { periodMs: 90_000 });
