@@ -10,7 +10,7 @@ import {
   RELOADER_MATCH_ANNOTATION,
   RELOADER_SEARCH_ANNOTATION,
 } from '../vocabulary/keys.ts';
-import type { WatchReason, WorkloadLike } from './optins.ts';
+import type { WatchedConfigs, WatchReason, WorkloadLike } from './optins.ts';
 import { classKey, classReferences, type ClassReference } from './csireferences.ts';
 import {
   MAX_RELOAD_ENTRIES,
@@ -267,4 +267,24 @@ export function classPatternMatches(
   name: string,
 ): boolean {
   return watched.patterns.some((p) => p.namespace === namespace && p.regex.matchWhole(name));
+}
+
+/** A workload's watched ConfigMaps and Secrets together with its watched classes. */
+export type WatchedWithClasses = WatchedConfigs & { classes: WatchedClasses };
+
+/**
+ * The two selections as one, for the restart decision: every key (sorted as
+ * restartplan.ts sorts them), every opt-in, exclusion and warning; `configs`
+ * and `patterns` stay the ConfigMaps' and Secrets' (the classes' are in
+ * `classes`). A workload opted in to either kind is opted in.
+ */
+export function withClasses(configs: WatchedConfigs, classes: WatchedClasses): WatchedWithClasses {
+  return {
+    ...configs,
+    keys: [...configs.keys, ...classes.keys].sort(compare),
+    excluded: [...configs.excluded, ...classes.excluded].sort((a, b) => compare(a.key, b.key)),
+    optIns: [...new Set([...configs.optIns, ...classes.optIns])].sort(compare),
+    warnings: [...configs.warnings, ...classes.warnings],
+    classes,
+  };
 }

@@ -21,7 +21,9 @@ import {
   CLASS_RELOAD_ANNOTATION as SPC_RELOAD,
   classPatternMatches,
   watchedClasses,
+  withClasses,
 } from '../../src/restarts/csioptins.ts';
+import { watchedConfigs } from '../../src/restarts/optins.ts';
 import { classKey, classReferences, parseClassKey } from '../../src/restarts/csireferences.ts';
 import { checksumScheme } from '../../src/restarts/hash.ts';
 import type { WorkloadLike } from '../../src/restarts/optins.ts';
@@ -170,6 +172,28 @@ describe('watchedClasses: Reloader’s opt-ins for secretproviderclass', () => {
       watchedClasses(classWorkload({ 'example.com/auto': 'true' }), { keys, classMeta: meta }).excluded,
       [{ key: 'secretproviderclass/prod/vault-db', reason: 'ignore-annotation' }],
     );
+  });
+
+  it('withClasses: one selection for the decision, keys sorted, opt-ins and exclusions of both kinds', () => {
+    const w = classWorkload({
+      [AUTO]: 'true',
+      [SPC_EXCLUDE]: 'kv-app',
+      'configmaps.exclude.reloader.stakater.com/reload': 'vault-db',
+    });
+    const both = withClasses(watchedConfigs(w), watchedClasses(w));
+    assert.deepEqual(both.keys, ['secretproviderclass/prod/vault-db']);
+    assert.deepEqual(
+      both.excluded.map((e) => e.key),
+      ['configmap/prod/vault-db', 'secretproviderclass/prod/kv-app'],
+    );
+    assert.deepEqual(both.optIns, ['reloader-auto']);
+    assert.equal(both.classes.keys.length, 1);
+    // Opted in to classes only: still opted in.
+    const onlyClasses = classWorkload({ [SPC_AUTO]: 'true' });
+    assert.deepEqual(withClasses(watchedConfigs(onlyClasses), watchedClasses(onlyClasses)).optIns, [
+      'reloader-typed-auto',
+    ]);
+    assert.deepEqual(watchedConfigs(onlyClasses).keys, []);
   });
 
   it('never throws, whatever the workload and callbacks', () => {
