@@ -85,6 +85,8 @@ async function installRendered(
   rendered: Manifest[],
   namespace: string,
   extraFlags: string[],
+  /** Where the ServiceAccount may create ConfigMaps, to see the write policy in effect (default: its own namespace). */
+  writable = namespace,
 ): Promise<{ op: OperatorProcess; kubeconfig: string; docs: Manifest[] }> {
   const [webhookPort] = (await freePorts(1)) as [number];
   const docs = rendered
@@ -111,7 +113,7 @@ async function installRendered(
     deployment.spec.template.spec.serviceAccountName,
   );
   await waitRbacEffective(kubeconfig, docs, namespace);
-  if (docs.some((d) => d.kind === 'ValidatingAdmissionPolicy')) await waitPolicyEffective(kubeconfig, namespace);
+  if (docs.some((d) => d.kind === 'ValidatingAdmissionPolicy')) await waitPolicyEffective(kubeconfig, writable);
   const op = await OperatorProcess.start(
     cluster,
     namespace,
@@ -211,24 +213,42 @@ async function waitPolicyEffective(kubeconfig: string, namespace: string): Promi
  * every rendered rule answers yes for the ServiceAccount.
  */
 async function waitRbacEffective(kubeconfig: string, docs: Manifest[], namespace: string): Promise<void> {
+  // A SelfSubjectAccessReview asked directly: `kubectl auth can-i` resolves
+  // `<resource>.<group>` through discovery, and a CRD not installed here (Argo
+  // Rollouts) would read as a core resource and never be allowed.
+  const sa = asServiceAccount(kubeconfig);
   for (const role of docs.filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole')) {
     for (const rule of (role as Manifest & { rules: PolicyRule[] }).rules) {
       const [resource, subresource] = rule.resources[0]!.split('/') as [string, string | undefined];
-      const group = rule.apiGroups[0] ? `.${rule.apiGroups[0]}` : '';
-      const name = rule.resourceNames?.[0] ? `/${rule.resourceNames[0]}` : '';
-      const args = [
-        rule.verbs[0]!,
-        `${resource}${group}${name}`,
-        ...(subresource ? [`--subresource=${subresource}`] : []),
-        ...(role.kind === 'Role' ? ['-n', role.metadata?.namespace ?? namespace] : ['--all-namespaces']),
-      ];
-      await waitFor(`RBAC in effect: ${args.join(' ')}`, () => canI(kubeconfig, ...args), {
-        timeoutMs: 30_000,
-        intervalMs: 100,
-      });
+      const attributes = {
+        verb: rule.verbs[0]!,
+        group: rule.apiGroups[0] ?? '',
+        resource,
+        ...(subresource ? { subresource } : {}),
+        ...(rule.resourceNames?.[0] ? { name: rule.resourceNames[0] } : {}),
+        ...(role.kind === 'Role' ? { namespace: role.metadata?.namespace ?? namespace } : {}),
+      };
+      await waitFor(
+        `RBAC in effect: ${JSON.stringify(attributes)}`,
+        async () =>
+          (
+            await sa.create<KubeObject & { status?: { allowed?: boolean } }>(SELF_SUBJECT_ACCESS_REVIEWS, {
+              spec: { resourceAttributes: attributes },
+            } as KubeObject)
+          ).status?.allowed === true,
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
     }
   }
 }
+
+const SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = {
+  group: 'authorization.k8s.io',
+  version: 'v1',
+  resource: 'selfsubjectaccessreviews',
+  kind: 'SelfSubjectAccessReview',
+  namespaced: false,
+};
 
 /** Every API call the operator made that was refused (403), by path. */
 async function refusedCalls(op: OperatorProcess): Promise<string[]> {
@@ -753,10 +773,13 @@ describe('least-privilege RBAC', { timeout: 600_000 }, () => {
         },
       } as KubeObject);
     }
-    const { op, kubeconfig } = await installRendered(t, rendered, namespace, [
-      ...FAST_ELECTION,
-      '-reconcile.interval=1s',
-    ]);
+    const { op, kubeconfig } = await installRendered(
+      t,
+      rendered,
+      namespace,
+      [...FAST_ELECTION, '-reconcile.interval=1s'],
+      watched[0],
+    );
     await waitFor('the leader Lease held', async () => (await op.metric('stateward_leader_is_leader')) === 1, {
       timeoutMs: 30_000,
     });
