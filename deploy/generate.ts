@@ -244,8 +244,8 @@ const MODES = [
   `- **listed namespaces** (\`-kubernetes.watch-namespaces=a,b\`; the chart's \`watchNamespaces\`): \`managed\` rules in a Role in each watched namespace (\`rbac/watched-namespace/<feature>\`, one kustomization per namespace), \`own\` rules in a Role in the operator's namespace (\`rbac/listed-namespaces/<feature>\`), and no ClusterRole — except the \`cluster\` rules of ${clusterPieceFeatures()
     .map((f) => `\`${f}\``)
     .join(
-      ' and ',
-    )}, which stay in a ClusterRole: their webhook configurations and nodes are cluster-scoped objects. See docs/multiple-installs.md.`,
+      ', ',
+    )}, which stay in a ClusterRole: the webhook configurations, nodes and namespaces they read or patch are cluster-scoped objects. See docs/multiple-installs.md.`,
 ].join('\n');
 
 /** How the rules are narrowed, for PERMISSIONS.md (the tests assert it of every render). */
