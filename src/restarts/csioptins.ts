@@ -276,9 +276,10 @@ export type WatchedWithClasses = WatchedConfigs & { classes: WatchedClasses };
  * The two selections as one, for the restart decision: every key (sorted as
  * restartplan.ts sorts them), every opt-in, exclusion and warning; `configs`
  * and `patterns` stay the ConfigMaps' and Secrets' (the classes' are in
- * `classes`). A workload opted in to either kind is opted in.
+ * `classes`). A workload opted in to either kind is opted in. Without
+ * `classes` (the CSI integration off), the configs' selection as it is.
  */
-export function withClasses(configs: WatchedConfigs, classes: WatchedClasses): WatchedWithClasses {
+export function withClasses(configs: WatchedConfigs, classes: WatchedClasses = noClasses()): WatchedWithClasses {
   return {
     ...configs,
     keys: [...configs.keys, ...classes.keys].sort(compare),
@@ -287,4 +288,9 @@ export function withClasses(configs: WatchedConfigs, classes: WatchedClasses): W
     warnings: [...configs.warnings, ...classes.warnings],
     classes,
   };
+}
+
+/** No class watched: what a workload has with the CSI integration off. */
+export function noClasses(): WatchedClasses {
+  return { keys: [], classes: [], excluded: [], patterns: [], optIns: [], warnings: [] };
 }
