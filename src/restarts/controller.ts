@@ -539,9 +539,18 @@ export class RestartController implements Reconciler {
       if (isConflict(error)) return { requeueAfterMs: 0 };
       throw error;
     }
-    const created = await this.runtime.client.create<Job>(JOBS, step.job, { timeoutMs: 15_000 });
     const why = this.recreating.get(wkey) ?? 'the configuration';
     this.recreating.delete(wkey);
+    let created: Job;
+    try {
+      created = await this.runtime.client.create<Job>(JOBS, step.job, { timeoutMs: 15_000 });
+    } catch (error) {
+      // The old Job is gone now: nothing is left to retry from (docs/restarts.md, Jobs), so say so plainly.
+      const message = `re-creating Job ${name} failed after the old one was deleted, it is not re-created: ${error instanceof Error ? error.message : String(error)}`;
+      this.log.error(message, { workload: wkey });
+      this.runtime.events.event(this.ref(entry, job), 'Warning', 'ConfigChanged', 'Restart', message);
+      return;
+    }
     this.restarted(entry, created, why, `re-created Job ${name}`);
   }
 
