@@ -194,18 +194,6 @@ export class CsiClassView {
     return out;
   }
 
-  /**
-   * The workload whose pod an SPCPS belongs to (kind as podWorkload names
-   * it): the one to look at again when it changes. Undefined when the pod is
-   * not cached (gone) or has no workload.
-   */
-  workloadOf(status: ClassPodStatusDigest): { kind: string; namespace: string; name: string } | undefined {
-    const namespace = status.metadata?.namespace ?? '';
-    const pod = this.podOf(namespace, status);
-    const owner = pod && podWorkload(pod);
-    return owner ? { ...owner, namespace } : undefined;
-  }
-
   /** The pod an SPCPS belongs to: same name and, when the SPCPS names one, same uid (a StatefulSet's next pod reuses the name). */
   private podOf(namespace: string, status: ClassPodStatusDigest): Pod | undefined {
     const pod = informerFor(this.pods, namespace)?.get(namespace, status.mount.podName);
