@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { stringify as toYaml } from 'yaml';
 import type { Pod } from '../../../src/runtime/kube/types.ts';
 import {
   decideReschedule,
@@ -291,6 +292,55 @@ profiles:
 `);
     assert.match(invalid, /profile 1 \("a"\): label pattern for app "\(unclosed"/);
     assert.match(invalid, /answer "deny-503": expected one of deny-429, deny-500, allow/);
+  });
+  it('property: a file written from valid profiles reads back to them; any text is an answer, never a throw', () => {
+    const entry = fc.record(
+      {
+        name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}[a-z0-9]$/),
+        podSelector: fc.constantFrom('app=a', 'app in (a,b),tier!=x', '!legacy,app'),
+        annotation: fc.constantFrom('example.com/move=true', 'strimzi.io/manual-rolling-update=true'),
+        answer: fc.constantFrom('deny-429', 'deny-500', 'allow'),
+        namespaces: fc.uniqueArray(fc.constantFrom('a', 'b', 'kafka'), { maxLength: 3 }),
+        track: fc.boolean(),
+        labelPatterns: fc.dictionary(
+          fc.constantFrom('x', 'example.com/y'),
+          fc.constantFrom('.+-kafka', 'a|b', '[0-9]+'),
+        ),
+      },
+      { requiredKeys: ['name', 'podSelector', 'annotation'] },
+    );
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 4 }), (entries) => {
+        const parsed = parseProfilesFile(toYaml({ profiles: entries }));
+        assert.ok(parsed.ok, parsed.ok ? '' : parsed.errors.join('\n'));
+        if (!parsed.ok) return;
+        entries.forEach((e, i) => {
+          const p = parsed.profiles[i]!;
+          assert.equal(p.name, e.name);
+          assert.equal(`${p.annotation.key}=${p.annotation.value}`, e.annotation);
+          assert.equal(p.answer, e.answer);
+          assert.equal(p.track, e.track ?? true);
+          assert.deepEqual(p.namespaces && [...p.namespaces], e.namespaces?.length ? e.namespaces : undefined);
+          assert.deepEqual(Object.fromEntries((p.labelPatterns ?? []).map((x) => [x.key, x.source])), {
+            ...e.labelPatterns,
+          });
+        });
+      }),
+      { numRuns: 300 },
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.jsonValue().map((v) => toYaml({ profiles: [v] })),
+        ),
+        (text) => {
+          const parsed = parseProfilesFile(text);
+          if (!parsed.ok) assert.ok(parsed.errors.length > 0);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
 
