@@ -73,7 +73,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const capabilities = operatorCapabilities(flags);
   const parsed = fs.parse(argv, io.env);
   if (parsed.kind === 'help') {
-    io.err(`${topLevelHelp()}\n${parsed.usage}`);
+    // Go's flag usage first, as rollout-operator prints it; the commands after it.
+    io.err(`${parsed.usage}\n${topLevelHelp()}`);
     return 0;
   }
   if (parsed.kind === 'error') {
