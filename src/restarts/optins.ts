@@ -63,7 +63,7 @@ const KINDS: readonly ConfigKind[] = ['configmap', 'secret'];
 export type WatchReason =
   'xing' | 'reloader-auto' | 'reloader-typed-auto' | 'reloader-auto-all' | 'reloader-reload-list' | 'reloader-search';
 
-/** The slice of a Deployment, StatefulSet or DaemonSet this module reads. */
+/** The slice of a workload this module reads: its metadata and pod template (workloadkinds.ts `view`). */
 export interface WorkloadLike {
   metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> };
   spec?: { template?: PodTemplateSpec };

@@ -47,7 +47,7 @@ export function nextRestartTimestamp(now: number, previous?: string, format: Tim
 
 // ------------------------------------------------------------ patches
 
-/** A JSON merge patch (application/merge-patch+json) for a Deployment, StatefulSet or DaemonSet. */
+/** A JSON merge patch (application/merge-patch+json) of a workload; restartwrites.ts adapts it per kind. */
 export interface WorkloadPatch {
   metadata: { annotations: Record<string, string>; resourceVersion?: string };
   spec?: { template: { metadata: { annotations: Record<string, string> } } };

@@ -1,6 +1,6 @@
-// Config-change restarts, pure decision core: when a Deployment, StatefulSet
-// or DaemonSet must be restarted because a ConfigMap or Secret it uses has
-// changed. Drop-in compatible with xing's kubernetes-deployment-restart-
+// Config-change restarts, pure decision core: when a workload (any kind in
+// workloadkinds.ts) must be restarted because a ConfigMap or Secret it uses
+// has changed; how the restart is then written per kind is restartwrites.ts. Drop-in compatible with xing's kubernetes-deployment-restart-
 // controller: the same opt-in annotation, the same applied-checksums
 // annotation (byte for byte: a JSON object with sorted keys), the same
 // template annotation as the restart trigger, and the same decision rules.
