@@ -1,8 +1,9 @@
 // Config-change restarts, pure decision core: when a workload (any kind in
 // workloadkinds.ts) must be restarted because a ConfigMap or Secret it uses
 // has changed; how the restart is then written per kind is restartwrites.ts.
-// Drop-in compatible with xing's kubernetes-deployment-restart-controller: the same opt-in annotation, the same applied-checksums
-// annotation (byte for byte: a JSON object with sorted keys), the same
+// Drop-in compatible with xing's kubernetes-deployment-restart-controller:
+// the same opt-in annotation, the same applied-checksums annotation (byte
+// for byte: a JSON object with sorted keys), the same
 // template annotation as the restart trigger, and the same decision rules.
 // No I/O; time is passed in as epoch milliseconds. Which configs a workload
 // references and their checksums come from references.ts and hash.ts; here
