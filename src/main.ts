@@ -27,7 +27,15 @@ import {
 } from './rollout/healthcheck/healthcheckvalidation.ts';
 import { RolloutGate } from './rollout/healthcheck/rolloutgate.ts';
 import { registerRescheduleFlags, rescheduleWebhooks } from './drain/reschedule/webhook.ts';
-import { registerRestartFlags, restartsCapability } from './restarts/controller.ts';
+import { registerRestartFlags, restartsCapability, type RestartOptions } from './restarts/controller.ts';
+import { registerAlertFlags } from './restarts/alertflags.ts';
+import { registerReloaderFlags, unhonouredRenameErrors, type ReloaderSettings } from './restarts/reloaderflags.ts';
+import {
+  applyReloaderToRuntime,
+  configRestartsEnabled,
+  explicitRuntimeFlags,
+  reloaderEnvironment,
+} from './restarts/reloaderruntime.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 import { classifyFirstWord, topLevelHelp, unknownCommandMessage } from './cli/commandline.ts';
 
@@ -70,8 +78,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const fs = new FlagSet('stateward');
   const showVersion = fs.bool('version', false, 'Print the version and exit.');
   const flags = registerOperatorFlags(fs);
-  const capabilities = operatorCapabilities(flags);
-  const parsed = fs.parse(argv, io.env);
+  const parsed = fs.parse(argv, reloaderEnvironment(io.env));
   if (parsed.kind === 'help') {
     // Go's flag usage first, as rollout-operator prints it; the commands after it.
     io.err(`${parsed.usage}\n${topLevelHelp()}`);
@@ -85,15 +92,55 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.out(`stateward ${version}\n`);
     return 0;
   }
-  const invalid = invalidFlags(flags);
-  const config = flags.runtimeFlags.read();
+  // Reloader's command line and environment (its chart, image swapped): mapped onto Stateward's settings.
+  const reloader = flags.reloader.read(io.env);
+  const invalid =
+    invalidFlags(flags) ??
+    // Renamed annotation keys are refused: optins.ts reads Reloader's keys only.
+    ([...reloader.errors, ...unhonouredRenameErrors(reloader, [])].join('\n') || undefined);
+  const config = applyReloaderToRuntime(flags.runtimeFlags.read(), reloader, explicitRuntimeFlags(fs));
   const invalidElection = config.leaderElection.enabled ? validateElectionTimings(config.leaderElection) : undefined;
   if (invalid || invalidElection) {
     // A bare `stateward` is most often a person trying the command: show what it can do.
     io.err(`${invalid ?? invalidElection}\n${argv.length === 0 ? `\n${topLevelHelp()}` : ''}`);
     return 2;
   }
-  return runOperator(config, flags.compatFlags.warnings(), capabilities, io);
+  const switched = restartOptions(fs, flags, reloader);
+  const capabilities = operatorCapabilities(flags, () => switched.options);
+  const warnings = [
+    ...flags.compatFlags.warnings(),
+    ...reloader.notices,
+    ...(switched.notice ? [switched.notice] : []),
+  ];
+  return runOperator(config, warnings, capabilities, io);
+}
+
+/**
+ * The config restarts' settings: their own flags, Reloader's (which turn them
+ * on, unless -config-restarts.enabled=false is given: `notice` says so), and
+ * the alerts.
+ */
+function restartOptions(
+  fs: FlagSet,
+  flags: OperatorFlags,
+  reloader: ReloaderSettings,
+): { options: RestartOptions; notice: string | undefined } {
+  const own = flags.restartOptions();
+  const switched = configRestartsEnabled(
+    { value: own.enabled, explicit: fs.isSet('config-restarts.enabled') },
+    reloader,
+  );
+  return {
+    options: {
+      ...own,
+      enabled: switched.enabled,
+      scope: reloader.scope,
+      eventReasons: reloader.eventReasons,
+      countByNamespace: reloader.countByNamespace,
+      alerts: flags.alertFlags.read(),
+    },
+    notice: switched.notice,
+  };
 }
 
 type OperatorFlags = ReturnType<typeof registerOperatorFlags>;
@@ -106,6 +153,8 @@ function registerOperatorFlags(fs: FlagSet) {
   const webhookFlags = registerWebhookFlags(fs, podCallFlags.read);
   const rescheduleFlags = registerRescheduleFlags(fs);
   const restartOptions = registerRestartFlags(fs);
+  const alertFlags = registerAlertFlags(fs);
+  const reloader = registerReloaderFlags(fs);
   const webFlags = registerWebFlags(fs);
   const compatFlags = registerCompatFlags(fs);
   return {
@@ -115,14 +164,16 @@ function registerOperatorFlags(fs: FlagSet) {
     webhookFlags,
     rescheduleFlags,
     restartOptions,
+    alertFlags,
+    reloader,
     webFlags,
     compatFlags,
   };
 }
 
 /** The operator's capabilities, wired to the services they share; flags are read only once the operator starts. */
-function operatorCapabilities(flags: OperatorFlags): Capability[] {
-  const { podCallFlags, rolloutOptions, webhookFlags, rescheduleFlags, restartOptions, webFlags } = flags;
+function operatorCapabilities(flags: OperatorFlags, restartOptions: () => RestartOptions): Capability[] {
+  const { podCallFlags, rolloutOptions, webhookFlags, rescheduleFlags, webFlags } = flags;
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
@@ -159,12 +210,13 @@ function operatorCapabilities(flags: OperatorFlags): Capability[] {
 
 /** The first problem with the parsed flags (a usage error, exit code 2), or undefined when they hold together. */
 function invalidFlags(flags: OperatorFlags): string | undefined {
-  const { runtimeFlags, podCallFlags, webhookFlags, rescheduleFlags } = flags;
+  const { runtimeFlags, podCallFlags, webhookFlags, rescheduleFlags, alertFlags } = flags;
   const rescheduleRead = rescheduleFlags.enabled() ? rescheduleFlags.read() : undefined;
   return (
     runtimeFlags.validate() ??
     podCallFlags.validate() ??
     webhookFlags.validate() ??
+    alertFlags.validate() ??
     (rescheduleRead && 'errors' in rescheduleRead ? rescheduleRead.errors.join('\n') : undefined)
   );
 }

@@ -42,17 +42,37 @@ import { eventApiVersion, JOBS, kindByPrefix, WORKLOAD_KINDS, type WorkloadKindS
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
 import { RestartMetrics } from './restartmetrics.ts';
+import { annotationPatch } from './patches.ts';
+import type { AlertSettings } from './alertflags.ts';
+import type { ReloadReport } from './alertsinks.ts';
+import { ReloadAlertMetrics, ReloadAlerts, ReloadWebhook } from './reloadalerts.ts';
+import type { EventReasons } from './reloaderflags.ts';
+import { restartEvents, type RestartOutcome } from './reloaderevents.ts';
+import type { RestartScope } from './reloaderscope.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
-export interface RestartOptions {
+/** The config restarts' own flags. */
+export interface RestartFlagValues {
   enabled: boolean;
   gracePeriodMs: number;
   maxWaitMs: number;
   checksumKeySecret: string;
 }
 
+/** Their own flags, and what Reloader's flags and the alert flags add (main.ts resolves them). */
+export interface RestartOptions extends RestartFlagValues {
+  /** What Reloader's filter flags leave in scope (reloaderscope.ts); DEFAULT_SCOPE without them. */
+  scope: RestartScope;
+  /** Reasons of the restart Events: Stateward's, or Reloader's in its drop-in mode. */
+  eventReasons: EventReasons;
+  /** Reloader's METRICS_COUNT_BY_NAMESPACE. */
+  countByNamespace: boolean;
+  /** Alerts after each restart, and the -webhook-url mode. */
+  alerts: AlertSettings;
+}
+
 /** xing's settings (same names and env variables) plus Stateward's switch and debounce cap. */
-export function registerRestartFlags(fs: FlagSet): () => RestartOptions {
+export function registerRestartFlags(fs: FlagSet): () => RestartFlagValues {
   const enabled = fs.bool(
     'config-restarts.enabled',
     false,
@@ -119,7 +139,13 @@ export class RestartController implements Reconciler {
   /** Workloads with reload-list patterns: a config created later may match them. */
   private readonly patternWorkloads = new Set<string>();
   /** Per Job being re-created by this process: which configs changed, for the Event at the create. */
-  private readonly recreating = new Map<string, string>();
+  private readonly recreating = new Map<string, string[]>();
+  /** Workloads whose restart write failed since their last success: a failure alerts once, not at each retry. */
+  private readonly failing = new Set<string>();
+  /** With -alert-on-reload: an alert after each restart. */
+  private readonly alerts: ReloadAlerts | undefined;
+  /** With -webhook-url: called instead of restarting. */
+  private readonly webhook: ReloadWebhook | undefined;
   /** The term-scoped loop: a queue of workload keys, 2 workers while leading. */
   private readonly controller: Controller;
   private readonly metrics: RestartMetrics;
@@ -149,29 +175,40 @@ export class RestartController implements Reconciler {
     const shared = workloadCache(runtime);
     this.pods = shared.pods;
     for (const spec of WORKLOAD_KINDS) {
-      // StatefulSets: the cache the rollout capability shares (with its indexers).
+      // StatefulSets: the cache the rollout capability shares (with its indexers). Kinds out of scope: no informer.
       this.workloads.set(
         spec.kind,
-        spec.kind === 'StatefulSet'
-          ? (shared.statefulSets as Informer<Workload>[])
-          : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
+        !options.scope.workloadKindIncluded(spec.kind)
+          ? []
+          : spec.kind === 'StatefulSet'
+            ? (shared.statefulSets as Informer<Workload>[])
+            : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
       );
     }
     // Digests only: Secret values never enter a cache. Pages of 2,000: each
     // page is hashed and dropped as it arrives, so a larger page costs only
     // transient memory, and 7,000 configs list in 4 requests instead of 16
     // (each one waits its turn at the client rate limit, 5/s by default).
-    this.configs = {
-      configmap: runtime.informers<ConfigDigest>(resources.configMaps, {
-        transform: configDigester(key, 'configmap'),
-        pageSize: CONFIG_PAGE_SIZE,
-      }),
-      secret: runtime.informers<ConfigDigest>(resources.secrets, {
-        transform: configDigester(key, 'secret'),
-        pageSize: CONFIG_PAGE_SIZE,
-      }),
-    };
-    this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs());
+    // Reloader's --resources-to-ignore starts no informer for that kind; its
+    // --resource-label-selector selects on the server, so the rest is never hashed.
+    const { scope } = options;
+    const configInformers = (kind: ConfigKind) =>
+      scope.configKindWatched(kind)
+        ? runtime.informers<ConfigDigest>(kind === 'configmap' ? resources.configMaps : resources.secrets, {
+            transform: configDigester(key, kind),
+            pageSize: CONFIG_PAGE_SIZE,
+            ...(scope.configSelectorText !== '' ? { labelSelector: scope.configSelectorText } : {}),
+          })
+        : [];
+    this.configs = { configmap: configInformers('configmap'), secret: configInformers('secret') };
+    this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs(), {
+      countByNamespace: options.countByNamespace,
+    });
+    // Registered whenever config restarts run, so dashboards see them at zero with alerts off.
+    const alertMetrics = new ReloadAlertMetrics(runtime.registry);
+    const { alerts, webhookUrl } = options.alerts;
+    if (alerts) this.alerts = new ReloadAlerts(alerts, { log: this.log, metrics: alertMetrics });
+    if (webhookUrl) this.webhook = new ReloadWebhook(webhookUrl);
     for (const spec of WORKLOAD_KINDS) {
       for (const informer of this.workloads.get(spec.kind)!) {
         informer.addHandlers({
@@ -183,6 +220,7 @@ export class RestartController implements Reconciler {
             this.noticed.delete(key);
             this.evicted.delete(key);
             this.evicting.delete(key);
+            this.failing.delete(key);
             this.index(key, [], false);
           },
         });
@@ -206,7 +244,11 @@ export class RestartController implements Reconciler {
         informer.addHandlers({
           onAdd: (c) => this.configChanged(kind, c),
           onUpdate: (old, c) => {
-            if (old.metadata?.resourceVersion !== c.metadata?.resourceVersion) this.configChanged(kind, c);
+            if (old.metadata?.resourceVersion === c.metadata?.resourceVersion) return;
+            // Labels or annotations only: looked at (they may change what is watched), but no data moved.
+            if (old.digest?.checksum === c.digest?.checksum && this.controller.running)
+              this.metrics.reloadSkipped('no_data_change');
+            this.configChanged(kind, c);
           },
           onDelete: (c) => this.configChanged(kind, c),
         });
@@ -221,6 +263,7 @@ export class RestartController implements Reconciler {
   /** `view`: the workload as its kind's `view` shows it (metadata and pod template). */
   private watched(view: WorkloadLike) {
     return watchedConfigs(view, {
+      autoReloadAll: this.o.scope.autoReloadAll,
       configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
       configNames: (kind, namespace) =>
         (this.configInformer(kind, namespace)?.list() ?? [])
@@ -247,7 +290,7 @@ export class RestartController implements Reconciler {
     const unfinished = hasUnfinishedWrite(spec, w);
     const view = spec.view(w);
     // Most workload updates (status churn of every Deployment and StatefulSet) concern no opted-in workload.
-    if (!mayOptIn(view) || spec.handledElsewhere(w) !== undefined) {
+    if (!mayOptIn(view, { autoReloadAll: this.o.scope.autoReloadAll }) || spec.handledElsewhere(w) !== undefined) {
       if (this.watching.has(key) || this.patternWorkloads.has(key)) this.index(key, [], false);
       this.evicting.delete(key);
       if (unfinished) this.controller.add(key);
@@ -285,6 +328,10 @@ export class RestartController implements Reconciler {
     this.metrics.configVersionSeen();
     // Only the leader acts; a new leader looks at every workload when it starts.
     if (!this.controller.running) return;
+    if (!this.o.scope.configIncluded(kind, c.metadata?.labels)) {
+      this.metrics.reloadSkipped('ignored_or_not_selected');
+      return;
+    }
     const namespace = c.metadata?.namespace ?? '';
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
     // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
@@ -338,8 +385,21 @@ export class RestartController implements Reconciler {
     return this.controller.run(signal);
   }
 
-  /** One workload (`<kind>/<namespace>/<name>`): finish earlier writes, decide, write the record (and restart), or wait. */
+  /** One workload (`<kind>/<namespace>/<name>`), timed for Reloader's reconcile metrics. */
   async reconcile(wkey: string): Promise<HandlerResult> {
+    const started = performance.now();
+    try {
+      const result = await this.reconcileWorkload(wkey);
+      this.metrics.reconciled('success', (performance.now() - started) / 1000);
+      return result;
+    } catch (error) {
+      this.metrics.reconciled('error', (performance.now() - started) / 1000);
+      throw error;
+    }
+  }
+
+  /** Finish earlier writes, decide, write the record (and restart), or wait. */
+  private async reconcileWorkload(wkey: string): Promise<HandlerResult> {
     const { entry, workload: w } = this.workloadByKey(wkey);
     if (!w) {
       this.pending.delete(wkey);
@@ -387,6 +447,7 @@ export class RestartController implements Reconciler {
       now,
       wallNow: this.runtime.clock.now(),
       settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },
+      onMissing: this.o.scope,
       ...(previousTimestamp !== undefined ? { previousTimestamp } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
@@ -452,18 +513,77 @@ export class RestartController implements Reconciler {
     }
   }
 
-  /** Writes a decided restart as its kind does (restartwrites.ts); 'conflict' when the workload moved first. */
+  /**
+   * A decided restart: written (or, with -webhook-url, the URL called
+   * instead), counted in Reloader's metrics; a failure is reported once per
+   * change and thrown, so the runner backs off and tries again.
+   */
   private async writeRestart(
     wkey: string,
     entry: WorkloadKindSpec,
     w: Workload,
     decision: Restart,
   ): Promise<'done' | 'conflict'> {
-    const why =
-      decision.changes
-        .filter((c) => decision.restartedBy.includes(c.key))
-        .map((c) => c.key)
-        .join(', ') || decision.restartedBy.join(', ');
+    const namespace = w.metadata?.namespace ?? '';
+    const started = performance.now();
+    let written: 'done' | 'conflict';
+    try {
+      written = this.webhook
+        ? await this.callWebhook(entry, w, decision)
+        : await this.writeRestartOf(wkey, entry, w, decision);
+    } catch (error) {
+      const seconds = (performance.now() - started) / 1000;
+      if (!isConflict(error)) this.restartFailed(entry, w, decision.restartedBy, error, seconds);
+      throw error;
+    }
+    if (written === 'done') {
+      this.failing.delete(wkey);
+      this.metrics.reloadExecuted(true, namespace);
+      this.metrics.reloadAction(entry.kind, 'success', (performance.now() - started) / 1000);
+    }
+    return written;
+  }
+
+  /** A restart write failed: counted each time; the Event and the alert only for the first failure of a change. */
+  private restartFailed(entry: WorkloadKindSpec, w: KubeObject, keys: string[], error: unknown, seconds: number): void {
+    const wkey = this.keyOf(entry, w);
+    this.metrics.reloadExecuted(false, w.metadata?.namespace ?? '');
+    this.metrics.reloadAction(entry.kind, 'error', seconds);
+    if (this.failing.has(wkey)) return;
+    this.failing.add(wkey);
+    const message = error instanceof Error ? error.message : String(error);
+    this.emit(entry, w, { ...this.outcomeBase(entry, w, keys), result: 'failed', error: message });
+    if (!this.webhook) this.alerts?.notify(this.report(entry, w, keys, 'failed', message));
+  }
+
+  /**
+   * -webhook-url: the URL is called instead of the restart (it throws when
+   * the call fails: nothing is recorded, and the runner tries again); once it
+   * answered, the checksums are recorded as applied. No resourceVersion
+   * precondition on that record: a conflict would call the URL a second time
+   * for one change, and the record only concerns the configs.
+   */
+  private async callWebhook(entry: WorkloadKindSpec, w: Workload, decision: Restart): Promise<'done'> {
+    const keys = decision.restartedBy;
+    await this.webhook!.call(this.report(entry, w, keys, 'reloaded', ''), { signal: this.runtime.stopping });
+    await this.patchOrConflict(entry, w, annotationPatch({ applied: decision.applied }));
+    this.metrics.checksumsApplied(false);
+    const detail = '; -webhook-url called instead of a restart';
+    this.log.info(`${keys.join(', ')} changed: -webhook-url called instead of a restart`, {
+      workload: this.keyOf(entry, w),
+    });
+    this.emit(entry, w, { ...this.outcomeBase(entry, w, keys), result: 'restarted', detail });
+    return 'done';
+  }
+
+  /** Writes a decided restart as its kind does (restartwrites.ts); 'conflict' when the workload moved first. */
+  private async writeRestartOf(
+    wkey: string,
+    entry: WorkloadKindSpec,
+    w: Workload,
+    decision: Restart,
+  ): Promise<'done' | 'conflict'> {
+    const why = decision.restartedBy;
     const plan = planRestartWrite(entry, w, decision, this.runtime.clock.now());
     if (plan.write === 'patch') {
       if ((await this.patchOrConflict(entry, w, plan.patch)) === 'conflict') return 'conflict';
@@ -496,7 +616,7 @@ export class RestartController implements Reconciler {
       throw error;
     }
     this.recreating.set(wkey, why);
-    this.log.info(`re-creating Job: ${why} changed`, { workload: wkey });
+    this.log.info(`re-creating Job: ${why.join(', ')} changed`, { workload: wkey });
     await this.continueRecreation(entry, marked, recreateStep(marked));
     return 'done';
   }
@@ -539,7 +659,7 @@ export class RestartController implements Reconciler {
       if (isConflict(error)) return { requeueAfterMs: 0 };
       throw error;
     }
-    const why = this.recreating.get(wkey) ?? 'the configuration';
+    const why = this.recreating.get(wkey) ?? [];
     this.recreating.delete(wkey);
     let created: Job;
     try {
@@ -555,10 +675,12 @@ export class RestartController implements Reconciler {
   }
 
   /**
-   * The one place a restart is reported as done: the metric, the log and the
-   * ConfigChanged Event (and where a notifier of restarts belongs).
+   * The one place a restart is reported as done: the metric, the log, the
+   * Event (ConfigChanged, or Reloader's Reloaded) and the alert. `keys`: the
+   * configs whose change caused it.
    */
-  private restarted(entry: WorkloadKindSpec, w: KubeObject, why: string, note: string): void {
+  private restarted(entry: WorkloadKindSpec, w: KubeObject, keys: string[], note: string): void {
+    const why = keys.join(', ') || 'the configuration';
     const wkey = this.keyOf(entry, w);
     const [, namespace, name] = wkey.split('/') as [string, string, string];
     this.metrics.checksumsApplied(true);
@@ -571,14 +693,48 @@ export class RestartController implements Reconciler {
           : note !== ''
             ? `; ${note}`
             : '';
-    const message = `restarted: ${why} changed${how}`;
-    this.log.info(message, { workload: wkey });
-    this.runtime.events.event(this.ref(entry, w), 'Normal', 'ConfigChanged', 'Restart', message);
+    this.log.info(`restarted: ${why} changed${how}`, { workload: wkey });
+    this.emit(entry, w, { ...this.outcomeBase(entry, w, keys), result: 'restarted', detail: how });
+    this.alerts?.notify(this.report(entry, w, keys, 'reloaded', note));
     if (mode.mode === 'standalone-ondelete') {
       // Every pod runs the old template now.
       const notice = onDeleteEvent({ kind: entry.kind, namespace, name }, this.podsOf(w).length, this.evicts(entry, w));
       this.runtime.events.event(this.ref(entry, w), notice.type, notice.reason, 'Restart', notice.message);
     }
+  }
+
+  /** A restart's outcome without its result: the workload and the configs (`keys`) that caused it. */
+  private outcomeBase(entry: WorkloadKindSpec, w: KubeObject, keys: readonly string[]) {
+    const configs = keys.flatMap((key) => {
+      const ref = parseConfigKey(key);
+      return ref ? [{ kind: ref.kind, name: ref.name }] : [];
+    });
+    const workload = { kind: entry.kind, namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '' };
+    return { workload, configs };
+  }
+
+  /** The Events of a restart's outcome, in Stateward's or Reloader's reasons (reloaderevents.ts). */
+  private emit(entry: WorkloadKindSpec, w: KubeObject, outcome: RestartOutcome): void {
+    for (const e of restartEvents(outcome, this.o.eventReasons))
+      this.runtime.events.event(this.ref(entry, w), e.type, e.reason, 'Restart', e.message);
+  }
+
+  private report(
+    entry: WorkloadKindSpec,
+    w: KubeObject,
+    configs: readonly string[],
+    outcome: ReloadReport['outcome'],
+    message: string,
+  ): ReloadReport {
+    const { namespace, name } = this.outcomeBase(entry, w, []).workload;
+    return { kind: entry.kind, namespace, name, configs, outcome, message, at: this.runtime.clock.now() };
+  }
+
+  /** Runs on every replica until shutdown, then sends what alerts are queued (bounded) and closes connections. */
+  async serve(signal: AbortSignal): Promise<void> {
+    if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    await this.alerts?.stop();
+    await this.webhook?.close();
   }
 
   /** A Deployment paused by a restart: resume it once its pause-period has passed, or look again then. */
@@ -708,7 +864,7 @@ export function restartsCapability(options: () => RestartOptions): Capability {
         log: runtime.logger,
       });
       const controller = new RestartController(runtime, o, key);
-      return { lead: (signal) => controller.lead(signal) };
+      return { lead: (signal) => controller.lead(signal), serve: (signal) => controller.serve(signal) };
     },
   };
 }

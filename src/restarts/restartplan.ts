@@ -34,7 +34,12 @@
 //       delete-and-recreate with different content is R1, a restart, and one
 //       with the same content is nothing); if not, nothing is recorded (when
 //       it appears it is a new reference, R2, as in xing: the pods were
-//       waiting for it and pick it up when they start).
+//       waiting for it and pick it up when they start). Reloader's
+//       --reload-on-create and --reload-on-delete change this rule
+//       (reloaderscope.ts decideMissingConfig): on create, the absence is
+//       recorded as 'missing', so the config's appearance differs from the
+//       record (R1, a restart); on delete, a recorded checksum's config going
+//       away restarts once and records 'missing'.
 //   R6  A workload not opted in (`com.xing.deployment-restart` is not exactly
 //       `enabled`) is left alone: no restart, no annotation write, and the
 //       stale checksum annotation stays (as xing).
@@ -81,6 +86,9 @@ import {
   withFirstSeen,
 } from './debounce.ts';
 import { type TimestampFormat, type WorkloadPatch, annotationPatch, restartPatch } from './patches.ts';
+import { decideMissingConfig, type RestartScopeOptions } from './reloaderscope.ts';
+
+const NO_RELOAD_ON_MISSING = { reloadOnCreate: false, reloadOnDelete: false };
 // ------------------------------------------------------------ the decision
 
 export type ConfigChangeKind =
@@ -92,6 +100,10 @@ export type ConfigChangeKind =
   | 'added'
   /** R4: no longer referenced; dropped from the annotation. */
   | 'removed'
+  /** R5 with --reload-on-delete: the config the pods started with is gone; restarts, 'missing' recorded. */
+  | 'deleted'
+  /** R5 with --reload-on-create: not there yet; 'missing' recorded, so its appearance restarts. */
+  | 'awaited'
   /** The applied checksum is xing's for the same content (legacyCurrent): rewritten in our scheme, no restart. */
   | 'migrated';
 
@@ -119,6 +131,8 @@ export interface RestartInput {
   /** The wall clock at `now` (epoch ms): the restart trigger written, and times in reasons. Default: `now`. */
   wallNow?: number;
   settings?: Partial<RestartSettings>;
+  /** Reloader's --reload-on-create / --reload-on-delete (rule R5); both off without them. */
+  onMissing?: Pick<RestartScopeOptions, 'reloadOnCreate' | 'reloadOnDelete'>;
   /**
    * Migration from xing: key → xing's checksum of the config's CURRENT
    * content (hash.ts xingLegacyChecksum), for the keys whose applied checksum
@@ -180,6 +194,7 @@ function evaluate(
   current: ReadonlyMap<string, string>,
   firstSeen: ReadonlyMap<string, string> | undefined,
   legacy: ReadonlyMap<string, string>,
+  onMissing: Pick<RestartScopeOptions, 'reloadOnCreate' | 'reloadOnDelete'>,
 ): Evaluation {
   const target = new Map<string, string>();
   const changes: ConfigChange[] = [];
@@ -190,7 +205,14 @@ function evaluate(
     const before = applied.get(key);
     if (now === MISSING) {
       missing.push(key);
-      if (before !== undefined) target.set(key, before); // R5: keep
+      const d = decideMissingConfig(onMissing, before); // R5
+      if (d.record !== undefined) target.set(key, d.record);
+      if (d.restart) {
+        changes.push({ key, change: 'deleted', from: before! });
+        restartedBy.push(key);
+      } else if (before === undefined && d.record !== undefined) {
+        changes.push({ key, change: 'awaited', to: d.record });
+      }
       continue;
     }
     target.set(key, now);
@@ -227,6 +249,8 @@ function summarize(changes: readonly ConfigChange[]): string {
     ...part('changed-again', 'changed again before its checksum was recorded:'),
     ...part('added', 'newly referenced:'),
     ...part('removed', 'no longer referenced:'),
+    ...part('deleted', 'deleted:'),
+    ...part('awaited', 'not created yet, its creation will restart:'),
     ...part('migrated', 'xing checksum rewritten:'),
   ].join('; ');
 }
@@ -263,6 +287,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
     current,
     input.pending?.firstSeen,
     toMap(input.legacyCurrent),
+    input.onMissing ?? NO_RELOAD_ON_MISSING,
   );
   const missingNote = missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '';
 

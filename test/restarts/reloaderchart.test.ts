@@ -4,7 +4,7 @@
 // what they mean to Reloader.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { main } from '../../src/main.ts';
 import { registerCompatFlags } from '../../src/runtime/compat.ts';
@@ -12,12 +12,8 @@ import { FlagSet } from '../../src/runtime/flags/flagset.ts';
 import { registerRuntimeFlags } from '../../src/runtime/runtimeflags.ts';
 import { registerRescheduleFlags } from '../../src/drain/reschedule/webhook.ts';
 import { registerRestartFlags } from '../../src/restarts/controller.ts';
-import {
-  registerReloaderFlags,
-  RELOADER_FLAGS_REGISTERED_ELSEWHERE,
-  RELOADER_HTTP_PORT,
-  unhonouredRenameErrors,
-} from '../../src/restarts/reloaderflags.ts';
+import { registerAlertFlags } from '../../src/restarts/alertflags.ts';
+import { registerReloaderFlags, RELOADER_HTTP_PORT, unhonouredRenameErrors } from '../../src/restarts/reloaderflags.ts';
 import {
   applyReloaderToRuntime,
   configRestartsEnabled,
@@ -82,7 +78,7 @@ function environment(c: Container, namespace: string, podName: string): Record<s
   return env;
 }
 
-/** Every operator flag, registered as main.ts's registerOperatorFlags does, plus Reloader's. */
+/** Every operator flag, registered as main.ts's registerOperatorFlags does. */
 function operatorFlagSet() {
   const fs = new FlagSet('stateward');
   fs.bool('version', false, 'Print the version and exit.');
@@ -92,9 +88,10 @@ function operatorFlagSet() {
   registerWebhookFlags(fs, podCalls.read);
   registerRescheduleFlags(fs);
   const restarts = registerRestartFlags(fs);
+  registerAlertFlags(fs);
+  const reloader = registerReloaderFlags(fs);
   registerWebFlags(fs);
   registerCompatFlags(fs);
-  const reloader = registerReloaderFlags(fs);
   return { fs, runtime, restarts, reloader };
 }
 
@@ -110,20 +107,13 @@ function isDefined(fs: FlagSet, name: string): boolean {
   }
 }
 
-/** Parses the chart's command line; undefined (and a todo) while a flag only another module registers is missing. */
-function parseChart(t: TestContext, name: string) {
+/** Parses the chart's command line as main.ts does. */
+function parseChart(name: string) {
   const { container: c, namespace, name: deployment } = container(fixture(name));
   const env = environment(c, namespace, `${deployment}-7d9f-abcde`);
   const args = c.args ?? [];
   const flags = operatorFlagSet();
   const unknown = flagArgs(args).filter((n) => !isDefined(flags.fs, n));
-  if (
-    unknown.length > 0 &&
-    unknown.every((n) => (RELOADER_FLAGS_REGISTERED_ELSEWHERE as readonly string[]).includes(n))
-  ) {
-    t.todo(`${unknown.map((n) => `--${n}`).join(', ')}: registered by another module, not wired yet`);
-    return undefined;
-  }
   assert.deepEqual(unknown, [], 'every flag the chart passes is defined');
   const parsed = flags.fs.parse(args, reloaderEnvironment(env));
   assert.equal(parsed.kind, 'ok', parsed.kind === 'error' ? parsed.message : '');
@@ -144,8 +134,8 @@ function parseChart(t: TestContext, name: string) {
 }
 
 describe("Reloader's chart, default values", () => {
-  it('starts config restarts on the whole cluster, in its namespace, on its port', (t) => {
-    const r = parseChart(t, 'default')!;
+  it('starts config restarts on the whole cluster, in its namespace, on its port', () => {
+    const r = parseChart('default');
     assert.deepEqual(r.container.args, ['--log-level=info']);
     assert.deepEqual(r.settings.errors, []);
     assert.deepEqual(r.settings.notices, [
@@ -161,8 +151,8 @@ describe("Reloader's chart, default values", () => {
     assert.equal(r.runtime.leaderElection.enabled, false);
   });
 
-  it('probes /live and /metrics on the port Stateward then listens on', (t) => {
-    const r = parseChart(t, 'default')!;
+  it('probes /live and /metrics on the port Stateward then listens on', () => {
+    const r = parseChart('default');
     const port = r.container.ports?.find((p) => p.name === 'http');
     assert.equal(port?.containerPort, RELOADER_HTTP_PORT);
     assert.deepEqual(r.container.livenessProbe?.httpGet, { path: '/live', port: 'http' });
@@ -172,9 +162,8 @@ describe("Reloader's chart, default values", () => {
 });
 
 describe("Reloader's chart, watchGlobally=false and namespaces", () => {
-  it('passes --namespaces, which makes Stateward Reloader’s drop-in', (t) => {
-    const r = parseChart(t, 'scoped');
-    if (!r) return;
+  it('passes --namespaces, which makes Stateward Reloader’s drop-in', () => {
+    const r = parseChart('scoped');
     assert.deepEqual(r.settings.errors, []);
     assert.ok(r.settings.activatedBy.includes('--namespaces'));
     assert.equal(r.restartsEnabled, true);
@@ -183,8 +172,8 @@ describe("Reloader's chart, watchGlobally=false and namespaces", () => {
 });
 
 describe("Reloader's chart, common options", () => {
-  it('maps every option onto Stateward', (t) => {
-    const r = parseChart(t, 'options')!;
+  it('maps every option onto Stateward', () => {
+    const r = parseChart('options');
     const { settings: s, runtime } = r;
     assert.deepEqual(s.errors, []);
     assert.equal(r.restartsEnabled, true);
@@ -210,27 +199,51 @@ describe("Reloader's chart, common options", () => {
     );
   });
 
-  it('refuses the annotation rename until the restart controller reads renamed keys', (t) => {
-    const r = parseChart(t, 'options')!;
+  it('refuses the annotation rename until the restart controller reads renamed keys', () => {
+    const r = parseChart('options');
     assert.deepEqual(r.settings.renamedAnnotations, ['auto-annotation']);
     assert.match(unhonouredRenameErrors(r.settings, []).join('\n'), /^--auto-annotation=example.com\/auto: /);
   });
 });
 
+describe('the real main() with Reloader flags it cannot honour', () => {
+  it('exits 2 naming a renamed annotation key, before connecting to anything', async () => {
+    let err = '';
+    const code = await main(['--auto-annotation=example.com/auto'], {
+      out: () => {},
+      err: (s) => (err += s),
+      env: { POD_NAMESPACE: 'stateward' },
+    });
+    assert.equal(code, 2);
+    assert.match(err, /^--auto-annotation=example.com\/auto: /);
+  });
+
+  it('exits 2 on a resource it cannot ignore', async () => {
+    let err = '';
+    const code = await main(['--resources-to-ignore=pods'], {
+      out: () => {},
+      err: (s) => (err += s),
+      env: { POD_NAMESPACE: 'stateward' },
+    });
+    assert.equal(code, 2);
+    assert.match(err, /--resources-to-ignore=pods: only configmaps or secrets/);
+  });
+});
+
 describe('the real main() takes the chart’s command line', () => {
   for (const name of ['default', 'scoped', 'options']) {
-    it(`${name}: no flag is refused`, async (t) => {
+    it(`${name}: no flag is refused`, async () => {
       let help = '';
       await main(['-help'], { out: () => {}, err: (s) => (help += s), env: {} });
       const defined = new Set([...help.matchAll(/^ {2}-(\S+)/gm)].map((m) => m[1]!));
       assert.ok(defined.has('config-restarts.enabled'), 'the operator flags are read from -help');
       const { container: c } = container(fixture(name));
       const args = c.args ?? [];
-      const missing = flagArgs(args).filter((n) => !defined.has(n));
-      if (missing.length > 0) {
-        t.todo(`main.ts does not register ${missing.map((n) => `--${n}`).join(', ')} yet`);
-        return;
-      }
+      assert.deepEqual(
+        flagArgs(args).filter((n) => !defined.has(n)),
+        [],
+        'main.ts registers every flag',
+      );
       let err = '';
       const code = await main([...args, '-version'], { out: () => {}, err: (s) => (err += s), env: {} });
       assert.equal(code, 0, err);

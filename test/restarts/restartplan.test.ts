@@ -302,6 +302,35 @@ describe("decision rules (xing's, from its README)", { timeout: 10000 }, () => {
     assert.equal(other.action, 'restart');
   });
 
+  it('--reload-on-create records a missing config as missing; its appearance then restarts, once', () => {
+    const onMissing = { reloadOnCreate: true, reloadOnDelete: false };
+    const awaited = decideDue({ applied: { [CM_A]: 'h1' }, current: { [CM_A]: 'h1', [CM_B]: MISSING }, onMissing });
+    assert.ok(awaited.action === 'update-annotation-only');
+    assert.deepEqual(awaited.changes, [{ key: CM_B, change: 'awaited', to: MISSING }]);
+    assert.equal(awaited.annotation, '{"configmap/ns/a":"h1","configmap/ns/b":"missing"}');
+    const still = decideDue({ applied: awaited.applied, current: { [CM_A]: 'h1', [CM_B]: MISSING }, onMissing });
+    assert.equal(still.action, 'nothing');
+    const appeared = decideDue({ applied: awaited.applied, current: { [CM_A]: 'h1', [CM_B]: 'b1' }, onMissing });
+    assert.ok(appeared.action === 'restart');
+    assert.deepEqual(appeared.restartedBy, [CM_B]);
+    const after = decideDue({ applied: appeared.applied, current: { [CM_A]: 'h1', [CM_B]: 'b1' }, onMissing });
+    assert.equal(after.action, 'nothing');
+  });
+
+  it('--reload-on-delete restarts once when an applied config is deleted, and again when it comes back', () => {
+    const onMissing = { reloadOnCreate: false, reloadOnDelete: true };
+    const applied = { [CM_A]: 'h1', [CM_B]: 'b1' };
+    const deleted = decideDue({ applied, current: { [CM_A]: 'h1', [CM_B]: MISSING }, onMissing });
+    assert.ok(deleted.action === 'restart');
+    assert.deepEqual(deleted.restartedBy, [CM_B]);
+    assert.deepEqual(deleted.changes, [{ key: CM_B, change: 'deleted', from: 'b1' }]);
+    assert.equal(deleted.applied.get(CM_B), MISSING);
+    const again = decideDue({ applied: deleted.applied, current: { [CM_A]: 'h1', [CM_B]: MISSING }, onMissing });
+    assert.equal(again.action, 'nothing');
+    const back = decideDue({ applied: deleted.applied, current: { [CM_A]: 'h1', [CM_B]: 'b1' }, onMissing });
+    assert.equal(back.action, 'restart');
+  });
+
   it("a missing config next to a changed one: the restart keeps the missing one's recorded checksum", () => {
     const d = decideDue({
       applied: { [CM_A]: 'h1', [CM_B]: 'b1' },
