@@ -465,6 +465,8 @@ export class RestartController implements Reconciler {
       }),
     );
     if (decision.action === 'nothing') {
+      // A change was noticed, but the workload already has it applied.
+      if (this.pending.has(wkey)) this.metrics.reloadSkipped('strategy_not_updated');
       this.pending.delete(wkey);
       this.metrics.changesWaiting(this.pending.size);
       return { wrote: false, result: await this.replaceOutdated(entry, w) };
