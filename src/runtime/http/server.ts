@@ -61,6 +61,8 @@ export class HttpServer {
     this.log = (options.logger ?? nopLogger).child({ component: 'http' });
     const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
     this.route('/healthz', (_req, res) => replyText(res, 200, 'ok\n'));
+    // Reloader's liveness path: its chart probes /live, so its install runs with the image swapped.
+    this.route('/live', (_req, res) => replyText(res, 200, 'ok\n'));
     this.route('/ready', (_req, res) => {
       const missing = this.options.notReady();
       replyText(res, missing === undefined ? 200 : 503, missing === undefined ? 'ready\n' : `not ready: ${missing}\n`);

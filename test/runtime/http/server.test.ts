@@ -16,12 +16,13 @@ async function started(ready: () => boolean) {
 }
 
 describe('HTTP server', () => {
-  it('answers /ready from the readiness function, /healthz always', async (t) => {
+  it("answers /ready from the readiness function, /healthz (and Reloader's /live) always", async (t) => {
     let ready = false;
     const { server, url } = await started(() => ready);
     t.after(() => server.close());
     assert.equal((await fetch(url('/ready'))).status, 503);
     assert.equal((await fetch(url('/healthz'))).status, 200);
+    assert.equal((await fetch(url('/live'))).status, 200);
     ready = true;
     assert.equal((await fetch(url('/ready'))).status, 200);
     assert.equal((await fetch(url('/nope'))).status, 404);
