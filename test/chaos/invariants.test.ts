@@ -2,7 +2,15 @@
 // the breach it is for and stays quiet on the legitimate sequence next to it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { EventsV1Event, V1ConfigMap, V1Deployment, V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import type {
+  EventsV1Event,
+  V1ConfigMap,
+  V1CronJob,
+  V1Deployment,
+  V1Job,
+  V1Pod,
+  V1StatefulSet,
+} from '@kubernetes/client-node';
 import {
   configReferences,
   DEFER_MS,
@@ -301,5 +309,285 @@ describe('chaos monitor rules', () => {
       }),
       ['configmap/n/c1', 'configmap/n/c2', 'configmap/n/c3', 'secret/n/s1', 'secret/n/s2', 'secret/n/s3'],
     );
+  });
+});
+
+// ------------------------------------------------- CronJobs and Jobs (jobinvariants.ts)
+
+type Step = (h: JobHarness) => void;
+
+/** A checker that has seen two ConfigMaps, an opted-in CronJob (using cfg) and an opted-in Job (using jcfg) through its initial list. */
+class JobHarness {
+  readonly c = new InvariantChecker();
+  t = 0;
+  private rv = 1000;
+  private content: Record<string, string> = { cfg: '1', jcfg: '1' };
+  private jobUid = 0;
+  private jobApplied: string | undefined = 'sum1';
+  private jobState: { finalizer: boolean; intent?: string; deleting: boolean } = { finalizer: false, deleting: false };
+  private cronApplied = 'sum1';
+  private cronLastJob: string | undefined;
+
+  constructor() {
+    this.feed({ kind: 'ConfigMap', object: this.cm('cfg') }, 'ADDED', true);
+    this.feed({ kind: 'ConfigMap', object: this.cm('jcfg') }, 'ADDED', true);
+    this.feed({ kind: 'CronJob', object: this.cronJob() }, 'ADDED', true);
+    this.feed({ kind: 'Job', object: this.job() }, 'ADDED', true);
+  }
+
+  feed(e: Watched, type: WatchType = 'MODIFIED', relist = false): void {
+    this.c.apply(e, type, (this.t += 100), relist);
+  }
+
+  private cm(name: string, labels: Record<string, string> = {}): V1ConfigMap {
+    return {
+      metadata: { name, namespace: NS, resourceVersion: String(++this.rv), labels },
+      data: { value: this.content[name]! },
+    };
+  }
+
+  private applied(config: string, sum: string | undefined): Record<string, string> {
+    const record = JSON.stringify({ [`configmap/${NS}/${config}`]: sum });
+    return sum === undefined ? {} : { 'com.xing.deployment-restart.applied-config-checksums': record };
+  }
+
+  private podSpec(config: string) {
+    return { containers: [{ name: 'x', envFrom: [{ configMapRef: { name: config } }] }] };
+  }
+
+  cronJob(): V1CronJob {
+    return {
+      metadata: {
+        name: 'nightly',
+        namespace: NS,
+        uid: 'cj-uid',
+        resourceVersion: String(++this.rv),
+        annotations: {
+          'com.xing.deployment-restart': 'enabled',
+          ...this.applied('cfg', this.cronApplied),
+          ...(this.cronLastJob ? { 'stateward.dev/config-restart-last-job': this.cronLastJob } : {}),
+        },
+      },
+      spec: {
+        schedule: '0 0 1 1 *',
+        suspend: true,
+        jobTemplate: { spec: { template: { spec: this.podSpec('cfg') } } },
+      },
+    };
+  }
+
+  job(): V1Job {
+    const s = this.jobState;
+    return {
+      metadata: {
+        name: 'batch',
+        namespace: NS,
+        uid: `job-uid-${this.jobUid}`,
+        resourceVersion: String(++this.rv),
+        annotations: {
+          'com.xing.deployment-restart': 'enabled',
+          ...this.applied('jcfg', this.jobApplied),
+          ...(s.intent ? { 'stateward.dev/config-restart-recreate': s.intent } : {}),
+        },
+        ...(s.finalizer ? { finalizers: ['stateward.dev/config-restart-recreate'] } : {}),
+        ...(s.deleting ? { deletionTimestamp: new Date() } : {}),
+      },
+      spec: { template: { spec: this.podSpec('jcfg') } },
+    };
+  }
+
+  // What the soak's workload does.
+  edit(value: string, config = 'cfg'): void {
+    this.content[config] = value;
+    this.feed({ kind: 'ConfigMap', object: this.cm(config) });
+  }
+  touch(config = 'cfg'): void {
+    this.feed({ kind: 'ConfigMap', object: this.cm(config, { touched: String(this.t) }) });
+  }
+
+  // What Stateward does for the CronJob: a Job, then the record.
+  startJob(name: string, o: { manual?: boolean } = {}): void {
+    const job: V1Job = {
+      metadata: {
+        name,
+        namespace: NS,
+        uid: `uid-${name}`,
+        resourceVersion: String(++this.rv),
+        annotations: o.manual === false ? {} : { 'cronjob.kubernetes.io/instantiate': 'manual' },
+        ownerReferences: [
+          { apiVersion: 'batch/v1', kind: 'CronJob', name: 'nightly', uid: 'cj-uid', controller: true },
+        ],
+      },
+    };
+    this.feed({ kind: 'Job', object: job }, 'ADDED');
+  }
+  recordCronJob(sum: string, lastJob: string): void {
+    this.cronApplied = sum;
+    this.cronLastJob = lastJob;
+    this.feed({ kind: 'CronJob', object: this.cronJob() });
+  }
+
+  // What Stateward does for the Job: mark, delete, release, create.
+  mark(sum: string): void {
+    this.jobState = { finalizer: true, intent: sum, deleting: false };
+    this.feed({ kind: 'Job', object: this.job() });
+  }
+  deleteHeld(): void {
+    this.jobState.deleting = true;
+    this.feed({ kind: 'Job', object: this.job() });
+  }
+  release(): void {
+    this.jobState.finalizer = false;
+    this.feed({ kind: 'Job', object: this.job() }, 'DELETED');
+  }
+  create(sum: string | undefined): void {
+    this.jobUid++;
+    this.jobApplied = sum;
+    this.jobState = { finalizer: false, deleting: false };
+    this.feed({ kind: 'Job', object: this.job() }, 'ADDED');
+  }
+  recreate(sum: string | undefined): void {
+    this.mark(sum ?? 'x');
+    this.deleteHeld();
+    this.release();
+    this.create(sum);
+  }
+  recordJob(sum: string): void {
+    this.jobApplied = sum;
+    this.feed({ kind: 'Job', object: this.job() });
+  }
+}
+
+const JOB_CASES: { name: string; steps: Step[]; expect: string[]; pending?: number }[] = [
+  {
+    name: 'CronJob: a content change, one manual Job, then its record',
+    steps: [(h) => h.edit('2'), (h) => h.startJob('nightly-a'), (h) => h.recordCronJob('sum2', 'nightly-a')],
+    expect: [],
+  },
+  {
+    name: 'CronJob: the record seen before its Job (another watch)',
+    steps: [(h) => h.edit('2'), (h) => h.recordCronJob('sum2', 'nightly-a'), (h) => h.startJob('nightly-a')],
+    expect: [],
+  },
+  {
+    name: 'CronJob: changes A→B→A→B start a Job each',
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.startJob('nightly-a'),
+      (h) => h.recordCronJob('sum2', 'nightly-a'),
+      (h) => h.edit('1'),
+      (h) => h.startJob('nightly-b'),
+      (h) => h.recordCronJob('sum1', 'nightly-b'),
+      (h) => h.edit('2'),
+      (h) => h.startJob('nightly-c'),
+      (h) => h.recordCronJob('sum2', 'nightly-c'),
+    ],
+    expect: [],
+  },
+  {
+    name: 'CronJob: a Job after a metadata-only edit',
+    steps: [(h) => h.touch(), (h) => h.startJob('nightly-a'), (h) => h.recordCronJob('sum2', 'nightly-a')],
+    expect: ['cronjob-job-without-content-change'],
+  },
+  {
+    name: 'CronJob: two Jobs for one change',
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.startJob('nightly-a'),
+      (h) => h.startJob('nightly-b'),
+      (h) => h.recordCronJob('sum2', 'nightly-b'),
+    ],
+    expect: ['cronjob-job-without-content-change'],
+  },
+  {
+    name: 'CronJob: a new last Job recorded with the same checksums',
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.startJob('nightly-a'),
+      (h) => h.recordCronJob('sum2', 'nightly-a'),
+      (h) => h.recordCronJob('sum2', 'nightly-b'),
+    ],
+    expect: ['cronjob-two-jobs-one-record', 'cronjob-record-without-job'],
+  },
+  {
+    name: 'CronJob: a Job the CronJob made on its schedule',
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.startJob('nightly-a', { manual: false }),
+      (h) => h.recordCronJob('sum2', 'nightly-a'),
+    ],
+    expect: ['cronjob-job-not-manual'],
+  },
+  {
+    name: 'CronJob: a content change never started nor recorded',
+    steps: [(h) => h.edit('2')],
+    expect: ['content-change-not-applied'],
+    pending: 1,
+  },
+  {
+    name: 'Job: a content change re-creates it once, carrying the new record',
+    steps: [(h) => h.edit('2', 'jcfg'), (h) => h.recreate('sum2')],
+    expect: [],
+  },
+  {
+    name: 'Job: a re-creation after a metadata-only edit',
+    steps: [(h) => h.touch('jcfg'), (h) => h.recreate('sum9')],
+    expect: ['job-recreated-without-content-change'],
+  },
+  {
+    name: 'Job: re-created twice for one change',
+    steps: [(h) => h.edit('2', 'jcfg'), (h) => h.recreate('sum2'), (h) => h.recreate('sum2')],
+    expect: ['job-recreated-for-one-record-twice', 'job-recreated-without-content-change'],
+  },
+  {
+    name: 'Job: re-created without a record',
+    steps: [(h) => h.edit('2', 'jcfg'), (h) => h.recreate(undefined)],
+    // Its record is gone, so the change is not applied either.
+    expect: ['job-recreated-without-record', 'content-change-not-applied'],
+    pending: 1,
+  },
+  {
+    name: 'Job: deleted for a re-creation and never created again (lost)',
+    steps: [(h) => h.edit('2', 'jcfg'), (h) => h.mark('sum2'), (h) => h.deleteHeld(), (h) => h.release()],
+    expect: ['job-lost'],
+    pending: 1,
+  },
+  {
+    name: 'Job: held by its finalizer at the end',
+    steps: [(h) => h.edit('2', 'jcfg'), (h) => h.mark('sum2'), (h) => h.deleteHeld()],
+    expect: ['job-recreate-finalizer-left'],
+    pending: 1,
+  },
+  {
+    name: 'Job: a first sighting records without a re-creation',
+    steps: [(h) => h.recordJob('sum1')],
+    expect: [],
+  },
+];
+
+describe('chaos monitor rules: config restarts of CronJobs and Jobs', () => {
+  for (const { name, steps, expect, pending = 0 } of JOB_CASES) {
+    it(name, () => {
+      const h = new JobHarness();
+      for (const step of steps) step(h);
+      h.c.tick(h.t + DEFER_MS);
+      assert.equal(h.c.pending().length, pending, JSON.stringify(h.c.pending()));
+      h.c.finish(h.t + DEFER_MS);
+      assert.deepEqual(kinds(h.c).sort(), [...expect].sort(), JSON.stringify(h.c.violations, null, 1));
+    });
+  }
+
+  it('counts the Jobs started and the re-creations', () => {
+    const h = new JobHarness();
+    h.edit('2');
+    h.startJob('nightly-a');
+    h.recordCronJob('sum2', 'nightly-a');
+    h.edit('2', 'jcfg');
+    h.recreate('sum2');
+    h.c.finish(h.t);
+    assert.equal(h.c.counters['cronJobJobsStarted'], 1);
+    assert.equal(h.c.counters['cronJobRecords'], 1);
+    assert.equal(h.c.counters['jobRecreations'], 1);
+    assert.equal(h.c.counters['configContentChanges'], 2);
   });
 });

@@ -45,13 +45,17 @@
 //   referenced config's current content must equal its content when the
 //   workload's applied-config-checksums entry for it last changed: a change
 //   not applied is reported (pending while running, a violation at the end).
+// - Config restarts of opted-in CronJobs (a new manual Job per change) and
+//   Jobs (re-created under their name, never lost): jobinvariants.ts.
 // - Secret values (given by the soak) must not appear in Events or in the
 //   operator's log files (as they are or base64-encoded); see monitor.ts.
 import { createHash } from 'node:crypto';
 import type {
   EventsV1Event,
   V1ConfigMap,
+  V1CronJob,
   V1Deployment,
+  V1Job,
   V1ObjectMeta,
   V1Pod,
   V1PodSpec,
@@ -59,6 +63,7 @@ import type {
   V1StatefulSet,
 } from '@kubernetes/client-node';
 import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
+import { JobRestartRules, type RecordedWorkload } from './jobinvariants.ts';
 
 export const DEFER_MS = 2000;
 export const MIN_TIME_SLACK_MS = 2000;
@@ -93,6 +98,8 @@ export type Watched =
   | { kind: 'Pod'; object: V1Pod }
   | { kind: 'StatefulSet'; object: V1StatefulSet }
   | { kind: 'Deployment'; object: V1Deployment }
+  | { kind: 'CronJob'; object: V1CronJob }
+  | { kind: 'Job'; object: V1Job }
   | { kind: 'ConfigMap'; object: V1ConfigMap }
   | { kind: 'Secret'; object: V1Secret }
   | { kind: 'ZoneAwarePodDisruptionBudget'; object: Zpdb }
@@ -305,6 +312,13 @@ export class InvariantChecker {
   private readonly namedDeletes = new Map<string, number[]>();
   private readonly operatorDeletes = new Map<string, { pod: string; at: string }>();
   private readonly deferred: (DeferredDelete | DeferredRestart)[] = [];
+  private readonly jobRules = new JobRestartRules({
+    hashAt: (config, rv) => this.hashAt(config, rv),
+    changedWithin: (config, from, to) => this.changedWithin(config, from, to),
+    pendingOf: (w) => this.pendingOf(w),
+    violate: (now, kind, message, details) => this.violate(now, kind, message, details),
+    count: (name, by) => this.count(name, by),
+  });
 
   count(name: string, by = 1): void {
     this.counters[name] = (this.counters[name] ?? 0) + by;
@@ -323,6 +337,10 @@ export class InvariantChecker {
         return this.onStatefulSet(event.object, type, now, relist);
       case 'Deployment':
         return this.onDeployment(event.object, type, now, relist);
+      case 'CronJob':
+        return this.jobRules.onCronJob(event.object, type, now);
+      case 'Job':
+        return this.jobRules.onJob(event.object, type, now, relist);
       case 'ConfigMap':
       case 'Secret':
         return this.onConfig(event.kind === 'ConfigMap' ? 'configmap' : 'secret', event.object, type, now);
@@ -710,10 +728,7 @@ export class InvariantChecker {
 
   private checkRestart(d: DeferredRestart, now: number): void {
     for (const config of d.refs) {
-      const before = this.hashAt(config, d.from);
-      if (before === undefined) continue;
-      const changed = (this.configs.get(config) ?? []).some((v) => v.rv > d.from && v.rv <= d.rv && v.hash !== before);
-      if (changed) return;
+      if (this.hashAt(config, d.from) !== undefined && this.changedWithin(config, d.from, d.rv)) return;
     }
     this.violate(
       now,
@@ -723,22 +738,31 @@ export class InvariantChecker {
     );
   }
 
+  /** Whether a config's content differs, somewhere in (from, to], from its content at `from`. */
+  private changedWithin(config: string, from: bigint, to: bigint): boolean {
+    const before = this.hashAt(config, from);
+    return (this.configs.get(config) ?? []).some((v) => v.rv > from && v.rv <= to && v.hash !== before);
+  }
+
   /** Referenced configs whose current content differs from the content when the workload last recorded it. */
-  pending(): Pending[] {
+  private pendingOf(w: RecordedWorkload): Pending[] {
     const out: Pending[] = [];
-    for (const w of this.workloads.values()) {
-      for (const config of w.refs) {
-        const history = this.configs.get(config);
-        if (!history || history.length === 0) continue;
-        const base = w.applied.get(config)?.rv ?? w.firstSeenRv;
-        const then = this.hashAt(config, base);
-        const current = history.at(-1)!;
-        if (then === undefined || then === current.hash || current.hash === 'absent') continue;
-        const firstChange = history.find((v) => v.rv > base && v.hash !== then) ?? current;
-        out.push({ workload: w.key, config, since: iso(firstChange.at) });
-      }
+    for (const config of w.refs) {
+      const history = this.configs.get(config);
+      if (!history || history.length === 0) continue;
+      const base = w.applied.get(config)?.rv ?? w.firstSeenRv;
+      const then = this.hashAt(config, base);
+      const current = history.at(-1)!;
+      if (then === undefined || then === current.hash || current.hash === 'absent') continue;
+      const firstChange = history.find((v) => v.rv > base && v.hash !== then) ?? current;
+      out.push({ workload: w.key, config, since: iso(firstChange.at) });
     }
     return out;
+  }
+
+  /** Referenced configs (and Jobs being re-created) not applied yet: the run is not settled while there are any. */
+  pending(): Pending[] {
+    return [...[...this.workloads.values()].flatMap((w) => this.pendingOf(w)), ...this.jobRules.pending()];
   }
 
   // ------------------------------------------------------------------ events
@@ -785,12 +809,15 @@ export class InvariantChecker {
       if (d.kind === 'delete') this.checkDelete(d, now);
       else this.checkRestart(d, now);
     }
+    this.count('checksRun', this.jobRules.tick(now));
   }
 
   /** The end of the run: every deferred check runs, and what is still pending is a violation. */
   finish(now: number): void {
     this.tick(Number.POSITIVE_INFINITY);
-    for (const p of this.pending()) {
+    this.jobRules.finish(now);
+    // A Job missing or held at the end is judged by jobRules.finish (job-lost, job-recreate-finalizer-left).
+    for (const p of this.pending().filter((p) => !p.config.startsWith('('))) {
       this.violate(
         now,
         'content-change-not-applied',
@@ -798,7 +825,7 @@ export class InvariantChecker {
       );
     }
     // Content changes of the configs opted-in workloads use (not of every ConfigMap, e.g. the operator's status).
-    const used = new Set([...this.workloads.values()].flatMap((w) => w.refs));
+    const used = new Set([...[...this.workloads.values()].flatMap((w) => w.refs), ...this.jobRules.refs()]);
     this.counters['configContentChanges'] = [...used].reduce(
       (n, c) => n + Math.max(0, (this.configs.get(c)?.length ?? 1) - 1),
       0,
