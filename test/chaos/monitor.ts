@@ -142,6 +142,8 @@ for (const ns of namespaces) {
     new Stream('Pod', `/api/v1/namespaces/${ns}/pods`),
     new Stream('StatefulSet', `/apis/apps/v1/namespaces/${ns}/statefulsets`),
     new Stream('Deployment', `/apis/apps/v1/namespaces/${ns}/deployments`),
+    new Stream('CronJob', `/apis/batch/v1/namespaces/${ns}/cronjobs`),
+    new Stream('Job', `/apis/batch/v1/namespaces/${ns}/jobs`),
     new Stream('ConfigMap', `/api/v1/namespaces/${ns}/configmaps`),
     new Stream('Secret', `/api/v1/namespaces/${ns}/secrets`),
     new Stream(

@@ -1,5 +1,6 @@
 // Short chaos soaks in the test run, judged by the independent monitor:
-// about two minutes of rollouts, scaling, drains and config changes with
+// about two minutes of rollouts, scaling, drains and config changes
+// (restarting Deployments, a CronJob and a Job in each namespace) with
 // every kind of fault drawn (a fixed seed), then 90 s of the same workload
 // with only wall-clock steps of the operator replicas. The first gates one
 // group by a health check against a real Prometheus (a bad release and
@@ -59,6 +60,8 @@ describe('chaos soak', { timeout: 600_000 }, () => {
     });
     assert.ok(report.rolloutsCompleted > 0, 'rollouts completed');
     assert.ok(report.restartsApplied > 0, 'config restarts applied');
+    assert.ok((report.monitor['cronJobJobsStarted'] ?? 0) > 0, 'CronJobs started Jobs on config changes');
+    assert.ok((report.monitor['jobRecreations'] ?? 0) > 0, 'Jobs re-created on config changes');
     assert.ok(report.evictionsDecided.total > 0, 'evictions decided');
     assert.ok((report.monitor['evictionsOfReadyPods'] ?? 0) > 0, 'a drain evicted Ready pods');
     assert.ok(report.faults.injected > 0, 'faults injected');
@@ -83,5 +86,7 @@ describe('chaos soak', { timeout: 600_000 }, () => {
     assert.ok((report.faults.byKind['operator-clock-step'] ?? 0) >= 3, 'clock steps injected');
     assert.ok((report.monitor['preparedDownscales'] ?? 0) > 0, 'prepared downscales happened under stepped clocks');
     assert.ok((report.monitor['evictionsOfReadyPods'] ?? 0) > 0, 'a drain evicted Ready pods under stepped clocks');
+    assert.ok((report.monitor['cronJobJobsStarted'] ?? 0) > 0, 'a CronJob started Jobs under stepped clocks');
+    assert.ok((report.monitor['jobRecreations'] ?? 0) > 0, 'a Job was re-created under stepped clocks');
   });
 });

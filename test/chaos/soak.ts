@@ -1,7 +1,8 @@
 // The chaos soak: several 3-zone rollout groups (each in its own namespace,
 // with a ZoneAwarePodDisruptionBudget, mirrored and followed replicas and
-// prepared downscales), opted-in Deployments with ConfigMaps and Secrets,
-// no-downscale objects; two Stateward replicas with leader election serving
+// prepared downscales), opted-in Deployments, a CronJob and a Job with
+// ConfigMaps and Secrets, no-downscale objects; two Stateward replicas
+// with leader election serving
 // the webhooks; a continuous workload and faults, both drawn from one seed;
 // an independent monitor process (monitor.ts) judging everything. After the
 // workload phase everything is restored and left to settle (with a
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { zpdbResource } from '../../src/drain/zpdb/zpdbresource.ts';
+import { CRONJOBS, JOBS } from '../../src/restarts/workloadkinds.ts';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import {
   resources,
@@ -244,6 +246,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           },
         } as KubeObject);
       }
+      await createBatchWorkloads(kube, namespace);
       await kube.create(resources.deployments, {
         metadata: { name: 'frontend', namespace, labels: { 'grafana.com/no-downscale': 'true' } },
         spec: {
@@ -401,6 +404,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           { type: resources.configMaps, namespace, name: `app-config-${app}` },
           { type: resources.deployments, namespace, name: `app-${app}` },
         ]).flat(),
+        { type: CRONJOBS, namespace, name: BATCH_CRONJOB },
+        { type: JOBS, namespace, name: BATCH_JOB },
       ]),
     );
     injector = new FaultInjector({
@@ -535,6 +540,45 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   }
 }
 
+/** The CronJob and the Job of each namespace: opted in, using every app's ConfigMap and one app's Secret each. */
+export const BATCH_CRONJOB = 'nightly';
+export const BATCH_JOB = 'batch';
+
+/**
+ * The CronJob is suspended, so only Stateward starts its Jobs (a suspended
+ * CronJob still gets them, docs/restarts.md); they have parallelism 0: kwok
+ * never completes a pod, so each Job would hold a Running pod to the end of
+ * the run, and what is judged is the Job objects. The standalone Job runs one
+ * (kwok) pod, so each re-creation also deletes a pod behind the old Job.
+ */
+async function createBatchWorkloads(kube: KubeClient, namespace: string): Promise<void> {
+  const optIn = { 'com.xing.deployment-restart': 'enabled' };
+  const podSpec = (secretApp: number) => ({
+    restartPolicy: 'Never',
+    containers: [
+      {
+        name: 'batch',
+        image: 'example.invalid/batch:1',
+        envFrom: Array.from({ length: APPS }, (_, app) => ({ configMapRef: { name: `app-config-${app}` } })),
+        volumeMounts: [{ name: 'secret', mountPath: '/etc/secret' }],
+      },
+    ],
+    volumes: [{ name: 'secret', secret: { secretName: `app-secret-${secretApp}` } }],
+  });
+  await kube.create(CRONJOBS, {
+    metadata: { name: BATCH_CRONJOB, namespace, annotations: optIn },
+    spec: {
+      schedule: '0 3 * * *',
+      suspend: true,
+      jobTemplate: { spec: { parallelism: 0, template: { spec: podSpec(0) } } },
+    },
+  } as KubeObject);
+  await kube.create(JOBS, {
+    metadata: { name: BATCH_JOB, namespace, annotations: optIn },
+    spec: { backoffLimit: 0, template: { metadata: { labels: { app: BATCH_JOB } }, spec: podSpec(APPS - 1) } },
+  } as KubeObject);
+}
+
 export function readMonitor(path: string): MonitorReport | undefined {
   if (!existsSync(path)) return undefined;
   try {
@@ -615,6 +659,7 @@ export function summarize(r: SoakReport): string {
     ...r.violations.slice(0, 50).map((v) => `  - [${v.kind}] ${v.at} ${v.message}`),
     `rollouts completed: ${r.rolloutsCompleted} (operator rolling deletes of Ready pods: ${r.monitor['operatorDeletesOfReadyPods'] ?? 0}, ${r.monitor['operatorDeletesConfirmedByEvent'] ?? 0} confirmed by a DeletingPod Event)`,
     `config restarts applied: ${r.restartsApplied} (content changes seen: ${r.monitor['configContentChanges'] ?? 0}, checksum updates: ${r.monitor['appliedChecksumUpdates'] ?? 0})`,
+    `CronJob and Job restarts: ${r.monitor['cronJobJobsStarted'] ?? 0} Jobs started from CronJobs (${r.monitor['cronJobRecords'] ?? 0} recorded, ${r.monitor['cronJobJobsNeverRecorded'] ?? 0} never recorded), ${r.monitor['jobRecreations'] ?? 0} Jobs re-created`,
     `evictions decided (operator metrics, evictions and rolling deletes): ${r.evictionsDecided.total} (${r.evictionsDecided.allowed} allowed, ${r.evictionsDecided.denied} refused); evictions of Ready pods seen: ${r.monitor['evictionsOfReadyPods'] ?? 0}`,
     `downscales seen: ${r.monitor['downscales'] ?? 0} (prepared: ${r.monitor['preparedDownscales'] ?? 0}), upscales: ${r.monitor['upscales'] ?? 0}`,
     `faults injected: ${r.faults.injected} (${r.faults.failed} failed to inject): ${Object.entries(r.faults.byKind)
