@@ -40,7 +40,7 @@ import { pauseDecision, type PausableDeployment } from './pauseperiod.ts';
 import { hasUnfinishedWrite, kindWarnings, planRestartWrite } from './restartwrites.ts';
 import { eventApiVersion, JOBS, kindByPrefix, WORKLOAD_KINDS, type WorkloadKindSpec } from './workloadkinds.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
-import { mayOptIn, watchedConfigs, type WorkloadLike } from './optins.ts';
+import { mayOptIn, watchedConfigs, type WatchedConfigs, type WorkloadLike } from './optins.ts';
 import { RestartMetrics } from './restartmetrics.ts';
 import { annotationPatch } from './patches.ts';
 import type { AlertSettings } from './alertflags.ts';
@@ -261,7 +261,17 @@ export class RestartController implements Reconciler {
   }
 
   /** `view`: the workload as its kind's `view` shows it (metadata and pod template). */
-  private watched(view: WorkloadLike) {
+  private watched(view: WorkloadLike): WatchedConfigs {
+    const all = this.watchedAnyKind(view);
+    // --resources-to-ignore: that kind is not watched, so its configs are neither recorded nor reported missing.
+    const { scope } = this.o;
+    if (scope.ignoredConfigKind === undefined) return all;
+    const kept = (c: { kind: ConfigKind }) => scope.configKindWatched(c.kind);
+    const configs = all.configs.filter(kept);
+    return { ...all, configs, keys: configs.map((c) => c.key), patterns: all.patterns.filter(kept) };
+  }
+
+  private watchedAnyKind(view: WorkloadLike): WatchedConfigs {
     return watchedConfigs(view, {
       autoReloadAll: this.o.scope.autoReloadAll,
       configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
