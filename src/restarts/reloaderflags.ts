@@ -486,8 +486,10 @@ function resolveScope(v: ReloaderFlagValues, install: boolean, notices: string[]
     ignoredConfigKind: ignored[0] === 'configmaps' ? 'configmap' : ignored[0] === 'secrets' ? 'secret' : undefined,
     configSelector: selector.ok && selector.value.requirements.length > 0 ? selector.value : undefined,
     configSelectorText: selector.ok ? selectorText : '',
-    ignoreJobs: v.ignoredWorkloadTypes.includes('jobs'),
-    ignoreCronJobs: v.ignoredWorkloadTypes.includes('cronjobs'),
+    // Reloader's install: its RBAC grants no patch on CronJobs or Jobs, which
+    // their restarts write (reloaderinstall.ts); its notice says they are off.
+    ignoreJobs: install || v.ignoredWorkloadTypes.includes('jobs'),
+    ignoreCronJobs: install || v.ignoredWorkloadTypes.includes('cronjobs'),
     // Reloader's install restarts Rollouts only when asked; Stateward's own keeps its default unless told.
     argoRollouts: v.given.has('is-Argo-Rollouts')
       ? stringBool('is-Argo-Rollouts', v.isArgoRollouts, notices)

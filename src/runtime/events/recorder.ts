@@ -68,7 +68,7 @@ export class EventRecorder {
   private readonly stopping = new AbortController();
   private readonly log: Logger;
   private readonly reportingInstance: string;
-  private readonly opts: EventRecorderOptions;
+  private opts: EventRecorderOptions;
   private readonly emitted: Counter<'type' | 'reason'>;
   private readonly dropped: Counter<'cause'>;
   private readonly patches: Counter;
@@ -101,6 +101,15 @@ export class EventRecorder {
       'Series updates written to existing Events.',
       [],
     );
+  }
+
+  /**
+   * Writes through `sink` from now on: an install whose RBAC grants Events
+   * only in another API group (Reloader's chart: core/v1, coreevents.ts)
+   * swaps it in once, before any capability records an Event.
+   */
+  useSink(sink: EventSink): void {
+    this.opts = { ...this.opts, sink };
   }
 
   /**

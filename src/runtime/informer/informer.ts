@@ -67,6 +67,15 @@ export interface InformerOptions<T extends KubeObject> {
    * enters or leaves the scope.
    */
   namespaceScope?: NamespaceScope;
+  /**
+   * Keep the cache current by LIST alone, never a watch: for an install whose
+   * RBAC grants list but not watch (Reloader's chart on workloads). Every
+   * `intervalMs` (±10 %) the whole list replaces the cache and the
+   * differences are delivered as they would be after a relist: adds, updates
+   * (resourceVersion changed) and deletes. Changes show up one interval late
+   * at worst; each poll counts as a relist in the metrics.
+   */
+  poll?: { intervalMs: number };
   clock?: Clock;
   logger?: Logger;
   metrics?: InformerMetrics;
@@ -150,7 +159,10 @@ export class Informer<T extends KubeObject> {
       this.rescope(namespace, admitted),
     );
     this.stopController = new AbortController();
-    this.loop = this.run(this.stopController.signal);
+    const poll = this.options.poll;
+    this.loop = poll
+      ? this.runPolling(this.stopController.signal, poll.intervalMs)
+      : this.run(this.stopController.signal);
     this.scheduleResync();
   }
 
@@ -332,6 +344,51 @@ export class Informer<T extends KubeObject> {
         } catch {
           break;
         }
+      }
+    }
+  }
+
+  /**
+   * The polling loop (options.poll): list, deliver the differences, wait an
+   * interval, again. Failures back off as the watch loop's do; an optional
+   * resource not served or not permitted is empty until a later poll finds it.
+   */
+  private async runPolling(signal: AbortSignal, intervalMs: number): Promise<void> {
+    const backoff = this.options.backoff ?? DEFAULTS.backoff;
+    let failures = 0;
+    while (!signal.aborted) {
+      let delay: number;
+      try {
+        await this.relist(signal);
+        failures = 0;
+        // Spread, so several polled kinds started together do not list in lockstep.
+        delay = intervalMs * (0.9 + Math.random() * 0.2);
+      } catch (error) {
+        if (signal.aborted) break;
+        failures++;
+        if (this.options.optional && (isNotFound(error) || isForbidden(error))) {
+          this.unavailableAsEmpty(isNotFound(error) ? 'not-served' : 'forbidden', error);
+          this.looked();
+          delay = Math.max(intervalMs, backoffDelay(failures, { ...backoff, spread: 0.2 }));
+        } else {
+          if (this.lookWaiters.length > 0) this.looked();
+          delay = backoffDelay(failures, { ...backoff, spread: 0.2 });
+          this.options.metrics?.watchRestart(this.options.type, 'error');
+          this.log.warn('list (polling) failed; retrying', {
+            err: error instanceof Error ? error.message : String(error),
+            retryInMs: Math.round(delay),
+            failures,
+          });
+        }
+      }
+      const wake = new AbortController();
+      this.wake = wake;
+      try {
+        await this.clock.sleep(delay, AbortSignal.any([signal, wake.signal]));
+      } catch {
+        if (signal.aborted) break;
+      } finally {
+        this.wake = undefined;
       }
     }
   }
