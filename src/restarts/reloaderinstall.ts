@@ -27,6 +27,7 @@ import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability } from '../runtime/operator.ts';
 import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
 import { CHECKSUM_KEY_FIELD } from './checksumkey.ts';
+import { restartsCapability, type RestartOptions } from './controller.ts';
 
 /**
  * How often workloads are listed. 10 s: a workload created or changed is
@@ -120,4 +121,13 @@ export function reloaderInstallCapability(keySecret: () => string | undefined): 
       return {};
     },
   };
+}
+
+/** The capabilities of Reloader's install: the check above, then the config restarts, nothing else. */
+export function reloaderInstallCapabilities(restarts: () => RestartOptions): Capability[] {
+  const keySecret = () => {
+    const o = restarts();
+    return o.enabled ? o.checksumKeySecret : undefined;
+  };
+  return [reloaderInstallCapability(keySecret), restartsCapability(restarts)];
 }
