@@ -547,10 +547,10 @@ export const BATCH_JOB = 'batch';
 /**
  * The CronJob is suspended, so only Stateward starts its Jobs (a suspended
  * CronJob still gets them, docs/restarts.md). Its Jobs have parallelism 0
- * and never finish: kwok completes pods at once, and a CronJob deletes its
- * finished Jobs beyond its history limits, so a Job started and cleaned up
- * while the monitor's watch is down would go unseen; what is judged is the
- * Job objects. The standalone Job's one pod completes (kwok's pod-complete
+ * and never finish: kwok completes Ready pods of restartPolicy Never, and
+ * a CronJob deletes its finished Jobs beyond its history limits, so a Job
+ * started and cleaned up while the monitor's watch is down would go
+ * unseen; what is judged is the Job objects. The standalone Job's one pod completes (kwok's pod-complete
  * stage), so each re-creation replaces a finished Job and its pod, the
  * usual case of a Job re-created on a config change.
  */
