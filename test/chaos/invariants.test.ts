@@ -406,7 +406,7 @@ class JobHarness {
   }
 
   // What Stateward does for the CronJob: a Job, then the record.
-  startJob(name: string, o: { manual?: boolean } = {}): void {
+  startJob(name: string, o: { manual?: boolean; relist?: boolean } = {}): void {
     const job: V1Job = {
       metadata: {
         name,
@@ -419,7 +419,7 @@ class JobHarness {
         ],
       },
     };
-    this.feed({ kind: 'Job', object: job }, 'ADDED');
+    this.feed({ kind: 'Job', object: job }, 'ADDED', o.relist ?? false);
   }
   recordCronJob(sum: string, lastJob: string): void {
     this.cronApplied = sum;
@@ -483,6 +483,32 @@ const JOB_CASES: { name: string; steps: Step[]; expect: string[]; pending?: numb
       (h) => h.recordCronJob('sum2', 'nightly-c'),
     ],
     expect: [],
+  },
+  {
+    // Two changes, the first one's Job seen only on a relist (a later resourceVersion than its creation's):
+    // the second Job is judged from before it, not from that resourceVersion.
+    name: "CronJob: a Job first seen on a relist does not bound the next Job's change",
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.edit('3'),
+      (h) => h.startJob('nightly-a', { relist: true }),
+      (h) => h.recordCronJob('sum2', 'nightly-a'),
+      (h) => h.startJob('nightly-b'),
+      (h) => h.recordCronJob('sum3', 'nightly-b'),
+    ],
+    expect: [],
+  },
+  {
+    name: 'CronJob: the same, its first Job seen live: the second follows no change',
+    steps: [
+      (h) => h.edit('2'),
+      (h) => h.edit('3'),
+      (h) => h.startJob('nightly-a'),
+      (h) => h.recordCronJob('sum2', 'nightly-a'),
+      (h) => h.startJob('nightly-b'),
+      (h) => h.recordCronJob('sum3', 'nightly-b'),
+    ],
+    expect: ['cronjob-job-without-content-change'],
   },
   {
     name: 'CronJob: a Job after a metadata-only edit',
