@@ -209,8 +209,20 @@ describe(`Reloader's chart (default values) with Stateward's image, on a real no
     const refused = await refusedFromAudit(join(scratch, 'audit.log'), SERVICE_ACCOUNT);
     const requests = (await readFile(join(scratch, 'audit.log'), 'utf8'))
       .split('\n')
-      .filter((l) => l.includes(SERVICE_ACCOUNT));
+      .filter((l) => l.includes(SERVICE_ACCOUNT))
+      .map((l) => JSON.parse(l) as { verb?: string; user?: { username?: string }; objectRef?: { resource?: string } })
+      .filter((r) => r.user?.username === SERVICE_ACCOUNT);
     assert.ok(requests.length > 10, 'the audit log records the operator’s requests (else this proves nothing)');
     assert.deepEqual([...refused], [], 'no refused request');
+    // Deployments listed again and again (polled), never watched.
+    const onDeployments = (verb: string) =>
+      requests.filter((r) => r.verb === verb && r.objectRef?.resource === 'deployments').length;
+    assert.ok(onDeployments('list') >= 2, `Deployments listed ${onDeployments('list')} times`);
+    assert.equal(onDeployments('watch'), 0);
+
+    // The one line saying what runs in Reloader's install.
+    const logs = await kubectl('-n', NAMESPACE, 'logs', pod.metadata!.name!);
+    assert.ok(logs.ok, logs.out);
+    assert.equal(logs.out.split('\n').filter((l) => l.includes("Reloader's install (")).length, 1, logs.out);
   });
 });
