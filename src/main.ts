@@ -36,6 +36,7 @@ import {
   explicitRuntimeFlags,
   reloaderEnvironment,
 } from './restarts/reloaderruntime.ts';
+import { registerCsiFlags } from './restarts/csiinformers.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 import { classifyFirstWord, topLevelHelp, unknownCommandMessage } from './cli/commandline.ts';
 
@@ -155,6 +156,7 @@ function registerOperatorFlags(fs: FlagSet) {
   const restartOptions = registerRestartFlags(fs);
   const alertFlags = registerAlertFlags(fs);
   const reloader = registerReloaderFlags(fs);
+  const csiOptions = registerCsiFlags(fs);
   const webFlags = registerWebFlags(fs);
   const compatFlags = registerCompatFlags(fs);
   return {
@@ -166,6 +168,7 @@ function registerOperatorFlags(fs: FlagSet) {
     restartOptions,
     alertFlags,
     reloader,
+    csiOptions,
     webFlags,
     compatFlags,
   };
@@ -173,7 +176,7 @@ function registerOperatorFlags(fs: FlagSet) {
 
 /** The operator's capabilities, wired to the services they share; flags are read only once the operator starts. */
 function operatorCapabilities(flags: OperatorFlags, restartOptions: () => RestartOptions): Capability[] {
-  const { podCallFlags, rolloutOptions, webhookFlags, rescheduleFlags, webFlags } = flags;
+  const { podCallFlags, rolloutOptions, webhookFlags, rescheduleFlags, csiOptions, webFlags } = flags;
   const reschedule = () => {
     if (!rescheduleFlags.enabled()) return undefined;
     const read = rescheduleFlags.read();
@@ -203,7 +206,7 @@ function operatorCapabilities(flags: OperatorFlags, restartOptions: () => Restar
     replicaCoordinationCapability(coordination),
     rolloutCapability(rolloutOptions, { budget: budgets, scaling: coordination, gate: gates }),
     webhooksCapability(() => webhookFlags.read(), webhooks),
-    restartsCapability(restartOptions),
+    restartsCapability(restartOptions, csiOptions),
     webCapability(webFlags, budgets, gates),
   ];
 }

@@ -313,6 +313,13 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
     },
     {
       scope: 'managed',
+      apiGroups: ['secrets-store.csi.x-k8s.io'],
+      resources: ['secretproviderclasspodstatuses', 'secretproviderclasses'],
+      verbs: ['list', 'watch'],
+      why: 'with --enable-csi-integration: the versions each pod mounted (statuses, digested), and ignore/match on classes (metadata only); optional, an install without them still starts',
+    },
+    {
+      scope: 'managed',
       apiGroups: ['batch'],
       resources: ['cronjobs'],
       verbs: ['list', 'watch', 'patch'],

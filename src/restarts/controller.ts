@@ -41,6 +41,9 @@ import { hasUnfinishedWrite, kindWarnings, planRestartWrite } from './restartwri
 import { eventApiVersion, JOBS, kindByPrefix, WORKLOAD_KINDS, type WorkloadKindSpec } from './workloadkinds.ts';
 import { configKey, parseConfigKey, type ConfigKind } from './references.ts';
 import { mayOptIn, watchedConfigs, type WatchedConfigs, type WorkloadLike } from './optins.ts';
+import { CsiClassView, csiInformers, type ClassPodStatusDigest, type CsiOptions } from './csiinformers.ts';
+import { withClasses, type WatchedWithClasses } from './csioptins.ts';
+import { classKey, parseClassKey } from './csireferences.ts';
 import { RestartMetrics } from './restartmetrics.ts';
 import { annotationPatch } from './patches.ts';
 import type { AlertSettings } from './alertflags.ts';
@@ -149,9 +152,11 @@ export class RestartController implements Reconciler {
   /** The term-scoped loop: a queue of workload keys, 2 workers while leading. */
   private readonly controller: Controller;
   private readonly metrics: RestartMetrics;
+  /** With --enable-csi-integration: the SecretProviderClass caches and checksums (csiinformers.ts). */
+  private readonly csi: CsiClassView | undefined;
 
   /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
-  constructor(runtime: Runtime, options: RestartOptions, key: Buffer) {
+  constructor(runtime: Runtime, options: RestartOptions, key: Buffer, csi: CsiOptions = { enabled: false }) {
     this.runtime = runtime;
     this.o = options;
     this.log = runtime.logger.child({ controller: 'config-restarts' });
@@ -209,6 +214,7 @@ export class RestartController implements Reconciler {
     const { alerts, webhookUrl } = options.alerts;
     if (alerts) this.alerts = new ReloadAlerts(alerts, { log: this.log, metrics: alertMetrics });
     if (webhookUrl) this.webhook = new ReloadWebhook(webhookUrl);
+    this.csi = csi.enabled ? this.watchClasses(runtime, key) : undefined;
     for (const spec of WORKLOAD_KINDS) {
       for (const informer of this.workloads.get(spec.kind)!) {
         informer.addHandlers({
@@ -261,7 +267,12 @@ export class RestartController implements Reconciler {
   }
 
   /** `view`: the workload as its kind's `view` shows it (metadata and pod template). */
-  private watched(view: WorkloadLike): WatchedConfigs {
+  private watched(view: WorkloadLike): WatchedWithClasses {
+    return withClasses(this.watchedConfigsOf(view), this.csi?.watched(view));
+  }
+
+  /** The ConfigMaps and Secrets a workload watches, less a kind --resources-to-ignore leaves out. */
+  private watchedConfigsOf(view: WorkloadLike): WatchedConfigs {
     const all = this.watchedAnyKind(view);
     // --resources-to-ignore: that kind is not watched, so its configs are neither recorded nor reported missing.
     const { scope } = this.o;
@@ -274,12 +285,31 @@ export class RestartController implements Reconciler {
   private watchedAnyKind(view: WorkloadLike): WatchedConfigs {
     return watchedConfigs(view, {
       autoReloadAll: this.o.scope.autoReloadAll,
+      csiIntegration: this.csi !== undefined,
       configMeta: (kind, namespace, name) => this.configInformer(kind, namespace)?.get(namespace, name)?.metadata,
       configNames: (kind, namespace) =>
         (this.configInformer(kind, namespace)?.list() ?? [])
           .filter((c) => c.metadata?.namespace === namespace)
           .map((c) => c.metadata?.name ?? ''),
     });
+  }
+
+  /** The SPCPS and class caches; a change of either is a class change for the workloads watching it. */
+  private watchClasses(runtime: Runtime, key: Buffer): CsiClassView {
+    const caches = csiInformers(runtime, key);
+    const moved = (o: ClassPodStatusDigest) => this.classChanged(o.metadata?.namespace ?? '', o.mount.className);
+    for (const informer of caches.statuses)
+      informer.addHandlers({
+        onAdd: moved,
+        onUpdate: (old, o) => {
+          if (old.metadata?.resourceVersion !== o.metadata?.resourceVersion) moved(o);
+        },
+        onDelete: moved,
+      });
+    const classMoved = (c: KubeObject) => this.classChanged(c.metadata?.namespace ?? '', c.metadata?.name ?? '');
+    for (const informer of caches.classes)
+      informer.addHandlers({ onAdd: classMoved, onUpdate: (_o, c) => classMoved(c), onDelete: classMoved });
+    return new CsiClassView(caches, this.pods);
   }
 
   /** Every ConfigMap and Secret in the caches while leading; a standby tracks nothing. */
@@ -308,7 +338,11 @@ export class RestartController implements Reconciler {
     }
     const watched = this.watched(view);
     const optedIn = watched.optIns.length > 0;
-    this.index(key, optedIn ? watched.keys : [], optedIn && watched.patterns.length > 0);
+    this.index(
+      key,
+      optedIn ? watched.keys : [],
+      optedIn && watched.patterns.length + watched.classes.patterns.length > 0,
+    );
     if (optedIn && this.evicts(spec, w)) this.evicting.add(key);
     else this.evicting.delete(key);
     if (optedIn || unfinished) this.controller.add(key);
@@ -355,8 +389,41 @@ export class RestartController implements Reconciler {
     }
   }
 
-  private observe(wkey: string, keys: string[]): void {
-    const current = this.currentChecksums(keys);
+  /** A SecretProviderClass's statuses or metadata moved: the workloads watching it start (or extend) a burst. */
+  private classChanged(namespace: string, className: string): void {
+    this.metrics.configVersionSeen();
+    if (!this.controller.running || className === '') return;
+    const key = classKey(namespace, className);
+    for (const wkey of new Set([...(this.watchers.get(key) ?? []), ...this.patternWorkloads])) {
+      const { entry, workload } = this.workloadByKey(wkey);
+      if (!workload) continue;
+      const view = entry.view(workload);
+      const watched = this.watched(view);
+      if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
+      if (this.log.enabled('debug')) this.log.debug('class change noticed', { workload: wkey, config: key });
+      const current = this.currentChecksums(watched.keys);
+      for (const [k, v] of this.classChecksums(entry, workload, view, watched)) current.set(k, v);
+      this.observe(wkey, watched.keys, current);
+    }
+  }
+
+  /** The classes' checksums as this workload sees them (csichecksum.ts), given its record. */
+  private classChecksums(entry: WorkloadKindSpec, w: Workload, view: WorkloadLike, watched: WatchedWithClasses) {
+    if (!this.csi || watched.classes.keys.length === 0) return new Map<string, string>();
+    const restartAt = (w as { spec?: { restartAt?: unknown } }).spec?.restartAt;
+    return this.csi.checksums(
+      {
+        kind: entry.kind,
+        object: view,
+        ...(typeof restartAt === 'string' ? { restartAt } : {}),
+      },
+      watched.classes,
+      appliedChecksumsOf(w).checksums,
+    );
+  }
+
+  private observe(wkey: string, keys: string[], known?: Map<string, string>): void {
+    const current = known ?? this.currentChecksums(keys);
     // The debounce measures durations in this process: monotonic clock (decideRestart gets both).
     const state = observeChange(this.pending.get(wkey), this.runtime.clock.monotonic(), current);
     this.pending.set(wkey, state);
@@ -447,11 +514,13 @@ export class RestartController implements Reconciler {
       [...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key),
     );
     const legacyCurrent = new Map<string, string>();
+    const current = this.currentChecksums(watched.keys, legacyKeys, legacyCurrent);
+    for (const [k, v] of this.classChecksums(entry, w, view, watched)) current.set(k, v);
     const decision = decideRestart({
       workload: { kind: entry.kind, namespace, name },
       optedIn: watched.optIns.length > 0,
       applied: applied.checksums,
-      current: this.currentChecksums(watched.keys, legacyKeys, legacyCurrent),
+      current,
       legacyCurrent,
       ...(this.pending.has(wkey) ? { pending: this.pending.get(wkey)! } : {}),
       now,
@@ -470,7 +539,8 @@ export class RestartController implements Reconciler {
         warnings: [...watched.warnings, ...kindWarnings(entry, w)],
         annotationWarning: applied.warning,
         excluded: watched.excluded,
-        missing: decision.missing,
+        // A class no pod of the workload mounts yet is not missing: nothing to compare (csichecksum.ts).
+        missing: decision.missing.filter((k) => parseClassKey(k) === undefined),
         optional: watched.configs.filter((c) => c.reference?.optional).map((c) => c.key),
       }),
     );
@@ -863,7 +933,10 @@ export class RestartController implements Reconciler {
   }
 }
 
-export function restartsCapability(options: () => RestartOptions): Capability {
+export function restartsCapability(
+  options: () => RestartOptions,
+  csi: () => CsiOptions = () => ({ enabled: false }),
+): Capability {
   return {
     name: 'config-restarts',
     async setup(runtime) {
@@ -875,7 +948,7 @@ export function restartsCapability(options: () => RestartOptions): Capability {
         clock: runtime.clock,
         log: runtime.logger,
       });
-      const controller = new RestartController(runtime, o, key);
+      const controller = new RestartController(runtime, o, key, csi());
       return { lead: (signal) => controller.lead(signal), serve: (signal) => controller.serve(signal) };
     },
   };

@@ -89,6 +89,8 @@ export interface WatchOptions {
   configNames?: (kind: ConfigKind, namespace: string) => Iterable<string>;
   /** Reloader's --auto-reload-all. */
   autoReloadAll?: boolean;
+  /** --enable-csi-integration: the secretproviderclass opt-ins are read (csioptins.ts), not warned about. */
+  csiIntegration?: boolean;
 }
 
 export interface WatchedConfig {
@@ -217,7 +219,7 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
   };
 
   selectForXing(selection, annotations);
-  warnUnsupported(selection, annotations, templateAnnotations);
+  if (!options.csiIntegration) warnUnsupported(selection, annotations, templateAnnotations);
   selectForReloader(selection, annotations, templateAnnotations);
   const excluded = removeExcluded(selection, annotations);
   return watchResult(selection, excluded, warnings);

@@ -29,6 +29,7 @@ import { XING_TIMESTAMP_ANNOTATION, RELOADER_IGNORE_ANNOTATION } from '../../src
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
 
 const cluster = testCluster();
 const KEY = Buffer.from('csi-int-test-key');
@@ -320,5 +321,123 @@ describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeo
       timeoutMs: 20_000,
     });
     assert.deepEqual(view.watched(await web()).keys, []);
+  });
+});
+
+describe('CSI rotations restart through the operator (wired)', { timeout: 400_000 }, () => {
+  it('records on opt-in, restarts once per rotation, not for the restart’s own pods, and catches one made while down', async (t) => {
+    const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
+    const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
+    await installCrds(kube);
+    const namespace = await cluster.namespace(t, 'csi-e2e');
+    await kube.create(classResource, {
+      metadata: { name: CLASS, namespace },
+      spec: { provider: 'vault' },
+    } as KubeObject);
+    await kube.create(resources.deployments, deployment(namespace, 'web', 2));
+    const key = `secretproviderclass/${namespace}/${CLASS}`;
+    const web = () => kube.get<Deployment>(resources.deployments, { namespace, name: 'web' });
+    const trigger = async () => (await web()).spec?.template?.metadata?.annotations?.[XING_TIMESTAMP_ANNOTATION];
+    const recorded = async () =>
+      (JSON.parse((await web()).metadata?.annotations?.[APPLIED] ?? '{}') as Record<string, string>)[key];
+    const podsNow = async () =>
+      (await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app=web' })).items.filter(
+        (p) => !p.metadata?.deletionTimestamp,
+      );
+    /** Acts as the driver: every live pod without a status gets one with `version`. */
+    const mountNew = async (version: string) => {
+      const have = new Set(
+        (await kube.list<KubeObject>(classPodStatusResource, { namespace })).items.map((s) => s.metadata?.name),
+      );
+      for (const pod of await podsNow())
+        if (!have.has(`${pod.metadata!.name}-${namespace}-${CLASS}`))
+          await kube.create(classPodStatusResource, podStatus(pod, v(version))).catch(() => undefined);
+    };
+    const restartsEvents = async () =>
+      (await kube.list<KubeObject & { reason?: string }>(resources.events, { namespace })).items.filter(
+        (e) => e.reason === 'ConfigChanged',
+      ).length;
+    /** Statuses written for every new pod until the rollout is over and only the current generation is left. */
+    const rollOut = async (version: string) => {
+      await waitFor(
+        'the rollout over, every pod mounted',
+        async () => {
+          await mountNew(version);
+          const now = await trigger();
+          const all = await kube.list<Pod>(resources.pods, { namespace, labelSelector: 'app=web' });
+          return (
+            all.items.length === 2 &&
+            all.items.every((p) => p.metadata?.annotations?.[XING_TIMESTAMP_ANNOTATION] === now)
+          );
+        },
+        { timeoutMs: 150_000, intervalMs: 500 },
+      );
+      await mountNew(version);
+    };
+
+    await waitFor('two pods', async () => (await podsNow()).length === 2, { timeoutMs: 60_000 });
+    await mountNew('1');
+    let op = await OperatorProcess.start(cluster, namespace, [
+      '-config-restarts.enabled',
+      '--enable-csi-integration',
+      '-restart-grace-period=1',
+    ]);
+    t.after(() => op.stop());
+    await op.waitReady();
+    const first = await waitFor('the versions recorded on opt-in', recorded, { timeoutMs: 30_000 });
+    assert.equal(await trigger(), undefined, 'opting in restarts nothing');
+
+    // A rotation: the driver rewrites one pod, then the other.
+    const [a, b] = (await podsNow()) as [Pod, Pod];
+    await rotate(kube, a, v('2'));
+    const restartedAt = await waitFor('one restart', trigger, { timeoutMs: 30_000 });
+    await rotate(kube, b, v('2')).catch(() => undefined); // the old pod may be gone already
+    const second = await recorded();
+    assert.notEqual(second, first);
+    const before = (await op.metric('deployment_restart_controller_resource_versions_total')) ?? 0;
+    await rollOut('2');
+    await waitFor(
+      'the new pods’ statuses processed',
+      async () =>
+        ((await op.metric('deployment_restart_controller_resource_versions_total')) ?? 0) > before &&
+        ((await op.metric('deployment_restart_controller_changes_waiting_total')) ?? 0) === 0,
+      { timeoutMs: 20_000 },
+    );
+    assert.equal(await trigger(), restartedAt, 'the restart’s new pods and the old ones’ going restart nothing');
+    assert.equal(await restartsEvents(), 1);
+
+    // Down during a rotation: caught once at start-up; a start with nothing new restarts nothing.
+    await op.stop();
+    for (const pod of await podsNow()) await rotate(kube, pod, v('3'));
+    op = await OperatorProcess.start(cluster, namespace, [
+      '-config-restarts.enabled',
+      '--enable-csi-integration',
+      '-restart-grace-period=1',
+    ]);
+    t.after(() => op.stop());
+    await op.waitReady();
+    const restartedAgain = await waitFor(
+      'the rotation made while down restarted',
+      async () => ((await trigger()) !== restartedAt ? trigger() : undefined),
+      { timeoutMs: 30_000 },
+    );
+    await rollOut('3');
+    await op.stop();
+    op = await OperatorProcess.start(cluster, namespace, [
+      '-config-restarts.enabled',
+      '--enable-csi-integration',
+      '-restart-grace-period=1',
+    ]);
+    t.after(() => op.stop());
+    await op.waitReady();
+    await waitFor(
+      'the start-up look done',
+      async () =>
+        ((await op.metric('deployment_restart_controller_changes_waiting_total')) ?? 1) === 0 &&
+        ((await op.metric('deployment_restart_controller_deployments_total')) ?? 0) >= 1,
+      { timeoutMs: 20_000 },
+    );
+    assert.equal(await trigger(), restartedAgain);
+    assert.equal(await restartsEvents(), 2);
   });
 });
