@@ -13,7 +13,8 @@
 // applied yet. Every completed restart goes through `restarted`.
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
-import { isAlreadyExists, isConflict, isNotFound, KubeApiError } from '../runtime/kube/errors.ts';
+import { isAlreadyExists, isConflict, isNotFound, isRetryable, KubeApiError } from '../runtime/kube/errors.ts';
+import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
 import { resources, type KubeObject, type Pod } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
@@ -118,6 +119,9 @@ export function registerRestartFlags(fs: FlagSet): () => RestartFlagValues {
 }
 
 const CONFIG_PAGE_SIZE = 2000;
+
+/** How long a released Job's copy is retried on failures a retry can mend (createReleasedJob). */
+const RECREATE_RETRY_MS = 120_000;
 
 type Workload = KubeObject & { spec?: { updateStrategy?: { type?: string } } };
 type Restart = Extract<RestartDecision, { action: 'restart' }>;
@@ -745,7 +749,7 @@ export class RestartController implements Reconciler {
     this.recreating.delete(wkey);
     let created: Job;
     try {
-      created = await this.runtime.client.create<Job>(JOBS, step.job, { timeoutMs: 15_000 });
+      created = await this.createReleasedJob(step.job, wkey);
     } catch (error) {
       // The old Job is gone now: nothing is left to retry from (docs/restarts.md, Jobs), so say so plainly.
       const message = `re-creating Job ${name} failed after the old one was deleted, it is not re-created: ${error instanceof Error ? error.message : String(error)}`;
@@ -754,6 +758,36 @@ export class RestartController implements Reconciler {
       return;
     }
     this.restarted(entry, created, why, `re-created Job ${name}`);
+  }
+
+  /**
+   * Creates the released Job's copy. From here the manifest lives only in
+   * this process, so a failure a retry can mend (the connection dropped, the
+   * API server restarting, a 429 or 5xx) is retried with back-off for up to
+   * two minutes instead of losing the Job (found by the soak's review: one
+   * reset at this moment lost it). A copy already there (our own earlier
+   * attempt whose answer was lost) is the Job; a refusal (another 4xx) ends it.
+   */
+  private async createReleasedJob(manifest: Job, wkey: string): Promise<Job> {
+    const start = this.runtime.clock.monotonic();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.runtime.client.create<Job>(JOBS, manifest, { timeoutMs: 15_000 });
+      } catch (error) {
+        if (isAlreadyExists(error)) {
+          const { namespace = '', name = '' } = manifest.metadata ?? {};
+          return await this.runtime.client.get<Job>(JOBS, { namespace, name }, { timeoutMs: 15_000 });
+        }
+        if (!isRetryable(error) || this.runtime.clock.monotonic() - start > RECREATE_RETRY_MS) throw error;
+        const delay = backoffDelay(attempt, { initialMs: 500, maxMs: 10_000, spread: 0.2 });
+        this.log.warn('re-creating a Job failed; retrying', {
+          workload: wkey,
+          err: error instanceof Error ? error.message : String(error),
+          retryInMs: Math.round(delay),
+        });
+        await this.runtime.clock.sleep(delay, this.runtime.stopping);
+      }
+    }
   }
 
   /**

@@ -59,6 +59,15 @@ export const isAlreadyExists = (e: unknown) => asApiError(e)?.reason === 'Alread
 export const isGone = (e: unknown) => asApiError(e)?.code === 410 || asApiError(e)?.reason === 'Expired';
 export const isForbidden = (e: unknown) => asApiError(e)?.code === 403;
 export const isInvalid = (e: unknown) => asApiError(e)?.code === 422;
+/**
+ * A failure a retry can mend: no answer (connection dropped, timeout, the
+ * client's own rate limit), 429, or a 5xx; anything not from the API client
+ * counts too. A 4xx refusal does not: the same request gets the same answer.
+ */
+export const isRetryable = (e: unknown) => {
+  const error = asApiError(e);
+  return error === undefined || error.code === 0 || error.code === 429 || error.code >= 500;
+};
 
 const reasonByCode: Record<number, string> = {
   400: 'BadRequest',

@@ -6,6 +6,8 @@ import {
   isConflict,
   isGone,
   isNotFound,
+  isRetryable,
+  KubeApiError,
 } from '../../../src/runtime/kube/errors.ts';
 
 const status = (code: number, reason: string, message: string, details: object = {}) =>
@@ -62,5 +64,28 @@ describe('KubeApiError', () => {
     assert.ok(isGone(of(410, 'Gone')));
     assert.ok(isGone(of(500, 'Expired')), 'an Expired reason counts as gone whatever the code');
     assert.ok(!isNotFound(new Error('404')), 'plain errors are not API errors');
+  });
+
+  it('calls retryable what a retry can mend: no answer, 429, 5xx; never a 4xx refusal', () => {
+    const of = (code: number, reason: string) => errorFromResponse('GET', '/x', code, status(code, reason, 'm'), null);
+    for (const [code, reason] of [
+      [429, 'TooManyRequests'],
+      [500, 'InternalError'],
+      [503, 'ServiceUnavailable'],
+      [504, 'Timeout'],
+    ] as const)
+      assert.ok(isRetryable(of(code, reason)), `${code}`);
+    assert.ok(
+      isRetryable(new KubeApiError({ code: 0, reason: 'NetworkError', message: 'reset', method: 'POST', path: '/x' })),
+    );
+    assert.ok(isRetryable(new Error('socket hang up')), 'not from the API client: retried');
+    for (const [code, reason] of [
+      [400, 'BadRequest'],
+      [403, 'Forbidden'],
+      [404, 'NotFound'],
+      [409, 'AlreadyExists'],
+      [422, 'Invalid'],
+    ] as const)
+      assert.ok(!isRetryable(of(code, reason)), `${code}`);
   });
 });
