@@ -13,7 +13,8 @@
 // - CronJobs and Jobs are not restarted: the applied record is written on
 //   the CronJob, and a Job's re-creation holds it with a finalizer, both
 //   patches the RBAC does not grant;
-// - pods are not read: OnDelete evictions are off;
+// - pods are not read: OnDelete evictions and the Secrets Store CSI
+//   integration (which judges classes by the workload's pods) are off;
 // - Events are written as core/v1 Events (coreevents.ts);
 // - the checksum key Secret is not created: the install doc's one extra
 //   step makes it, and without it the operator exits saying that command. An
@@ -53,7 +54,7 @@ export function installNotice(activatedBy: readonly string[]): string {
   return (
     `Reloader's install (${env} set): only config restarts run, within Reloader's RBAC. ` +
     `Off: rollouts, webhooks and the web page (its RBAC grants none of what they use); ` +
-    `CronJob and Job restarts (no patch on them); OnDelete evictions (no access to pods). ` +
+    `CronJob and Job restarts (no patch on them); OnDelete evictions and the Secrets Store CSI integration (no access to pods). ` +
     `Deployments, DaemonSets and StatefulSets are listed every ${POLL_INTERVAL_MS / 1000}s (list, not watch, granted); ` +
     `Events are core/v1. Install Stateward's own chart for all of it.`
   );

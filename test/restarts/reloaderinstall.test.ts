@@ -18,7 +18,7 @@ describe("Reloader's install mode", () => {
     assert.match(notice, /only config restarts run/);
     assert.match(notice, /rollouts, webhooks and the web page/);
     assert.match(notice, /CronJob and Job restarts/);
-    assert.match(notice, /OnDelete evictions/);
+    assert.match(notice, /OnDelete evictions and the Secrets Store CSI integration/);
     assert.match(notice, new RegExp(`listed every ${POLL_INTERVAL_MS / 1000}s`));
     assert.equal(notice.includes('\n'), false, 'one line');
   });
