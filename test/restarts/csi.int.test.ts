@@ -262,8 +262,13 @@ describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeo
 
     // The restart: the applied record and a new trigger; the new pods mount the versions applied.
     applied.set(`secretproviderclass/${namespace}/${CLASS}`, checksumOf('2'));
+    // Paused, so the old generation's second pod outlives the late rotation below however slow the machine
+    // (the rollout would otherwise replace it, and its status with it); resumed right after.
     await kube.patch(resources.deployments, { namespace, name: 'web' }, 'merge', {
-      spec: { template: { metadata: { annotations: { [XING_TIMESTAMP_ANNOTATION]: new Date().toISOString() } } } },
+      spec: {
+        paused: true,
+        template: { metadata: { annotations: { [XING_TIMESTAMP_ANNOTATION]: new Date().toISOString() } } },
+      },
     });
     // The rotated pod of the old generation goes first, and its status with it (garbage collection),
     // while the other old pod still shows the older set: nothing (the old generation no longer counts).
@@ -278,7 +283,14 @@ describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeo
     assert.equal(await checksum(applied), checksumOf('2'));
     // The driver rotates the other old pod late: nothing either.
     await rotate(kube, second, v('2'));
+    await waitFor(
+      'the late rotation cached',
+      () =>
+        statuses.list().some((s) => s.mount.podUid === second.metadata!.uid && s.mount.checksum === checksumOf('2')),
+      { timeoutMs: 20_000 },
+    );
     assert.equal(await checksum(applied), checksumOf('2'));
+    await kube.patch(resources.deployments, { namespace, name: 'web' }, 'merge', { spec: { paused: false } });
     const trigger = async () => (await web()).spec?.template?.metadata?.annotations?.[XING_TIMESTAMP_ANNOTATION];
     const isNew = async (p: Pod) => p.metadata?.annotations?.[XING_TIMESTAMP_ANNOTATION] === (await trigger());
     const mounted = new Set<string>();
@@ -355,7 +367,8 @@ describe('CSI rotations restart through the operator (wired)', { timeout: 400_00
     };
     const restartsEvents = async () =>
       (await kube.list<KubeObject & { reason?: string }>(resources.events, { namespace })).items.filter(
-        (e) => e.reason === 'ConfigChanged',
+        // ConfigChanged, or Reloader's Reloaded: --enable-csi-integration is Reloader's flag (event reasons auto).
+        (e) => e.reason === 'ConfigChanged' || e.reason === 'Reloaded',
       ).length;
     /** Statuses written for every new pod until the rollout is over and only the current generation is left. */
     const rollOut = async (version: string) => {
