@@ -220,6 +220,10 @@ const COPIED: [string, string][] = [
     'kustomize/components/reschedule/reschedule-on-eviction.yaml',
     'helm/stateward/files/webhooks/reschedule-on-eviction.yaml',
   ],
+  [
+    'kustomize/components/strimzi-drain-cleaner/strimzi-drain-cleaner.yaml',
+    'helm/stateward/files/webhooks/strimzi-drain-cleaner.yaml',
+  ],
   ...['replica-templates', 'rollout-health-checks', 'zone-aware-pod-disruption-budgets'].map((c): [string, string] => [
     `crds/${c}.yaml`,
     `helm/stateward/crds/${c}.yaml`,

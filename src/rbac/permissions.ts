@@ -54,6 +54,12 @@ export const WEBHOOK_CONFIGURATIONS = {
   mutating: ['stateward-prepare-downscale'],
 } as const;
 export const RESCHEDULE_WEBHOOK_CONFIGURATION = 'stateward-reschedule-on-eviction';
+/**
+ * Strimzi Drain Cleaner's configuration (/drainer), shipped by the strimzi-drain-cleaner component and the chart's
+ * reschedule.strimzi values; part of the reschedule feature, whose Strimzi profile it serves. Not in
+ * caBundleConfigurations: the overlays do not ship it (the component passes its own flag).
+ */
+export const STRIMZI_WEBHOOK_CONFIGURATION = 'stateward-strimzi-drain-cleaner';
 
 /** -webhooks.ca-bundle-configurations of an install: the shipped configurations of its features. */
 export function caBundleConfigurations(features: readonly Feature[]): string[] {
@@ -271,8 +277,8 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       apiGroups: ['admissionregistration.k8s.io'],
       resources: ['validatingwebhookconfigurations'],
       verbs: ['patch'],
-      resourceNames: [RESCHEDULE_WEBHOOK_CONFIGURATION],
-      why: 'inject the CA into the shipped reschedule-on-eviction configuration only',
+      resourceNames: [RESCHEDULE_WEBHOOK_CONFIGURATION, STRIMZI_WEBHOOK_CONFIGURATION],
+      why: 'inject the CA into the shipped reschedule-on-eviction and strimzi-drain-cleaner (/drainer) configurations only',
     },
     {
       scope: 'cluster',

@@ -19,6 +19,7 @@ import {
   policyRules,
   RESCHEDULE_TRACKING_CONFIGMAP,
   RESCHEDULE_WEBHOOK_CONFIGURATION,
+  STRIMZI_WEBHOOK_CONFIGURATION,
   ROLLOUT_STATUS_CONFIGMAP,
   WEBHOOK_CONFIGURATIONS,
   WRITTEN,
@@ -180,6 +181,9 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     assert.deepEqual(shippedConfigurations('reschedule/reschedule-on-eviction.yaml'), [
       { kind: 'ValidatingWebhookConfiguration', name: RESCHEDULE_WEBHOOK_CONFIGURATION },
     ]);
+    assert.deepEqual(shippedConfigurations('strimzi-drain-cleaner/strimzi-drain-cleaner.yaml'), [
+      { kind: 'ValidatingWebhookConfiguration', name: STRIMZI_WEBHOOK_CONFIGURATION },
+    ]);
     // The components pass the same names to -webhooks.ca-bundle-configurations (the reschedule one all five).
     const flag = (component: string) =>
       /-webhooks\.ca-bundle-configurations=(\S+)/
@@ -189,6 +193,11 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
     const shipped = [...WEBHOOK_CONFIGURATIONS.validating, ...WEBHOOK_CONFIGURATIONS.mutating];
     assert.deepEqual(flag('webhooks'), [...shipped].sort());
     assert.deepEqual(flag('reschedule'), [...shipped, RESCHEDULE_WEBHOOK_CONFIGURATION].sort());
+    // The Strimzi component's names every configuration, so it works before or after the reschedule one.
+    assert.deepEqual(
+      flag('strimzi-drain-cleaner'),
+      [...shipped, RESCHEDULE_WEBHOOK_CONFIGURATION, STRIMZI_WEBHOOK_CONFIGURATION].sort(),
+    );
   });
 
   it('listed-namespaces mode: every rule of every feature lands in exactly one of its halves, and only webhooks, reschedule and the namespace selector keep a ClusterRole', () => {
@@ -229,6 +238,7 @@ describe('generated deploy files', { timeout: 10_000 }, () => {
       ...WEBHOOK_CONFIGURATIONS.validating,
       ...WEBHOOK_CONFIGURATIONS.mutating,
       RESCHEDULE_WEBHOOK_CONFIGURATION,
+      STRIMZI_WEBHOOK_CONFIGURATION,
     ];
     const files = generatedFiles();
     let checked = 0;

@@ -26,7 +26,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "stateward.webhookFiles" -}}
 {{- $files := list -}}
 {{- if .Values.webhooks.enabled }}{{ $files = concat $files (list "no-downscale" "prepare-downscale" "pod-eviction") }}{{ end -}}
-{{- if .Values.reschedule.enabled }}{{ $files = append $files "reschedule-on-eviction" }}{{ end -}}
+{{- /* Every profile (the flags', the Strimzi one, the file's) is served at /admission/reschedule-on-eviction; the namespaces opted in by label reach the file's there. */ -}}
+{{- if or .Values.reschedule.enabled .Values.reschedule.profiles }}{{ $files = append $files "reschedule-on-eviction" }}{{ end -}}
+{{- if .Values.reschedule.strimzi.enabled }}{{ $files = append $files "strimzi-drain-cleaner" }}{{ end -}}
 {{ toJson $files }}
 {{- end }}
 
@@ -92,7 +94,7 @@ cluster), whose webhooks keep the shipped selectors.
 {{- $f := list "rollouts" -}}
 {{- if .Values.leaderElection.enabled }}{{ $f = append $f "leader-election" }}{{ end -}}
 {{- if .Values.webhooks.enabled }}{{ $f = append $f "webhooks" }}{{ end -}}
-{{- if .Values.reschedule.enabled }}{{ $f = append $f "reschedule" }}{{ end -}}
+{{- if include "stateward.rescheduleOn" . }}{{ $f = append $f "reschedule" }}{{ end -}}
 {{- if .Values.configRestarts.enabled }}{{ $f = append $f "config-restarts" }}{{ end -}}
 {{- if include "stateward.namespaceSelectorFlag" . }}{{ $f = append $f "namespace-selector" }}{{ end -}}
 {{ toJson $f }}
@@ -108,16 +110,31 @@ cluster), whose webhooks keep the shipped selectors.
 {{- range $scope := $scopes -}}
 {{- range $rule := index (index $rbac $feature) $scope -}}
 {{- /* The webhook configurations carry this release's names (stateward.webhookName). */ -}}
+{{- /* Only those it installs: the reschedule feature names Strimzi's configuration too, installed with reschedule.strimzi.enabled only. */ -}}
+{{- $keep := true -}}
 {{- if and (has "admissionregistration.k8s.io" $rule.apiGroups) $rule.resourceNames -}}
+{{- $installed := include "stateward.webhookNames" $root | fromJsonArray -}}
 {{- $names := list -}}
-{{- range $n := $rule.resourceNames }}{{ $names = append $names (include "stateward.webhookName" (list $root $n)) }}{{ end -}}
-{{- $_ := set $rule "resourceNames" $names -}}
+{{- range $n := $rule.resourceNames }}{{ $name := include "stateward.webhookName" (list $root $n) }}{{ if has $name $installed }}{{ $names = append $names $name }}{{ end }}{{ end -}}
+{{- /* Never a rule without names: that would grant patch on every configuration. */ -}}
+{{- $keep = gt (len $names) 0 -}}
+{{- $rule = merge (dict "resourceNames" $names) (omit $rule "resourceNames") -}}
 {{- end -}}
-{{- if not (has $rule $rules) }}{{ $rules = append $rules $rule }}{{ end -}}
+{{- if and $keep (not (has $rule $rules)) }}{{ $rules = append $rules $rule }}{{ end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 {{ toJson $rules }}
+{{- end }}
+
+{{/* "true" when any reschedule profile is configured: the flags' (Couchbase), the Strimzi one, or the file's. */}}
+{{- define "stateward.rescheduleOn" -}}
+{{- if or .Values.reschedule.enabled .Values.reschedule.strimzi.enabled .Values.reschedule.profiles }}true{{ end -}}
+{{- end }}
+
+{{/* The profiles file of reschedule.profiles (-reschedule.profiles-file's format). */}}
+{{- define "stateward.rescheduleProfiles" -}}
+{{ toYaml (dict "profiles" .Values.reschedule.profiles) }}
 {{- end }}
 
 {{- define "stateward.validate" -}}
@@ -129,5 +146,14 @@ cluster), whose webhooks keep the shipped selectors.
 {{- end -}}
 {{- if and .Values.reschedule.enabled (not .Values.webhooks.enabled) -}}
 {{- fail "reschedule.enabled needs webhooks.enabled=true (the reschedule webhook is served over the webhooks' HTTPS server)" -}}
+{{- end -}}
+{{- if and .Values.reschedule.strimzi.enabled (not .Values.webhooks.enabled) -}}
+{{- fail "reschedule.strimzi.enabled needs webhooks.enabled=true (Strimzi Drain Cleaner's /drainer webhook is served over the webhooks' HTTPS server)" -}}
+{{- end -}}
+{{- if and .Values.reschedule.profiles (not .Values.webhooks.enabled) -}}
+{{- fail "reschedule.profiles needs webhooks.enabled=true (the profiles are served by the reschedule webhook, over the webhooks' HTTPS server)" -}}
+{{- end -}}
+{{- if not (has (int .Values.reschedule.strimzi.denyCode) (list 429 500)) -}}
+{{- fail (printf "reschedule.strimzi.denyCode is %v: 429 (drains wait for the pod to move) or 500 (as Drain Cleaner: the drain fails and is run again)" .Values.reschedule.strimzi.denyCode) -}}
 {{- end -}}
 {{- end }}
