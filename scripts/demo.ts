@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { KubeClient } from '../src/runtime/kube/client.ts';
 import { readKubeConfigFile, type KubeConfig } from '../src/runtime/kube/kubeconfig.ts';
-import { resources, type StatefulSet } from '../src/runtime/kube/types.ts';
+import { resources, type Pod, type StatefulSet } from '../src/runtime/kube/types.ts';
+import { Informer } from '../src/runtime/informer/informer.ts';
 import { namespaceStatus } from '../src/status/cli.ts';
 import { renderProgress } from '../src/status/render.ts';
 import { waitFor } from '../test/cluster/probe.ts';
@@ -62,6 +63,38 @@ async function progress(kube: KubeClient): Promise<{ text: string; done: boolean
     .join('\n')
     .trim();
   return { text, done: Boolean(done) };
+}
+
+/**
+ * Watches the demo's pods and keeps, per pod, the first deletionTimestamp
+ * the API server stamped on it (when the operator's delete was accepted):
+ * a timeline, unlike the operator's DeletingPod Events, which gather a
+ * StatefulSet's later deletes into one Event written when it completes.
+ */
+function watchDeletions(kube: KubeClient, started: number): { table: () => Promise<string> } {
+  const seen = new Map<string, { pod: string; at: number }>();
+  const pods = new Informer<Pod>({ client: kube, type: resources.pods, namespace });
+  const note = (pod: Pod) => {
+    const uid = pod.metadata?.uid ?? '';
+    const stamp = pod.metadata?.deletionTimestamp;
+    if (!stamp || seen.has(uid)) return;
+    // deletionTimestamp is the delete's time plus the grace period: take the grace off.
+    const at = Date.parse(String(stamp)) - (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
+    seen.set(uid, { pod: pod.metadata?.name ?? '', at });
+  };
+  pods.addHandlers({ onAdd: note, onUpdate: (_old, pod) => note(pod) });
+  pods.start();
+  return {
+    table: async () => {
+      await pods.stop();
+      const rows = [...seen.values()].sort((a, b) => a.at - b.at || (a.pod < b.pod ? -1 : 1));
+      const width = Math.max(3, ...rows.map((r) => r.pod.length));
+      return [
+        `${'POD'.padEnd(width)}  DELETED`,
+        ...rows.map((r) => `${r.pod.padEnd(width)}  ${(Math.max(0, r.at - started) / 1000).toFixed(0).padStart(4)} s`),
+      ].join('\n');
+    },
+  };
 }
 
 /** Stateward as a local process, with its log in .stateward/demo-operator.log. */
@@ -205,6 +238,8 @@ async function main(): Promise<number> {
       );
     }
     const started = Date.now();
+    // When each pod was really deleted, as the API server stamped it: the timeline the closing table shows.
+    const deletions = watchDeletions(kube, started);
     let last = '';
     await waitFor(
       'the rollout to complete',
@@ -219,6 +254,8 @@ async function main(): Promise<number> {
     console.log(
       `==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`,
     );
+    console.log('==> when each pod was deleted (seconds after the template change, as the API server stamped it)');
+    console.log(await deletions.table());
   } finally {
     await operator.stop();
     await kube.close();
