@@ -4,11 +4,34 @@
 // refuses unsafe values, and a rendered chart applies to the local control
 // plane.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { clusterPieceFeatures, serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
-import { policyRules, type Feature, type KubeRule, type Scope } from '../../src/rbac/permissions.ts';
+import { STRIMZI_ANNOTATION, STRIMZI_PROFILE } from '../../src/drain/reschedule/profiles.ts';
+import { registerRescheduleFlags } from '../../src/drain/reschedule/webhook.ts';
+import {
+  policyRules,
+  RESCHEDULE_WEBHOOK_CONFIGURATION,
+  STRIMZI_WEBHOOK_CONFIGURATION,
+  type Feature,
+  type KubeRule,
+  type Scope,
+} from '../../src/rbac/permissions.ts';
+import { registerAlertFlags } from '../../src/restarts/alertflags.ts';
+import { registerRestartFlags } from '../../src/restarts/controller.ts';
+import { registerCsiFlags } from '../../src/restarts/csiinformers.ts';
+import { registerReloaderFlags } from '../../src/restarts/reloaderflags.ts';
+import { registerRolloutFlags } from '../../src/rollout/controller.ts';
+import { registerCompatFlags } from '../../src/runtime/compat.ts';
+import { FlagSet } from '../../src/runtime/flags/flagset.ts';
+import { registerRuntimeFlags } from '../../src/runtime/runtimeflags.ts';
+import { registerWebFlags } from '../../src/web/capability.ts';
+import { registerWebhookFlags } from '../../src/webhooks/webhookflags.ts';
+import { registerPodCallFlags } from '../../src/workloads/podclient.ts';
 import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
@@ -44,13 +67,16 @@ type NetworkPolicy = Manifest & { spec: { policyTypes: string[]; ingress: unknow
 
 const isWebhookConfiguration = (d: Manifest): d is Webhooks =>
   d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration';
-/** The chart names each shipped webhook configuration `<name>-<namespace>`, in its RBAC too. */
-const inChart = (rules: KubeRule[], namespace: string) =>
-  rules.map((r) =>
-    r.apiGroups.includes('admissionregistration.k8s.io') && r.resourceNames
-      ? { ...r, resourceNames: r.resourceNames.map((n) => `${n}-${namespace}`) }
-      : r,
-  );
+/**
+ * The chart names each shipped webhook configuration `<name>-<namespace>`, in its RBAC too, and grants patch only on
+ * the configurations it installs (the reschedule feature names Strimzi's, installed with reschedule.strimzi only).
+ */
+const inChart = (rules: KubeRule[], namespace: string, installed: readonly string[]) =>
+  rules.flatMap((r) => {
+    if (!r.apiGroups.includes('admissionregistration.k8s.io') || !r.resourceNames) return [r];
+    const names = r.resourceNames.map((n) => `${n}-${namespace}`).filter((n) => installed.includes(n));
+    return names.length > 0 ? [{ ...r, resourceNames: names }] : [];
+  });
 
 interface Case {
   name: string;
@@ -128,14 +154,15 @@ describe('Helm chart', { timeout: 900_000 }, () => {
       // Order of rules carries no meaning.
       const sorted = (rules: KubeRule[]) =>
         rules.map((r) => JSON.stringify([r.apiGroups, r.resources, r.verbs, r.resourceNames ?? []])).sort();
+      const installed = docs.filter(isWebhookConfiguration).map((d) => d.metadata!.name!);
       assert.deepEqual(
         sorted(role?.rules ?? []),
-        sorted(inChart(policyRules(c.features, local), 'helm-ns')),
+        sorted(inChart(policyRules(c.features, local), 'helm-ns', installed)),
         'Role rules',
       );
       assert.deepEqual(
         sorted(clusterRole?.rules ?? []),
-        sorted(inChart(policyRules(c.features, wide), 'helm-ns')),
+        sorted(inChart(policyRules(c.features, wide), 'helm-ns', installed)),
         'ClusterRole rules',
       );
       for (const binding of docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding')) {
@@ -242,7 +269,13 @@ describe('Helm chart', { timeout: 900_000 }, () => {
     assert.deepEqual(clusterPieceFeatures().sort(), ['namespace-selector', 'reschedule', 'webhooks']);
     assert.deepEqual(
       sorted(withWebhooks.find((d): d is Rules => d.kind === 'ClusterRole')!.rules),
-      sorted(inChart(policyRules(['rollouts', 'webhooks', 'reschedule'], ['cluster']), 'stateward')),
+      sorted(
+        inChart(
+          policyRules(['rollouts', 'webhooks', 'reschedule'], ['cluster']),
+          'stateward',
+          withWebhooks.filter(isWebhookConfiguration).map((d) => d.metadata!.name!),
+        ),
+      ),
     );
     const inListed = { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] };
     for (const config of withWebhooks.filter(isWebhookConfiguration))
@@ -387,5 +420,261 @@ describe('Helm chart', { timeout: 900_000 }, () => {
         ).status?.availableReplicas === 2,
       { timeoutMs: 60_000 },
     );
+  });
+});
+
+// ------------------------------------------------------------ reschedule profiles and Strimzi Drain Cleaner
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+interface Container {
+  args: string[];
+  env?: EnvVar[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+type FullDeployment = Manifest & {
+  spec: {
+    template: {
+      metadata: { annotations?: Record<string, string> };
+      spec: { containers: Container[]; volumes?: { name: string; configMap?: { name: string } }[] };
+    };
+  };
+};
+type ConfigMap = Manifest & { data: Record<string, string> };
+
+/** Values given as a file (lists of objects do not fit --set). */
+async function templateValues(namespace: string, values: object): Promise<{ ok: boolean; out: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'stateward-helm-values-'));
+  try {
+    await writeFile(join(dir, 'values.yaml'), stringify(values));
+    return await helm('template', 'stateward', CHART, '-n', namespace, '-f', join(dir, 'values.yaml'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function renderValues(namespace: string, values: object): Promise<Manifest[]> {
+  const rendered = await templateValues(namespace, values);
+  assert.ok(rendered.ok, rendered.out);
+  return parseAllDocuments(rendered.out)
+    .map((d) => d.toJS() as Manifest)
+    .filter((d) => d !== null);
+}
+
+const PROFILES = [
+  {
+    name: 'kafka-connect',
+    podSelector: 'strimzi.io/kind=KafkaConnect',
+    labelPatterns: { 'strimzi.io/name': '.+-connect' },
+    ownerKinds: ['StrimziPodSet'],
+    annotation: 'strimzi.io/manual-rolling-update=true',
+    namespaces: ['kafka'],
+    recordTtl: '30m',
+  },
+  {
+    name: 'redis',
+    podSelector: ['app=redis', 'app.kubernetes.io/name=redis'],
+    annotation: 'example.com/move=true',
+    answer: 'allow',
+  },
+];
+
+const STRIMZI_VALUES = {
+  webhooks: { enabled: true },
+  reschedule: {
+    enabled: true,
+    strimzi: { enabled: true, namespaces: ['kafka', 'kafka-2'], zookeeper: false, denyCode: 500 },
+    profiles: PROFILES,
+  },
+};
+
+/** Every operator flag, registered as main.ts's registerOperatorFlags does (main is not to be started here). */
+function operatorFlags() {
+  const fs = new FlagSet('stateward');
+  fs.bool('version', false, 'Print the version and exit.');
+  const runtime = registerRuntimeFlags(fs);
+  const podCalls = registerPodCallFlags(fs);
+  registerRolloutFlags(fs);
+  const webhooks = registerWebhookFlags(fs, podCalls.read);
+  const reschedule = registerRescheduleFlags(fs);
+  registerRestartFlags(fs);
+  registerAlertFlags(fs);
+  registerReloaderFlags(fs);
+  registerCsiFlags(fs);
+  registerWebFlags(fs);
+  registerCompatFlags(fs);
+  return { fs, runtime, webhooks, reschedule };
+}
+
+const rendered = (docs: Manifest[]) => {
+  const deployment = docs.find((d): d is FullDeployment => d.kind === 'Deployment')!;
+  return { deployment, container: deployment.spec.template.spec.containers[0]! };
+};
+
+describe('Helm chart: reschedule profiles and Strimzi Drain Cleaner', { timeout: 300_000 }, () => {
+  it("reschedule.strimzi: Drain Cleaner's variables, the deny code, its /drainer configuration with CA injection, and RBAC naming it", async () => {
+    const docs = await renderValues('helm-ns', STRIMZI_VALUES);
+    const { container } = rendered(docs);
+    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+    assert.deepEqual(
+      [env['STRIMZI_DENY_EVICTION'], env['STRIMZI_DRAIN_KAFKA'], env['STRIMZI_DRAIN_ZOOKEEPER']],
+      ['true', 'true', 'false'],
+    );
+    assert.equal(env['STRIMZI_DRAIN_NAMESPACES'], 'kafka,kafka-2');
+    assert.ok(container.args.includes('-reschedule.strimzi.enabled'));
+    assert.equal(lastFlag(container.args, 'reschedule.strimzi.deny-code'), '500');
+
+    const name = `${STRIMZI_WEBHOOK_CONFIGURATION}-helm-ns`;
+    const strimzi = docs.filter(isWebhookConfiguration).find((d) => d.metadata?.name === name);
+    assert.ok(strimzi, `${name} rendered`);
+    assert.equal(strimzi.kind, 'ValidatingWebhookConfiguration');
+    assert.deepEqual(strimzi.metadata?.labels, {
+      'grafana.com/inject-rollout-operator-ca': 'true',
+      'grafana.com/namespace': 'helm-ns',
+    });
+    const [webhook] = strimzi.webhooks;
+    assert.deepEqual((webhook!['clientConfig'] as { service: unknown }).service, {
+      name: 'stateward',
+      namespace: 'helm-ns',
+      path: '/drainer',
+      port: 443,
+    });
+    // Never kube-system nor the operator's own namespace; with STRIMZI_DRAIN_NAMESPACES, only those.
+    assert.deepEqual(webhook!['namespaceSelector'], {
+      matchExpressions: [
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'helm-ns'] },
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['kafka', 'kafka-2'] },
+      ],
+    });
+    const installed = docs.filter(isWebhookConfiguration).map((d) => d.metadata!.name!);
+    assert.ok(lastFlag(container.args, 'webhooks.ca-bundle-configurations')!.split(',').includes(name), 'CA injected');
+    const clusterRole = docs.find((d): d is Rules => d.kind === 'ClusterRole')!;
+    const patchable = clusterRole.rules
+      .filter((r) => r.resources.includes('validatingwebhookconfigurations') && r.verbs.includes('patch'))
+      .flatMap((r) => r.resourceNames ?? []);
+    assert.ok(patchable.includes(name), 'the RBAC lets the operator inject its CA there');
+    assert.deepEqual(narrowingViolations(clusterRole.rules, installed), []);
+
+    // The Strimzi profile alone: its configuration only, and the RBAC names no configuration it does not install.
+    const alone = await renderValues('helm-ns', {
+      webhooks: { enabled: true },
+      reschedule: { strimzi: { enabled: true } },
+    });
+    const aloneNames = alone.filter(isWebhookConfiguration).map((d) => d.metadata!.name!);
+    assert.ok(aloneNames.includes(name));
+    assert.ok(!aloneNames.includes(`${RESCHEDULE_WEBHOOK_CONFIGURATION}-helm-ns`));
+    const aloneRole = alone.find((d): d is Rules => d.kind === 'ClusterRole')!;
+    assert.deepEqual(narrowingViolations(aloneRole.rules, aloneNames), []);
+    const aloneEnv = (rendered(alone).container.env ?? []).map((e) => e.name);
+    assert.ok(!aloneEnv.includes('STRIMZI_DRAIN_NAMESPACES'), 'no namespaces: every namespace');
+    assert.ok(!alone.some((d) => d.kind === 'ConfigMap'), 'no profiles, no ConfigMap');
+    // Off by default: nothing of it.
+    const off = await renderValues('helm-ns', { webhooks: { enabled: true } });
+    assert.ok(!off.filter(isWebhookConfiguration).some((d) => d.metadata?.name === name));
+    assert.ok(!(rendered(off).container.env ?? []).some((e) => e.name.startsWith('STRIMZI_')));
+  });
+
+  it('reschedule.profiles: a ConfigMap holding them in the profiles-file format, mounted read-only and passed with -reschedule.profiles-file', async () => {
+    const docs = await renderValues('helm-ns', STRIMZI_VALUES);
+    const { deployment, container } = rendered(docs);
+    const configMap = docs.find(
+      (d): d is ConfigMap => d.kind === 'ConfigMap' && d.metadata?.name === 'stateward-reschedule-profiles',
+    );
+    assert.ok(configMap, 'the profiles ConfigMap');
+    assert.equal(configMap.metadata?.namespace, 'helm-ns');
+    assert.deepEqual(parse(configMap.data['profiles.yaml']!), { profiles: PROFILES });
+    const volume = deployment.spec.template.spec.volumes?.find((v) => v.configMap?.name === configMap.metadata?.name);
+    assert.ok(volume, 'mounted from a volume');
+    const mount = container.volumeMounts?.find((m) => m.name === volume.name);
+    assert.equal(mount?.readOnly, true);
+    assert.equal(lastFlag(container.args, 'reschedule.profiles-file'), `${mount.mountPath}/profiles.yaml`);
+    // The file is read at start: a change of the profiles changes the pod template.
+    const changed = await renderValues('helm-ns', {
+      ...STRIMZI_VALUES,
+      reschedule: { ...STRIMZI_VALUES.reschedule, profiles: [{ ...PROFILES[1], answer: 'deny-429' }] },
+    });
+    assert.notEqual(
+      rendered(changed).deployment.spec.template.metadata.annotations?.['checksum/reschedule-profiles'],
+      deployment.spec.template.metadata.annotations?.['checksum/reschedule-profiles'],
+    );
+    // The profiles are served by the reschedule webhook: its configuration is installed even without reschedule.enabled.
+    const onlyProfiles = await renderValues('helm-ns', {
+      webhooks: { enabled: true },
+      reschedule: { profiles: PROFILES },
+    });
+    assert.ok(
+      onlyProfiles
+        .filter(isWebhookConfiguration)
+        .some((d) => d.metadata?.name === `${RESCHEDULE_WEBHOOK_CONFIGURATION}-helm-ns`),
+    );
+  });
+
+  it('an operator started with exactly the rendered args, environment and mounted file has the four profiles', async () => {
+    const docs = await renderValues('helm-ns', STRIMZI_VALUES);
+    const { deployment, container } = rendered(docs);
+    const configMap = docs.find((d): d is ConfigMap => d.kind === 'ConfigMap')!;
+    const mount = container.volumeMounts![0]!;
+    // The kubelet's part: the ConfigMap's keys as files under the mount path (a temporary directory here).
+    const dir = await mkdtemp(join(tmpdir(), 'stateward-helm-mount-'));
+    try {
+      for (const [key, value] of Object.entries(configMap.data)) await writeFile(join(dir, key), value);
+      const args = container.args.map((a) => a.replace(mount.mountPath, dir));
+      assert.equal(deployment.metadata?.namespace, 'helm-ns');
+      const env: Record<string, string> = {};
+      for (const e of container.env ?? []) {
+        const path = e.valueFrom?.fieldRef?.fieldPath;
+        if (e.value !== undefined) env[e.name] = e.value;
+        else if (path === 'metadata.namespace') env[e.name] = 'helm-ns';
+        else if (path === 'metadata.name') env[e.name] = 'stateward-7d9f-abcde';
+        else assert.fail(`unexpected env source for ${e.name}`);
+      }
+      const flags = operatorFlags();
+      const parsed = flags.fs.parse(args, env);
+      assert.equal(parsed.kind, 'ok', parsed.kind === 'error' ? parsed.message : '');
+      assert.deepEqual(parsed.kind === 'ok' && parsed.args, [], 'no argument is left over');
+      assert.equal(flags.runtime.validate(), undefined);
+      assert.equal(flags.reschedule.enabled(), true);
+      const read = flags.reschedule.read();
+      assert.ok(!('errors' in read), 'errors' in read ? read.errors.join('\n') : '');
+      assert.deepEqual(
+        read.profiles.map((p) => p.name),
+        [undefined, STRIMZI_PROFILE, 'kafka-connect', 'redis'],
+        "the flags' (Couchbase) profile, Strimzi's, then the file's",
+      );
+      const strimzi = read.strimzi!;
+      assert.equal(strimzi.answer, 'deny-500');
+      assert.deepEqual([...strimzi.namespaces!].sort(), ['kafka', 'kafka-2']);
+      assert.deepEqual(
+        strimzi.labelPatterns?.map((p) => [p.key, p.source]),
+        [['strimzi.io/name', '.+-kafka']],
+        'Kafka only: STRIMZI_DRAIN_ZOOKEEPER=false',
+      );
+      assert.equal(`${strimzi.annotation.key}=${strimzi.annotation.value}`, STRIMZI_ANNOTATION);
+      const [, , connect, redis] = read.profiles;
+      assert.deepEqual([...connect!.ownerKinds!], ['StrimziPodSet']);
+      assert.equal(connect!.recordTtlMs, 30 * 60_000);
+      assert.equal(redis!.answer, 'allow');
+      assert.equal(redis!.selectors.length, 2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses the Strimzi profile or profiles without webhooks, and a deny code other than 429 or 500, saying why', async () => {
+    const strimzi = await templateValues('helm-ns', { reschedule: { strimzi: { enabled: true } } });
+    assert.equal(strimzi.ok, false);
+    assert.match(strimzi.out, /reschedule\.strimzi\.enabled needs webhooks\.enabled=true/);
+    const profiles = await templateValues('helm-ns', { reschedule: { profiles: PROFILES } });
+    assert.equal(profiles.ok, false);
+    assert.match(profiles.out, /reschedule\.profiles needs webhooks\.enabled=true/);
+    const code = await templateValues('helm-ns', {
+      webhooks: { enabled: true },
+      reschedule: { strimzi: { enabled: true, denyCode: 503 } },
+    });
+    assert.equal(code.ok, false);
+    assert.match(code.out, /reschedule\.strimzi\.denyCode is 503: 429 .* or 500/);
   });
 });

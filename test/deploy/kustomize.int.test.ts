@@ -7,7 +7,7 @@ import { resources, type KubeObject } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { serviceAccountCondition, WRITE_POLICY, writePolicySpec } from '../../deploy/generate.ts';
-import { caBundleConfigurations, type KubeRule } from '../../src/rbac/permissions.ts';
+import { caBundleConfigurations, STRIMZI_WEBHOOK_CONFIGURATION, type KubeRule } from '../../src/rbac/permissions.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { testClient } from '../support/rollout-group.ts';
 import {
@@ -146,8 +146,14 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
         '-webhooks.ca-bundle-configurations names exactly the shipped configurations',
       );
       assert.deepEqual(caBundleConfigurations(['rollouts', ...webhookFeatures(container.args ?? [])]).sort(), names);
+      // The reschedule RBAC also names the configuration of the strimzi-drain-cleaner component (issue 38).
+      const patchableNames = [...names, STRIMZI_WEBHOOK_CONFIGURATION];
       for (const role of docs.filter((d): d is Rules => d.kind === 'Role' || d.kind === 'ClusterRole')) {
-        assert.deepEqual(narrowingViolations(role.rules, names), [], `${role.kind}/${role.metadata?.name} narrowed`);
+        assert.deepEqual(
+          narrowingViolations(role.rules, patchableNames),
+          [],
+          `${role.kind}/${role.metadata?.name} narrowed`,
+        );
       }
       for (const config of webhooks) {
         assert.equal(config.metadata?.labels?.['grafana.com/inject-rollout-operator-ca'], 'true');
@@ -275,8 +281,8 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
         target: { kind: 'ClusterRole', name: 'stateward-reschedule' },
         patch: names(
           '/rules/0/resourceNames',
-          ['stateward-reschedule-on-eviction'],
-          suffixed(['stateward-reschedule-on-eviction']),
+          ['stateward-reschedule-on-eviction', STRIMZI_WEBHOOK_CONFIGURATION],
+          suffixed(['stateward-reschedule-on-eviction', STRIMZI_WEBHOOK_CONFIGURATION]),
         ),
       },
       {
@@ -313,7 +319,7 @@ describe('kustomize overlays', { timeout: 300_000 }, () => {
       .filter((r) => r.apiGroups.includes('admissionregistration.k8s.io') && r.verbs.includes('patch'))
       .flatMap((r) => r.resourceNames ?? [])
       .sort();
-    assert.deepEqual(patchable, configurations);
+    assert.deepEqual(patchable, [...configurations, `${STRIMZI_WEBHOOK_CONFIGURATION}-team-b`].sort());
     const service = docs
       .filter((d): d is Service => d.kind === 'Service')
       .find((d) => d.spec.ports.some((p) => p.port === 443))!;
