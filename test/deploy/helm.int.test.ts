@@ -472,7 +472,7 @@ const PROFILES = [
     ownerKinds: ['StrimziPodSet'],
     annotation: 'strimzi.io/manual-rolling-update=true',
     namespaces: ['kafka'],
-    recordTtl: '30m',
+    recordTtl: '1h', // the flags' TTL: profiles sharing a tracking ConfigMap must agree
   },
   {
     name: 'redis',
@@ -655,7 +655,7 @@ describe('Helm chart: reschedule profiles and Strimzi Drain Cleaner', { timeout:
       assert.equal(`${strimzi.annotation.key}=${strimzi.annotation.value}`, STRIMZI_ANNOTATION);
       const [, , connect, redis] = read.profiles;
       assert.deepEqual([...connect!.ownerKinds!], ['StrimziPodSet']);
-      assert.equal(connect!.recordTtlMs, 30 * 60_000);
+      assert.equal(connect!.recordTtlMs, 60 * 60_000);
       assert.equal(redis!.answer, 'allow');
       assert.equal(redis!.selectors.length, 2);
     } finally {
