@@ -23,14 +23,19 @@
 //   health-check-invalid e, health-check-selects-nothing w, health-check-unbound w,
 //   health-check-unknown w, health-check-not-selecting w, health-check-unreachable w,
 //   health-check-endpoint-error w
-//   operator-unavailable e, webhook-service-missing e
+//   operator-unavailable e, operator-not-leading e/w, webhook-service-missing e, webhook-service-no-endpoints e
 //   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
 //   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkHealthChecks } from './checks/healthchecks.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operatorflags.ts';
 import { checkOperatorPermissions } from './checks/operatorpermissions.ts';
-import { checkOperatorAvailable, checkWebhookServices } from './checks/operatorrunning.ts';
+import {
+  checkOperatorAvailable,
+  checkOperatorLeading,
+  checkWebhookEndpoints,
+  checkWebhookServices,
+} from './checks/operatorrunning.ts';
 import { checkKeyPlacement, checkMinTimeLabel } from './checks/placement.ts';
 import { checkConfigRestarts } from './checks/restarts.ts';
 import { type DoctorInput, type Finding, Scope, type Severity, compare } from './checks/scope.ts';
@@ -56,7 +61,9 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkOperatorFlags,
   checkOperatorPermissions,
   checkOperatorAvailable,
+  checkOperatorLeading,
   checkWebhookServices,
+  checkWebhookEndpoints,
   checkUnreadable,
 ];
 

@@ -10,6 +10,7 @@ import { isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import {
   resources,
   type KubeObject,
+  type Lease,
   type Namespace,
   type Pod,
   type ResourceType,
@@ -18,12 +19,19 @@ import {
 import { zpdbResource } from '../drain/zpdb/zpdbresource.ts';
 import { healthCheckResource, type RolloutHealthCheck } from '../rollout/healthcheck/resource.ts';
 import { operatorPermissions } from './access.ts';
-import { webhookServices } from './checks/operatorrunning.ts';
+import { leaderLeaseOf, serviceKey, webhookServices } from './checks/operatorrunning.ts';
 import { probeQueryEndpoint, type EndpointProber } from './endpoints.ts';
 import { endpointsToProbe } from './checks/healthchecks.ts';
 import { diagnose } from './checks.ts';
 import { Scope } from './checks/scope.ts';
-import type { DaemonSet, Deployment, DoctorInput, Finding, WebhookConfigurationObject } from './checks/scope.ts';
+import type {
+  DaemonSet,
+  Deployment,
+  DoctorInput,
+  Finding,
+  OperatorLease,
+  WebhookConfigurationObject,
+} from './checks/scope.ts';
 
 export interface DoctorIo {
   out(s: string): void;
@@ -246,6 +254,13 @@ export async function gather(
   if (probe)
     input.healthCheckEndpoints = await Promise.all(endpointsToProbe(rolloutHealthChecks).map((url) => probe(url)));
   input.webhookServices = await lookUpServices(client, webhookServices(new Scope(input)));
+  input.webhookEndpoints = await readyEndpoints(
+    client,
+    Object.entries(input.webhookServices)
+      .filter(([, exists]) => exists === true)
+      .map(([key]) => key),
+  );
+  input.operatorLeases = await leaderLeases(client, new Scope(input).operatorDeployments());
   const permissions = await operatorPermissions(client, new Scope(input).operatorDeployments());
   if (permissions) input.operatorPermissions = permissions;
   else unreadable.push('subjectaccessreviews');
@@ -271,4 +286,64 @@ async function lookUpServices(client: KubeClient, keys: string[]): Promise<Recor
     }),
   );
   return found;
+}
+
+const ENDPOINT_SLICES: ResourceType = {
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  resource: 'endpointslices',
+  kind: 'EndpointSlice',
+  namespaced: true,
+};
+
+type EndpointSlice = KubeObject & { endpoints?: { conditions?: { ready?: boolean | null } }[] | null };
+
+/** Ready endpoints behind each Service (its EndpointSlices); undefined where they may not be listed. */
+async function readyEndpoints(client: KubeClient, keys: string[]): Promise<Record<string, number | undefined>> {
+  const ready: Record<string, number | undefined> = {};
+  await Promise.all(
+    keys.map(async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      const listed = await listAll<EndpointSlice>(client, ENDPOINT_SLICES, {
+        namespace,
+        labelSelector: `kubernetes.io/service-name=${name}`,
+      });
+      // An endpoint whose ready condition is unknown counts as ready, as the API defines it.
+      ready[key] =
+        'items' in listed
+          ? listed.items.flatMap((slice) => slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length
+          : undefined;
+    }),
+  );
+  return ready;
+}
+
+/** The leader Lease of each operator Deployment with leader election: null when absent, undefined when unreadable. */
+async function leaderLeases(
+  client: KubeClient,
+  operators: Deployment[],
+): Promise<Record<string, OperatorLease | null | undefined>> {
+  const leases: Record<string, OperatorLease | null | undefined> = {};
+  await Promise.all(
+    operators.map(async (d) => {
+      const wanted = leaderLeaseOf(d);
+      if (!wanted) return;
+      const key = serviceKey(d.metadata?.namespace ?? '', d.metadata?.name ?? '');
+      try {
+        const lease = await client.get<Lease>(resources.leases, wanted);
+        const renewed = lease.spec?.renewTime ? Date.parse(String(lease.spec.renewTime)) : Number.NaN;
+        leases[key] = {
+          ...wanted,
+          holder: lease.spec?.holderIdentity ?? undefined,
+          renewedAt: Number.isFinite(renewed) ? renewed : undefined,
+          durationSeconds: lease.spec?.leaseDurationSeconds ?? undefined,
+        };
+      } catch (error) {
+        if (isNotFound(error)) leases[key] = null;
+        else if (isForbidden(error)) leases[key] = undefined;
+        else throw requestFailure(client, `get lease ${wanted.namespace}/${wanted.name}`, error);
+      }
+    }),
+  );
+  return leases;
 }

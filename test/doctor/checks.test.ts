@@ -870,4 +870,60 @@ describe('stateward doctor checks', () => {
     }
     assert.ok(missing.some((f) => /refuse every request they cover \(failurePolicy Fail\)/.test(f.problem)));
   });
+
+  it('a webhook Service with no ready endpoint is an error; endpoints unknown or ready are not judged', () => {
+    const key = `${NS}/rollout-operator`;
+    const input = (ready: number | undefined) => ({
+      ...clean(),
+      webhookServices: { [key]: true },
+      webhookEndpoints: { [key]: ready },
+    });
+    assert.deepEqual(codes(diagnose(input(1))), []);
+    assert.deepEqual(codes(diagnose(input(undefined))), [], 'EndpointSlices unreadable: not judged');
+    const empty = diagnose(input(0)).filter((f) => f.code === 'webhook-service-no-endpoints');
+    assert.ok(empty.length >= 2, JSON.stringify(empty, null, 2));
+    for (const f of empty) {
+      assert.equal(f.severity, 'error');
+      assert.match(f.problem, new RegExp(`calls Service ${key}, which has no ready endpoint`));
+      assert.match(f.fix, /kubectl -n mimir get endpointslices -l kubernetes\.io\/service-name=rollout-operator/);
+    }
+  });
+
+  it('with leader election, a leader Lease nobody renews is an error, a missing one a warning', () => {
+    const leading = operatorDeployment([
+      '-kubernetes.namespace=$(POD_NAMESPACE)',
+      '-server-tls.enabled=true',
+      '-config-restarts.enabled',
+      '-leader-election.enabled',
+    ]);
+    const key = `${NS}/rollout-operator`;
+    const withLease = (lease: unknown) => ({
+      ...clean(),
+      deployments: [leading, distributor()],
+      operatorLeases: { [key]: lease } as DoctorInput['operatorLeases'],
+    });
+    const lease = (renewedAgoMs: number | undefined) => ({
+      namespace: NS,
+      name: 'stateward-leader',
+      holder: 'rollout-operator-abc',
+      renewedAt: renewedAgoMs === undefined ? undefined : NOW - renewedAgoMs,
+      durationSeconds: 15,
+    });
+    assert.deepEqual(codes(diagnose(withLease(lease(5_000)))), [], 'renewed 5 s ago');
+    assert.deepEqual(codes(diagnose(withLease(lease(29_000)))), [], 'within two lease durations: a handover');
+    assert.deepEqual(codes(diagnose(withLease(undefined))), [], 'unreadable: not judged');
+    const stale = only(diagnose(withLease(lease(600_000))), 'operator-not-leading');
+    assert.equal(stale.severity, 'error');
+    assert.match(
+      stale.problem,
+      /leader Lease mimir\/stateward-leader was last renewed 600 s ago by rollout-operator-abc/,
+    );
+    const never = only(diagnose(withLease(lease(undefined))), 'operator-not-leading');
+    assert.match(never.problem, /was never renewed/);
+    const missing = only(diagnose(withLease(null)), 'operator-not-leading');
+    assert.equal(missing.severity, 'warning');
+    assert.match(missing.problem, /does not exist: no replica has led yet/);
+    // Without -leader-election.enabled there is no Lease to look at.
+    assert.deepEqual(codes(diagnose({ ...clean(), operatorLeases: { [key]: null } })), []);
+  });
 });

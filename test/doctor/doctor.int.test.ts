@@ -523,4 +523,105 @@ describe('stateward doctor on the local cluster', { timeout: 120000 }, () => {
     );
     assert.match(result.out, new RegExp(`0 errors, 3 warnings in namespace ${ns} \\(checked 2 StatefulSets`));
   });
+
+  it('sees whether anything answers: a webhook Service with no ready endpoint, a leader Lease nobody renews', async (t) => {
+    const ns = await cluster.namespace(t, 'doctor-answers');
+    const kube = testClient(cluster);
+    const services: ResourceType = {
+      group: '',
+      version: 'v1',
+      resource: 'services',
+      kind: 'Service',
+      namespaced: true,
+    };
+    // The operator's Service exists, but selects no pod: its EndpointSlice has no endpoint.
+    await kube.create(services, {
+      metadata: { name: 'stateward', namespace: ns },
+      spec: { selector: { app: 'no-such-pod' }, ports: [{ port: 443, targetPort: 8443 }] },
+    } as KubeObject);
+    await kube.create(resources.deployments, {
+      metadata: { name: 'stateward', namespace: ns, labels: { 'app.kubernetes.io/name': 'stateward' } },
+      // Scaled to 0: on kwok's nodes a replica would be faked Ready, which is not what this test is about.
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'stateward' } },
+        template: {
+          metadata: { labels: { app: 'stateward' } },
+          spec: {
+            containers: [
+              {
+                name: 'stateward',
+                image: 'ghcr.io/stateward/stateward:0.1.0',
+                args: ['-kubernetes.namespace=$(POD_NAMESPACE)', '-server-tls.enabled', '-leader-election.enabled'],
+              },
+            ],
+          },
+        },
+      },
+    } as KubeObject);
+    // Last renewed ten minutes ago by a replica that is gone.
+    await kube.create(resources.leases, {
+      metadata: { name: 'stateward-leader', namespace: ns },
+      spec: {
+        holderIdentity: 'stateward-old-replica',
+        leaseDurationSeconds: 15,
+        renewTime: new Date(Date.now() - 600_000).toISOString().replace('Z', '000Z'),
+      },
+    } as KubeObject);
+    await webhookConfiguration(t, kube, resources.validatingWebhookConfigurations, {
+      metadata: { name: `doctor-answers-${ns}`, labels: { 'grafana.com/namespace': ns } },
+      webhooks: [
+        {
+          name: `pod-eviction-${ns}.grafana.com`,
+          clientConfig: { service: { name: 'stateward', namespace: ns, port: 443, path: '/admission/pod-eviction' } },
+          failurePolicy: 'Fail',
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'] }],
+          ...{
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+            admissionReviewVersions: ['v1'],
+            sideEffects: 'None',
+            timeoutSeconds: 1,
+          },
+        },
+      ],
+    });
+    // The EndpointSlice controller writes the Service's (empty) slice shortly after it.
+    await waitFor(
+      "the Service's EndpointSlice",
+      async () =>
+        (
+          await kube.list<KubeObject>(
+            {
+              group: 'discovery.k8s.io',
+              version: 'v1',
+              resource: 'endpointslices',
+              kind: 'EndpointSlice',
+              namespaced: true,
+            },
+            { namespace: ns, labelSelector: 'kubernetes.io/service-name=stateward' },
+          )
+        ).items.length > 0,
+      { timeoutMs: 30_000 },
+    );
+    const { code, findings } = await doctorJson(ns);
+    assert.equal(code, 1);
+    const noEndpoints = findings.filter((f) => f.code === 'webhook-service-no-endpoints');
+    assert.equal(noEndpoints.length, 1, JSON.stringify(findings, null, 2));
+    assert.equal(noEndpoints[0]!.object, `ValidatingWebhookConfiguration doctor-answers-${ns}`);
+    assert.match(
+      noEndpoints[0]!.problem,
+      new RegExp(`calls Service ${ns}/stateward, which has no ready endpoint: its fail-closed webhooks refuse`),
+    );
+    const leading = findings.filter((f) => f.code === 'operator-not-leading');
+    assert.equal(leading.length, 1, JSON.stringify(findings, null, 2));
+    assert.equal(leading[0]!.severity, 'error');
+    assert.match(
+      leading[0]!.problem,
+      new RegExp(`leader Lease ${ns}/stateward-leader was last renewed \\d+ s ago by stateward-old-replica`),
+    );
+    assert.ok(
+      findings.some((f) => f.code === 'operator-unavailable' && f.object === `Deployment ${ns}/stateward`),
+      'scaled to 0: nothing answers',
+    );
+  });
 });

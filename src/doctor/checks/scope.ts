@@ -47,6 +47,16 @@ export interface WebhookConfigurationObject extends KubeObject {
   webhooks?: WebhookEntry[];
 }
 
+/** What the doctor reads of a leader Lease. */
+export interface OperatorLease {
+  namespace: string;
+  name: string;
+  holder: string | undefined;
+  /** Epoch ms of spec.renewTime, undefined when never renewed. */
+  renewedAt: number | undefined;
+  durationSeconds: number | undefined;
+}
+
 export interface DoctorInput {
   /** Milliseconds since the epoch. */
   now: number;
@@ -87,6 +97,14 @@ export interface DoctorInput {
   unreadable?: string[];
   /** Whether each Service the operator's webhook configurations call exists ("<namespace>/<name>"); absent when not looked up. */
   webhookServices?: Readonly<Record<string, boolean | undefined>>;
+  /** Ready endpoints of each of those Services that exists (its EndpointSlices); undefined when they may not be read. */
+  webhookEndpoints?: Readonly<Record<string, number | undefined>>;
+  /**
+   * The leader Lease of each operator Deployment that runs with
+   * -leader-election.enabled ("<namespace>/<deployment>"): null when it does
+   * not exist, undefined when it may not be read.
+   */
+  operatorLeases?: Readonly<Record<string, OperatorLease | null | undefined>>;
   /** What each operator's ServiceAccount may not do of what its features use (doctor/access.ts); absent when not asked. */
   operatorPermissions?: OperatorPermissions[];
 }
