@@ -150,6 +150,11 @@ describe('stateward command line', () => {
     );
     assert.doesNotMatch(typo.err, /namespace flag/, 'not taken for the operator');
     assert.match((await capture(['frobnicate'])).err, /unknown command "frobnicate"\.\nRun/, 'no far-fetched guess');
+    assert.match(
+      (await capture([''])).err,
+      /namespace flag is required/,
+      'an empty word is no command: Go flag runs on',
+    );
     const help = await capture(['help']);
     assert.equal(help.code, 0);
     for (const command of ['status', 'doctor', 'help']) assert.match(help.out, new RegExp(`^  ${command} `, 'm'));

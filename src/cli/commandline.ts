@@ -22,7 +22,8 @@ export type FirstWord =
 /** What the first word asks for; `commands` are the runnable ones besides `help`. */
 export function classifyFirstWord(argv: readonly string[], commands: readonly string[]): FirstWord {
   const word = argv[0];
-  if (word === undefined || word.startsWith('-')) return { kind: 'operator' };
+  // An empty word is no command a person typed: Go's flag package stops at it and runs on, and so does the operator.
+  if (word === undefined || word === '' || word.startsWith('-')) return { kind: 'operator' };
   if (word === 'help') return { kind: 'help' };
   if (commands.includes(word)) return { kind: 'command', name: word };
   const suggestion = nearest(word, [...commands, 'help']);

@@ -141,7 +141,9 @@ function checkUsageError(result: Run, flags: { name: string }[]): void {
     first.trim() !== '' && !first.startsWith('Usage'),
     `exit 2 without a message: ${JSON.stringify(result.err.slice(0, 300))}`,
   );
-  const names = flags.some((f) => first.includes(`-${f.name}`)) || /flag|-reschedule\.\*|argument/.test(first);
+  // A first word that names no command is answered as one (src/cli/commandline.ts).
+  const names =
+    flags.some((f) => first.includes(`-${f.name}`)) || /flag|-reschedule\.\*|argument|unknown command/.test(first);
   assert.ok(names, `exit 2 with a message naming no flag: ${JSON.stringify(first)}`);
 }
 

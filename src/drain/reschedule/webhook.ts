@@ -189,9 +189,13 @@ function registerProfileFlags(fs: FlagSet) {
       namespaces: strimziNamespaces.value,
       denyCode: code,
     });
-    if (!input.ok) return { errors: [`-reschedule.strimzi.*: ${input.error}`] };
+    if (!input.ok)
+      return { errors: [`-reschedule.strimzi.drain-kafka, -reschedule.strimzi.drain-zookeeper: ${input.error}`] };
     const parsed = parseRescheduleConfig(input.input);
-    return parsed.ok ? { profile: parsed.config } : { errors: parsed.errors.map((e) => `-reschedule.strimzi.*: ${e}`) };
+    // What the user gives the profile beyond booleans is its namespaces: errors name that flag (and its variable).
+    return parsed.ok
+      ? { profile: parsed.config }
+      : { errors: parsed.errors.map((e) => `-reschedule.strimzi.namespaces (STRIMZI_DRAIN_NAMESPACES): ${e}`) };
   };
   const fileProfiles = (): { profiles: RescheduleConfig[] } | { errors: string[] } => {
     if (file.value === '') return { profiles: [] };
