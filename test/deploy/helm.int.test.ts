@@ -399,13 +399,24 @@ describe('Helm chart', { timeout: 900_000 }, () => {
     assert.match(rescheduleAlone.out, /reschedule\.enabled needs webhooks\.enabled=true/);
   });
 
-  it('a rendered chart with every feature and the NetworkPolicy applies to the local control plane', async (t) => {
+  it('a rendered chart with every feature, Strimzi, a profiles ConfigMap and the NetworkPolicy applies to the local control plane', async (t) => {
     const namespace = await cluster.namespace(t);
     const docs = await template(namespace, [
       ...CASES.find((c) => c.name === 'every feature')!.values,
       'networkPolicy.enabled=true',
+      // Strimzi's /drainer narrowed to the release's namespace, which it also excludes: called for no eviction here.
+      'reschedule.strimzi.enabled=true',
+      `reschedule.strimzi.namespaces={${namespace}}`,
+      'reschedule.profiles[0].name=redis',
+      'reschedule.profiles[0].podSelector=app=redis',
+      'reschedule.profiles[0].annotation=example.com/move=true',
     ]);
     assert.ok(docs.some((d) => d.kind === 'NetworkPolicy'));
+    assert.ok(docs.some((d) => d.kind === 'ConfigMap' && d.metadata?.name === 'stateward-reschedule-profiles'));
+    // Named <name>-<namespace>, cut to 63 characters (the test's namespaces are long).
+    assert.ok(
+      docs.some((d) => isWebhookConfiguration(d) && d.metadata?.name?.startsWith(STRIMZI_WEBHOOK_CONFIGURATION)),
+    );
     t.after(() => deleteClusterScoped(cluster.kubeconfigPath, docs));
     await kubectlApply(cluster.kubeconfigPath, docs);
     const kube = testClient(cluster);
