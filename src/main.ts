@@ -37,6 +37,7 @@ import {
   reloaderEnvironment,
 } from './restarts/reloaderruntime.ts';
 import { registerCsiFlags } from './restarts/csiinformers.ts';
+import { installNotice, RELOADER_INSTALL_MODE, reloaderInstallCapabilities } from './restarts/reloaderinstall.ts';
 import { registerWebFlags, webCapability } from './web/capability.ts';
 import { classifyFirstWord, topLevelHelp, unknownCommandMessage } from './cli/commandline.ts';
 
@@ -107,10 +108,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 2;
   }
   const switched = restartOptions(fs, flags, reloader);
-  const capabilities = operatorCapabilities(flags, () => switched.options);
+  // Reloader's install (its chart, image swapped): only what its RBAC allows (reloaderinstall.ts).
+  const capabilities = reloader.install
+    ? reloaderInstallCapabilities(() => switched.options)
+    : operatorCapabilities(flags, () => switched.options);
   const warnings = [
     ...flags.compatFlags.warnings(),
     ...reloader.notices,
+    ...(reloader.install ? [installNotice(reloader.activatedBy)] : []),
     ...(switched.notice ? [switched.notice] : []),
   ];
   return runOperator(config, warnings, capabilities, io);
@@ -139,6 +144,7 @@ function restartOptions(
       eventReasons: reloader.eventReasons,
       countByNamespace: reloader.countByNamespace,
       alerts: flags.alertFlags.read(),
+      ...(reloader.install ? { reloaderInstall: RELOADER_INSTALL_MODE } : {}),
     },
     notice: switched.notice,
   };

@@ -53,6 +53,7 @@ import { ReloadAlertMetrics, ReloadAlerts, ReloadWebhook } from './reloadalerts.
 import type { EventReasons } from './reloaderflags.ts';
 import { restartEvents, type RestartOutcome } from './reloaderevents.ts';
 import type { RestartScope } from './reloaderscope.ts';
+import type { ReloaderInstallMode } from './reloaderinstall.ts';
 import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 
 /** The config restarts' own flags. */
@@ -73,6 +74,8 @@ export interface RestartOptions extends RestartFlagValues {
   countByNamespace: boolean;
   /** Alerts after each restart, and the -webhook-url mode. */
   alerts: AlertSettings;
+  /** Reloader's install (its chart's RBAC): workloads polled, not watched; pods not read (reloaderinstall.ts). */
+  reloaderInstall?: ReloaderInstallMode;
 }
 
 /** xing's settings (same names and env variables) plus Stateward's switch and debounce cap. */
@@ -181,7 +184,9 @@ export class RestartController implements Reconciler {
         this.metrics.leadershipEnded();
       },
     });
-    const shared = workloadCache(runtime);
+    // Reloader's install: its RBAC grants no pods and lists, not watches, workloads: each kind polled, nothing shared.
+    const install = options.reloaderInstall;
+    const shared = install ? { pods: [], statefulSets: [] } : workloadCache(runtime);
     this.pods = shared.pods;
     for (const spec of WORKLOAD_KINDS) {
       // StatefulSets: the cache the rollout capability shares (with its indexers). Kinds out of scope: no informer.
@@ -189,9 +194,14 @@ export class RestartController implements Reconciler {
         spec.kind,
         !options.scope.workloadKindIncluded(spec.kind)
           ? []
-          : spec.kind === 'StatefulSet'
-            ? (shared.statefulSets as Informer<Workload>[])
-            : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
+          : install
+            ? runtime.informers<Workload>(spec.type, {
+                poll: { intervalMs: install.pollIntervalMs },
+                ...(spec.optional ? { optional: true } : {}),
+              })
+            : spec.kind === 'StatefulSet'
+              ? (shared.statefulSets as Informer<Workload>[])
+              : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
       );
     }
     // Digests only: Secret values never enter a cache. Pages of 2,000: each
@@ -881,6 +891,8 @@ export class RestartController implements Reconciler {
 
   /** Opted in to having a standalone OnDelete StatefulSet's or DaemonSet's outdated pods evicted one at a time. */
   private evicts(entry: WorkloadKindSpec, w: KubeObject): boolean {
+    // Reloader's install reads no pods: nothing to evict one at a time.
+    if (this.o.reloaderInstall) return false;
     const kind = entry.kind;
     return (
       (kind === 'StatefulSet' || kind === 'DaemonSet') &&
