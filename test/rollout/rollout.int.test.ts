@@ -310,10 +310,14 @@ describe('rollouts', () => {
       timeoutMs: 15_000,
     });
     const gone = (tr: Transition) => tr.to.endsWith('/terminating');
+    // Seen once in CI (a-0 terminating twice within 5 s, not reproduced since): every transition goes into the
+    // message, so the next occurrence says which revision the second one left from.
     assert.deepEqual(
       monitor.transitions.filter(gone).map((tr) => tr.pod),
       ['ingester-zone-a-0'],
-      'the broken revision took one pod',
+      `the broken revision took one pod; transitions: ${monitor.transitions
+        .map((tr) => `${new Date(tr.at).toISOString()} ${tr.pod} ${tr.from} → ${tr.to}`)
+        .join('; ')}`,
     );
     const fixedAt = monitor.transitions.length;
     for (const zone of ZONES) await changeTemplate(kube, namespace, zone, 'fixed', { 'stateward.dev/simulate': null });
