@@ -71,7 +71,7 @@ async function progress(kube: KubeClient): Promise<{ text: string; done: boolean
  * a timeline, unlike the operator's DeletingPod Events, which gather a
  * StatefulSet's later deletes into one Event written when it completes.
  */
-function watchDeletions(kube: KubeClient, started: number): { table: () => Promise<string> } {
+async function watchDeletions(kube: KubeClient): Promise<{ table: (started: number) => Promise<string> }> {
   const seen = new Map<string, { pod: string; at: number }>();
   const pods = new Informer<Pod>({ client: kube, type: resources.pods, namespace });
   const note = (pod: Pod) => {
@@ -84,8 +84,9 @@ function watchDeletions(kube: KubeClient, started: number): { table: () => Promi
   };
   pods.addHandlers({ onAdd: note, onUpdate: (_old, pod) => note(pod) });
   pods.start();
+  await pods.waitForSync(AbortSignal.timeout(30_000));
   return {
-    table: async () => {
+    table: async (started) => {
       await pods.stop();
       const rows = [...seen.values()].sort((a, b) => a.at - b.at || (a.pod < b.pod ? -1 : 1));
       const width = Math.max(3, ...rows.map((r) => r.pod.length));
@@ -220,6 +221,10 @@ async function main(): Promise<number> {
     console.log(
       `==> web view (served by the operator, live while the demo runs): http://127.0.0.1:${port}/status/${namespace}`,
     );
+    // When each pod was really deleted, as the API server stamped it: the timeline the closing table shows.
+    // Watching before the change, so the first delete is seen too.
+    const deletions = await watchDeletions(kube);
+    const started = Date.now();
     const version = `demo-${Date.now().toString(36)}`;
     console.log(
       `==> changing the pod template of all three zones (version=${version}); stateward rolls them one zone at a time`,
@@ -237,9 +242,6 @@ async function main(): Promise<number> {
         JSON.stringify({ spec: { template: { metadata: { annotations: { version } } } } }),
       );
     }
-    const started = Date.now();
-    // When each pod was really deleted, as the API server stamped it: the timeline the closing table shows.
-    const deletions = watchDeletions(kube, started);
     let last = '';
     await waitFor(
       'the rollout to complete',
@@ -255,7 +257,7 @@ async function main(): Promise<number> {
       `==> rollout complete in ${((Date.now() - started) / 1000).toFixed(1)} s: every zone runs the new revision, never two zones disrupted at once`,
     );
     console.log('==> when each pod was deleted (seconds after the template change, as the API server stamped it)');
-    console.log(await deletions.table());
+    console.log(await deletions.table(started));
   } finally {
     await operator.stop();
     await kube.close();
