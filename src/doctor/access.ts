@@ -19,6 +19,7 @@ import {
   type Feature,
   type Rule,
 } from '../rbac/permissions.ts';
+import { reschedulePaths } from './checks/drainprofiles.ts';
 import { argsOf, boolFlag, flagValue } from './checks/operatorflags.ts';
 import type { MissingPermission, OperatorPermissions } from './checks/operatorpermissions.ts';
 import type { Deployment } from './checks/scope.ts';
@@ -36,12 +37,14 @@ interface Review extends KubeObject {
 }
 
 /** The features the operator's flags turn on, and the names its flags give the objects it writes. */
-function installOf(args: readonly string[]) {
+function installOf(d: Deployment) {
+  const args = argsOf(d);
   const on = (name: string) => boolFlag(args, name) === true;
   const features: Feature[] = ['rollouts'];
   if (on('leader-election.enabled')) features.push('leader-election');
   if (on('server-tls.enabled')) features.push('webhooks');
-  if (on('server-tls.enabled') && on('reschedule.enabled')) features.push('reschedule');
+  // Any profile: the flags', the Strimzi one (flags or STRIMZI_* variables), a profiles file (drainprofiles.ts).
+  if (reschedulePaths(d).length > 0) features.push('reschedule');
   if (on('config-restarts.enabled')) features.push('config-restarts');
   const renamed = new Map<string, string | undefined>([
     [CERTIFICATE_SECRET, flagValue(args, 'server-tls.self-signed-cert.secret-name')],
@@ -70,7 +73,7 @@ function installOf(args: readonly string[]) {
 /** One SubjectAccessReview per verb, resource and name of every rule the install uses. */
 async function missingOf(client: KubeClient, d: Deployment, user: string, groups: string[]) {
   const namespace = namespaceOf(d);
-  const { features, namesOf, used } = installOf(argsOf(d));
+  const { features, namesOf, used } = installOf(d);
   const watched = flagValue(argsOf(d), 'kubernetes.watch-namespaces');
   const managed = watched === '*' ? undefined : namespace;
   const missing: MissingPermission[] = [];

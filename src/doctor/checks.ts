@@ -24,10 +24,12 @@
 //   health-check-unknown w, health-check-not-selecting w, health-check-unreachable w,
 //   health-check-endpoint-error w
 //   operator-unavailable e, operator-not-leading e/w, webhook-service-missing e, webhook-service-no-endpoints e
+//   reschedule-webhook-not-served e/w
 //   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
 //   check-failed w
 import { checkGroupUpdateStrategy, checkLeaders, checkOnDeleteUnmanaged } from './checks/groups.ts';
 import { checkHealthChecks } from './checks/healthchecks.ts';
+import { checkRescheduleServed } from './checks/drainprofiles.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operatorflags.ts';
 import { checkOperatorPermissions } from './checks/operatorpermissions.ts';
 import {
@@ -59,6 +61,7 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkHealthChecks,
   checkOnDeleteUnmanaged,
   checkOperatorFlags,
+  checkRescheduleServed,
   checkOperatorPermissions,
   checkOperatorAvailable,
   checkOperatorLeading,

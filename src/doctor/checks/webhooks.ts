@@ -34,7 +34,7 @@ const WEBHOOK_KINDS: readonly WebhookKind[] = [
   'reschedule-on-eviction',
 ];
 
-function webhookPath(w: WebhookEntry): string | undefined {
+export function webhookPath(w: WebhookEntry): string | undefined {
   if (w.clientConfig?.service) return w.clientConfig.service.path;
   const url = w.clientConfig?.url;
   if (!url) return undefined;
@@ -48,6 +48,8 @@ function webhookPath(w: WebhookEntry): string | undefined {
 /** Which of the operator's webhooks an entry is, by its path (or, failing that, its name). */
 function webhookKind(w: WebhookEntry): WebhookKind | undefined {
   const path = webhookPath(w);
+  // Strimzi Drain Cleaner's path and webhook name: the operator serves its Strimzi profile there (drainprofiles.ts).
+  if (path === '/drainer' || (w.name ?? '').startsWith('strimzi-drain-cleaner.')) return 'reschedule-on-eviction';
   const byPath = WEBHOOK_KINDS.find((k) => path === `/admission/${k}`);
   if (byPath) return byPath;
   return WEBHOOK_KINDS.find((k) => (w.name ?? '').startsWith(`${k}.`) || (w.name ?? '').startsWith(`${k}-`));
