@@ -8,8 +8,6 @@
 // loopback).
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -21,6 +19,7 @@ import type { User } from '../../../src/runtime/kube/kubeconfigfile.ts';
 import { resources, type ConfigMap } from '../../../src/runtime/kube/types.ts';
 import { testCluster } from '../../cluster/testing.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
+import { connectProxy } from '../../support/connect-proxy.ts';
 
 const cluster = testCluster();
 
@@ -34,47 +33,6 @@ async function tempDir(t: { after(fn: () => Promise<void>): void }): Promise<str
   const dir = await mkdtemp(join(tmpdir(), 'stateward-connection-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   return dir;
-}
-
-/**
- * A CONNECT proxy: every tunnel it opens is recorded, its host reached at
- * 127.0.0.1 (a proxy resolving names the workstation cannot, as a bastion
- * in front of a private EKS endpoint does).
- */
-async function connectProxy(t: { after(fn: () => Promise<void>): void }): Promise<{ url: string; tunnels: string[] }> {
-  const tunnels: string[] = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((_request, response) => response.writeHead(405).end());
-  server.on('connect', (request, client: Socket) => {
-    if (request.url?.startsWith('refused.')) {
-      client.end('HTTP/1.1 403 Forbidden\r\n\r\n');
-      return;
-    }
-    tunnels.push(
-      `${request.url}${request.headers['proxy-authorization'] ? ` ${request.headers['proxy-authorization']}` : ''}`,
-    );
-    const port = Number(new URL(`http://${request.url}`).port);
-    const upstream = connect(port, '127.0.0.1', () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tunnels };
 }
 
 /** The admin's kubeconfig with the cluster's server and proxy-url replaced. */
