@@ -15,6 +15,7 @@ import {
   type Attributes as OtelAttributes,
   type Span as OtelSpan,
   type TextMapPropagator,
+  type Tracer as OtelTracer,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -60,21 +61,7 @@ export async function startSdk(
   options: SdkOptions,
 ): Promise<{ tracer: Tracer; flush(): Promise<void>; shutdown(): Promise<void> }> {
   const log = options.logger;
-  // Export failures (an unreachable collector) are logged and never thrown:
-  // tracing must not stop the operator.
-  setGlobalErrorHandler((error) =>
-    log.warn('OpenTelemetry tracing error', { err: typeof error === 'string' ? error : error.message }),
-  );
-  diag.setLogger(
-    {
-      error: (message) => log.warn('OpenTelemetry tracing error', { err: message }),
-      warn: (message) => log.warn('OpenTelemetry tracing warning', { err: message }),
-      info: () => undefined,
-      debug: () => undefined,
-      verbose: () => undefined,
-    },
-    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
-  );
+  routeOtelErrorsToLog(log);
 
   const exporter = options.exporter ?? (await createExporter(config));
   const provider = new TracerProvider({
@@ -94,9 +81,54 @@ export async function startSdk(
       name === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator(),
     ),
   });
-  const otelTracer = provider.getTracer('stateward', options.version);
+  const tracer = sdkTracer(provider.getTracer('stateward', options.version), contextManager, propagator);
 
-  const tracer: Tracer = {
+  const endpoint = config.exporter.kind === 'otlp' ? config.exporter.endpoint : 'stdout';
+  log.info('OpenTelemetry tracing on', {
+    detected_env_var: config.detectedBy,
+    service: config.serviceName,
+    exporter: config.exporter.kind === 'otlp' ? `otlp ${config.exporter.protocol}` : 'console',
+    endpoint,
+  });
+
+  return {
+    tracer,
+    flush: () => provider.forceFlush(),
+    shutdown: () => shutdownWithin(provider, contextManager, log),
+  };
+}
+
+/**
+ * Export failures (an unreachable collector) are logged and never thrown:
+ * tracing must not stop the operator.
+ */
+function routeOtelErrorsToLog(log: Logger): void {
+  setGlobalErrorHandler((error) =>
+    log.warn('OpenTelemetry tracing error', { err: typeof error === 'string' ? error : error.message }),
+  );
+  diag.setLogger(
+    {
+      error: (message) => log.warn('OpenTelemetry tracing error', { err: message }),
+      warn: (message) => log.warn('OpenTelemetry tracing warning', { err: message }),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
+}
+
+/**
+ * Stateward's Tracer over the SDK's: a span's parent is the incoming request's
+ * trace context when there is one, else the span active in this async context;
+ * a thrown error marks the span failed and is rethrown unchanged.
+ */
+function sdkTracer(
+  otelTracer: OtelTracer,
+  contextManager: AsyncLocalStorageContextManager,
+  propagator: TextMapPropagator,
+): Tracer {
+  return {
     span<T>(name: string, spanOptions: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
       const parent = spanOptions.incoming
         ? propagator.extract(ROOT_CONTEXT, spanOptions.incoming, defaultTextMapGetter)
@@ -127,39 +159,32 @@ export async function startSdk(
       });
     },
   };
+}
 
-  const endpoint = config.exporter.kind === 'otlp' ? config.exporter.endpoint : 'stdout';
-  log.info('OpenTelemetry tracing on', {
-    detected_env_var: config.detectedBy,
-    service: config.serviceName,
-    exporter: config.exporter.kind === 'otlp' ? `otlp ${config.exporter.protocol}` : 'console',
-    endpoint,
+/** Buffered spans get SHUTDOWN_TIMEOUT_MS to leave, then are dropped with a warning: shutdown never hangs on a collector. */
+async function shutdownWithin(
+  provider: TracerProvider,
+  contextManager: AsyncLocalStorageContextManager,
+  log: Logger,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), SHUTDOWN_TIMEOUT_MS);
   });
-
-  return {
-    tracer,
-    flush: () => provider.forceFlush(),
-    shutdown: async () => {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), SHUTDOWN_TIMEOUT_MS);
+  try {
+    const outcome = await Promise.race([provider.shutdown().then(() => 'done' as const), timeout]);
+    if (outcome === 'timeout')
+      log.warn('OpenTelemetry tracing: spans still buffered at shutdown were dropped', {
+        after_ms: SHUTDOWN_TIMEOUT_MS,
       });
-      try {
-        const outcome = await Promise.race([provider.shutdown().then(() => 'done' as const), timeout]);
-        if (outcome === 'timeout')
-          log.warn('OpenTelemetry tracing: spans still buffered at shutdown were dropped', {
-            after_ms: SHUTDOWN_TIMEOUT_MS,
-          });
-      } catch (error) {
-        log.warn('OpenTelemetry tracing: shutdown failed', {
-          err: error instanceof Error ? error.message : String(error),
-        });
-      } finally {
-        clearTimeout(timer);
-        contextManager.disable();
-      }
-    },
-  };
+  } catch (error) {
+    log.warn('OpenTelemetry tracing: shutdown failed', {
+      err: error instanceof Error ? error.message : String(error),
+    });
+  } finally {
+    clearTimeout(timer);
+    contextManager.disable();
+  }
 }
 
 class SpanHandle implements Span {
