@@ -21,8 +21,8 @@ import { observeLastDownscales } from '../clocksteps.ts';
 import { lastDownscalesFromAnnotations } from '../mintime.ts';
 import { type PodCallConfig, podClient } from '../../workloads/podclient.ts';
 import { planGroupReplicas } from './replicaplan.ts';
-import { mirrorReference, mirrorTarget, writeBack } from './mirror.ts';
-import { delayedDownscaleConfig, delayedDownscaleDecision } from './delay.ts';
+import { type MirrorTarget, mirrorReference, mirrorTarget, writeBack } from './mirror.ts';
+import { type DelayedDownscaleConfig, delayedDownscaleConfig, delayedDownscaleDecision } from './delay.ts';
 import { annotationsOf, labelsOf, nameOf } from '../../vocabulary/metadata.ts';
 import { validateScalingMetadata } from './validate.ts';
 import { ScaleClient, type Scale, type ScaleRef } from './scaleclient.ts';
@@ -308,31 +308,10 @@ export class ReplicaCoordinator {
       namespace: set.metadata?.namespace ?? '',
       name: reference.name,
     };
-    let scale;
-    try {
-      scale = await this.readScale(ref);
-    } catch (error) {
-      this.warn(
-        set,
-        'ScalingError',
-        `cannot read the scale of ${reference.kind} ${reference.name}: ${error instanceof Error ? error.message : String(error)}`,
-      );
-      return false;
-    }
+    const scale = await this.readReferenceScale(set, ref);
+    if (!scale) return false;
     const current = set.spec?.replicas ?? 1;
-    const backTo = async (replicas: number) => {
-      if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY]))
-        return;
-      try {
-        await this.scales.writeBackStatusReplicas(ref, replicas);
-        this.scaleReads.delete(scaleKey(ref));
-      } catch (error) {
-        this.log.warn('could not write status.replicas back to the reference resource', {
-          statefulSet: nameOf(set),
-          err: error instanceof Error ? error.message : String(error),
-        });
-      }
-    };
+    const backTo = (replicas: number) => this.reportReplicasToReference(set, ref, scale, replicas);
     // A follower's replicas come from its leader; its reference resource only
     // hears about them (status.replicas), so an HPA on it sees the truth
     // (rollout-operator #255: never written back there).
@@ -349,55 +328,123 @@ export class ReplicaCoordinator {
     }
     const target = mirrorTarget({ sts: set, referenceReplicas: scale.spec?.replicas ?? 0 });
     if (target.warning) this.warn(set, 'InvalidScalingMetadata', target.warning);
+    const mirrored = this.mirroredReplicas(set, current, target, delay);
+    let replicas = mirrored.replicas;
+    if (replicas !== current) {
+      if (!(await this.setReplicas(set, replicas, mirrored.why))) replicas = current;
+    }
+    await backTo(replicas);
+    return replicas !== current;
+  }
+
+  /** The reference resource's scale, or undefined (warned) when it cannot be read: this StatefulSet is left alone. */
+  private async readReferenceScale(set: StatefulSet, ref: ScaleRef): Promise<Scale | undefined> {
+    try {
+      return await this.readScale(ref);
+    } catch (error) {
+      this.warn(
+        set,
+        'ScalingError',
+        `cannot read the scale of ${ref.kind} ${ref.name}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      return undefined;
+    }
+  }
+
+  /**
+   * Write `replicas` to the reference's status.replicas when the StatefulSet
+   * asks for write-back and the reference does not say so already. A failure
+   * is logged only: the next reconcile tries again.
+   */
+  private async reportReplicasToReference(
+    set: StatefulSet,
+    ref: ScaleRef,
+    scale: Scale,
+    replicas: number,
+  ): Promise<void> {
+    if (scale.status?.replicas === replicas || !writeBack(annotationsOf(set)[MIRROR_WRITE_BACK_ANNOTATION_KEY])) return;
+    try {
+      await this.scales.writeBackStatusReplicas(ref, replicas);
+      this.scaleReads.delete(scaleKey(ref));
+    } catch (error) {
+      this.log.warn('could not write status.replicas back to the reference resource', {
+        statefulSet: nameOf(set),
+        err: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  /**
+   * The replicas to set now, and why: the mirror target, except that a
+   * downscale under delayed downscale goes only as far as the leaving pods
+   * have been prepared for long enough.
+   */
+  private mirroredReplicas(
+    set: StatefulSet,
+    current: number,
+    target: MirrorTarget,
+    delay: DelayedDownscaleConfig | undefined,
+  ): { replicas: number; why: string } {
     const pods: DelayTarget | undefined = delay && {
       namespace: set.metadata?.namespace ?? '',
       statefulSet: nameOf(set),
       serviceName: set.spec?.serviceName ?? '',
       urlTemplate: delay.url,
     };
-    let replicas = current;
-    let why = target.reason;
     if (target.action === 'in-sync' || target.action === 'scale-up') {
       // Pods [0, current) stay: withdraw any downscale they were prepared for.
       if (pods) this.delays.cancel(pods, current);
-      replicas = target.target;
-    } else if (!pods || !delay) {
-      replicas = target.target;
-    } else {
-      const answer = this.delays.prepare(pods, current, target.target);
-      if (answer === 'pending') {
-        this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', {
-          statefulSet: nameOf(set),
-          from: current,
-          to: target.target,
-        });
-      } else {
-        // Wall clock: compared with the timestamps the pods answered.
-        const decision = delayedDownscaleDecision({
-          current,
-          desired: target.target,
-          timestamps: answer.results,
-          delayMs: delay.delayMs,
-          now: this.runtime.clock.now(),
-        });
-        if ('error' in decision) {
-          const waiting = decision.error.startsWith('configured downscale delay');
-          this.report(
-            set,
-            waiting ? 'Normal' : 'Warning',
-            waiting ? 'DelayedDownscaleWaiting' : 'DelayedDownscaleFailed',
-            `not scaling ${nameOf(set)} from ${current} to ${target.target} yet: ${decision.error}`,
-          );
-        } else {
-          replicas = decision.allowed;
-          why = `${target.reason}; ${current - replicas} pod(s) at the end prepared for at least ${formatGoDuration(delay.delayMs)}`;
-        }
-      }
+      return { replicas: target.target, why: target.reason };
     }
-    if (replicas !== current) {
-      if (!(await this.setReplicas(set, replicas, why))) replicas = current;
+    if (!pods || !delay) return { replicas: target.target, why: target.reason };
+    return this.delayedDownscale(set, pods, delay, current, target);
+  }
+
+  /**
+   * A downscale under delayed downscale: ask the leaving pods to prepare
+   * (the answers come later and requeue the group), then go down to the
+   * first pod prepared for less than the delay. Waiting is reported as a
+   * Normal event, a failed call as a Warning.
+   */
+  private delayedDownscale(
+    set: StatefulSet,
+    pods: DelayTarget,
+    delay: DelayedDownscaleConfig,
+    current: number,
+    target: MirrorTarget,
+  ): { replicas: number; why: string } {
+    const unchanged = { replicas: current, why: target.reason };
+    const answer = this.delays.prepare(pods, current, target.target);
+    if (answer === 'pending') {
+      this.log.debug('asked the leaving pods when they were prepared for a delayed downscale', {
+        statefulSet: nameOf(set),
+        from: current,
+        to: target.target,
+      });
+      return unchanged;
     }
-    await backTo(replicas);
-    return replicas !== current;
+    // Wall clock: compared with the timestamps the pods answered.
+    const decision = delayedDownscaleDecision({
+      current,
+      desired: target.target,
+      timestamps: answer.results,
+      delayMs: delay.delayMs,
+      now: this.runtime.clock.now(),
+    });
+    if ('error' in decision) {
+      const waiting = decision.error.startsWith('configured downscale delay');
+      this.report(
+        set,
+        waiting ? 'Normal' : 'Warning',
+        waiting ? 'DelayedDownscaleWaiting' : 'DelayedDownscaleFailed',
+        `not scaling ${nameOf(set)} from ${current} to ${target.target} yet: ${decision.error}`,
+      );
+      return unchanged;
+    }
+    const replicas = decision.allowed;
+    return {
+      replicas,
+      why: `${target.reason}; ${current - replicas} pod(s) at the end prepared for at least ${formatGoDuration(delay.delayMs)}`,
+    };
   }
 }
