@@ -346,6 +346,15 @@ export const PERMISSIONS: Record<Feature, Rule[]> = {
       why: 'cache opted-in Argo Rollouts when the CRD is installed (optional: without it or this rule, none are cached); one patch records checksums and restarts (template or spec.restartAt)',
     },
     {
+      // Managed, not cluster: it is read cluster-wide only, where managed rules are a ClusterRole; a
+      // listed-namespaces install stays on Roles (no ClusterRole) and reads no Namespace (docs/restarts.md).
+      scope: 'managed',
+      apiGroups: [''],
+      resources: ['namespaces'],
+      verbs: ['list', 'watch'],
+      why: 'cluster-wide: cache Namespaces (metadata only) for stateward.dev/config-restart-paused; optional, without it no namespace is paused',
+    },
+    {
       scope: 'own',
       apiGroups: [''],
       resources: ['secrets'],

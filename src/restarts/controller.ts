@@ -11,6 +11,7 @@
 // and record an Event. The decisions live on the workload (the annotation),
 // so a restart of the operator or a new leader picks up exactly what was not
 // applied yet. Every completed restart goes through `restarted`.
+import { Gauge } from 'prom-client';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import { isAlreadyExists, isConflict, isNotFound, isRetryable, KubeApiError } from '../runtime/kube/errors.ts';
@@ -32,7 +33,6 @@ import {
   restartMode,
   skipNotices,
   updateTarget,
-  type SkipNotice,
   type OnDeleteWorkload,
 } from './ondelete.ts';
 import { decideRestart, type RestartDecision } from './restartplan.ts';
@@ -54,7 +54,9 @@ import type { EventReasons } from './reloaderflags.ts';
 import { restartEvents, type RestartOutcome } from './reloaderevents.ts';
 import type { RestartScope } from './reloaderscope.ts';
 import type { ReloaderInstallMode } from './reloaderinstall.ts';
-import { EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
+import { CONFIG_RESTART_PAUSED_ANNOTATION, EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
+import { pauseNotices, restartPause, type RestartPause } from './restartpause.ts';
+import { restartCauses } from './selectedconfigs.ts';
 
 /** The config restarts' own flags. */
 export interface RestartFlagValues {
@@ -128,6 +130,8 @@ const RECREATE_RETRY_MS = 120_000;
 
 type Workload = KubeObject & { spec?: { updateStrategy?: { type?: string } } };
 type Restart = Extract<RestartDecision, { action: 'restart' }>;
+/** An Event and log line for the workload, given once while it lasts (notify). */
+type Notice = { type: 'Normal' | 'Warning'; reason: string; message: string };
 
 export class RestartController implements Reconciler {
   private readonly runtime: Runtime;
@@ -161,6 +165,11 @@ export class RestartController implements Reconciler {
   private readonly metrics: RestartMetrics;
   /** With --enable-csi-integration: the SecretProviderClass caches and checksums (csiinformers.ts). */
   private readonly csi: CsiClassView | undefined;
+  /** Namespaces (metadata), for their pause annotation; none where they cannot be read (namespacePauseReadable). */
+  private readonly namespaces: Informer<KubeObject>[];
+  /** Opted-in workloads whose restarts are paused, and those of them with a change held (while leading). */
+  private readonly paused = new Set<string>();
+  private readonly holding = new Set<string>();
 
   /** `key`: the HMAC key of config checksums (ensureChecksumKey), needed before the config caches start. */
   constructor(runtime: Runtime, options: RestartOptions, key: Buffer, csi: CsiOptions = { enabled: false }) {
@@ -181,6 +190,8 @@ export class RestartController implements Reconciler {
       },
       afterTerm: () => {
         this.pending.clear();
+        this.paused.clear();
+        this.holding.clear();
         this.metrics.leadershipEnded();
       },
     });
@@ -229,20 +240,14 @@ export class RestartController implements Reconciler {
     if (alerts) this.alerts = new ReloadAlerts(alerts, { log: this.log, metrics: alertMetrics });
     if (webhookUrl) this.webhook = new ReloadWebhook(webhookUrl);
     this.csi = csi.enabled ? this.watchClasses(runtime, key) : undefined;
+    this.namespaces = namespacePauseReadable(runtime, options) ? this.watchNamespaces(runtime) : [];
+    pauseGauges(runtime, this.paused, this.holding);
     for (const spec of WORKLOAD_KINDS) {
       for (const informer of this.workloads.get(spec.kind)!) {
         informer.addHandlers({
           onAdd: (w) => this.workloadChanged(spec, w),
           onUpdate: (_o, w) => this.workloadChanged(spec, w),
-          onDelete: (w) => {
-            const key = this.keyOf(spec, w);
-            this.pending.delete(key);
-            this.noticed.delete(key);
-            this.evicted.delete(key);
-            this.evicting.delete(key);
-            this.failing.delete(key);
-            this.index(key, [], false);
-          },
+          onDelete: (w) => this.forget(this.keyOf(spec, w)),
         });
       }
     }
@@ -276,6 +281,18 @@ export class RestartController implements Reconciler {
     }
   }
 
+  /** A workload deleted: nothing of it is kept. */
+  private forget(key: string): void {
+    this.pending.delete(key);
+    this.noticed.delete(key);
+    this.evicted.delete(key);
+    this.evicting.delete(key);
+    this.failing.delete(key);
+    this.paused.delete(key);
+    this.holding.delete(key);
+    this.index(key, [], false);
+  }
+
   private keyOf(spec: WorkloadKindSpec, w: KubeObject): string {
     return `${spec.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
   }
@@ -293,7 +310,13 @@ export class RestartController implements Reconciler {
     if (scope.ignoredConfigKind === undefined) return all;
     const kept = (c: { kind: ConfigKind }) => scope.configKindWatched(c.kind);
     const configs = all.configs.filter(kept);
-    return { ...all, configs, keys: configs.map((c) => c.key), patterns: all.patterns.filter(kept) };
+    return {
+      ...all,
+      configs,
+      keys: configs.map((c) => c.key),
+      patterns: all.patterns.filter(kept),
+      selected: all.selected.filter(kept),
+    };
   }
 
   private watchedAnyKind(view: WorkloadLike): WatchedConfigs {
@@ -305,6 +328,52 @@ export class RestartController implements Reconciler {
         (this.configInformer(kind, namespace)?.list() ?? [])
           .filter((c) => c.metadata?.namespace === namespace)
           .map((c) => c.metadata?.name ?? ''),
+      configsOf: (kind, namespace) =>
+        (this.configInformer(kind, namespace)?.list() ?? [])
+          .filter((c) => c.metadata?.namespace === namespace)
+          .map((c) => ({ name: c.metadata?.name ?? '', labels: c.metadata?.labels })),
+    });
+  }
+
+  /**
+   * Namespaces, metadata only, for stateward.dev/config-restart-paused: a
+   * change of it looks at every workload of the namespace again (lifting it
+   * restarts those with a held change). Optional: RBAC written before it
+   * leaves the cache empty (no namespace pauses) instead of keeping the
+   * operator unready.
+   */
+  private watchNamespaces(runtime: Runtime): Informer<KubeObject>[] {
+    const informers = runtime.informers<KubeObject>(resources.namespaces, { metadataOnly: true, optional: true });
+    for (const informer of informers)
+      informer.addHandlers({
+        onUpdate: (old, ns) => {
+          const before = old.metadata?.annotations?.[CONFIG_RESTART_PAUSED_ANNOTATION];
+          if (before !== ns.metadata?.annotations?.[CONFIG_RESTART_PAUSED_ANNOTATION])
+            this.namespaceChanged(ns.metadata?.name ?? '');
+        },
+      });
+    return informers;
+  }
+
+  /** Every workload of the namespace, looked at again. */
+  private namespaceChanged(namespace: string): void {
+    if (!this.controller.running || namespace === '') return;
+    for (const spec of WORKLOAD_KINDS)
+      for (const w of informerFor(this.workloads.get(spec.kind)!, namespace)?.list() ?? [])
+        if (w.metadata?.namespace === namespace) this.workloadChanged(spec, w);
+  }
+
+  /** What pauses this workload's restarts: itself, its Namespace, or a config it watches (restartpause.ts). */
+  private pauseOf(view: WorkloadLike, watched: WatchedConfigs): RestartPause {
+    const namespace = view.metadata?.namespace ?? '';
+    const ns = this.namespaces.length > 0 ? informerFor(this.namespaces, '')?.get('', namespace) : undefined;
+    return restartPause({
+      workload: view.metadata?.annotations,
+      ...(ns ? { namespace: { name: namespace, annotations: ns.metadata?.annotations } } : {}),
+      configs: watched.configs.map((c) => ({
+        key: c.key,
+        annotations: this.configInformer(c.kind, c.namespace)?.get(c.namespace, c.name)?.metadata?.annotations,
+      })),
     });
   }
 
@@ -352,14 +421,17 @@ export class RestartController implements Reconciler {
     }
     const watched = this.watched(view);
     const optedIn = watched.optIns.length > 0;
-    this.index(
-      key,
-      optedIn ? watched.keys : [],
-      optedIn && watched.patterns.length + watched.classes.patterns.length > 0,
-    );
+    this.reindex(key, watched);
     if (optedIn && this.evicts(spec, w)) this.evicting.add(key);
     else this.evicting.delete(key);
     if (optedIn || unfinished) this.controller.add(key);
+  }
+
+  /** The reverse index for one workload, from what it watches now. */
+  private reindex(wkey: string, watched: WatchedWithClasses): void {
+    const optedIn = watched.optIns.length > 0;
+    const patterns = watched.patterns.length + watched.classes.patterns.length + watched.selected.length;
+    this.index(wkey, optedIn ? watched.keys : [], optedIn && patterns > 0);
   }
 
   private index(workload: string, keys: string[], hasPatterns: boolean): void {
@@ -396,8 +468,12 @@ export class RestartController implements Reconciler {
     for (const wkey of new Set([...(this.watchers.get(key) ?? []), ...this.patternWorkloads])) {
       const { entry, workload } = this.workloadByKey(wkey);
       if (!workload) continue;
+      // A config a selector or pattern matched may have gone (deleted, relabelled): that is a change too.
+      const before = this.watching.get(wkey)?.includes(key) ?? false;
       const watched = this.watched(entry.view(workload));
-      if (watched.optIns.length === 0 || !watched.keys.includes(key)) continue;
+      const now = watched.optIns.length > 0 && watched.keys.includes(key);
+      if (!now && !before) continue;
+      if (now !== before) this.reindex(wkey, watched);
       if (this.log.enabled('debug')) this.log.debug('config change noticed', { workload: wkey, config: key });
       this.observe(wkey, watched.keys);
     }
@@ -530,6 +606,10 @@ export class RestartController implements Reconciler {
     const legacyCurrent = new Map<string, string>();
     const current = this.currentChecksums(watched.keys, legacyKeys, legacyCurrent);
     for (const [k, v] of this.classChecksums(entry, w, view, watched)) current.set(k, v);
+    // A selector's membership (selectedconfigs.ts): its configs coming and going is a change too.
+    for (const set of watched.selected) current.set(set.key, set.checksum);
+    const optedIn = watched.optIns.length > 0;
+    const pause = optedIn ? this.pauseOf(view, watched) : { by: [], warnings: [] };
     const decision = decideRestart({
       workload: { kind: entry.kind, namespace, name },
       optedIn: watched.optIns.length > 0,
@@ -541,15 +621,15 @@ export class RestartController implements Reconciler {
       wallNow: this.runtime.clock.now(),
       settings: { gracePeriodMs: this.o.gracePeriodMs, maxWaitMs: this.o.maxWaitMs },
       onMissing: this.o.scope,
+      paused: pause.by,
       ...(previousTimestamp !== undefined ? { previousTimestamp } : {}),
       ...(w.metadata?.resourceVersion ? { resourceVersion: w.metadata.resourceVersion } : {}),
     });
     this.metrics.workloadsTracked(this.watching.size);
-    this.notify(
-      entry,
-      w,
-      skipNotices({
-        optedIn: watched.optIns.length > 0,
+    this.trackPause(wkey, pause, decision.held);
+    this.notify(entry, w, [
+      ...skipNotices({
+        optedIn,
         warnings: [...watched.warnings, ...kindWarnings(entry, w)],
         annotationWarning: applied.warning,
         excluded: watched.excluded,
@@ -557,7 +637,8 @@ export class RestartController implements Reconciler {
         missing: decision.missing.filter((k) => parseClassKey(k) === undefined),
         optional: watched.configs.filter((c) => c.reference?.optional).map((c) => c.key),
       }),
-    );
+      ...pauseNotices(pause, decision.held, optedIn),
+    ]);
     if (decision.action === 'nothing') {
       // A change was noticed, but the workload already has it applied.
       if (this.pending.has(wkey)) this.metrics.reloadSkipped('strategy_not_updated');
@@ -572,7 +653,11 @@ export class RestartController implements Reconciler {
     }
     const written =
       decision.action === 'restart'
-        ? await this.writeRestart(wkey, entry, w, decision)
+        ? // Named by the configs that caused it: a selector's membership entry by the configs that came or went.
+          await this.writeRestart(wkey, entry, w, {
+            ...decision,
+            restartedBy: restartCauses(decision.restartedBy, decision.changes),
+          })
         : await this.patchOrConflict(entry, w, decision.patch);
     // The workload changed since we looked: decide again on the new version.
     if (written === 'conflict') return { wrote: false, result: { requeueAfterMs: 0 } };
@@ -590,6 +675,14 @@ export class RestartController implements Reconciler {
       );
     }
     return { wrote: true, result: undefined };
+  }
+
+  /** The paused gauges' sets. */
+  private trackPause(wkey: string, pause: RestartPause, held: readonly string[]): void {
+    if (pause.by.length > 0) this.paused.add(wkey);
+    else this.paused.delete(wkey);
+    if (held.length > 0) this.holding.add(wkey);
+    else this.holding.delete(wkey);
   }
 
   /** A merge patch of the workload; 'conflict' when its resourceVersion precondition failed. */
@@ -962,7 +1055,7 @@ export class RestartController implements Reconciler {
    * status update of the workload reconciles it, and the same Event each time
    * would bury the ones that matter.
    */
-  private notify(entry: WorkloadKindSpec, w: KubeObject, notices: SkipNotice[]): void {
+  private notify(entry: WorkloadKindSpec, w: KubeObject, notices: readonly Notice[]): void {
     const wkey = `${entry.prefix}/${w.metadata?.namespace}/${w.metadata?.name}`;
     const before = this.noticed.get(wkey) ?? new Set<string>();
     const now = new Set<string>();
@@ -977,6 +1070,37 @@ export class RestartController implements Reconciler {
     if (now.size > 0) this.noticed.set(wkey, now);
     else this.noticed.delete(wkey);
   }
+}
+
+/**
+ * Whether Namespaces can be read for their pause annotation: cluster-wide
+ * only. A listed-namespaces install runs on Roles, which cannot list or
+ * watch a cluster-scoped kind, and Reloader's install keeps to Reloader's
+ * RBAC; there the pause is read from workloads and configs only
+ * (docs/restarts.md).
+ */
+function namespacePauseReadable(runtime: Runtime, options: RestartOptions): boolean {
+  return options.reloaderInstall === undefined && runtime.config.watchNamespaces.includes('*');
+}
+
+/** The paused workloads, read when scraped: Stateward's own names (README, Metrics). */
+function pauseGauges(runtime: Runtime, paused: ReadonlySet<string>, holding: ReadonlySet<string>): void {
+  new Gauge({
+    name: 'stateward_config_restart_paused_workloads',
+    help: 'Opted-in workloads whose config restarts are paused (stateward.dev/config-restart-paused on the workload, its namespace or a config it watches); on the leader.',
+    registers: [runtime.registry],
+    collect() {
+      this.set(paused.size);
+    },
+  });
+  new Gauge({
+    name: 'stateward_config_restart_held_workloads',
+    help: 'Paused workloads with a config change held: each restarts once when its pause is lifted; on the leader.',
+    registers: [runtime.registry],
+    collect() {
+      this.set(holding.size);
+    },
+  });
 }
 
 export function restartsCapability(

@@ -17,6 +17,15 @@ import {
   XING_ENABLED_VALUE,
 } from '../vocabulary/keys.ts';
 import {
+  type ConfigSelector,
+  configSelectors,
+  type LabelledConfig,
+  SELECTOR_ANNOTATIONS,
+  selectedNames,
+  selectedSet,
+  type SelectedSet,
+} from './selectedconfigs.ts';
+import {
   type ConfigKind,
   type ConfigReference,
   MAX_RELOAD_ENTRIES,
@@ -61,7 +70,14 @@ const KINDS: readonly ConfigKind[] = ['configmap', 'secret'];
 
 /** Why a config is watched. */
 export type WatchReason =
-  'xing' | 'reloader-auto' | 'reloader-typed-auto' | 'reloader-auto-all' | 'reloader-reload-list' | 'reloader-search';
+  | 'xing'
+  | 'reloader-auto'
+  | 'reloader-typed-auto'
+  | 'reloader-auto-all'
+  | 'reloader-reload-list'
+  | 'reloader-search'
+  /** stateward.dev/config-restart-configmap-selector / …-secret-selector (selectedconfigs.ts). */
+  | 'stateward-selector';
 
 /** The slice of a workload this module reads: its metadata and pod template (workloadkinds.ts `view`). */
 export interface WorkloadLike {
@@ -87,6 +103,12 @@ export interface WatchOptions {
    * plain names.
    */
   configNames?: (kind: ConfigKind, namespace: string) => Iterable<string>;
+  /**
+   * The existing ConfigMaps (or Secrets) of a namespace with their labels:
+   * what the selector annotations are matched against. Without it they
+   * match nothing (their membership entry is then the empty set's).
+   */
+  configsOf?: (kind: ConfigKind, namespace: string) => Iterable<LabelledConfig>;
   /** Reloader's --auto-reload-all. */
   autoReloadAll?: boolean;
   /** --enable-csi-integration: the secretproviderclass opt-ins are read (csioptins.ts), not warned about. */
@@ -133,6 +155,13 @@ export interface WatchedConfigs {
    * needs patternMatches and a fresh watchedConfigs.
    */
   patterns: ReloadPattern[];
+  /**
+   * The selector annotations' results, configmap first: the matching configs
+   * are in `keys` already; each set's membership entry (key → checksum) goes
+   * into the applied record beside them. A config created or relabelled
+   * later needs a fresh watchedConfigs, as for patterns.
+   */
+  selected: SelectedSet[];
   /** Every opt-in in effect, sorted; empty when the workload has not opted in. */
   optIns: WatchReason[];
   /** Malformed or unsupported annotation values, in a fixed order. */
@@ -150,7 +179,9 @@ export function mayOptIn(workload: WorkloadLike, options: Pick<WatchOptions, 'au
     Object.keys(annotations ?? {}).some(
       (key) => key === XING_ENABLED_ANNOTATION || key.includes('reloader.stakater.com/'),
     );
-  return relevant(workload.metadata?.annotations) || relevant(workload.spec?.template?.metadata?.annotations);
+  const metadata = workload.metadata?.annotations ?? {};
+  const selects = Object.values(SELECTOR_ANNOTATIONS).some((key) => metadata[key] !== undefined);
+  return selects || relevant(metadata) || relevant(workload.spec?.template?.metadata?.annotations);
 }
 
 /**
@@ -215,12 +246,14 @@ export function watchedConfigs(workload: WorkloadLike, options: WatchOptions = {
     selected: new Map(),
     optIns: new Set(),
     patterns: [],
+    selectors: [],
     warn,
   };
 
   selectForXing(selection, annotations);
   if (!options.csiIntegration) warnUnsupported(selection, annotations, templateAnnotations);
   selectForReloader(selection, annotations, templateAnnotations);
+  selectBySelectors(selection, annotations);
   const excluded = removeExcluded(selection, annotations);
   return watchResult(selection, excluded, warnings);
 }
@@ -235,6 +268,8 @@ interface Selection {
   selected: Map<string, { kind: ConfigKind; name: string; reasons: Set<WatchReason> }>;
   optIns: Set<WatchReason>;
   patterns: ReloadPattern[];
+  /** The selector annotations and the names each matched (before exclusions). */
+  selectors: { selector: ConfigSelector; names: string[] }[];
   warn: (msg: string) => void;
 }
 
@@ -387,6 +422,24 @@ function selectByAuto(selection: Selection, { kind, keys, source, where, ofKind,
   }
 }
 
+/**
+ * stateward.dev/config-restart-configmap-selector / …-secret-selector: the
+ * matching configs of the namespace, referenced or not (selectedconfigs.ts).
+ * A valid selector opts in even while it matches nothing, so the first
+ * matching config created restarts (its membership entry was recorded).
+ */
+function selectBySelectors(selection: Selection, annotations: Record<string, string>): void {
+  const { selectors, warnings } = configSelectors(annotations, selection.namespace);
+  for (const w of warnings) selection.warn(w);
+  for (const selector of selectors) {
+    const configs = safe(() => [...(selection.options.configsOf?.(selector.kind, selection.namespace) ?? [])], []);
+    const names = selectedNames(selector, configs);
+    selection.optIns.add('stateward-selector');
+    selection.selectors.push({ selector, names });
+    for (const name of names) select(selection, selector.kind, name, 'stateward-selector');
+  }
+}
+
 /** Drops the selected configs an exclusion applies to, and says which and why. */
 function removeExcluded(selection: Selection, annotations: Record<string, string>): ExcludedConfig[] {
   const excluded: ExcludedConfig[] = [];
@@ -409,6 +462,13 @@ function removeExcluded(selection: Selection, annotations: Record<string, string
 /** The selection in watchedConfigs' fixed order. */
 function watchResult(selection: Selection, excluded: ExcludedConfig[], warnings: string[]): WatchedConfigs {
   const { namespace, references, selected, optIns, patterns } = selection;
+  // Excluded configs are not members either: their coming and going restarts nothing.
+  const sets = selection.selectors.map(({ selector, names }) =>
+    selectedSet(
+      selector,
+      names.filter((name) => selected.has(configKey(selector.kind, namespace, name))),
+    ),
+  );
   const byKey = new Map(references.map((r) => [r.key, r]));
   const configs: WatchedConfig[] = [...selected.entries()]
     .sort(([a], [b]) => compare(a, b))
@@ -425,6 +485,7 @@ function watchResult(selection: Selection, excluded: ExcludedConfig[], warnings:
     configs,
     excluded: excluded.sort((a, b) => compare(a.key, b.key)),
     patterns: patterns.sort((a, b) => compare(a.kind, b.kind) || compare(a.source, b.source)),
+    selected: sets,
     optIns: [...optIns].sort(compare),
     warnings,
   };

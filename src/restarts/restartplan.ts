@@ -44,6 +44,15 @@
 //       `enabled`) is left alone: no restart, no annotation write, and the
 //       stale checksum annotation stays (as xing).
 //   All changed checksums and the restart go out in ONE merge patch.
+//   R7  PAUSED (restartpause.ts: the workload, its Namespace or a config it
+//       watches carries stateward.dev/config-restart-paused: "true"): no
+//       restart. A change that would restart (R1, R3, R5's deletion) is HELD:
+//       its applied entry stays what the pods run (R1 and a deletion keep the
+//       recorded checksum, R3 records the first-seen one), so once the pause
+//       is lifted the same rules restart exactly once if anything differs,
+//       and not at all if the config went back meanwhile. What restarts
+//       nothing (R2, R4, the migration, a recorded absence) is still written:
+//       it only says what the pods already run.
 //
 // DEBOUNCE. xing queues a change for RESTART_GRACE_PERIOD (5 s) from the
 // FIRST observation and does not extend it, so a pipeline that updates two
@@ -147,6 +156,8 @@ export interface RestartInput {
   timestampFormat?: TimestampFormat;
   /** For the patch: see PatchOptions. */
   resourceVersion?: string;
+  /** R7: what pauses the workload's restarts (restartpause.ts `by`); empty or absent: not paused. */
+  paused?: readonly string[];
 }
 
 interface Common {
@@ -154,6 +165,8 @@ interface Common {
   reason: string;
   /** Referenced configs that do not exist now (R5); their checksums, if any, are kept. */
   missing: string[];
+  /** R7: keys whose change would restart but waits for the pause to be lifted; empty when not paused. */
+  held: string[];
 }
 
 export type RestartDecision =
@@ -239,6 +252,30 @@ function evaluate(
   return { target, changes, restartedBy, missing };
 }
 
+/** Changes that restart (R1, R3, R5's deletion): held while paused. */
+const RESTARTING: ReadonlySet<ConfigChangeKind> = new Set(['changed', 'changed-again', 'deleted']);
+
+/**
+ * R7: the evaluation with every restarting change held. The record keeps
+ * what the pods run: the applied checksum (R1, a deletion) or, for R3, the
+ * first-seen one the pods may have started with; so the change is still
+ * there to restart for once the pause is lifted.
+ */
+function holdForPause(evaluation: Evaluation): Evaluation & { held: string[] } {
+  const target = new Map(evaluation.target);
+  const held: string[] = [];
+  const changes: ConfigChange[] = [];
+  for (const c of evaluation.changes) {
+    if (!RESTARTING.has(c.change)) {
+      changes.push(c);
+      continue;
+    }
+    held.push(c.key);
+    if (c.from !== undefined) target.set(c.key, c.from);
+  }
+  return { target, changes, restartedBy: [], missing: evaluation.missing, held };
+}
+
 function summarize(changes: readonly ConfigChange[]): string {
   const part = (kind: ConfigChangeKind, text: string) => {
     const keys = changes.filter((c) => c.change === kind).map((c) => c.key);
@@ -278,18 +315,26 @@ export function decideRestart(input: RestartInput): RestartDecision {
       workload,
       pending: undefined,
       missing: [],
+      held: [],
       reason: `${name} is not opted in (${RESTART_ENABLED_ANNOTATION_KEY}: ${RESTART_ENABLED_VALUE})`,
     };
   }
   const applied = toMap(input.applied);
-  const { target, changes, restartedBy, missing } = evaluate(
+  const evaluation = evaluate(
     applied,
     current,
     input.pending?.firstSeen,
     toMap(input.legacyCurrent),
     input.onMissing ?? NO_RELOAD_ON_MISSING,
   );
-  const missingNote = missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '';
+  const paused = input.paused ?? [];
+  const { target, changes, restartedBy, missing, held } =
+    paused.length > 0 ? holdForPause(evaluation) : { ...evaluation, held: [] as string[] };
+  const missingNote =
+    (missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '') +
+    (paused.length > 0
+      ? `; restarts paused by ${paused.join(', ')}${held.length > 0 ? `, held: ${held.join(', ')}` : ''}`
+      : '');
 
   if (restartedBy.length === 0 && sameChecksums(target, applied)) {
     return {
@@ -297,7 +342,11 @@ export function decideRestart(input: RestartInput): RestartDecision {
       workload,
       pending: undefined,
       missing,
-      reason: `${name} has every referenced config applied${missingNote}`,
+      held,
+      reason:
+        held.length > 0
+          ? `${name}: ${held.join(', ')} changed, held${missingNote}`
+          : `${name} has every referenced config applied${missingNote}`,
     };
   }
 
@@ -315,6 +364,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
       pending: burst,
       changes,
       missing,
+      held,
       reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${missingNote}`,
     };
   }
@@ -330,6 +380,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
       changes,
       restartedBy,
       missing,
+      held,
       pending: undefined,
       patch: restartPatch({
         applied: target,
@@ -348,6 +399,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
     annotation,
     changes,
     missing,
+    held,
     pending: undefined,
     patch: annotationPatch({ applied: target, ...patchOptions }),
     reason: `recording checksums of ${name} without a restart: ${summarize(changes)}${missingNote}`,

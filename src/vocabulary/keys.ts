@@ -75,6 +75,15 @@ export const RELOADER_IGNORE_ANNOTATION = 'reloader.stakater.com/ignore';
 
 /** On a standalone OnDelete StatefulSet: `evict` replaces its outdated pods one at a time through the Eviction API. */
 export const EVICT_ONDELETE_ANNOTATION = 'stateward.dev/config-restart-ondelete';
+/**
+ * On a workload, a Namespace, or a ConfigMap/Secret: `"true"` pauses config restarts of the workloads it covers
+ * (that workload; every workload of the namespace; every workload watching that config). Changes are not lost:
+ * the applied record is not advanced while paused, so lifting the pause restarts once if anything changed.
+ */
+export const CONFIG_RESTART_PAUSED_ANNOTATION = 'stateward.dev/config-restart-paused';
+/** On a workload: a label selector; the ConfigMaps (Secrets) of its namespace it matches are watched, referenced or not. */
+export const CONFIG_RESTART_CONFIGMAP_SELECTOR_ANNOTATION = 'stateward.dev/config-restart-configmap-selector';
+export const CONFIG_RESTART_SECRET_SELECTOR_ANNOTATION = 'stateward.dev/config-restart-secret-selector';
 /** A ZPDB ledger Lease: the label that finds them, the annotation holding the pending evictions. */
 export const LEDGER_LABEL = 'stateward.dev/zpdb-ledger';
 export const LEDGER_ANNOTATION = 'stateward.dev/pending-evictions';

@@ -59,7 +59,7 @@ describe('watchedConfigs: Reloader', { timeout: 10000 }, () => {
     for (const v of ['false', '0', 'F'])
       assert.deepEqual(
         watchedConfigs(workload({ [AUTO]: v })),
-        { keys: [], configs: [], excluded: [], patterns: [], optIns: [], warnings: [] },
+        { keys: [], configs: [], excluded: [], patterns: [], selected: [], optIns: [], warnings: [] },
         v,
       );
     const bad = watchedConfigs(workload({ [AUTO]: 'yes' }));
