@@ -500,6 +500,38 @@ export class KubeClient {
       ...(options.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
       timeoutSeconds: options.timeoutSeconds,
     });
+    const response = await this.openWatch(path, url, options);
+    try {
+      const lines = new LineSplitter();
+      try {
+        // The stream's own chunks, not copies: the regions zeroed are the received bytes.
+        for await (const chunk of response.body) {
+          for (const line of lines.push(chunk)) {
+            const event = decodeWatchLine<T>(line, path, options.decode);
+            if (event) yield event;
+          }
+        }
+      } catch (error) {
+        throw this.transportError('WATCH', path, error, options.signal, 0);
+      }
+      const last = lines.end();
+      const event = last && decodeWatchLine<T>(last, path, options.decode);
+      if (event) yield event;
+    } finally {
+      response.close();
+    }
+  }
+
+  /**
+   * Sends a watch's GET and waits for its answer's status, so that watch()
+   * only reads the stream. An answer other than 200 is thrown as the API
+   * error its body says, the response closed.
+   */
+  private async openWatch(
+    path: string,
+    url: string,
+    options: { metadataOnly?: boolean; signal: AbortSignal },
+  ): Promise<Exchange> {
     await this.limit('WATCH', path, this.clock.monotonic() + this.timeoutMs, options.signal);
     const { headers, pool } = await this.connection();
     const open = async (span: Span | undefined) => {
@@ -530,7 +562,7 @@ export class KubeClient {
     // Timed as rollout-operator's instrumented round trip times it: a GET, up
     // to the response headers (a watch-list is how the caches are filled).
     const started = performance.now();
-    let response;
+    let response: Exchange;
     try {
       response =
         t === undefined
@@ -557,24 +589,11 @@ export class KubeClient {
           errorFromResponse('WATCH', path, response.status, text, response.header('retry-after'))
         );
       }
-      const lines = new LineSplitter();
-      try {
-        // The stream's own chunks, not copies: the regions zeroed are the received bytes.
-        for await (const chunk of response.body) {
-          for (const line of lines.push(chunk)) {
-            const event = decodeWatchLine<T>(line, path, options.decode);
-            if (event) yield event;
-          }
-        }
-      } catch (error) {
-        throw this.transportError('WATCH', path, error, options.signal, 0);
-      }
-      const last = lines.end();
-      const event = last && decodeWatchLine<T>(last, path, options.decode);
-      if (event) yield event;
-    } finally {
+    } catch (error) {
       response.close();
+      throw error;
     }
+    return response;
   }
 
   async close(): Promise<void> {
