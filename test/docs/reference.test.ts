@@ -5,7 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { flagRows, parseFlagRow, parseHelp, statewardHelp, zeroDefault } from './flags.ts';
 import { keyOf, keysIn, keysOfCell, NOT_KEYS, sourceLiterals, stringLiterals } from './keys.ts';
-import { codeSpans, readRepoFile, sectionTable } from './readme.ts';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { codeSpans, readRepoFile, ROOT, sectionTable } from './readme.ts';
 
 const readme = readRepoFile('README.md');
 
@@ -203,3 +206,31 @@ describe('README labels and annotations table', { timeout: 120000 }, () => {
     ]);
   });
 });
+
+describe('README custom resources table', () => {
+  it('names every CRD in deploy/crds with its plural, short names and group/version', () => {
+    const table = sectionTable(readme, 'Custom resources', [
+      'kind (plural, short name)',
+      'group/version',
+      'what it configures',
+    ]);
+    const documented = table.rows.map((row) => `${codeSpans(row[0]!).join(' ')} ${codeSpans(row[1]!).join(' ')}`);
+    const shipped = readdirSync(join(ROOT, 'deploy/crds'))
+      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .map((f) => parse(readRepoFile(`deploy/crds/${f}`)) as Crd)
+      .map((crd) => {
+        const { group, names, versions } = crd.spec;
+        const served = versions.filter((v) => v.served).map((v) => `${group}/${v.name}`);
+        return `${[names.kind, names.plural, ...(names.shortNames ?? [])].join(' ')} ${served.join(' ')}`;
+      });
+    assert.deepEqual([...documented].sort(), [...shipped].sort());
+  });
+});
+
+interface Crd {
+  spec: {
+    group: string;
+    names: { kind: string; plural: string; shortNames?: string[] };
+    versions: { name: string; served: boolean }[];
+  };
+}
