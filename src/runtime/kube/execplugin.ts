@@ -104,19 +104,7 @@ function runExecPlugin(
 ): Promise<ExecCredential> {
   const exec = user.exec!;
   const who = `exec plugin ${quote(exec.command)} of user ${quote(user.name)}`;
-  let info: string;
-  try {
-    info = JSON.stringify({
-      apiVersion: exec.apiVersion,
-      kind: 'ExecCredential',
-      spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: clusterInfo } : {}) },
-    });
-  } catch {
-    info = JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec: { interactive: false } });
-  }
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const variable of exec.env) env[variable.name] = variable.value;
-  env['KUBERNETES_EXEC_INFO'] = info;
+  const env = pluginEnvironment(exec, clusterInfo);
   return new Promise<ExecCredential>((resolve, reject) => {
     let child: ReturnType<typeof spawnPlugin>;
     try {
@@ -170,29 +158,70 @@ function runExecPlugin(
     running.stderr.on('data', (chunk: string) => {
       stderr = (stderr + chunk).slice(-4096);
     });
-    running.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') {
-        const hint = exec.installHint ? `: ${exec.installHint.replace(/\s+/g, ' ').trim()}` : '';
-        finish(new KubeConfigError(`${who}: executable not found${hint}`));
-      } else {
-        finish(new KubeConfigError(`${who}: cannot run it: ${error.code ?? error.message}`));
-      }
-    });
+    running.on('error', (error: NodeJS.ErrnoException) => finish(startFailure(exec, who, error)));
     running.on('close', (code, signal) => {
       if (settled) return;
-      if (signal) return finish(new KubeConfigError(`${who} was killed by ${signal}${stderrExcerpt(stderr)}`));
-      if (code !== 0)
-        return finish(new KubeConfigError(`${who} failed with exit code ${code}${stderrExcerpt(stderr)}`));
-      const output = Buffer.concat(stdout);
       try {
-        finish(undefined, execCredentialOf(output, exec.apiVersion, who));
+        finish(undefined, credentialAtExit(code, signal, stdout, stderr, exec.apiVersion, who));
       } catch (error) {
         finish(error instanceof KubeConfigError ? error : new KubeConfigError(`${who}: ${String(error)}`));
-      } finally {
-        output.fill(0);
       }
     });
   });
+}
+
+/**
+ * The process's environment, the kubeconfig's env entries over it, then
+ * KUBERNETES_EXEC_INFO: the ExecCredential request, with spec.cluster only
+ * when provideClusterInfo (and only if it can be written as JSON).
+ */
+function pluginEnvironment(exec: ExecConfig, clusterInfo: Record<string, unknown>): NodeJS.ProcessEnv {
+  let info: string;
+  try {
+    info = JSON.stringify({
+      apiVersion: exec.apiVersion,
+      kind: 'ExecCredential',
+      spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: clusterInfo } : {}) },
+    });
+  } catch {
+    info = JSON.stringify({ apiVersion: exec.apiVersion, kind: 'ExecCredential', spec: { interactive: false } });
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const variable of exec.env) env[variable.name] = variable.value;
+  env['KUBERNETES_EXEC_INFO'] = info;
+  return env;
+}
+
+/** Why the plugin could not start: a missing executable says how to install it (the kubeconfig's installHint). */
+function startFailure(exec: ExecConfig, who: string, error: NodeJS.ErrnoException): KubeConfigError {
+  if (error.code === 'ENOENT') {
+    const hint = exec.installHint ? `: ${exec.installHint.replace(/\s+/g, ' ').trim()}` : '';
+    return new KubeConfigError(`${who}: executable not found${hint}`);
+  }
+  return new KubeConfigError(`${who}: cannot run it: ${error.code ?? error.message}`);
+}
+
+/**
+ * What the plugin's exit means: the credential it printed, or (thrown) why
+ * there is none: killed, failed (with the last line of its stderr, never
+ * its stdout) or printed something that is not a credential.
+ */
+function credentialAtExit(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  stdout: Buffer[],
+  stderr: string,
+  apiVersion: string,
+  who: string,
+): ExecCredential {
+  if (signal) throw new KubeConfigError(`${who} was killed by ${signal}${stderrExcerpt(stderr)}`);
+  if (code !== 0) throw new KubeConfigError(`${who} failed with exit code ${code}${stderrExcerpt(stderr)}`);
+  const output = Buffer.concat(stdout);
+  try {
+    return execCredentialOf(output, apiVersion, who);
+  } finally {
+    output.fill(0);
+  }
 }
 
 function spawnPlugin(exec: ExecConfig, env: NodeJS.ProcessEnv) {
