@@ -215,49 +215,115 @@ export async function watchCertFiles(
   onChange: (pair: FileCertificate) => void,
   options: WatchCertFilesOptions,
 ): Promise<CertFileWatch> {
-  const { clock } = options;
-  const log = options.log ?? nopLogger;
-  const pollMs = options.pollMs ?? 60_000;
-  const files = { certFile, keyFile };
-
-  const read = async () => {
-    const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
-    return { cert, key };
-  };
-
-  const initial = await read();
-  const first = parseBundle(initial, clock.now());
+  const initial = await readPair(certFile, keyFile);
+  const first = parseBundle(initial, options.clock.now());
   if (!first.ok) throw new Error(`TLS certificate files ${certFile} and ${keyFile} are unusable: ${first.reason}`);
-  let current: FileCertificate = {
+  const watch = new CertFilesWatch({ certFile, keyFile }, onChange, options, {
     ...initial,
     notBefore: first.notBefore,
     notAfter: first.notAfter,
     dnsNames: first.dnsNames,
-  };
-  let currentHash = contentHash(initial.cert, initial.key);
-  let lastHash = currentHash;
-  let stopped = false;
+  });
+  watch.start(options.fsWatch ?? true);
+  return watch;
+}
 
-  const doCheck = async (): Promise<boolean> => {
-    if (stopped) return false;
+async function readPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string }> {
+  const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
+  return { cert, key };
+}
+
+/**
+ * watchCertFiles' state: the pair in service and its content hash, and the
+ * last content seen, so that a bad pair is judged (and warned about) once
+ * per distinct content rather than at every poll.
+ */
+class CertFilesWatch implements CertFileWatch {
+  private readonly files: { certFile: string; keyFile: string };
+  private readonly onChange: (pair: FileCertificate) => void;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly pollMs: number;
+  private currentPair: FileCertificate;
+  private currentHash: string;
+  private lastHash: string;
+  private stopped = false;
+  private timer: Timer | undefined;
+  private watchers: FSWatcher[] = [];
+  /** Re-reads the files now, one check at a time (a poll and an fs.watch event share one). */
+  readonly check: () => Promise<boolean> = oneAtATime(() => this.checkFiles());
+
+  constructor(
+    files: { certFile: string; keyFile: string },
+    onChange: (pair: FileCertificate) => void,
+    options: WatchCertFilesOptions,
+    first: FileCertificate,
+  ) {
+    this.files = files;
+    this.onChange = onChange;
+    this.clock = options.clock;
+    this.log = options.log ?? nopLogger;
+    this.pollMs = options.pollMs ?? 60_000;
+    this.currentPair = first;
+    this.currentHash = contentHash(first.cert, first.key);
+    this.lastHash = this.currentHash;
+  }
+
+  get current(): FileCertificate {
+    return this.currentPair;
+  }
+
+  /** Polling always runs; fs.watch on the files' directories only speeds it up. */
+  start(fsWatch: boolean): void {
+    this.poll();
+    if (fsWatch)
+      this.watchers = watchDirectories(
+        [dirname(this.files.certFile), dirname(this.files.keyFile)],
+        () => void this.check(),
+        this.log,
+      );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.timer?.cancel();
+    for (const w of this.watchers) w.close();
+  }
+
+  private poll(): void {
+    if (this.stopped) return;
+    this.timer = this.clock.setTimer(this.pollMs, () => {
+      void this.check().then(
+        () => this.poll(),
+        (e: unknown) => {
+          this.log.warn('checking the TLS certificate files failed', { ...this.files, err: message(e) });
+          this.poll();
+        },
+      );
+    });
+  }
+
+  private async checkFiles(): Promise<boolean> {
+    const { files, log } = this;
+    if (this.stopped) return false;
     let pair: { cert: string; key: string };
     try {
-      pair = await read();
+      pair = await readPair(files.certFile, files.keyFile);
     } catch (e) {
       const hash = `unreadable:${message(e)}`;
-      if (hash !== lastHash)
+      if (hash !== this.lastHash)
         log.warn('cannot read the TLS certificate files; keeping the current certificate', {
           ...files,
           err: message(e),
         });
-      lastHash = hash;
+      this.lastHash = hash;
       return false;
     }
     const hash = contentHash(pair.cert, pair.key);
-    if (hash === lastHash || stopped) return false;
-    lastHash = hash;
-    if (hash === currentHash) return false;
-    const check = parseBundle(pair, clock.now());
+    if (hash === this.lastHash || this.stopped) return false;
+    this.lastHash = hash;
+    if (hash === this.currentHash) return false;
+    const check = parseBundle(pair, this.clock.now());
     if (!check.ok) {
       log.warn('the TLS certificate files changed to an unusable pair; keeping the current certificate', {
         ...files,
@@ -265,48 +331,19 @@ export async function watchCertFiles(
       });
       return false;
     }
-    current = { ...pair, notBefore: check.notBefore, notAfter: check.notAfter, dnsNames: check.dnsNames };
-    currentHash = hash;
+    this.currentPair = { ...pair, notBefore: check.notBefore, notAfter: check.notAfter, dnsNames: check.dnsNames };
+    this.currentHash = hash;
     log.info('TLS certificate files changed; swapping in the new certificate', {
       ...files,
       notAfter: new Date(check.notAfter).toISOString(),
     });
     try {
-      onChange(current);
+      this.onChange(this.currentPair);
     } catch (e) {
       log.error('TLS certificate listener failed', { err: message(e) });
     }
     return true;
-  };
-
-  const check = oneAtATime(doCheck);
-
-  let timer: Timer | undefined;
-  const poll = () => {
-    if (stopped) return;
-    timer = clock.setTimer(pollMs, () => {
-      void check().then(poll, (e: unknown) => {
-        log.warn('checking the TLS certificate files failed', { ...files, err: message(e) });
-        poll();
-      });
-    });
-  };
-  poll();
-
-  const watchers =
-    (options.fsWatch ?? true) ? watchDirectories([dirname(certFile), dirname(keyFile)], () => void check(), log) : [];
-
-  return {
-    get current() {
-      return current;
-    },
-    check,
-    stop() {
-      stopped = true;
-      timer?.cancel();
-      for (const w of watchers) w.close();
-    },
-  };
+  }
 }
 
 /** `run` one call at a time; a burst of calls while one runs shares the next. */
