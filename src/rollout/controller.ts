@@ -18,7 +18,8 @@ import { deletionNote, DeletionDigests, type DeletionReport } from './deletionev
 import { CurrentRevisionWriter, type AdvanceOutcome } from './revision.ts';
 import { groupSnapshot, type GroupSnapshot } from './snapshot.ts';
 import { RolloutGate } from './healthcheck/rolloutgate.ts';
-import { groupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
+import { groupStatus, type GroupStatus, StatusPublisher, ZPDB_WAIT_CODE } from './status.ts';
+import { rolloutTimelines, type RolloutTimelines } from './rollouttimeline.ts';
 import { planDecidesNothing, ResyncGate } from './resync.ts';
 import { ROLLOUT_GROUP_LABEL } from '../vocabulary/keys.ts';
 
@@ -119,6 +120,8 @@ export class RolloutController implements Reconciler {
   /** Health-gated rollouts: the gate between StatefulSets and the start stamps (healthcheck/). */
   private readonly gate: RolloutGate;
   private readonly resyncGate = new ResyncGate();
+  /** Each group's last rollout, StatefulSet by StatefulSet: published with its status, read by the web view. */
+  private readonly timelines: RolloutTimelines;
 
   constructor(runtime: Runtime, options: RolloutOptions, services: RolloutServices) {
     this.runtime = runtime;
@@ -151,6 +154,7 @@ export class RolloutController implements Reconciler {
       logger: this.log,
       events: runtime.events,
     });
+    this.timelines = rolloutTimelines(runtime);
     this.budgets = services.budget(runtime);
     this.gate = services.gate?.(runtime) ?? new RolloutGate(runtime);
     this.revisions = new CurrentRevisionWriter({
@@ -289,6 +293,7 @@ export class RolloutController implements Reconciler {
       this.metrics.forget(this.metricGroup(namespace, group));
     }
     this.knownGroups.clear();
+    this.timelines.clear();
     this.pendingLogged.clear();
     this.resyncGate.clear();
   }
@@ -355,6 +360,7 @@ export class RolloutController implements Reconciler {
       this.knownGroups.delete(key);
       this.metrics.forget(metricGroup);
       this.status.remove(namespace, group);
+      this.timelines.forget(namespace, group);
       this.lastReported.delete(key);
       this.paceWaits.delete(key);
       this.pendingLogged.delete(key);
@@ -408,9 +414,10 @@ export class RolloutController implements Reconciler {
       const status = { ...groupStatus(plan, this.runtime.clock.now()), ...(report ? { healthGate: report } : {}) };
       // The budget is asked outside the plan: its refusal is why the group waits.
       const budgetWait = execution.budgetWait;
-      this.status.publish(
-        budgetWait ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } } : status,
-      );
+      const published: GroupStatus = budgetWait
+        ? { ...status, phase: 'waiting', waitingFor: { code: ZPDB_WAIT_CODE, ...budgetWait } }
+        : status;
+      this.status.publish(this.withTimeline(published));
     }
     if (plan.errors.length > 0) throw new Error(plan.errors.map((e) => e.message).join('; '));
     if (execution.requeue || plan.waiting?.code === STATUS_PENDING_WAIT) return { requeueAfterMs: REQUEUE_MS };
@@ -421,6 +428,12 @@ export class RolloutController implements Reconciler {
     // A settled group is not planned again until it changes: nothing of it may stay gathered.
     if (outcome.settled) this.reportDeletions(this.deletionDigests.flush(this.runtime.clock.monotonic(), key));
     return undefined;
+  }
+
+  /** The status with the group's rollout timeline, recorded from it (rollouttimeline.ts). */
+  private withTimeline(status: GroupStatus): GroupStatus {
+    const timeline = this.timelines.record(status.namespace, status.group, status, this.runtime.clock.now());
+    return timeline ? { ...status, timeline } : status;
   }
 
   /**

@@ -28,6 +28,7 @@
 // Warning Event naming the permission), and tried once more every
 // REFUSED_RETRY_MS, so a Role fixed meanwhile takes effect without a restart.
 import type { GateReport } from './healthcheck/healthgates.ts';
+import type { RolloutTimeline } from './rollouttimeline.ts';
 import type { KubeClient } from '../runtime/kube/client.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../runtime/kube/errors.ts';
 import { resources, type ConfigMap } from '../runtime/kube/types.ts';
@@ -54,6 +55,8 @@ export interface GroupStatus {
   statefulSets: Plan['sets'];
   /** The health gate holding or letting through the next StatefulSet: each check's last values and the verdict. */
   healthGate?: GateReport;
+  /** The group's last rollout, StatefulSet by StatefulSet (rollouttimeline.ts). */
+  timeline?: RolloutTimeline;
 }
 
 /** ConfigMap data keys allow [-._a-zA-Z0-9]; an empty group name gets a stand-in. */

@@ -18,6 +18,10 @@ import {
 import { podsOf } from '../vocabulary/pods.ts';
 import { groupSnapshot, type GroupSnapshot, type StatefulSetView } from '../rollout/snapshot.ts';
 import type { GateReport } from '../rollout/healthcheck/healthgates.ts';
+import type { RolloutTimeline } from '../rollout/rollouttimeline.ts';
+import { checkGroupUpdateStrategy } from '../doctor/checks/groups.ts';
+import { Scope } from '../doctor/checks/scope.ts';
+import { publishedTimeline } from './publishedtimeline.ts';
 import { groupStatus, statusKey, STATUS_CONFIGMAP, type GroupStatus } from '../rollout/status.ts';
 import {
   desiredFollowerReplicas,
@@ -134,6 +138,7 @@ function namespaceStatus(namespace: string, input: StatusInput, ctx: Context): N
     ctx,
     operatorStatus: operatorStatus?.data,
     ...(input.healthGates ? { healthGates: input.healthGates } : {}),
+    ...(input.timelines ? { timelines: input.timelines } : {}),
   };
   return {
     namespace,
@@ -152,6 +157,7 @@ interface Env {
   ctx: Context;
   operatorStatus: Record<string, string> | undefined;
   healthGates?: ReadonlyMap<string, GateReport>;
+  timelines?: ReadonlyMap<string, RolloutTimeline>;
 }
 
 // ------------------------------------------------------------------ groups
@@ -197,6 +203,9 @@ function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusVie
     return row;
   });
   const operator = operatorView(env.operatorStatus, group);
+  const timeline =
+    env.timelines?.get(`${namespace}/${group}`) ?? publishedTimeline(env.operatorStatus?.[statusKey(group)]);
+  const fixes = plan.blocked ? doctorFixes(namespace, sets, ctx.now) : [];
   return {
     name: group,
     phase,
@@ -214,6 +223,8 @@ function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusVie
     ...(plan.rolling ? { rolling: plan.rolling } : {}),
     ...(operator ? { operator } : {}),
     ...(healthGate ? { healthGate } : {}),
+    ...(timeline ? { timeline } : {}),
+    ...(fixes.length > 0 ? { fixes } : {}),
     warnings: [
       ...plan.errors.map((e) => e.message),
       ...plan.warnings.map((w) => `${w.statefulSet}: ${w.message}`),
@@ -226,6 +237,28 @@ function groupView(group: string, sets: StatefulSet[], env: Env): GroupStatusVie
     ],
     statefulSets: rows,
   };
+}
+
+/**
+ * What `stateward doctor` says to do about a blocked group: its check of
+ * the group's update strategies (the only thing that blocks one), run on the
+ * group's StatefulSets alone, so the page and the CLI show the same fix.
+ */
+function doctorFixes(namespace: string, sets: StatefulSet[], now: number): NonNullable<GroupStatusView['fixes']> {
+  const scope = new Scope({
+    now,
+    namespaces: [namespace],
+    statefulSets: sets,
+    pods: [],
+    zpdbs: [],
+    deployments: [],
+    daemonSets: [],
+    configMaps: [],
+    secrets: [],
+    validatingWebhookConfigurations: [],
+    mutatingWebhookConfigurations: [],
+  });
+  return checkGroupUpdateStrategy(scope).map((f) => ({ code: f.code, object: f.object, fix: f.fix }));
 }
 
 /**

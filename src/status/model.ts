@@ -9,6 +9,7 @@
 import type { SetSummary } from '../rollout/planner.ts';
 import type { KubeObject, Lease, Node, Pod, StatefulSet } from '../runtime/kube/types.ts';
 import type { GateReport } from '../rollout/healthcheck/healthgates.ts';
+import type { RolloutTimeline } from '../rollout/rollouttimeline.ts';
 
 export const STATUS_API_VERSION = 'stateward.dev/v1';
 
@@ -36,6 +37,12 @@ export interface StatusInput {
    * the operator's status ConfigMap.
    */
   healthGates?: ReadonlyMap<string, GateReport>;
+  /**
+   * The groups' rollout timelines by `<namespace>/<group>`, when the caller
+   * holds them (the web view, in the operator); otherwise they are read from
+   * the operator's status ConfigMap.
+   */
+  timelines?: ReadonlyMap<string, RolloutTimeline>;
   /** Nodes, for the zone of each StatefulSet's pods (topology.kubernetes.io/zone), when readable. */
   nodes?: Node[];
   /**
@@ -75,6 +82,10 @@ export interface GroupStatusView {
   operator?: { phase: string; since: string; waitCode?: string };
   /** The health gate of the next StatefulSet, as the operator last evaluated it (only the operator queries Prometheus). */
   healthGate?: GateReport;
+  /** The group's last rollout, StatefulSet by StatefulSet, as the operator recorded it (src/rollout/rollouttimeline.ts). */
+  timeline?: RolloutTimeline;
+  /** For a blocked group: what `stateward doctor` says to do about it (its fix, with the finding's code). */
+  fixes?: { code: string; object: string; fix: string }[];
   warnings: string[];
   /** In the order the group rolls them. */
   statefulSets: StatefulSetRow[];

@@ -96,6 +96,27 @@ function healthGateLines(group: GroupStatusView, options: RenderOptions): string
   return lines;
 }
 
+/** The last rollout, one line per StatefulSet in the order they started: offsets from its start, and what it waited for. */
+function timelineLines(group: GroupStatusView): string[] {
+  const t = group.timeline;
+  if (!t) return [];
+  const start = Date.parse(t.startedAt);
+  const offset = (iso: string) => `+${formatRemaining(Date.parse(iso) - start)}`;
+  const lines = [
+    `  ${t.finishedAt ? 'last rollout' : 'rollout'}: started ${t.startedAt}${t.finishedAt ? `, finished ${offset(t.finishedAt)}` : ''}`,
+  ];
+  for (const z of t.zones) {
+    const waits = z.waits.map(
+      (w) =>
+        `${w.code}${w.times > 1 ? ` x${w.times}` : ''}${w.until ? ` ${formatRemaining(w.waitedMs)}` : ' (waiting)'}`,
+    );
+    lines.push(
+      `    ${z.statefulSet}: ${offset(z.startedAt)} .. ${z.finishedAt ? offset(z.finishedAt) : 'rolling'}${waits.length > 0 ? `; waited: ${waits.join(', ')}` : ''}`,
+    );
+  }
+  return lines;
+}
+
 function groupLines(group: GroupStatusView, options: RenderOptions, now: number): string[] {
   const lines = [
     `GROUP ${paint(group.name === '' ? '""' : group.name, 'bold', options)}  ${paint(group.phase, PHASE_COLOR[group.phase], options)}  ${group.action}`,
@@ -103,6 +124,8 @@ function groupLines(group: GroupStatusView, options: RenderOptions, now: number)
   if (group.waitReason) lines.push(`  ${group.waitReason.message} [${group.waitReason.code}]`);
   lines.push(...healthGateLines(group, options));
   if (group.blocked) lines.push(`  ${paint('blocked', 'red', options)}: ${group.blocked}`);
+  for (const f of group.fixes ?? []) lines.push(`  fix (${f.code}, ${f.object}): ${f.fix}`);
+  lines.push(...timelineLines(group));
   if (group.operator) lines.push(...operatorLines(group, group.operator, now));
   for (const warning of group.warnings) lines.push(`  ${paint('warning', 'yellow', options)}: ${warning}`);
   const rows = [['STATEFULSET', 'ZONE', 'UPDATED', 'READY', 'MAX-UNAVAILABLE', 'STATE', 'SCALING']];

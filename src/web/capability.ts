@@ -8,6 +8,7 @@
 // as unreadable: the report leaves out what depends on them rather than
 // calling configs missing.
 import type { RolloutGate } from '../rollout/healthcheck/rolloutgate.ts';
+import { rolloutTimelines } from '../rollout/rollouttimeline.ts';
 import type { ZpdbCaches } from '../drain/zpdb/evictions.ts';
 import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
@@ -65,6 +66,10 @@ export class CacheReportSource implements ReportSource {
     };
     for (const informer of [...this.sets, ...this.pods, ...this.zpdbs, ...this.ledgers] as Informer<KubeObject>[])
       informer.addHandlers(handlers);
+    // A timeline is recorded by the reconcile after a change: the page hears of it too.
+    rolloutTimelines(runtime).onChange((namespace) => {
+      for (const listener of this.listeners.get(namespace) ?? []) listener();
+    });
   }
 
   private get wholeCluster(): boolean {
@@ -105,6 +110,7 @@ export class CacheReportSource implements ReportSource {
       zpdbs: inNamespace(informerFor(this.zpdbs, namespace)?.list() ?? []),
       leases: inNamespace(informerFor(this.ledgers, namespace)?.list() ?? []),
       ...(this.gates ? { healthGates: this.gates.latestReports(namespace) } : {}),
+      timelines: rolloutTimelines(this.runtime).latest(namespace),
       deployments: [],
       daemonSets: [],
       configMaps: [],

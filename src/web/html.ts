@@ -88,5 +88,11 @@ export function namespacePage(namespace: string, report: StatusReport): string {
       h('time', { id: 'generated', datetime: report.generatedAt }, report.generatedAt),
     ),
   ]);
-  return page(`Stateward · ${namespace}`, header, namespaceBody(ns), { 'data-namespace': namespace }, legend());
+  return page(
+    `Stateward · ${namespace}`,
+    header,
+    namespaceBody(ns, report.generatedAt),
+    { 'data-namespace': namespace },
+    legend(),
+  );
 }

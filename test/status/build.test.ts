@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildStatus, ZPDB_WAIT_CODE } from '../../src/status/build.ts';
 import type { StatusInput, StatusReport } from '../../src/status/model.ts';
+import type { KubeObject } from '../../src/runtime/kube/types.ts';
 import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { fullInput, MIN, NOW, NS, OTHER, pod, statefulSet } from './fixture.ts';
 import { LEDGER_ANNOTATION } from '../../src/vocabulary/keys.ts';
@@ -140,6 +141,64 @@ describe('status report', () => {
       row(report, OTHER, 'store', 'store-zone-b').podGrid.find((p) => p.ordinal === 2)?.stuckReason,
       'CrashLoopBackOff',
     );
+    // The doctor's fix for it, as `stateward doctor` prints it, for the page and the CLI to show.
+    assert.deepEqual(
+      g.fixes?.map((f) => [f.code, f.object]),
+      [['group-not-ondelete', `StatefulSet ${OTHER}/store-zone-b`]],
+    );
+    assert.match(g.fixes?.[0]?.fix ?? '', /kubectl -n \S+ patch statefulset\/store-zone-b --type=merge/);
+    assert.equal(group(report, NS, 'ingester').fixes, undefined, 'a group that is not blocked has none');
+  });
+
+  it("reads the operator's published rollout timeline, field by field", () => {
+    const timeline = group(report, NS, 'ingester').timeline;
+    assert.equal(timeline?.startedAt, '2026-01-10T11:50:00.000Z');
+    assert.deepEqual(
+      timeline?.zones.map((z) => [z.statefulSet, z.finishedAt, z.waits.map((w) => [w.code, w.times, w.waitedMs])]),
+      [
+        ['ingester-zone-a', '2026-01-10T11:55:00.000Z', [['updated-pods-not-ready', 3, 90_000]]],
+        ['ingester-zone-b', undefined, []],
+      ],
+    );
+    const published = (timeline: unknown) =>
+      freshRollout({
+        operatorStatus: [
+          {
+            metadata: { name: 'stateward-rollout-status', namespace: NS },
+            data: { ingester: JSON.stringify({ phase: 'rolling', since: '2026-01-10T11:58:00.000Z', timeline }) },
+          } as KubeObject,
+        ],
+      });
+    const at = '2026-01-10T11:50:00.000Z';
+    const wait = { code: 'pods-terminating', message: 'm', since: at, from: at, times: 1, waitedMs: 0 };
+    const zone = { statefulSet: 'ingester-zone-a', startedAt: at, waits: [wait] };
+    const read = (timeline: unknown) => group(buildStatus(published(timeline)), NS, 'ingester').timeline;
+    assert.deepEqual(read({ startedAt: at, zones: [zone] }), { startedAt: at, zones: [zone] });
+    // Whatever does not have the recorder's shape is dropped, not shown.
+    for (const bad of [
+      'not an object',
+      { startedAt: 'yesterday', zones: [zone] },
+      { startedAt: at, zones: 'all' },
+      { startedAt: at, finishedAt: 3, zones: [zone] },
+      { startedAt: at, zones: [{ ...zone, statefulSet: 7 }] },
+      { startedAt: at, zones: [{ ...zone, startedAt: '<script>' }] },
+      { startedAt: at, zones: [{ ...zone, statefulSet: 'x'.repeat(254) }] },
+    ])
+      assert.equal(read(bad), undefined, JSON.stringify(bad));
+    for (const badWait of [
+      { ...wait, times: -1 },
+      { ...wait, waitedMs: 1.5 },
+      { ...wait, until: 'later' },
+      { ...wait, message: 'x'.repeat(513) },
+      { ...wait, code: { evil: true } },
+    ])
+      assert.deepEqual(read({ startedAt: at, zones: [{ ...zone, waits: [badWait, wait] }] })?.zones[0]?.waits, [wait]);
+    const many = Array.from({ length: 40 }, (_, i) => ({ ...zone, statefulSet: `sts-${i}` }));
+    assert.equal(read({ startedAt: at, zones: many })?.zones.length, 32, 'no more zones than the recorder keeps');
+    // The operator's own timelines (the web view) come before the published ones.
+    const own = { startedAt: at, zones: [{ ...zone, statefulSet: 'ingester-zone-c' }] };
+    const input = { ...published({ startedAt: at, zones: [zone] }), timelines: new Map([[`${NS}/ingester`, own]]) };
+    assert.equal(group(buildStatus(input), NS, 'ingester').timeline, own);
   });
 
   it('reports budgets with the StatefulSets they select and the pending evictions of their ledger', () => {
@@ -322,6 +381,10 @@ const PINNED_PATHS = [
   'namespaces[].groups',
   'namespaces[].groups[].action',
   'namespaces[].groups[].blocked',
+  'namespaces[].groups[].fixes',
+  'namespaces[].groups[].fixes[].code',
+  'namespaces[].groups[].fixes[].fix',
+  'namespaces[].groups[].fixes[].object',
   'namespaces[].groups[].name',
   'namespaces[].groups[].operator',
   'namespaces[].groups[].operator.phase',
@@ -360,6 +423,20 @@ const PINNED_PATHS = [
   'namespaces[].groups[].statefulSets[].updateRevision',
   'namespaces[].groups[].statefulSets[].updated',
   'namespaces[].groups[].statefulSets[].zone',
+  'namespaces[].groups[].timeline',
+  'namespaces[].groups[].timeline.startedAt',
+  'namespaces[].groups[].timeline.zones',
+  'namespaces[].groups[].timeline.zones[].finishedAt',
+  'namespaces[].groups[].timeline.zones[].startedAt',
+  'namespaces[].groups[].timeline.zones[].statefulSet',
+  'namespaces[].groups[].timeline.zones[].waits',
+  'namespaces[].groups[].timeline.zones[].waits[].code',
+  'namespaces[].groups[].timeline.zones[].waits[].from',
+  'namespaces[].groups[].timeline.zones[].waits[].message',
+  'namespaces[].groups[].timeline.zones[].waits[].since',
+  'namespaces[].groups[].timeline.zones[].waits[].times',
+  'namespaces[].groups[].timeline.zones[].waits[].until',
+  'namespaces[].groups[].timeline.zones[].waits[].waitedMs',
   'namespaces[].groups[].waitReason',
   'namespaces[].groups[].waitReason.code',
   'namespaces[].groups[].waitReason.message',

@@ -266,6 +266,28 @@ export function fullInput(): StatusInput {
             },
             errors: [],
             statefulSets: [],
+            timeline: {
+              startedAt: '2026-01-10T11:50:00.000Z',
+              zones: [
+                {
+                  statefulSet: 'ingester-zone-a',
+                  startedAt: '2026-01-10T11:50:00.000Z',
+                  finishedAt: '2026-01-10T11:55:00.000Z',
+                  waits: [
+                    {
+                      code: 'updated-pods-not-ready',
+                      message: 'waiting: all pods of ingester-zone-a are updated but 1 is not Ready',
+                      since: '2026-01-10T11:51:00.000Z',
+                      from: '2026-01-10T11:54:00.000Z',
+                      until: '2026-01-10T11:55:00.000Z',
+                      times: 3,
+                      waitedMs: 90_000,
+                    },
+                  ],
+                },
+                { statefulSet: b, startedAt: '2026-01-10T11:55:00.000Z', waits: [] },
+              ],
+            },
           }),
         },
       } as KubeObject,

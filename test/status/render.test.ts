@@ -23,6 +23,20 @@ function tableRows(text: string, header: string): string[][] {
 describe('status table', () => {
   const text = renderTable(report);
 
+  it("prints the group's rollout timeline and a blocked group's fix", () => {
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l === '  rollout: started 2026-01-10T11:50:00.000Z');
+    assert.ok(at >= 0, text);
+    assert.deepEqual(lines.slice(at + 1, at + 3), [
+      '    ingester-zone-a: +0s .. +5m0s; waited: updated-pods-not-ready x3 1m30s',
+      '    ingester-zone-b: +5m0s .. rolling',
+    ]);
+    assert.ok(
+      lines.some((l) => /^ {2}fix \(group-not-ondelete, StatefulSet \S+\/store-zone-b\): kubectl -n \S+ patch/.test(l)),
+      text,
+    );
+  });
+
   it("lists a group's StatefulSets in roll order with their updated/ready counts and state", () => {
     const [header, ...rows] = tableRows(text, 'STATEFULSET');
     assert.deepEqual(header, ['STATEFULSET', 'ZONE', 'UPDATED', 'READY', 'MAX-UNAVAILABLE', 'STATE', 'SCALING']);

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { HttpServer } from '../../src/runtime/http/server.ts';
 import type { GroupStatusView, NamespaceStatus, StatefulSetRow, StatusReport } from '../../src/status/model.ts';
 import { STATUS_API_VERSION } from '../../src/status/model.ts';
-import { cellsOf, escapeHtml, namespaceBody } from '../../src/web/assets/markup.js';
+import { cellsOf, escapeHtml, formatDuration, namespaceBody, waitWords } from '../../src/web/assets/markup.js';
 import {
   CONTENT_SECURITY_POLICY,
   WebHandler,
@@ -276,6 +276,8 @@ describe('web view routes', () => {
     const sts = row(`${EVIL}-zone-a`, [{ updated: false, ready: false }]);
     sts.zone = EVIL;
     sts.podGrid[0] = { ...sts.podGrid[0]!, name: EVIL, stuckReason: EVIL };
+    sts.scaling = { desiredReplicas: 3, holdReason: EVIL, errors: [EVIL] };
+    const at = '2026-11-29T12:00:00.000Z';
     const ns: NamespaceStatus = {
       namespace: 'team-a',
       groups: [
@@ -285,6 +287,17 @@ describe('web view routes', () => {
           blocked: EVIL,
           waitReason: { code: EVIL, message: EVIL },
           warnings: [EVIL, EVIL],
+          fixes: [{ code: EVIL, object: EVIL, fix: EVIL }],
+          timeline: {
+            startedAt: at,
+            zones: [
+              {
+                statefulSet: EVIL,
+                startedAt: at,
+                waits: [{ code: EVIL, message: EVIL, since: at, from: at, times: 2, waitedMs: 1000 }],
+              },
+            ],
+          },
         }),
       ],
       budgets: [
@@ -302,44 +315,149 @@ describe('web view routes', () => {
     const html = namespaceBody(ns).html;
     const tags = new Set([...html.matchAll(/<\/?([a-zA-Z0-9]+)/g)].map((m) => m[1]));
     assert.deepEqual([...tags].sort(), [
+      'code',
       'div',
       'h2',
+      'h3',
       'li',
+      'ol',
       'p',
+      'pre',
+      'rect',
       'section',
       'span',
+      'svg',
       'table',
       'tbody',
       'td',
       'th',
       'thead',
+      'title',
       'tr',
       'ul',
     ]);
     assert.doesNotMatch(html, /onerror="/);
     // Every attribute is one of the renderer's own, and every quote inside a value is escaped.
-    const attributes = new Set([...html.matchAll(/ ([a-z-]+)="[^"]*"/g)].map((m) => m[1]));
+    const attributes = new Set([...html.matchAll(/ ([a-zA-Z-]+)="[^"]*"/g)].map((m) => m[1]));
     assert.deepEqual([...attributes].sort(), [
+      'aria-label',
       'class',
       'data-budget',
       'data-code',
       'data-group',
+      'data-kind',
+      'data-open',
       'data-ordinal',
       'data-phase',
       'data-pod',
       'data-ready',
+      'data-started',
       'data-state',
       'data-statefulset',
       'data-stuck',
       'data-updated',
       'data-zone',
+      'height',
+      'preserveAspectRatio',
+      'role',
       'title',
+      'viewBox',
+      'width',
+      'x',
+      'y',
     ]);
     const escaped = escapeHtml(EVIL);
     assert.ok(html.includes(`data-stuck="${escaped}"`));
     assert.ok(html.includes(`title="${escaped}: outdated, not-ready (${escaped})"`));
     assert.ok(html.includes(`<td>${escaped}, ${escaped}</td>`));
+    // The doctor's fix, the scaling problems and the timeline carry it as text too.
+    assert.ok(html.includes(`<pre data-code="${escaped}" title="${escaped}"><code>${escaped}</code></pre>`));
+    assert.ok(html.includes(`: wants 3 replicas, held: ${escaped}</li>`));
+    assert.ok(html.includes(`<li class="timeline-row" data-statefulset="${escaped}"`));
+    assert.ok(html.includes(`<span class="wait-message">${escaped}</span>`));
     assert.equal(escapeHtml(`<>&"'`), '&lt;&gt;&amp;&quot;&#39;');
+  });
+
+  it("draws a group's last rollout: a row per StatefulSet in the order they started, with what each waited for", () => {
+    const at = (s: number) => new Date(Date.parse('2026-11-29T12:00:00.000Z') + s * 1000).toISOString();
+    const wait = (code: string, from: number, until: number | undefined, times: number, waitedMs: number) => ({
+      code,
+      message: `waiting: ${code}`,
+      since: at(from),
+      from: at(from),
+      ...(until !== undefined ? { until: at(until) } : {}),
+      times,
+      waitedMs,
+    });
+    const ns: NamespaceStatus = {
+      namespace: 'team-a',
+      groups: [
+        group('ingester', [row('ingester-zone-a', [{ updated: true, ready: true }])], {
+          phase: 'waiting',
+          timeline: {
+            startedAt: at(0),
+            zones: [
+              {
+                statefulSet: 'ingester-zone-a',
+                startedAt: at(0),
+                finishedAt: at(7),
+                waits: [wait('updated-pods-not-ready', 5, 7, 3, 4000)],
+              },
+              {
+                statefulSet: 'ingester-zone-b',
+                startedAt: at(7),
+                waits: [wait('zpdb-denied', 8, undefined, 1, 0), wait('a-code-of-the-future', 7, 8, 1, 1000)],
+              },
+            ],
+          },
+        }),
+      ],
+      budgets: [],
+      restarts: [],
+    };
+    const html = namespaceBody(ns, at(20)).html;
+    const rows = [...html.matchAll(/<li class="timeline-row" data-statefulset="([^"]+)"[^>]*data-state="(\w+)"/g)];
+    assert.deepEqual(
+      rows.map((m) => [m[1], m[2]]),
+      [
+        ['ingester-zone-a', 'finished'],
+        ['ingester-zone-b', 'rolling'],
+      ],
+    );
+    assert.match(html, /started 12:00:00 UTC, rolling for 20 s/);
+    assert.match(html, /<span class="when">\+0 s → \+7 s \(7 s\)<\/span>/);
+    assert.match(html, /<span class="when">\+7 s → rolling \(13 s\)<\/span>/);
+    assert.match(
+      html,
+      /updated pods not Ready<\/span> ×3, 4 s: <span class="wait-message">waiting: updated-pods-not-ready/,
+    );
+    // The wait going on counts up to the report's time; a code the page does not know is shown as it is.
+    assert.match(html, /zone-aware disruption budget<\/span>, 12 s so far: /);
+    assert.match(html, /a-code-of-the-future<\/span>, 1 s: /);
+    assert.deepEqual([0, 59_400, 60_000, 185_000, 3_600_000, 7_260_000].map(formatDuration), [
+      '0 s',
+      '59 s',
+      '1 min',
+      '3 min 5 s',
+      '1 h',
+      '2 h 1 min',
+    ]);
+    assert.equal(waitWords('pods-terminating'), 'pods terminating');
+    assert.equal(waitWords('toString'), 'toString', 'no inherited property is a word');
+  });
+
+  it('names the fix for a blocked group, or the doctor command that finds it', () => {
+    const blocked = (fixes?: { code: string; object: string; fix: string }[]): NamespaceStatus => ({
+      namespace: 'team-a',
+      groups: [group('ingester', [], { phase: 'blocked', blocked: 'not OnDelete', ...(fixes ? { fixes } : {}) })],
+      budgets: [],
+      restarts: [],
+    });
+    assert.match(
+      namespaceBody(blocked([{ code: 'group-not-ondelete', object: 'StatefulSet a/b', fix: 'kubectl patch' }])).html,
+      /To fix it \(from stateward doctor\):<\/p><pre data-code="group-not-ondelete" title="StatefulSet a\/b"><code>kubectl patch<\/code><\/pre>/,
+    );
+    assert.match(namespaceBody(blocked()).html, /Run <code>stateward doctor -n team-a<\/code> for the fix\./);
   });
 
   it('shows missing ordinals as missing cells', () => {

@@ -108,6 +108,38 @@ const polledAllReady = () => {
   return w.__connection() === 'polling' && w.__count('#report .cell[data-updated="true"][data-ready="true"]') === 9;
 };
 
+interface TimelineRow {
+  statefulSet: string;
+  started: string;
+  finished?: string;
+  waits: { code: string; why: string; message: string }[];
+}
+
+/** The timeline of group ingester as the page shows it: rows in page order, their times and waits. */
+const READ_TIMELINE = `[...document.querySelectorAll('#report .group[data-group="ingester"] .timeline-row')].map((row) => ({
+  statefulSet: row.dataset.statefulset,
+  started: row.dataset.started,
+  finished: row.dataset.finished,
+  waits: [...row.querySelectorAll('.timeline-wait')].map((w) => ({ code: w.dataset.code, why: w.querySelector('.wait-why').textContent, message: w.querySelector('.wait-message').textContent })),
+}))`;
+
+/** The waits of a zone's own rollout: its deleted pods going and coming back, the StatefulSet controller catching up. */
+const WAIT_CODES = [
+  'pods-terminating',
+  'max-unavailable-reached',
+  'updated-pods-not-ready',
+  'statefulset-status-pending',
+];
+
+/** The group's last rollout is shown as finished, all three zones in it. */
+const timelineFinished = () => {
+  const w = globalThis as unknown as PageWindow;
+  return (
+    w.__count('#report .group[data-group="ingester"] .timeline[data-finished]') === 1 &&
+    w.__count('#report .group[data-group="ingester"] .timeline-row[data-finished]') === 3
+  );
+};
+
 const code = (c: Cell) =>
   `${c.updated ? 'U' : 'O'}${c.state === 'ready' ? 'r' : c.state === 'not-ready' ? 'n' : c.state === 'terminating' ? 't' : 'm'}`;
 const show = (s: GridState) =>
@@ -212,6 +244,30 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     });
     assert.equal(new Set(doneAt).size, 3, `zones finished in the same state: ${doneAt.join(', ')}\n${trace}`);
 
+    // The rollout as a timeline: a row per zone in the order they started, each finished before the next
+    // started, each with what it waited for (its own deleted pods going and coming back, at the least).
+    await page.waitForFunction(timelineFinished, undefined, { timeout: 30_000, polling: 100 });
+    const timeline = await page.evaluate<TimelineRow[]>(READ_TIMELINE);
+    const shown = JSON.stringify(timeline, undefined, 2);
+    t.diagnostic(`timeline:\n${shown}`);
+    assert.deepEqual(
+      timeline.map((r) => r.statefulSet),
+      SETS,
+      shown,
+    );
+    for (const [i, r] of timeline.entries()) {
+      assert.ok(r.finished, `${r.statefulSet} not finished: ${shown}`);
+      assert.ok(Date.parse(r.started) >= change - 5_000 && Date.parse(r.finished) <= Date.now(), shown);
+      assert.ok(Date.parse(r.started) <= Date.parse(r.finished), shown);
+      if (i > 0) assert.ok(Date.parse(timeline[i - 1]!.finished!) <= Date.parse(r.started), `overlap: ${shown}`);
+      assert.ok(r.waits.length > 0, `${r.statefulSet} shows no wait: ${shown}`);
+      for (const w of r.waits) {
+        assert.ok(WAIT_CODES.includes(w.code), `unexpected wait ${w.code}: ${shown}`);
+        assert.match(w.message, new RegExp(`^waiting: .*${r.statefulSet}`), shown);
+        assert.match(w.why, /\S/, shown);
+      }
+    }
+
     // The page reached nothing but its own server: the page, its assets, the stream.
     assert.deepEqual(
       requests.filter((u) => !u.startsWith(`${origin}/`)),
@@ -272,6 +328,26 @@ describe('web view in a browser', { timeout: 300000 }, () => {
           blocked: hostile(n),
           waitReason: { code: 'x', message: hostile(n) },
           warnings: [hostile(n)],
+          fixes: [{ code: hostile(n), object: hostile(n), fix: hostile(n) }],
+          timeline: {
+            startedAt: '2026-11-29T12:00:00.000Z',
+            zones: [
+              {
+                statefulSet: hostile(n),
+                startedAt: '2026-11-29T12:00:00.000Z',
+                waits: [
+                  {
+                    code: hostile(n),
+                    message: hostile(n),
+                    since: '2026-11-29T12:00:01.000Z',
+                    from: '2026-11-29T12:00:01.000Z',
+                    times: 1,
+                    waitedMs: 0,
+                  },
+                ],
+              },
+            ],
+          },
           statefulSets: [
             {
               name: `${hostile(n)}-zone-a`,
@@ -282,6 +358,7 @@ describe('web view in a browser', { timeout: 300000 }, () => {
               maxUnavailable: 1,
               paused: false,
               state: 'blocked',
+              scaling: { desiredReplicas: 2, holdReason: hostile(n), errors: [hostile(n)] },
               podGrid: [
                 {
                   name: hostile(n),
@@ -330,10 +407,11 @@ describe('web view in a browser', { timeout: 300000 }, () => {
     await page.evaluate(HELPERS);
     await page.waitForFunction(connectionIs, 'live', { timeout: 30_000 });
     const texts = () =>
-      page.evaluate<{ elements: number; pwned: unknown; texts: string[]; budget: string[] }>(`({
+      page.evaluate<{ elements: number; pwned: unknown; texts: string[]; more: string[]; budget: string[] }>(`({
       elements: document.querySelectorAll('#report img, #report script').length,
       pwned: window.__pwned,
       texts: [...document.querySelectorAll('#report .group-name, #report .action, #report .wait, #report .blocked, #report .warnings li, #report .cell')].map((e) => e.textContent + '|' + (e.getAttribute('title') ?? '')),
+      more: [...document.querySelectorAll('#report .fix code, #report .scaling li, #report .timeline-row .sts-name, #report .wait-message')].map((e) => e.textContent),
       budget: [...document.querySelectorAll('#report [data-budget] td')].map((e) => e.textContent),
     })`);
     // n = 1 may still be the server's page; n = 2 is app.js's redraw from the stream (markup.js renders both).
@@ -362,6 +440,14 @@ describe('web view in a browser', { timeout: 300000 }, () => {
         `0|${hostile(n)}: updated, ready (${hostile(n)})`,
       ]);
       assert.deepEqual(seen.budget, [hostile(n), hostile(n), 'zone', hostile(n), hostile(n), hostile(n)]);
+      // Doctor's fix, the scaling problems and the timeline: text as well.
+      assert.deepEqual(seen.more, [
+        hostile(n),
+        `${hostile(n)}-zone-a: wants 2 replicas, held: ${hostile(n)}`,
+        `${hostile(n)}-zone-a: ${hostile(n)}`,
+        hostile(n),
+        hostile(n),
+      ]);
     }
 
     // Without JavaScript: the server's page, the same text, nothing of it run.

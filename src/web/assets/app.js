@@ -15,7 +15,10 @@ const namespace = main?.dataset.namespace;
 
 function render(report) {
   // markup.js escapes every name from the cluster, as it does for the server's page: this parses only markup it made.
-  main.innerHTML = namespaceBody(report.namespaces.find((n) => n.namespace === namespace)).html;
+  main.innerHTML = namespaceBody(
+    report.namespaces.find((n) => n.namespace === namespace),
+    report.generatedAt,
+  ).html;
   if (generated) {
     generated.textContent = report.generatedAt;
     generated.setAttribute('datetime', report.generatedAt);

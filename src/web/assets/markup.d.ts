@@ -30,5 +30,10 @@ export function cellsOf(row: StatefulSetRow): CellState[];
 export function cellTitle(cell: CellState): string;
 export function cellClass(cell: CellState): string;
 
-/** The inside of <main id="report">: the namespace's groups, then its budgets. */
-export function namespaceBody(ns: NamespaceStatus | undefined): Raw;
+/** A wait code in a few words (an unknown one as it is). */
+export function waitWords(code: string): string;
+/** A duration in whole seconds, as people read it: "42 s", "3 min 5 s". */
+export function formatDuration(ms: number): string;
+
+/** The inside of <main id="report">: the namespace's groups (with their last rollout's timeline), then its budgets; `generatedAt` is the report's time. */
+export function namespaceBody(ns: NamespaceStatus | undefined, generatedAt?: string): Raw;

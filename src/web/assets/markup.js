@@ -148,7 +148,184 @@ function healthGate(gate) {
   );
 }
 
-function group(g) {
+/** The wait codes (src/rollout/planner.ts, zpdb-denied) in a few words; an unknown one is shown as it is. */
+const WAIT_WORDS = {
+  'several-statefulsets-not-ready': 'other StatefulSets not Ready',
+  'max-unavailable-reached': 'max unavailable reached',
+  'pods-terminating': 'pods terminating',
+  'updated-pods-not-ready': 'updated pods not Ready',
+  'paused-statefulset-not-ready': 'a paused StatefulSet not Ready',
+  'statefulset-status-pending': 'the StatefulSet controller',
+  'health-check-waiting': 'health check',
+  'health-check-paused': 'health check (paused)',
+  'zpdb-denied': 'zone-aware disruption budget',
+};
+
+export function waitWords(code) {
+  return Object.hasOwn(WAIT_WORDS, code) ? WAIT_WORDS[code] : code;
+}
+
+/** A duration in whole seconds, as people read it: "42 s", "3 min 5 s", "2 h 1 min". */
+export function formatDuration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
+  return `${Math.floor(s / 3600)} h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)} min` : ''}`;
+}
+
+/** The time of day of an ISO timestamp, UTC, as the report's other times are. */
+const clock = (iso) => `${iso.slice(11, 19)} UTC`;
+
+/** One span of the timeline's bar, as SVG (attributes, not inline styles: the CSP allows no style attribute). */
+function bar(cls, from, to, range, title, extra = {}) {
+  const x = ((from - range.start) / range.span) * 1000;
+  const width = Math.max(2, ((to - from) / range.span) * 1000);
+  return h(
+    'rect',
+    { class: cls, x: x.toFixed(1), y: 0, width: width.toFixed(1), height: 12, ...extra },
+    h('title', {}, title),
+  );
+}
+
+function timelineWait(w, now) {
+  const total = w.waitedMs + (w.until === undefined ? Math.max(0, now - Date.parse(w.from)) : 0);
+  const times = w.times > 1 ? ` ×${w.times}` : '';
+  return h(
+    'li',
+    { class: 'timeline-wait', 'data-code': w.code, 'data-open': String(w.until === undefined), title: w.message },
+    h('span', { class: 'wait-why' }, waitWords(w.code)),
+    `${times}, ${formatDuration(total)}${w.until === undefined ? ' so far' : ''}: `,
+    h('span', { class: 'wait-message' }, w.message),
+  );
+}
+
+function timelineRow(z, range, now) {
+  const started = Date.parse(z.startedAt);
+  const finished = z.finishedAt === undefined ? undefined : Date.parse(z.finishedAt);
+  const end = finished ?? now;
+  const waits = z.waits.map((w) =>
+    bar(
+      'bar-wait',
+      Date.parse(w.from),
+      w.until === undefined ? now : Date.parse(w.until),
+      range,
+      `waited: ${waitWords(w.code)}`,
+      {
+        'data-code': w.code,
+      },
+    ),
+  );
+  return h(
+    'li',
+    {
+      class: 'timeline-row',
+      'data-statefulset': z.statefulSet,
+      'data-started': z.startedAt,
+      'data-finished': z.finishedAt,
+      'data-state': finished === undefined ? 'rolling' : 'finished',
+    },
+    h(
+      'div',
+      { class: 'timeline-label' },
+      h('span', { class: 'sts-name' }, z.statefulSet),
+      h(
+        'span',
+        { class: 'when' },
+        `+${formatDuration(started - range.start)} → `,
+        finished === undefined ? 'rolling' : `+${formatDuration(finished - range.start)}`,
+        ` (${formatDuration(end - started)})`,
+      ),
+    ),
+    h(
+      'svg',
+      {
+        class: 'timeline-bar',
+        viewBox: '0 0 1000 12',
+        preserveAspectRatio: 'none',
+        role: 'img',
+        'aria-label': `${z.statefulSet}: started ${clock(z.startedAt)}${z.finishedAt ? `, finished ${clock(z.finishedAt)}` : ''}`,
+      },
+      bar(
+        finished === undefined ? 'bar-span rolling' : 'bar-span',
+        started,
+        end,
+        range,
+        `${clock(z.startedAt)} → ${z.finishedAt ? clock(z.finishedAt) : 'now'}`,
+      ),
+      join(waits),
+    ),
+    z.waits.length > 0
+      ? h('ul', { class: 'timeline-waits' }, join(z.waits.map((w) => timelineWait(w, now))))
+      : undefined,
+  );
+}
+
+/** The group's last rollout: a row per StatefulSet in the order they started, each with its bar and what it waited for. */
+function timeline(t, generatedAt) {
+  const now = generatedAt ? Date.parse(generatedAt) : Date.now();
+  const start = Date.parse(t.startedAt);
+  const end = Math.max(
+    t.finishedAt ? Date.parse(t.finishedAt) : now,
+    ...t.zones.map((z) => Date.parse(z.finishedAt ?? t.startedAt)),
+  );
+  const range = { start, span: Math.max(1000, end - start) };
+  const summary = t.finishedAt
+    ? `started ${clock(t.startedAt)}, finished ${clock(t.finishedAt)} (${formatDuration(Date.parse(t.finishedAt) - start)})`
+    : `started ${clock(t.startedAt)}, rolling for ${formatDuration(now - start)}`;
+  return h(
+    'section',
+    { class: 'timeline', 'data-started': t.startedAt, 'data-finished': t.finishedAt },
+    h('h3', {}, t.finishedAt ? 'Last rollout' : 'Rollout', ' ', h('span', { class: 'timeline-summary' }, summary)),
+    h('ol', { class: 'timeline-rows' }, join(t.zones.map((z) => timelineRow(z, range, now)))),
+  );
+}
+
+/** What the CLI lists under a group's StatefulSets: replicas held back and scaling metadata it cannot use. */
+function scalingProblems(rows) {
+  const items = rows.flatMap((row) => [
+    ...(row.scaling?.holdReason
+      ? [
+          h(
+            'li',
+            { 'data-statefulset': row.name, 'data-kind': 'held' },
+            h('span', { class: 'sts-name' }, row.name),
+            `: wants ${row.scaling.desiredReplicas} replicas, held: ${row.scaling.holdReason}`,
+          ),
+        ]
+      : []),
+    ...(row.scaling?.errors ?? []).map((e) =>
+      h(
+        'li',
+        { 'data-statefulset': row.name, 'data-kind': 'error' },
+        h('span', { class: 'sts-name' }, row.name),
+        ': ',
+        e,
+      ),
+    ),
+  ]);
+  return items.length === 0 ? undefined : h('ul', { class: 'scaling' }, join(items));
+}
+
+/** A blocked group: doctor's fix when the report carries it, else the command that finds it. */
+function blockedFix(g, namespace) {
+  if (!g.blocked) return undefined;
+  if (g.fixes?.length)
+    return h(
+      'div',
+      { class: 'fix' },
+      h('p', {}, 'To fix it (from stateward doctor):'),
+      join(g.fixes.map((f) => h('pre', { 'data-code': f.code, title: f.object }, h('code', {}, f.fix)))),
+    );
+  return h(
+    'p',
+    { class: 'fix' },
+    'Run ',
+    h('code', {}, `stateward doctor -n ${namespace ?? '<namespace>'}`),
+    ' for the fix.',
+  );
+}
+
+function group(g, namespace, generatedAt) {
   return h(
     'section',
     { class: 'group', 'data-group': g.name, 'data-phase': g.phase },
@@ -163,8 +340,11 @@ function group(g) {
     g.waitReason ? h('p', { class: 'wait', 'data-code': g.waitReason.code }, g.waitReason.message) : undefined,
     g.healthGate ? healthGate(g.healthGate) : undefined,
     g.blocked ? h('p', { class: 'blocked' }, g.blocked) : undefined,
+    blockedFix(g, namespace),
     g.warnings.length > 0 ? h('ul', { class: 'warnings' }, join(g.warnings.map((w) => h('li', {}, w)))) : undefined,
     h('div', { class: 'grid' }, join(g.statefulSets.map(statefulSetRow))),
+    scalingProblems(g.statefulSets),
+    g.timeline ? timeline(g.timeline, generatedAt) : undefined,
   );
 }
 
@@ -195,11 +375,17 @@ function budgets(list) {
   );
 }
 
-/** The inside of <main id="report">: the namespace's groups, then its budgets. */
-export function namespaceBody(ns) {
+/**
+ * The inside of <main id="report">: the namespace's groups, then its
+ * budgets. `generatedAt`, the report's time, is the "now" of a rollout still
+ * going on, so both renderings of one report are the same.
+ */
+export function namespaceBody(ns, generatedAt) {
   const groups = ns?.groups ?? [];
   return join([
-    groups.length > 0 ? join(groups.map(group)) : h('p', { class: 'empty' }, 'No rollout groups in this namespace.'),
+    groups.length > 0
+      ? join(groups.map((g) => group(g, ns?.namespace, generatedAt)))
+      : h('p', { class: 'empty' }, 'No rollout groups in this namespace.'),
     budgets(ns?.budgets ?? []) ?? new Raw(''),
   ]);
 }
