@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { headerKeyEscape } from '../../../src/runtime/kube/impersonation.ts';
+import { assertReaching, SKIP } from '../../support/reach.ts';
 
 describe('headerKeyEscape (client-go)', () => {
   it('keeps token characters and percent-encodes every other byte of the UTF-8 key, and %', () => {
@@ -11,13 +12,15 @@ describe('headerKeyEscape (client-go)', () => {
   });
 
   it('is a valid header name that decodeURIComponent turns back into the key (as the apiserver unescapes it)', () => {
-    fc.assert(
-      fc.property(fc.string({ unit: 'binary' }), (key) => {
-        fc.pre(key.length > 0 && key.isWellFormed());
+    assertReaching(
+      fc.string({ unit: 'binary' }),
+      (key) => {
+        if (key.length === 0 || !key.isWellFormed()) return SKIP;
         const escaped = headerKeyEscape(key);
         assert.match(escaped, /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/);
         assert.equal(decodeURIComponent(escaped), key);
-      }),
+      },
+      { floor: 0.6 }, // about 88%: the empty key and lone surrogates are skipped
     );
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { bypassesProxy, parseProxyUrl, proxyFor } from '../../../src/runtime/kube/proxy.ts';
+import { assertReaching, SKIP } from '../../support/reach.ts';
 
 describe('NO_PROXY (Go httpproxy semantics)', () => {
   const noProxy =
@@ -61,10 +62,11 @@ describe('NO_PROXY (Go httpproxy semantics)', () => {
   });
 
   it('a domain matches itself and its subdomains; .domain and *.domain only its subdomains', () => {
-    fc.assert(
-      fc.property(domain, label, domain, port, (d, sub, other, p) => {
+    assertReaching(
+      fc.tuple(domain, label, domain, port),
+      ([d, sub, other, p]) => {
         // Names, not addresses: an IP entry matches only that IP (Go's ipMatch), a loopback one is never proxied.
-        fc.pre(/[a-z]/.test(d) && /[a-z]/.test(other) && !other.endsWith(d) && other !== 'localhost');
+        if (!(/[a-z]/.test(d) && /[a-z]/.test(other) && !other.endsWith(d) && other !== 'localhost')) return SKIP;
         assert.equal(bypassesProxy(d, d, p), true);
         assert.equal(bypassesProxy(d, `${sub}.${d}`, p), true);
         assert.equal(bypassesProxy(`.${d}`, d, p), d === 'localhost');
@@ -73,7 +75,8 @@ describe('NO_PROXY (Go httpproxy semantics)', () => {
         assert.equal(bypassesProxy(`${d}:${p}`, `${sub}.${d}`, p), true);
         assert.equal(bypassesProxy(`${d}:${p}`, d, `${(Number(p) % 65535) + 1}`), false);
         assert.equal(bypassesProxy(d, other, p), false);
-      }),
+      },
+      { floor: 0.5 }, // about 80%: all-digit names and an other ending in d are skipped
     );
   });
 
