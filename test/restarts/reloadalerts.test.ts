@@ -388,6 +388,53 @@ describe('-webhook-url call', () => {
     );
   });
 
+  it('a receiver that answers 200 and then trickles its body, or never ends it, holds a call no longer than its timeout', async (t) => {
+    const timers = new Set<NodeJS.Timeout>();
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'text/plain' });
+        if (request.url?.startsWith('/endless')) {
+          // As much as it can send, for as long as the socket is open.
+          const pump = () => {
+            while (!response.destroyed && response.write(Buffer.alloc(16_384, 120)));
+            if (!response.destroyed) response.once('drain', pump);
+          };
+          pump();
+          return;
+        }
+        const timer = setInterval(() => response.write('.'), 20);
+        timers.add(timer);
+        response.on('close', () => clearInterval(timer));
+      });
+    });
+    const sockets = new Set<Socket>();
+    server.on('connection', (socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(async () => {
+      for (const timer of timers) clearInterval(timer);
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const port = (server.address() as AddressInfo).port;
+    const trickle = new ReloadWebhook(new URL(`http://127.0.0.1:${port}/trickle`), { env: {}, timeoutMs: 300 });
+    t.after(() => trickle.close());
+    // The outer signal is generous: were the call's own timeout not to end it, the message would be the signal's.
+    const outcome = await trickle.call(reportFor('api'), { signal: AbortSignal.timeout(30_000) }).then(
+      () => 'resolved',
+      (error: unknown) => (error as Error).message,
+    );
+    // A 2xx whose body is cut off by the timeout is not a delivered call: the change stays to be called again.
+    assert.match(outcome, /no answer within 300 ms/);
+    const endless = new ReloadWebhook(new URL(`http://127.0.0.1:${port}/endless`), { env: {}, timeoutMs: 5_000 });
+    t.after(() => endless.close());
+    // An endless body is read only up to the answer cap, so the 200 counts at once, well within the timeout.
+    await endless.call(reportFor('api'), { signal: AbortSignal.timeout(30_000) });
+  });
+
   it('stops when its signal aborts, with the signal reason', async (t) => {
     const hook = await receiver(t, () => 'hold');
     const controller = new AbortController();
