@@ -48,36 +48,57 @@ export interface GatherOptions {
 
 const USER_AGENT = 'stateward-doctor';
 
+/** The doctor's flags (kubectl's names and short forms), declared apart so runDoctor reads as parse, check, diagnose, print. */
+function doctorFlags() {
+  const fs = new FlagSet('stateward doctor');
+  return {
+    fs,
+    namespaceLong: fs.string(
+      'namespace',
+      '',
+      'Namespace to diagnose (default: the kubeconfig context\'s namespace, else "default").',
+    ),
+    namespaceShort: fs.string('n', '', 'Short for -namespace.'),
+    allLong: fs.bool('all-namespaces', false, 'Diagnose every namespace.'),
+    allShort: fs.bool('A', false, 'Short for -all-namespaces.'),
+    outputShort: fs.enumString('o', 'text', ['text', 'json'], 'Output format: text or json.'),
+    outputLong: fs.enumString('output', 'text', ['text', 'json'], 'Same as -o.'),
+    kubeconfigPath: fs.string(
+      'kubeconfig',
+      '',
+      'Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration).',
+    ),
+    contextName: fs.string('context', '', 'The kubeconfig context to use (default: its current-context).'),
+    operatorNamespace: fs.string(
+      'operator-namespace',
+      '',
+      'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).',
+    ),
+    timeout: fs.duration('request-timeout', 30_000, 'Timeout of each API request.'),
+    probeEndpoints: fs.bool(
+      'probe-endpoints',
+      true,
+      "Probe each RolloutHealthCheck's prometheusURL from here (GET /api/v1/status/buildinfo, 2s, no credentials); -probe-endpoints=false skips it.",
+    ),
+  };
+}
+
 /** Runs `stateward doctor <argv>`; resolves to the exit code. */
 export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<number> {
-  const fs = new FlagSet('stateward doctor');
-  const namespaceLong = fs.string(
-    'namespace',
-    '',
-    'Namespace to diagnose (default: the kubeconfig context\'s namespace, else "default").',
-  );
-  const namespaceShort = fs.string('n', '', 'Short for -namespace.');
-  const allLong = fs.bool('all-namespaces', false, 'Diagnose every namespace.');
-  const allShort = fs.bool('A', false, 'Short for -all-namespaces.');
-  const outputShort = fs.enumString('o', 'text', ['text', 'json'], 'Output format: text or json.');
-  const outputLong = fs.enumString('output', 'text', ['text', 'json'], 'Same as -o.');
-  const kubeconfigPath = fs.string(
-    'kubeconfig',
-    '',
-    'Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration).',
-  );
-  const contextName = fs.string('context', '', 'The kubeconfig context to use (default: its current-context).');
-  const operatorNamespace = fs.string(
-    'operator-namespace',
-    '',
-    'Namespace the operator runs in, when its Deployment is not visible to the doctor (to check the webhook configurations against it).',
-  );
-  const timeout = fs.duration('request-timeout', 30_000, 'Timeout of each API request.');
-  const probeEndpoints = fs.bool(
-    'probe-endpoints',
-    true,
-    "Probe each RolloutHealthCheck's prometheusURL from here (GET /api/v1/status/buildinfo, 2s, no credentials); -probe-endpoints=false skips it.",
-  );
+  const {
+    fs,
+    namespaceLong,
+    namespaceShort,
+    allLong,
+    allShort,
+    outputShort,
+    outputLong,
+    kubeconfigPath,
+    contextName,
+    operatorNamespace,
+    timeout,
+    probeEndpoints,
+  } = doctorFlags();
 
   const parsed = fs.parse(argv, {});
   if (parsed.kind === 'help') {
@@ -187,16 +208,7 @@ export async function gather(
   };
   // Connectivity and credentials first, so a wrong kubeconfig gives one clear message.
   const statefulSets = take('statefulsets', await listAll<StatefulSet>(client, resources.statefulSets, { namespace }));
-  let namespaceLabels: Record<string, Record<string, string>> | undefined;
-  if (namespace !== undefined) {
-    try {
-      const ns = await client.get<Namespace>(resources.namespaces, { name: namespace });
-      namespaceLabels = { [namespace]: ns.metadata?.labels ?? {} };
-    } catch (error) {
-      if (isNotFound(error)) throw new CliError(`namespace ${namespace} does not exist`);
-      if (!isForbidden(error)) throw requestFailure(client, `get namespace ${namespace}`, error);
-    }
-  }
+  const namespaceLabels = namespace === undefined ? undefined : await labelsOfNamespace(client, namespace);
   const [
     pods,
     zpdbs,
@@ -253,6 +265,39 @@ export async function gather(
   const probe = options.probeEndpoint;
   if (probe)
     input.healthCheckEndpoints = await Promise.all(endpointsToProbe(rolloutHealthChecks).map((url) => probe(url)));
+  await gatherWebhookAndOperatorState(client, input, unreadable);
+  return input;
+}
+
+/**
+ * The diagnosed namespace's labels (webhooks' namespaceSelectors are
+ * matched against them). A namespace that does not exist is the one clear
+ * error; one the doctor may not read leaves them unknown.
+ */
+async function labelsOfNamespace(
+  client: KubeClient,
+  namespace: string,
+): Promise<Record<string, Record<string, string>> | undefined> {
+  try {
+    const ns = await client.get<Namespace>(resources.namespaces, { name: namespace });
+    return { [namespace]: ns.metadata?.labels ?? {} };
+  } catch (error) {
+    if (isNotFound(error)) throw new CliError(`namespace ${namespace} does not exist`);
+    if (!isForbidden(error)) throw requestFailure(client, `get namespace ${namespace}`, error);
+    return undefined;
+  }
+}
+
+/**
+ * What the listed objects point at, added to `input`: the webhooks'
+ * Services and their ready endpoints, the operators' leader Leases and
+ * permissions (subjectaccessreviews is unreadable when those cannot be asked).
+ */
+async function gatherWebhookAndOperatorState(
+  client: KubeClient,
+  input: DoctorInput,
+  unreadable: string[],
+): Promise<void> {
   input.webhookServices = await lookUpServices(client, webhookServices(new Scope(input)));
   input.webhookEndpoints = await readyEndpoints(
     client,
@@ -264,7 +309,6 @@ export async function gather(
   const permissions = await operatorPermissions(client, new Scope(input).operatorDeployments());
   if (permissions) input.operatorPermissions = permissions;
   else unreadable.push('subjectaccessreviews');
-  return input;
 }
 
 const SERVICES: ResourceType = { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true };
