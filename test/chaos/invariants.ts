@@ -49,6 +49,8 @@
 //   Jobs (re-created under their name, never lost): jobinvariants.ts.
 // - Secret values (given by the soak) must not appear in Events or in the
 //   operator's log files (as they are or base64-encoded); see monitor.ts.
+// - Drains under reschedule profiles (pods of the profiles' namespaces):
+//   profileinvariants.ts.
 import { createHash } from 'node:crypto';
 import type {
   EventsV1Event,
@@ -64,6 +66,7 @@ import type {
 } from '@kubernetes/client-node';
 import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
 import { JobRestartRules, type RecordedWorkload } from './jobinvariants.ts';
+import { ProfileDrainRules, type ProfileRule } from './profileinvariants.ts';
 
 export const DEFER_MS = 2000;
 export const MIN_TIME_SLACK_MS = 2000;
@@ -319,6 +322,18 @@ export class InvariantChecker {
     violate: (now, kind, message, details) => this.violate(now, kind, message, details),
     count: (name, by) => this.count(name, by),
   });
+  private readonly profileRules: ProfileDrainRules | undefined;
+
+  /** `profiles`: the reschedule profiles whose namespaces' pods the monitor watches too. */
+  constructor(o: { profiles?: ProfileRule[] } = {}) {
+    this.profileRules =
+      o.profiles && o.profiles.length > 0
+        ? new ProfileDrainRules(o.profiles, {
+            violate: (now, kind, message, details) => this.violate(now, kind, message, details),
+            count: (name, by) => this.count(name, by),
+          })
+        : undefined;
+  }
 
   count(name: string, by = 1): void {
     this.counters[name] = (this.counters[name] ?? 0) + by;
@@ -358,6 +373,7 @@ export class InvariantChecker {
   // ------------------------------------------------------------------ pods
 
   private onPod(pod: V1Pod, type: WatchType, now: number, relist: boolean): void {
+    this.profileRules?.onPod(pod, type, now, relist);
     const namespace = pod.metadata?.namespace ?? '';
     const name = pod.metadata?.name ?? '';
     let byName = this.pods.get(namespace);
@@ -762,7 +778,11 @@ export class InvariantChecker {
 
   /** Referenced configs (and Jobs being re-created) not applied yet: the run is not settled while there are any. */
   pending(): Pending[] {
-    return [...[...this.workloads.values()].flatMap((w) => this.pendingOf(w)), ...this.jobRules.pending()];
+    return [
+      ...[...this.workloads.values()].flatMap((w) => this.pendingOf(w)),
+      ...this.jobRules.pending(),
+      ...(this.profileRules?.pending() ?? []),
+    ];
   }
 
   // ------------------------------------------------------------------ events
@@ -816,6 +836,7 @@ export class InvariantChecker {
   finish(now: number): void {
     this.tick(Number.POSITIVE_INFINITY);
     this.jobRules.finish(now);
+    this.profileRules?.finish(now);
     // A Job missing or held at the end is judged by jobRules.finish (job-lost, job-recreate-finalizer-left).
     for (const p of this.pending().filter((p) => !p.config.startsWith('('))) {
       this.violate(

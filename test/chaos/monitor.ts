@@ -6,6 +6,7 @@
 //   node test/chaos/monitor.ts --kubeconfig K --namespaces a,b --out report.json
 //        [--events-namespaces op] [--secrets values.txt] [--logs-dir dir]
 //        [--gate-timeline timeline.jsonl --gated-namespaces a,b]
+//        [--profile-namespaces couchbase=x,kafka=y]
 //
 // It rewrites --out every 2 s while it runs ({final: false, synced, pending,
 // violations, counters}); on SIGTERM it runs the final checks (changes still
@@ -14,6 +15,8 @@
 // With --gate-timeline it also judges the health gate (healthgate.ts): the
 // soak appends what it did to the exporter and to Prometheus to that file,
 // and no gated StatefulSet may start rolling while the policy says pause.
+// With --profile-namespaces it watches the pods of the reschedule profiles'
+// namespaces too and judges the drains there (profileinvariants.ts).
 import { closeSync, openSync, readSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,6 +32,7 @@ import {
 import { fetch } from 'undici';
 import { gateViolations, GateStartTracker, pauseIntervals, type TimelineEntry } from './healthgate.ts';
 import { InvariantChecker, type Violation, type Watched, type WatchType } from './invariants.ts';
+import { soakProfileRules } from './profileinvariants.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,6 +44,7 @@ const { values } = parseArgs({
     'logs-dir': { type: 'string' },
     'gate-timeline': { type: 'string' },
     'gated-namespaces': { type: 'string', default: '' },
+    'profile-namespaces': { type: 'string', default: '' },
   },
 });
 if (!values.kubeconfig || !values.namespaces || !values.out) {
@@ -54,7 +59,18 @@ const eventNamespaces = [...new Set([...namespaces, ...values['events-namespaces
 
 const kc = new KubeConfig();
 kc.loadFromFile(values.kubeconfig);
-const checker = new InvariantChecker();
+/** couchbase=<namespace>,kafka=<namespace>: where the soak's Couchbase and Strimzi profiles apply. */
+const profileNamespaces = Object.fromEntries(
+  values['profile-namespaces']
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => pair.split('=') as [string, string]),
+);
+const profiles =
+  profileNamespaces['couchbase'] && profileNamespaces['kafka']
+    ? soakProfileRules({ couchbase: profileNamespaces['couchbase'], kafka: profileNamespaces['kafka'] })
+    : [];
+const checker = new InvariantChecker({ profiles });
 const gates = new GateStartTracker();
 const gatedNamespaces = values['gated-namespaces'].split(',').filter(Boolean);
 const startedAt = new Date().toISOString();
@@ -152,6 +168,8 @@ for (const ns of namespaces) {
     ),
   );
 }
+for (const ns of new Set(profiles.map((p) => p.namespace)))
+  streams.push(new Stream('Pod', `/api/v1/namespaces/${ns}/pods`));
 for (const ns of eventNamespaces) streams.push(new Stream('Event', `/apis/events.k8s.io/v1/namespaces/${ns}/events`));
 
 // ------------------------------------------------------------- secret scan

@@ -35,6 +35,8 @@ export interface PoolOptions {
   flags: string[];
   /** Run the replicas under libfaketime so that stepClock() works (when the library is installed). */
   clockSteps?: boolean;
+  /** Environment variables of every replica besides the soak's own (e.g. Strimzi Drain Cleaner's STRIMZI_*). */
+  env?: Record<string, string>;
 }
 
 /** Metric samples by `name{labels}`. */
@@ -59,6 +61,7 @@ const SAMPLED = [
   'stateward_rollout_pods_deleted_total',
   'deployment_restart_controller_deployment_restarts_total',
   'stateward_informer_relists_total',
+  'stateward_reschedule_profile_evictions_total',
 ] as const;
 
 export class OperatorPool {
@@ -142,7 +145,11 @@ export class OperatorPool {
         ],
         {
           stdio: ['ignore', fd, fd],
-          env: this.clockSteps ? { ...process.env, ...faketimeEnv({ file: this.clockFile(slot) }) } : process.env,
+          env: {
+            ...process.env,
+            ...this.o.env,
+            ...(this.clockSteps ? faketimeEnv({ file: this.clockFile(slot) }) : {}),
+          },
         },
       );
     } finally {
@@ -262,6 +269,11 @@ export class OperatorPool {
     let sum = 0;
     for (const [key, value] of Object.entries(this.increases)) if (filter(key)) sum += value;
     return sum;
+  }
+
+  /** The increases of total(), series by series. */
+  increasesOf(filter: (key: string) => boolean): Record<string, number> {
+    return Object.fromEntries(Object.entries(this.increases).filter(([key]) => filter(key)));
   }
 
   async stopAll(): Promise<void> {

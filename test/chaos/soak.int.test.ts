@@ -4,7 +4,8 @@
 // every kind of fault drawn (a fixed seed), then 90 s of the same workload
 // with only wall-clock steps of the operator replicas. The first gates one
 // group by a health check against a real Prometheus (a bad release and
-// Prometheus outages among its faults). Faults stop the run's
+// Prometheus outages among its faults) and drains nodes under the Couchbase
+// and Strimzi reschedule profiles, with stand-ins for their operators. Faults stop the run's
 // shared control-plane components only within this file; everything is
 // restored before a test ends, whatever happens.
 import assert from 'node:assert/strict';
@@ -57,6 +58,7 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       minTimeBetweenZonesDownscale: '10s',
       quiesceTimeoutMs: 90_000,
       healthGates: true,
+      profileDrainIntervalMs: [4000, 12_000],
     });
     assert.ok(report.rolloutsCompleted > 0, 'rollouts completed');
     assert.ok(report.restartsApplied > 0, 'config restarts applied');
@@ -69,6 +71,13 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       (report.monitor['downscales'] ?? 0) > 0 && (report.monitor['upscales'] ?? 0) > 0,
       'groups scaled both ways',
     );
+    const drains = report.profileDrains;
+    assert.ok(drains.completed >= 2, `kubectl drains under both profiles completed: ${drains.completed}`);
+    for (const profile of ['couchbase', 'strimzi'] as const) {
+      assert.ok((report.monitor[`rescheduleAnnotations.${profile}`] ?? 0) > 0, `${profile} pods annotated`);
+      assert.ok(drains.moves[profile] > 0, `the ${profile} stand-in moved pods`);
+    }
+    assert.ok((report.monitor['rescheduleUnselectedEvictions'] ?? 0) > 0, 'pods no profile selects were evicted');
   });
 
   it('wall-clock steps of the operator replicas: min-time, budgets and leadership hold', async (t) => {
@@ -82,6 +91,7 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       faultWeights: Object.fromEntries(FAULT_KINDS.map((k) => [k, k === 'operator-clock-step' ? 1 : 0])),
       minTimeBetweenZonesDownscale: '20s',
       quiesceTimeoutMs: 90_000,
+      profileDrains: false,
     });
     assert.ok((report.faults.byKind['operator-clock-step'] ?? 0) >= 3, 'clock steps injected');
     assert.ok((report.monitor['preparedDownscales'] ?? 0) > 0, 'prepared downscales happened under stepped clocks');

@@ -10,7 +10,10 @@
 // and what it cost. Used by `npm run soak` (scripts/soak.ts) and by
 // test/chaos/soak.int.test.ts. With health gates, every other group is
 // gated by a RolloutHealthCheck against a real Prometheus (gatefaults.ts),
-// with its two faults among the others.
+// with its two faults among the others. With profile drains (the default),
+// the operator also runs the Couchbase and Strimzi reschedule profiles and
+// drains, drawn from their own seeded stream, evict their pods while stand-in
+// operators move them (profiledrains.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -41,6 +44,7 @@ import { CHECK_NAME, SoakGates } from './gatefaults.ts';
 import { HEALTH_CHECK_ANNOTATION } from './healthgate.ts';
 import { CompetingWriter, FaultInjector, type CompetitorTarget, type FaultKind, type FaultRecord } from './faults.ts';
 import { OperatorPool } from './operators.ts';
+import { installProfileWebhooks, ProfileDrains, profileOperatorConfig, type DrainRecord } from './profiledrains.ts';
 import { Prng } from './prng.ts';
 import { APPS, uncordon, Workload, ZONES } from './workload.ts';
 
@@ -69,6 +73,10 @@ export interface SoakOptions {
   keep?: boolean;
   /** Gate the even-numbered groups by a health check against a real Prometheus, with a bad release and Prometheus outages among the faults. */
   healthGates?: boolean;
+  /** Run the Couchbase and Strimzi reschedule profiles and drain their pods (default true). */
+  profileDrains?: boolean;
+  /** Pause before each profile drain, drawn uniformly (ms). */
+  profileDrainIntervalMs?: [number, number];
 }
 
 export interface MonitorReport {
@@ -114,6 +122,18 @@ export interface SoakReport {
   };
   competitor: { patches: number; failures: number };
   endpoints: { total: number; failed: number; hung: number };
+  profileDrains: {
+    drains: number;
+    completed: number;
+    kubectlRuns: number;
+    podsCreated: number;
+    /** The stand-in operators' replacements. */
+    moves: { couchbase: number; strimzi: number };
+    moveFailures: number;
+    /** stateward_reschedule_profile_evictions_total increases by `profile outcome code`. */
+    decisions: Record<string, number>;
+    records: DrainRecord[];
+  };
 }
 
 type Cleanup = () => Promise<unknown>;
@@ -124,6 +144,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const workloadPrng = prng.fork();
   const faultPrng = prng.fork();
   const setupPrng = prng.fork();
+  // Forked last, so the other streams draw what they drew before profile drains existed.
+  const drainPrng = prng.fork();
   const id = `soak-${o.seed}-${randomBytes(2).toString('hex')}`;
   const { cluster, log } = o;
   const kube = testClient(cluster);
@@ -141,6 +163,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   let injector: FaultInjector | undefined;
   let workload: Workload | undefined;
   let gates: SoakGates | undefined;
+  let drains: ProfileDrains | undefined;
 
   try {
     // ---------------------------------------------------------------- setup
@@ -148,6 +171,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const operatorNamespace = await cluster.namespace(nsT, `${id}-op`);
     const namespaces: string[] = [];
     for (let i = 0; i < o.namespaces; i++) namespaces.push(await cluster.namespace(nsT, `${id}-g${i}`));
+    const profileNamespaces =
+      o.profileDrains === false
+        ? undefined
+        : { couchbase: await cluster.namespace(nsT, `${id}-cb`), kafka: await cluster.namespace(nsT, `${id}-kafka`) };
     log(
       `soak ${id}: seed ${o.seed}, ${o.minutes} min, namespaces ${namespaces.join(', ')}, operator namespace ${operatorNamespace}, run dir ${o.runDir}`,
     );
@@ -297,6 +324,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         '--logs-dir',
         join(o.runDir, 'logs'),
         ...(gates ? ['--gate-timeline', gates.timelinePath, '--gated-namespaces', gates.namespaces.join(',')] : []),
+        ...(profileNamespaces
+          ? ['--profile-namespaces', `couchbase=${profileNamespaces.couchbase},kafka=${profileNamespaces.kafka}`]
+          : []),
       ],
       { stdio: ['ignore', monitorLog, monitorLog] },
     );
@@ -317,7 +347,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       logsDir: join(o.runDir, 'logs'),
       replicas: 2,
       clockSteps: true,
-      flags: ['-config-restarts.enabled', '-restart-grace-period=1', '-reconcile.interval=2s'],
+      flags: [
+        '-config-restarts.enabled',
+        '-restart-grace-period=1',
+        '-reconcile.interval=2s',
+        ...(profileNamespaces ? profileOperatorConfig(profileNamespaces).flags : []),
+      ],
+      ...(profileNamespaces ? { env: profileOperatorConfig(profileNamespaces).env } : {}),
     });
     await pool.startAll();
     const operators = pool;
@@ -392,6 +428,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         }),
       ),
     });
+    if (profileNamespaces)
+      await installProfileWebhooks(t, kube, {
+        id,
+        operatorNamespace,
+        port: webhookPort,
+        ...profileNamespaces,
+      });
     log(
       `soak ${id}: operators ready (ports ${pool.ports.map((p) => `${p.http}/${p.https}`).join(', ')}), webhooks on ${webhookPort}, pod endpoints on ${podPort}; setup took ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
@@ -426,8 +469,22 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         await sleep(3000, undefined, { signal: stop.signal }).catch(() => undefined);
       }
     })();
+    if (profileNamespaces)
+      drains = new ProfileDrains({
+        cluster,
+        kube,
+        prng: drainPrng,
+        id,
+        ...profileNamespaces,
+        log,
+        intervalMs: o.profileDrainIntervalMs ?? [8000, 20_000],
+      });
     const workloadStart = Date.now();
-    const running = [workload.run(stop.signal), o.faults === false ? Promise.resolve() : injector.run(stop.signal)];
+    const running = [
+      workload.run(stop.signal),
+      o.faults === false ? Promise.resolve() : injector.run(stop.signal),
+      drains?.run(stop.signal) ?? Promise.resolve(),
+    ];
     await sleep(o.minutes * 60_000);
     stop.abort();
     await Promise.all(running);
@@ -449,6 +506,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         async () => {
           await operators.sample();
           const left = await unsettled(kube, namespaces);
+          if (drains && !(await drains.settled())) return false;
           // The monitor writes its report every 2 s: only one written well after the last action counts.
           const report = readMonitor(monitorOut);
           const fresh = report !== undefined && Date.parse(report.writtenAt) >= quiesceStart + 3000;
@@ -467,6 +525,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       });
     }
     const quiesceMs = Date.now() - quiesceStart;
+    for (const d of drains?.records.filter((r) => !r.completed) ?? [])
+      extra.push({
+        at: new Date().toISOString(),
+        kind: 'profile-drain-not-completed',
+        message: `kubectl drain of ${d.node} (started ${d.at}) did not complete in ${(d.ms / 1000).toFixed(0)} s over ${d.runs} run(s): ${d.lastError ?? 'no output'}`,
+      });
     await operators.sample();
     monitor.kill('SIGTERM');
     const child = monitor;
@@ -524,6 +588,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       },
       competitor: { patches: competitor.patches, failures: competitor.failures },
       endpoints: { ...endpoints.calls },
+      profileDrains: {
+        drains: drains?.records.length ?? 0,
+        completed: drains?.records.filter((r) => r.completed).length ?? 0,
+        kubectlRuns: drains?.records.reduce((n, r) => n + r.runs, 0) ?? 0,
+        podsCreated: drains?.podsCreated ?? 0,
+        moves: { ...(drains?.moves ?? { couchbase: 0, strimzi: 0 }) },
+        moveFailures: drains?.moveFailures ?? 0,
+        decisions: rescheduleDecisions(operators),
+        records: drains?.records ?? [],
+      },
     };
     writeFileSync(join(o.runDir, 'report.json'), JSON.stringify(result, null, 2));
     return result;
@@ -531,6 +605,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     if (monitor && monitor.exitCode === null) monitor.kill('SIGKILL');
     await injector?.restoreAll().catch(() => undefined);
     await workload?.settle().catch(() => undefined);
+    await drains?.stop().catch(() => undefined);
     await pool?.stopAll().catch(() => undefined);
     await proxy?.close().catch(() => undefined);
     await endpoints?.close().catch(() => undefined);
@@ -538,6 +613,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     for (const node of cluster.nodes) await cluster.uncordon(node.name).catch(() => undefined);
     for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
   }
+}
+
+/** The reschedule webhooks' decisions on selected pods, summed over every replica, by `profile outcome code`. */
+function rescheduleDecisions(operators: OperatorPool): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, n] of Object.entries(
+    operators.increasesOf((k) => k.startsWith('stateward_reschedule_profile_evictions_total{')),
+  )) {
+    const label = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(key)?.[1] ?? '?';
+    const id = `${label('profile')} ${label('outcome')} ${label('code')}`;
+    out[id] = (out[id] ?? 0) + n;
+  }
+  return out;
 }
 
 /** The CronJob and the Job of each namespace: opted in, using every app's ConfigMap and one app's Secret each. */
@@ -676,6 +764,12 @@ export function summarize(r: SoakReport): string {
       .join(', ')}`,
     `operator: peak RSS ${mib(r.operator.peakRssBytes)} (per slot ${r.operator.peakRssBySlot.map(mib).join(', ')}; highest per minute, MiB: ${r.operator.rssMiBByMinute.join(' ')}), ${r.operator.replicaStarts} replica starts, ${r.operator.conflicts409} API 409 Conflicts, ${r.operator.podsDeleted} pods deleted`,
     `health gates: ${r.monitor['gatedStarts'] ?? 0} gated zone starts judged against ${r.monitor['gatePauseIntervals'] ?? 0} pause intervals (${r.monitor['rolloutStartsSeen'] ?? 0} zone starts seen)`,
+    `profile drains: ${r.profileDrains.completed}/${r.profileDrains.drains} completed (${r.profileDrains.kubectlRuns} kubectl drain runs, ${r.profileDrains.podsCreated} pods placed); annotations written: Couchbase ${r.monitor['rescheduleAnnotations.couchbase'] ?? 0}, Strimzi ${r.monitor['rescheduleAnnotations.strimzi'] ?? 0}; stand-in replacements: Couchbase ${r.profileDrains.moves.couchbase}, Strimzi ${r.profileDrains.moves.strimzi} (seen by the monitor: ${r.monitor['rescheduleMoves.couchbase'] ?? 0}, ${r.monitor['rescheduleMoves.strimzi'] ?? 0}; ${r.profileDrains.moveFailures} failed); unselected pods evicted: ${r.monitor['rescheduleUnselectedEvictions'] ?? 0}; webhook decisions: ${
+      Object.entries(r.profileDrains.decisions)
+        .sort()
+        .map(([k, n]) => `${k} ×${n}`)
+        .join(', ') || 'none'
+    }`,
     `monitor: ${r.monitor['checksRun'] ?? 0} checks, ${r.monitor['relists'] ?? 0} relists, ${r.monitor['watchErrors'] ?? 0} watch errors, ${r.monitor['deletionsSeenOnlyOnRelist'] ?? 0} deletions seen only on a relist, ${r.monitor['secretValuesWatched'] ?? 0} secret values searched in ${r.monitor['eventVersionsScanned'] ?? 0} Event versions and ${((r.monitor['logBytesScanned'] ?? 0) / 1024).toFixed(0)} KiB of operator logs`,
   ];
   return lines.join('\n');
