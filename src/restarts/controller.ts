@@ -424,7 +424,8 @@ export class RestartController implements Reconciler {
     this.reindex(key, watched);
     if (optedIn && this.evicts(spec, w)) this.evicting.add(key);
     else this.evicting.delete(key);
-    if (optedIn || unfinished) this.controller.add(key);
+    // A malformed opt-in alone (a selector that does not parse) opts nothing in, but is said on the workload.
+    if (optedIn || unfinished || watched.warnings.length > 0) this.controller.add(key);
   }
 
   /** The reverse index for one workload, from what it watches now. */
