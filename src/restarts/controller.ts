@@ -467,6 +467,8 @@ export class RestartController implements Reconciler {
     const key = configKey(kind, namespace, c.metadata?.name ?? '');
     // Indexed: only the workloads watching this config (and those whose reload patterns might match it).
     for (const wkey of new Set([...(this.watchers.get(key) ?? []), ...this.patternWorkloads])) {
+      // Pods use configs of their own namespace only: other namespaces' patterns and selectors need no look.
+      if (wkey.split('/')[1] !== namespace) continue;
       const { entry, workload } = this.workloadByKey(wkey);
       if (!workload) continue;
       // A config a selector or pattern matched may have gone (deleted, relabelled): that is a change too.
