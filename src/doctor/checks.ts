@@ -24,6 +24,7 @@
 //   health-check-unknown w, health-check-not-selecting w, health-check-unreachable w,
 //   health-check-endpoint-error w
 //   operator-unavailable e, operator-not-leading e/w, webhook-service-missing e, webhook-service-no-endpoints e
+//   operator-requests-refused e/w
 //   reschedule-webhook-not-served e/w
 //   ondelete-unmanaged w, operator-flag-missing w, operator-permission-missing w, checks-skipped w,
 //   check-failed w
@@ -32,6 +33,7 @@ import { checkHealthChecks } from './checks/healthchecks.ts';
 import { checkRescheduleServed } from './checks/drainprofiles.ts';
 import { checkOperatorFlags, checkUnreadable } from './checks/operatorflags.ts';
 import { checkOperatorPermissions } from './checks/operatorpermissions.ts';
+import { checkOperatorRefusals } from './checks/operatorrefusals.ts';
 import {
   checkOperatorAvailable,
   checkOperatorLeading,
@@ -63,6 +65,7 @@ const CHECKS: readonly ((scope: Scope) => Finding[])[] = [
   checkOperatorFlags,
   checkRescheduleServed,
   checkOperatorPermissions,
+  checkOperatorRefusals,
   checkOperatorAvailable,
   checkOperatorLeading,
   checkWebhookServices,

@@ -21,6 +21,7 @@ import { healthCheckResource, type RolloutHealthCheck } from '../rollout/healthc
 import { operatorPermissions } from './access.ts';
 import { leaderLeaseOf, serviceKey, webhookServices } from './checks/operatorrunning.ts';
 import { probeQueryEndpoint, type EndpointProber } from './endpoints.ts';
+import { gatherRefusals } from './operatormetrics.ts';
 import { endpointsToProbe } from './checks/healthchecks.ts';
 import { diagnose } from './checks.ts';
 import { Scope } from './checks/scope.ts';
@@ -44,6 +45,8 @@ export interface DoctorIo {
 export interface GatherOptions {
   /** Probes each valid RolloutHealthCheck's prometheusURL; none: no probe, no finding. */
   probeEndpoint?: EndpointProber | undefined;
+  /** The operator's /metrics, as -operator-metrics-url gives it; none: each operator pod's, through the API server's proxy. */
+  operatorMetricsUrl?: string | undefined;
 }
 
 const USER_AGENT = 'stateward-doctor';
@@ -80,6 +83,11 @@ function doctorFlags() {
       true,
       "Probe each RolloutHealthCheck's prometheusURL from here (GET /api/v1/status/buildinfo, 2s, no credentials); -probe-endpoints=false skips it.",
     ),
+    operatorMetricsUrl: fs.string(
+      'operator-metrics-url',
+      '',
+      "The operator's /metrics (e.g. http://127.0.0.1:8001/metrics after kubectl port-forward), to read the API requests refused to it; default: each operator pod's, through the API server's proxy (needs get pods/proxy).",
+    ),
   };
 }
 
@@ -98,6 +106,7 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     operatorNamespace,
     timeout,
     probeEndpoints,
+    operatorMetricsUrl,
   } = doctorFlags();
 
   const parsed = fs.parse(argv, {});
@@ -138,6 +147,7 @@ export async function runDoctor(argv: readonly string[], io: DoctorIo): Promise<
     }
     const input = await gather(client, namespace, operatorNamespace.value || undefined, {
       probeEndpoint: probeEndpoints.value ? (io.probeEndpoint ?? ((url) => probeQueryEndpoint(url))) : undefined,
+      operatorMetricsUrl: operatorMetricsUrl.value || undefined,
     });
     const findings = diagnose(input);
     const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
@@ -266,6 +276,14 @@ export async function gather(
   if (probe)
     input.healthCheckEndpoints = await Promise.all(endpointsToProbe(rolloutHealthChecks).map((url) => probe(url)));
   await gatherWebhookAndOperatorState(client, input, unreadable);
+  // What the operator itself counts as refused: not judged where its metrics cannot be read.
+  const running = new Scope(input).operatorDeployments();
+  if (options.operatorMetricsUrl || running.length > 0)
+    input.operatorRefusals = (
+      await gatherRefusals(client, running, {
+        ...(options.operatorMetricsUrl ? { url: options.operatorMetricsUrl } : {}),
+      })
+    ).refusals;
   return input;
 }
 

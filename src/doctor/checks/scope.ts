@@ -1,6 +1,7 @@
 // What every doctor check reads: the findings it reports, the objects it is
 // given (DoctorInput) in scope, and small helpers for names and commands.
 import type { OperatorPermissions } from './operatorpermissions.ts';
+import type { OperatorRefusals } from './operatorrefusals.ts';
 import type { EndpointProbe } from './healthchecks.ts';
 import type { RolloutHealthCheck } from '../../rollout/healthcheck/resource.ts';
 import type { V1DaemonSet, V1Deployment } from '@kubernetes/client-node';
@@ -107,6 +108,12 @@ export interface DoctorInput {
   operatorLeases?: Readonly<Record<string, OperatorLease | null | undefined>>;
   /** What each operator's ServiceAccount may not do of what its features use (doctor/access.ts); absent when not asked. */
   operatorPermissions?: OperatorPermissions[];
+  /**
+   * The requests each operator's own metrics say were refused
+   * (doctor/operatormetrics.ts), by "<namespace>/<deployment>" or the
+   * metrics URL given; undefined where its metrics could not be read.
+   */
+  operatorRefusals?: Readonly<Record<string, OperatorRefusals | undefined>>;
 }
 
 // --------------------------------------------------------------- helpers

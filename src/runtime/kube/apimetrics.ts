@@ -1,10 +1,10 @@
 // API client metrics under rollout-operator's names, so its dashboards work.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { describePath } from './paths.ts';
+import { describePath, permissionOf } from './paths.ts';
 
 export interface ApiClientMetrics {
   /** One request, timed to its answer (a watch: to its response headers, as a GET). */
-  observeRequest(method: string, path: string, statusCode: string, seconds: number): void;
+  observeRequest(method: string, path: string, statusCode: string, seconds: number, watch?: boolean): void;
   rateLimited(apiGroup: string): void;
 }
 
@@ -34,9 +34,23 @@ export function apiClientMetrics(registry: Registry, options: { qps?: number } =
     labelNames: ['api_group'],
     registers: [registry],
   });
+  // Stateward's own: the refused requests by the rule that would allow them, so that
+  // `stateward doctor` (and an alert) can name the permission to add.
+  const refused = new Counter({
+    name: 'stateward_kubernetes_api_refused_requests_total',
+    help: 'Kubernetes API requests the API server refused (403), by the RBAC rule that would allow them: verb, API group, resource (with subresource), namespace ("" when cluster-scoped).',
+    labelNames: ['verb', 'api_group', 'resource', 'namespace'],
+    registers: [registry],
+  });
   return {
-    observeRequest(method, path, statusCode, seconds) {
+    observeRequest(method, path, statusCode, seconds, watch = false) {
       duration.observe({ path: describePath(path), method, status_code: statusCode }, seconds);
+      if (statusCode !== '403') return;
+      const permission = permissionOf(method, path, watch);
+      if (permission) {
+        const { verb, apiGroup, resource, namespace } = permission;
+        refused.inc({ verb, api_group: apiGroup, resource, namespace });
+      }
     },
     rateLimited(apiGroup) {
       limited.inc({ api_group: apiGroup });

@@ -188,7 +188,7 @@ export class KubeClient {
   request<T>(
     method: string,
     path: string,
-    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string } = {},
+    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string; text?: boolean } = {},
   ): Promise<T> {
     const t = tracer();
     if (t === undefined) return this.send<T>(method, path, init, undefined);
@@ -203,7 +203,7 @@ export class KubeClient {
   private async send<T>(
     method: string,
     path: string,
-    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string },
+    init: CallOptions & { query?: Query; body?: unknown; contentType?: string; accept?: string; text?: boolean },
     span: Span | undefined,
   ): Promise<T> {
     const url = this.url(path, init.query);
@@ -256,6 +256,8 @@ export class KubeClient {
               errorFromResponse(method, path, response.status, text, response.header('retry-after'))
             );
           }
+          // `text`: an answer that is not JSON (a pod's /metrics through the API server's proxy).
+          if (init.text) return text as T;
           return (text ? JSON.parse(text) : undefined) as T;
         } finally {
           bytes.fill(0);
@@ -569,11 +571,11 @@ export class KubeClient {
           ? await open(undefined)
           : await t.span('HTTP GET', { kind: 'client', attributes: spanAttributes('GET', url) }, open);
     } catch (error) {
-      this.metrics?.observeRequest('GET', path, 'error', (performance.now() - started) / 1000);
+      this.metrics?.observeRequest('GET', path, 'error', (performance.now() - started) / 1000, true);
       throw error;
     }
     try {
-      this.metrics?.observeRequest('GET', path, String(response.status), (performance.now() - started) / 1000);
+      this.metrics?.observeRequest('GET', path, String(response.status), (performance.now() - started) / 1000, true);
       if (response.status === 401) this.kc.credentialsRejected?.(authorizationOf(headers));
       if (response.status !== 200) {
         const text = await readBody(response.body).then(

@@ -59,3 +59,44 @@ export function describePath(path: string): string {
 export function typeLabel(type: ResourceType): string {
   return `${apiVersionOf(type)}/${type.resource}`;
 }
+
+/** What RBAC would have to grant for a request: a rule's verb, API group and resource, and where. */
+export interface RequestPermission {
+  verb: string;
+  /** "" for the core group, as RBAC rules write it. */
+  apiGroup: string;
+  /** With its subresource: "statefulsets/status", "pods/eviction". */
+  resource: string;
+  /** "" for a cluster-scoped resource or a request across namespaces. */
+  namespace: string;
+}
+
+const VERBS: Record<string, [object: string, collection: string]> = {
+  GET: ['get', 'list'],
+  POST: ['create', 'create'],
+  PUT: ['update', 'update'],
+  PATCH: ['patch', 'patch'],
+  DELETE: ['delete', 'deletecollection'],
+};
+
+/**
+ * The permission a resource request needs (a refused one: the rule to add),
+ * from its method and path as the authorizer reads them; undefined for a
+ * path that names no resource (/version, /openapi, …). Names never appear:
+ * a rule restricted to resourceNames is still named by its verb and resource.
+ */
+export function permissionOf(method: string, path: string, watch = false): RequestPermission | undefined {
+  const segments = path.split('?')[0]!.split('/').filter(Boolean).map(decodeURIComponent);
+  let apiGroup: string;
+  let rest: string[];
+  if (segments[0] === 'api' && segments[1]) [apiGroup, rest] = ['', segments.slice(2)];
+  else if (segments[0] === 'apis' && segments[1] && segments[2]) [apiGroup, rest] = [segments[1], segments.slice(3)];
+  else return undefined;
+  let namespace = '';
+  if (rest[0] === 'namespaces' && rest.length >= 3) [namespace, rest] = [rest[1]!, rest.slice(2)];
+  const [resource, name, subresource] = rest;
+  const verbs = VERBS[method.toUpperCase()];
+  if (!resource || !verbs) return undefined;
+  const verb = name === undefined ? (watch ? 'watch' : verbs[1]) : verbs[0];
+  return { verb, apiGroup, resource: subresource ? `${resource}/${subresource}` : resource, namespace };
+}

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { apiGroupOfPath, describePath, resourcePath } from '../../../src/runtime/kube/paths.ts';
+import { Registry } from 'prom-client';
+import { apiClientMetrics } from '../../../src/runtime/kube/apimetrics.ts';
+import { apiGroupOfPath, describePath, permissionOf, resourcePath } from '../../../src/runtime/kube/paths.ts';
 import { resources } from '../../../src/runtime/kube/types.ts';
 
 describe('API paths', () => {
@@ -37,5 +39,53 @@ describe('API paths', () => {
     assert.equal(describePath('/api/v1/namespaces/ns'), 'core/v1/namespaces object');
     assert.equal(describePath('/api/v1/nodes?limit=1'), 'core/v1/nodes collection');
     assert.equal(describePath('/version'), '/version');
+  });
+
+  it('names the RBAC rule a request needs: verb, API group, resource with subresource, namespace', () => {
+    const rule = (verb: string, apiGroup: string, resource: string, namespace = 'ns') => ({
+      verb,
+      apiGroup,
+      resource,
+      namespace,
+    });
+    assert.deepEqual(permissionOf('GET', '/api/v1/namespaces/ns/pods'), rule('list', '', 'pods'));
+    assert.deepEqual(permissionOf('GET', '/api/v1/namespaces/ns/pods?watch=1', true), rule('watch', '', 'pods'));
+    assert.deepEqual(permissionOf('GET', '/api/v1/namespaces/ns/pods/p-0'), rule('get', '', 'pods'));
+    assert.deepEqual(permissionOf('DELETE', '/api/v1/namespaces/ns/pods/p-0'), rule('delete', '', 'pods'));
+    assert.deepEqual(permissionOf('DELETE', '/api/v1/namespaces/ns/pods'), rule('deletecollection', '', 'pods'));
+    assert.deepEqual(
+      permissionOf('PUT', '/apis/apps/v1/namespaces/ns/statefulsets/ingester-zone-a/status'),
+      rule('update', 'apps', 'statefulsets/status'),
+    );
+    assert.deepEqual(
+      permissionOf('POST', '/api/v1/namespaces/ns/pods/p-0/eviction'),
+      rule('create', '', 'pods/eviction'),
+    );
+    assert.deepEqual(
+      permissionOf('PATCH', '/apis/coordination.k8s.io/v1/namespaces/my%20ns/leases/stateward'),
+      rule('patch', 'coordination.k8s.io', 'leases', 'my ns'),
+    );
+    assert.deepEqual(permissionOf('GET', '/api/v1/nodes'), rule('list', '', 'nodes', ''));
+    assert.deepEqual(permissionOf('GET', '/api/v1/namespaces/ns'), rule('get', '', 'namespaces', ''));
+    assert.deepEqual(permissionOf('GET', '/apis/apps/v1/statefulsets'), rule('list', 'apps', 'statefulsets', ''));
+    for (const path of ['/version', '/api', '/apis/apps', '/healthz'])
+      assert.equal(permissionOf('GET', path), undefined);
+    assert.equal(permissionOf('OPTIONS', '/api/v1/pods'), undefined);
+  });
+
+  it('counts refused requests by that rule, and only refused ones', async () => {
+    const registry = new Registry();
+    const metrics = apiClientMetrics(registry);
+    metrics.observeRequest('PATCH', '/api/v1/namespaces/ns/configmaps/stateward-rollout-status', '403', 0.01);
+    metrics.observeRequest('PATCH', '/api/v1/namespaces/ns/configmaps/another', '403', 0.01);
+    metrics.observeRequest('GET', '/apis/apps/v1/namespaces/ns/statefulsets', '403', 0.01, true);
+    metrics.observeRequest('GET', '/api/v1/namespaces/ns/pods', '200', 0.01);
+    metrics.observeRequest('GET', '/api/v1/namespaces/ns/pods', 'error', 0.01);
+    const text = await registry.metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('stateward_kubernetes_api_refused_requests_total{'));
+    assert.deepEqual(lines.sort(), [
+      'stateward_kubernetes_api_refused_requests_total{verb="patch",api_group="",resource="configmaps",namespace="ns"} 2',
+      'stateward_kubernetes_api_refused_requests_total{verb="watch",api_group="apps",resource="statefulsets",namespace="ns"} 1',
+    ]);
   });
 });
