@@ -83,7 +83,7 @@ export function queryEndpoint(base: URL): URL {
 
 class RetryableError extends Error {}
 
-function post(access: ResolvedAccess, form: string, timeoutMs: number): Promise<unknown> {
+function post(access: ResolvedAccess, form: string, timeoutMs: number, stop?: AbortSignal): Promise<unknown> {
   const url = queryEndpoint(access.url);
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -98,7 +98,8 @@ function post(access: ResolvedAccess, form: string, timeoutMs: number): Promise<
           Accept: 'application/json',
         },
         timeout: timeoutMs,
-        signal: AbortSignal.timeout(timeoutMs),
+        // The operator stopping ends an attempt in flight: a shutdown never waits out a query's timeout.
+        signal: stop ? AbortSignal.any([stop, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
         ...(access.ca !== undefined && url.protocol === 'https:' ? { ca: access.ca } : {}),
       },
       (response) => {
@@ -151,6 +152,19 @@ function connectionError(error: Error, url: URL): string {
   return `cannot reach ${url.host}${code ? ` (${code})` : ''}: ${error.message}`;
 }
 
+/** Waits `ms`, or less when `signal` aborts first. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 export interface InstantQuery {
   promql: string;
   /** Evaluation time, epoch ms; absent: Prometheus's own now (no clock of ours involved). */
@@ -179,10 +193,12 @@ export async function instantQuery(
   for (let attempt = 0; attempt <= query.retries; attempt++) {
     attempts = attempt + 1;
     if (signal?.aborted) return { kind: 'error', message: 'stopped' };
-    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RETRY_STEP_MS * attempt));
+    if (attempt > 0) await pause(RETRY_STEP_MS * attempt, signal);
+    if (signal?.aborted) return { kind: 'error', message: 'stopped' };
     try {
-      return readQueryResult(await post(access, form, query.timeoutMs));
+      return readQueryResult(await post(access, form, query.timeoutMs, signal));
     } catch (error) {
+      if (signal?.aborted) return { kind: 'error', message: 'stopped' };
       lastError = (error as Error).message;
       if (!(error instanceof RetryableError)) break;
     }
