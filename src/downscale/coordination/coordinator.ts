@@ -402,9 +402,9 @@ export class ReplicaCoordinator {
 
   /**
    * A downscale under delayed downscale: ask the leaving pods to prepare
-   * (the answers come later and requeue the group), then go down to the
-   * first pod prepared for less than the delay. Waiting is reported as a
-   * Normal event, a failed call as a Warning.
+   * (their answers come later and requeue the group), then remove only the
+   * pods at the end that have been prepared for at least the delay. Still
+   * waiting is a Normal event; any other refusal a Warning.
    */
   private delayedDownscale(
     set: StatefulSet,
