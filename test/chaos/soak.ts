@@ -764,12 +764,16 @@ export function summarize(r: SoakReport): string {
       .join(', ')}`,
     `operator: peak RSS ${mib(r.operator.peakRssBytes)} (per slot ${r.operator.peakRssBySlot.map(mib).join(', ')}; highest per minute, MiB: ${r.operator.rssMiBByMinute.join(' ')}), ${r.operator.replicaStarts} replica starts, ${r.operator.conflicts409} API 409 Conflicts, ${r.operator.podsDeleted} pods deleted`,
     `health gates: ${r.monitor['gatedStarts'] ?? 0} gated zone starts judged against ${r.monitor['gatePauseIntervals'] ?? 0} pause intervals (${r.monitor['rolloutStartsSeen'] ?? 0} zone starts seen)`,
-    `profile drains: ${r.profileDrains.completed}/${r.profileDrains.drains} completed (${r.profileDrains.kubectlRuns} kubectl drain runs, ${r.profileDrains.podsCreated} pods placed); annotations written: Couchbase ${r.monitor['rescheduleAnnotations.couchbase'] ?? 0}, Strimzi ${r.monitor['rescheduleAnnotations.strimzi'] ?? 0}; stand-in replacements: Couchbase ${r.profileDrains.moves.couchbase}, Strimzi ${r.profileDrains.moves.strimzi} (seen by the monitor: ${r.monitor['rescheduleMoves.couchbase'] ?? 0}, ${r.monitor['rescheduleMoves.strimzi'] ?? 0}; ${r.profileDrains.moveFailures} failed); unselected pods evicted: ${r.monitor['rescheduleUnselectedEvictions'] ?? 0}; webhook decisions: ${
-      Object.entries(r.profileDrains.decisions)
-        .sort()
-        .map(([k, n]) => `${k} ×${n}`)
-        .join(', ') || 'none'
-    }`,
+    ...(r.profileDrains.drains > 0
+      ? [
+          `profile drains: ${r.profileDrains.completed}/${r.profileDrains.drains} completed (${r.profileDrains.kubectlRuns} kubectl drain runs, ${r.profileDrains.podsCreated} pods placed); annotations written: Couchbase ${r.monitor['rescheduleAnnotations.couchbase'] ?? 0}, Strimzi ${r.monitor['rescheduleAnnotations.strimzi'] ?? 0}; stand-in replacements: Couchbase ${r.profileDrains.moves.couchbase}, Strimzi ${r.profileDrains.moves.strimzi} (seen by the monitor: ${r.monitor['rescheduleMoves.couchbase'] ?? 0}, ${r.monitor['rescheduleMoves.strimzi'] ?? 0}; ${r.profileDrains.moveFailures} failed); unselected pods evicted: ${r.monitor['rescheduleUnselectedEvictions'] ?? 0}; webhook decisions: ${
+            Object.entries(r.profileDrains.decisions)
+              .sort()
+              .map(([k, n]) => `${k} ×${n}`)
+              .join(', ') || 'none'
+          }`,
+        ]
+      : []),
     `monitor: ${r.monitor['checksRun'] ?? 0} checks, ${r.monitor['relists'] ?? 0} relists, ${r.monitor['watchErrors'] ?? 0} watch errors, ${r.monitor['deletionsSeenOnlyOnRelist'] ?? 0} deletions seen only on a relist, ${r.monitor['secretValuesWatched'] ?? 0} secret values searched in ${r.monitor['eventVersionsScanned'] ?? 0} Event versions and ${((r.monitor['logBytesScanned'] ?? 0) / 1024).toFixed(0)} KiB of operator logs`,
   ];
   return lines.join('\n');
