@@ -21,6 +21,8 @@ import { PrometheusGateway } from '../support/prometheus-gateway.ts';
 import { ERROR_RATIO_METRIC, errorRatioCheck } from '../support/healthchecks.ts';
 import { runStatus } from '../../src/status/cli.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { installLoopbackWebhook, loopbackWebhook } from '../support/webhooks.ts';
+import { freePorts } from '../cluster/ports.ts';
 import { onlyValue, Prometheus, waitForQuery } from '../support/prometheus.ts';
 import {
   changeTemplate,
@@ -584,5 +586,65 @@ describe('health-gated rollouts (real Prometheus)', () => {
     assert.equal(queries.length, 6, JSON.stringify(gateway.requests.map((r) => [r.path, r.admitted])));
     assert.ok(queries.every((r) => r.admitted));
     assert.ok(!operator.logs.includes(PASSWORD), 'the password reached the log');
+  });
+  it('the validating webhook, called by the apiserver: a check missing a placeholder is refused with every field error, a valid one is created', async (t) => {
+    const applied = await kubectl(cluster, 'apply', '-f', crd);
+    assert.ok(applied.ok, `cannot install the RolloutHealthCheck CRD: ${applied.out}`);
+    const namespace = await cluster.namespace(t);
+    const kube = testClient(cluster);
+    const [port] = await freePorts(1);
+    const operator = await OperatorProcess.start(cluster, namespace, [
+      '-server-tls.enabled',
+      `-server-tls.port=${port}`,
+      '-server-tls.self-signed-cert.dns-name=localhost',
+    ]);
+    t.after(() => operator.stop());
+    await operator.waitReady();
+    await installLoopbackWebhook(t, kube, {
+      name: `rollout-health-check-validation-${namespace}`,
+      namespace,
+      validating: true,
+      webhooks: [
+        loopbackWebhook({
+          name: `rollout-health-check-validation-${namespace}.grafana.com`,
+          namespace,
+          port: port!,
+          path: '/admission/rollout-health-check-validation',
+          sideEffects: 'None',
+          rules: [
+            {
+              apiGroups: ['rollout-operator.grafana.com'],
+              apiVersions: ['v1'],
+              operations: ['CREATE', 'UPDATE'],
+              resources: ['rollouthealthchecks'],
+              scope: 'Namespaced',
+            },
+          ],
+        }),
+      ],
+    });
+    // A query without ${targetMatchers} would judge every pod of the namespace, and a zero interval would never wait.
+    const bad = healthCheck(namespace, 'http://prometheus.monitoring:9090', {
+      query: `max(max_over_time(${METRIC}[\${range}]))`,
+    });
+    bad.spec = { ...bad.spec, evaluationInterval: '0s' };
+    const refusal = await waitFor(
+      'the webhook to answer',
+      async () => {
+        try {
+          await kube.create(healthCheckResource, bad);
+          return 'created';
+        } catch (error) {
+          const message = (error as Error).message;
+          // Until the apiserver reaches the webhook it refuses for that reason instead: wait past it.
+          return /failed calling webhook/.test(message) ? undefined : message;
+        }
+      },
+      { timeoutMs: 30_000 },
+    );
+    assert.match(refusal, /admission webhook "rollout-health-check-validation-\S+" denied the request/);
+    assert.match(refusal, /\$\{targetMatchers\}/);
+    assert.match(refusal, /evaluationInterval/);
+    await kube.create(healthCheckResource, healthCheck(namespace, 'http://prometheus.monitoring:9090'));
   });
 });
