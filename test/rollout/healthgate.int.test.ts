@@ -180,6 +180,24 @@ async function rolledOut(
   }
 }
 
+/** The error ratio zone a's two pods publish. */
+function setZoneA(exporter: MetricExporter, namespace: string, ratio: number): void {
+  for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, ratio);
+}
+
+/** The rollout completes, zone a then b then c, with no violation of the one-zone guarantee on the way. */
+async function rolledOutZoneByZone(
+  kube: KubeClient,
+  namespace: string,
+  monitor: { violations: unknown[]; transitions: Transition[] },
+  operator?: OperatorProcess,
+  timeoutMs?: number,
+): Promise<void> {
+  await rolledOut(kube, namespace, operator, timeoutMs);
+  assert.deepEqual(monitor.violations, []);
+  assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+}
+
 /** Zone a rolled completely (every pod on the new revision and Ready). */
 async function waitZoneRolled(kube: KubeClient, namespace: string, zone: string): Promise<void> {
   await waitFor(
@@ -198,7 +216,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     await createCheck(kube, healthCheck(namespace, prometheus.url));
     // The release is bad in zone a: its pods' error ratio is 0.5 while the
     // stable zones stay at 0, so the check (current ≤ baseline + 0.05) fails.
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0.5);
+    setZoneA(exporter, namespace, 0.5);
     await startRollout(kube, namespace);
     const operator = await startOperator(t, namespace);
 
@@ -258,7 +276,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     );
 
     // The error ratio falls (the incident is fixed): b and c roll, one at a time.
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0);
+    setZoneA(exporter, namespace, 0);
     await rolledOut(kube, namespace);
     assert.deepEqual(monitor.violations, []);
     assert.equal(monitor.maxDisruptedAtOnce, 1);
@@ -298,9 +316,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
       [],
     );
     await prometheus.resume();
-    await rolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    await rolledOutZoneByZone(kube, namespace, monitor);
   });
 
   it('misconfigurations: an unknown check proceeds with RolloutHealthCheckMisconfigured; a query returning several samples is an error, not a pass', async (t) => {
@@ -358,9 +374,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     // than the other tests', which evaluate every second. This test failed
     // twice in loaded CI runs at 180 s and never alone; the deadline's
     // message carries the status, the gate's metrics and the log to say why.
-    await rolledOut(kube, namespace, operator, 360_000);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    await rolledOutZoneByZone(kube, namespace, monitor, operator, 360_000);
     // Zones b and c passed the gate (zone a, the first, is never gated); the disabled check never ran.
     const metrics = await metricsText(operator);
     t.diagnostic(
@@ -414,7 +428,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     );
     const monitor = await monitorGroup(t, kube, namespace);
     // The new config is bad in the first zone that takes it.
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0.5);
+    setZoneA(exporter, namespace, 0.5);
     await kube.patch(resources.configMaps, { namespace, name: 'ingester-config' }, 'merge', { data: { limits: '2' } });
     await waitZoneRolled(kube, namespace, 'a');
     await waitFor(
@@ -427,10 +441,8 @@ describe('health-gated rollouts (real Prometheus)', () => {
       [],
       'zones b and c restarted past a failing gate',
     );
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0);
-    await rolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    setZoneA(exporter, namespace, 0);
+    await rolledOutZoneByZone(kube, namespace, monitor);
   });
 
   it('a tenant header and a bearer token from Secrets, over TLS with a CA from a ConfigMap: queries pass the gateway, and no secret reaches the log', async (t) => {
@@ -460,9 +472,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     await createCheck(kube, check);
     await startRollout(kube, namespace);
     const operator = await startOperator(t, namespace);
-    await rolledOut(kube, namespace, operator);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    await rolledOutZoneByZone(kube, namespace, monitor, operator);
     // Two gates (b and c), three queries each, all admitted by the gateway.
     const queries = gateway.requests.filter((r) => r.path.startsWith('/api/v1/query'));
     assert.equal(queries.length, 6, JSON.stringify(gateway.requests.map((r) => [r.path, r.admitted])));
@@ -484,9 +494,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
       { timeoutMs: 60_000, intervalMs: 100 },
     );
     await prometheus.stop();
-    await rolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    await rolledOutZoneByZone(kube, namespace, monitor);
     const warned = await waitFor(
       'a RolloutHealthCheckWarn Event',
       async () => (await events(kube, namespace, 'RolloutHealthCheckWarn'))[0],
@@ -503,9 +511,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
     await createCheck(kube, check);
     await startRollout(kube, namespace);
     await startOperator(t, namespace);
-    await rolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    await rolledOutZoneByZone(kube, namespace, monitor);
     const misconfigured = await waitFor(
       'a RolloutHealthCheckMisconfigured Event',
       async () => (await events(kube, namespace, 'RolloutHealthCheckMisconfigured'))[0],
@@ -520,7 +526,7 @@ describe('health-gated rollouts (real Prometheus)', () => {
   it('the bypass annotation lets one held StatefulSet start past a failing check, logged and recorded as an Event; the next zone is held again', async (t) => {
     const { namespace, kube, exporter, prometheus, monitor } = await setup(t);
     await createCheck(kube, healthCheck(namespace, prometheus.url));
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0.5);
+    setZoneA(exporter, namespace, 0.5);
     await startRollout(kube, namespace);
     const operator = await startOperator(t, namespace);
     await waitZoneRolled(kube, namespace, 'a');
@@ -551,10 +557,8 @@ describe('health-gated rollouts (real Prometheus)', () => {
       monitor.transitions.filter((tr) => zoneOf(tr) === 'c'),
       [],
     );
-    for (const i of [0, 1]) exporter.set(METRIC, { namespace, pod: `ingester-zone-a-${i}` }, 0);
-    await rolledOut(kube, namespace);
-    assert.deepEqual(monitor.violations, []);
-    assert.deepEqual(zoneOrder(monitor.transitions), ['a', 'b', 'c']);
+    setZoneA(exporter, namespace, 0);
+    await rolledOutZoneByZone(kube, namespace, monitor);
   });
 
   it('basic auth from a Secret: every query carries it through the gateway, and the password never reaches the log', async (t) => {
