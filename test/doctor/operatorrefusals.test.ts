@@ -98,7 +98,9 @@ describe('operator-requests-refused', () => {
       metadata: { name: 'stateward', namespace: 'ops' },
       spec: {
         selector: { matchLabels: { name: 'stateward' } },
-        template: { spec: { serviceAccountName: 'stateward', containers: [{ name: 'stateward', args: ['-server.port=9000'] }] } },
+        template: {
+          spec: { serviceAccountName: 'stateward', containers: [{ name: 'stateward', args: ['-server.port=9000'] }] },
+        },
       },
     };
     const asked: string[] = [];
