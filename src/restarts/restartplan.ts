@@ -252,6 +252,9 @@ function evaluate(
   return { target, changes, restartedBy, missing };
 }
 
+/** R1–R5's evaluation, with R7's holds when paused (`held` is empty when not). */
+type HeldEvaluation = Evaluation & { held: string[] };
+
 /** Changes that restart (R1, R3, R5's deletion): held while paused. */
 const RESTARTING: ReadonlySet<ConfigChangeKind> = new Set(['changed', 'changed-again', 'deleted']);
 
@@ -261,7 +264,7 @@ const RESTARTING: ReadonlySet<ConfigChangeKind> = new Set(['changed', 'changed-a
  * first-seen one the pods may have started with; so the change is still
  * there to restart for once the pause is lifted.
  */
-function holdForPause(evaluation: Evaluation): Evaluation & { held: string[] } {
+function holdForPause(evaluation: Evaluation): HeldEvaluation {
   const target = new Map(evaluation.target);
   const held: string[] = [];
   const changes: ConfigChange[] = [];
@@ -306,35 +309,13 @@ function summarize(changes: readonly ConfigChange[]): string {
  */
 export function decideRestart(input: RestartInput): RestartDecision {
   const { workload, now } = input;
-  const wallNow = input.wallNow ?? now;
   const name = workloadKey(workload);
   const current = toMap(input.current);
-  if (!input.optedIn) {
-    return {
-      action: 'nothing',
-      workload,
-      pending: undefined,
-      missing: [],
-      held: [],
-      reason: `${name} is not opted in (${RESTART_ENABLED_ANNOTATION_KEY}: ${RESTART_ENABLED_VALUE})`,
-    };
-  }
+  if (!input.optedIn) return notOptedIn(workload, name);
   const applied = toMap(input.applied);
-  const evaluation = evaluate(
-    applied,
-    current,
-    input.pending?.firstSeen,
-    toMap(input.legacyCurrent),
-    input.onMissing ?? NO_RELOAD_ON_MISSING,
-  );
-  const paused = input.paused ?? [];
-  const { target, changes, restartedBy, missing, held } =
-    paused.length > 0 ? holdForPause(evaluation) : { ...evaluation, held: [] as string[] };
-  const missingNote =
-    (missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '') +
-    (paused.length > 0
-      ? `; restarts paused by ${paused.join(', ')}${held.length > 0 ? `, held: ${held.join(', ')}` : ''}`
-      : '');
+  const evaluation = evaluateHeld(input, applied, current);
+  const { target, restartedBy, missing, held } = evaluation;
+  const note = missingAndPausedNote(missing, input.paused ?? [], held);
 
   if (restartedBy.length === 0 && sameChecksums(target, applied)) {
     return {
@@ -345,30 +326,104 @@ export function decideRestart(input: RestartInput): RestartDecision {
       held,
       reason:
         held.length > 0
-          ? `${name}: ${held.join(', ')} changed, held${missingNote}`
-          : `${name} has every referenced config applied${missingNote}`,
+          ? `${name}: ${held.join(', ')} changed, held${note}`
+          : `${name} has every referenced config applied${note}`,
     };
   }
 
   const settings = resolveRestartSettings(input.settings);
-  const burst =
-    input.pending === undefined
-      ? observeChange(undefined, now, current)
-      : { ...input.pending, firstSeen: withFirstSeen(input.pending.firstSeen, current) };
-  if (!due(burst, now, settings)) {
-    const until = dueAt(burst, settings);
-    return {
-      action: 'wait-until',
-      workload,
-      until,
-      pending: burst,
-      changes,
-      missing,
-      held,
-      reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${missingNote}`,
-    };
-  }
+  const burst = burstOf(input.pending, now, current);
+  if (!due(burst, now, settings)) return waitForMoreChanges(input, name, evaluation, note, burst, settings);
+  return writeNow(input, name, evaluation, note);
+}
 
+/** R6: a workload not opted in is left alone, its stale checksum annotation included. */
+function notOptedIn(workload: WorkloadRef, name: string): RestartDecision {
+  return {
+    action: 'nothing',
+    workload,
+    pending: undefined,
+    missing: [],
+    held: [],
+    reason: `${name} is not opted in (${RESTART_ENABLED_ANNOTATION_KEY}: ${RESTART_ENABLED_VALUE})`,
+  };
+}
+
+/** R1–R5 for the input; when it is paused, R7 then holds every change that would restart. */
+function evaluateHeld(
+  input: RestartInput,
+  applied: ReadonlyMap<string, string>,
+  current: ReadonlyMap<string, string>,
+): HeldEvaluation {
+  const evaluation = evaluate(
+    applied,
+    current,
+    input.pending?.firstSeen,
+    toMap(input.legacyCurrent),
+    input.onMissing ?? NO_RELOAD_ON_MISSING,
+  );
+  const paused = input.paused ?? [];
+  return paused.length > 0 ? holdForPause(evaluation) : { ...evaluation, held: [] as string[] };
+}
+
+/**
+ * The tail of every reason past R6: which configs were not found (R5) and
+ * what pauses the workload (R7), so a user reading why nothing restarted
+ * sees it in the same line.
+ */
+function missingAndPausedNote(missing: readonly string[], paused: readonly string[], held: readonly string[]): string {
+  return (
+    (missing.length > 0 ? ` (not found, left as recorded: ${missing.join(', ')})` : '') +
+    (paused.length > 0
+      ? `; restarts paused by ${paused.join(', ')}${held.length > 0 ? `, held: ${held.join(', ')}` : ''}`
+      : '')
+  );
+}
+
+/**
+ * The burst this write waits in: the pending one, with the first-seen
+ * checksums of references it had not seen yet (R3), or, with none pending (a
+ * resync, a new leader), one starting now.
+ */
+function burstOf(pending: PendingChange | undefined, now: number, current: ReadonlyMap<string, string>): PendingChange {
+  return pending === undefined
+    ? observeChange(undefined, now, current)
+    : { ...pending, firstSeen: withFirstSeen(pending.firstSeen, current) };
+}
+
+/** The debounce: a write is needed but not due yet; more changes may come before `until`. */
+function waitForMoreChanges(
+  input: RestartInput,
+  name: string,
+  { changes, missing, held }: HeldEvaluation,
+  note: string,
+  burst: PendingChange,
+  settings: RestartSettings,
+): RestartDecision {
+  const { workload, now } = input;
+  const wallNow = input.wallNow ?? now;
+  const until = dueAt(burst, settings);
+  return {
+    action: 'wait-until',
+    workload,
+    until,
+    pending: burst,
+    changes,
+    missing,
+    held,
+    reason: `${name}: ${summarize(changes)}; waiting until ${new Date(wallNow + (until - now)).toISOString()} for more changes${note}`,
+  };
+}
+
+/** The burst is due: one merge patch, with the restart trigger when a change restarts (R1, R3, R5's deletion). */
+function writeNow(
+  input: RestartInput,
+  name: string,
+  { target, changes, restartedBy, missing, held }: HeldEvaluation,
+  note: string,
+): RestartDecision {
+  const { workload } = input;
+  const wallNow = input.wallNow ?? input.now;
   const annotation = formatAppliedChecksums(target);
   const patchOptions = input.resourceVersion === undefined ? {} : { resourceVersion: input.resourceVersion };
   if (restartedBy.length > 0) {
@@ -389,7 +444,7 @@ export function decideRestart(input: RestartInput): RestartDecision {
         format: input.timestampFormat,
         ...patchOptions,
       }),
-      reason: `restarting ${name}: ${summarize(changes)}${missingNote}`,
+      reason: `restarting ${name}: ${summarize(changes)}${note}`,
     };
   }
   return {
@@ -402,6 +457,6 @@ export function decideRestart(input: RestartInput): RestartDecision {
     held,
     pending: undefined,
     patch: annotationPatch({ applied: target, ...patchOptions }),
-    reason: `recording checksums of ${name} without a restart: ${summarize(changes)}${missingNote}`,
+    reason: `recording checksums of ${name} without a restart: ${summarize(changes)}${note}`,
   };
 }
