@@ -16,7 +16,7 @@ import type { FlagSet } from '../runtime/flags/flagset.ts';
 import { informerFor, type Informer } from '../runtime/informer/informer.ts';
 import { isAlreadyExists, isConflict, isNotFound, isRetryable, KubeApiError } from '../runtime/kube/errors.ts';
 import { backoffDelay } from '../runtime/workqueue/ratelimiter.ts';
-import { resources, type KubeObject, type Pod } from '../runtime/kube/types.ts';
+import { resources, type KubeObject, type Pod, type StatefulSet } from '../runtime/kube/types.ts';
 import type { Logger } from '../runtime/log/logger.ts';
 import type { Capability, Runtime } from '../runtime/operator.ts';
 import { Controller, type Reconciler } from '../runtime/controller/runner.ts';
@@ -176,7 +176,36 @@ export class RestartController implements Reconciler {
     this.runtime = runtime;
     this.o = options;
     this.log = runtime.logger.child({ controller: 'config-restarts' });
-    this.controller = new Controller({
+    this.controller = this.termLoop(runtime);
+    // Reloader's install: its RBAC grants no pods and lists, not watches, workloads: each kind polled, nothing shared.
+    const install = options.reloaderInstall;
+    const shared = install ? { pods: [], statefulSets: [] } : workloadCache(runtime);
+    this.pods = shared.pods;
+    for (const spec of WORKLOAD_KINDS)
+      this.workloads.set(spec.kind, workloadInformers(runtime, options, spec, shared.statefulSets));
+    this.configs = {
+      configmap: configInformers(runtime, options.scope, key, 'configmap'),
+      secret: configInformers(runtime, options.scope, key, 'secret'),
+    };
+    this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs(), {
+      countByNamespace: options.countByNamespace,
+    });
+    // Registered whenever config restarts run, so dashboards see them at zero with alerts off.
+    const alertMetrics = new ReloadAlertMetrics(runtime.registry);
+    const { alerts, webhookUrl } = options.alerts;
+    if (alerts) this.alerts = new ReloadAlerts(alerts, { log: this.log, metrics: alertMetrics });
+    if (webhookUrl) this.webhook = new ReloadWebhook(webhookUrl);
+    this.csi = csi.enabled ? this.watchClasses(runtime, key) : undefined;
+    this.namespaces = namespacePauseReadable(runtime, options) ? this.watchNamespaces(runtime) : [];
+    pauseGauges(runtime, this.paused, this.holding);
+    this.handleWorkloadEvents();
+    this.handlePodEvents();
+    this.handleConfigEvents();
+  }
+
+  /** The term-scoped loop: a queue of workload keys, 2 workers while leading. */
+  private termLoop(runtime: Runtime): Controller {
+    return new Controller({
       runtime,
       reconciler: this,
       workers: 2,
@@ -195,53 +224,10 @@ export class RestartController implements Reconciler {
         this.metrics.leadershipEnded();
       },
     });
-    // Reloader's install: its RBAC grants no pods and lists, not watches, workloads: each kind polled, nothing shared.
-    const install = options.reloaderInstall;
-    const shared = install ? { pods: [], statefulSets: [] } : workloadCache(runtime);
-    this.pods = shared.pods;
-    for (const spec of WORKLOAD_KINDS) {
-      // StatefulSets: the cache the rollout capability shares (with its indexers). Kinds out of scope: no informer.
-      this.workloads.set(
-        spec.kind,
-        !options.scope.workloadKindIncluded(spec.kind)
-          ? []
-          : install
-            ? runtime.informers<Workload>(spec.type, {
-                poll: { intervalMs: install.pollIntervalMs },
-                ...(spec.optional ? { optional: true } : {}),
-              })
-            : spec.kind === 'StatefulSet'
-              ? (shared.statefulSets as Informer<Workload>[])
-              : runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {}),
-      );
-    }
-    // Digests only: Secret values never enter a cache. Pages of 2,000: each
-    // page is hashed and dropped as it arrives, so a larger page costs only
-    // transient memory, and 7,000 configs list in 4 requests instead of 16
-    // (each one waits its turn at the client rate limit, 5/s by default).
-    // Reloader's --resources-to-ignore starts no informer for that kind; its
-    // --resource-label-selector selects on the server, so the rest is never hashed.
-    const { scope } = options;
-    const configInformers = (kind: ConfigKind) =>
-      scope.configKindWatched(kind)
-        ? runtime.informers<ConfigDigest>(kind === 'configmap' ? resources.configMaps : resources.secrets, {
-            transform: configDigester(key, kind),
-            pageSize: CONFIG_PAGE_SIZE,
-            ...(scope.configSelectorText !== '' ? { labelSelector: scope.configSelectorText } : {}),
-          })
-        : [];
-    this.configs = { configmap: configInformers('configmap'), secret: configInformers('secret') };
-    this.metrics = new RestartMetrics(runtime.registry, () => this.trackedConfigs(), {
-      countByNamespace: options.countByNamespace,
-    });
-    // Registered whenever config restarts run, so dashboards see them at zero with alerts off.
-    const alertMetrics = new ReloadAlertMetrics(runtime.registry);
-    const { alerts, webhookUrl } = options.alerts;
-    if (alerts) this.alerts = new ReloadAlerts(alerts, { log: this.log, metrics: alertMetrics });
-    if (webhookUrl) this.webhook = new ReloadWebhook(webhookUrl);
-    this.csi = csi.enabled ? this.watchClasses(runtime, key) : undefined;
-    this.namespaces = namespacePauseReadable(runtime, options) ? this.watchNamespaces(runtime) : [];
-    pauseGauges(runtime, this.paused, this.holding);
+  }
+
+  /** A workload added or updated is looked at again (workloadChanged); one deleted is forgotten. */
+  private handleWorkloadEvents(): void {
     for (const spec of WORKLOAD_KINDS) {
       for (const informer of this.workloads.get(spec.kind)!) {
         informer.addHandlers({
@@ -251,9 +237,14 @@ export class RestartController implements Reconciler {
         });
       }
     }
-    // Each eviction step waits for pods to come back Ready; the workload's own
-    // status may report that before the pod cache shows it, so pod events of
-    // an evicting workload bring the next step too.
+  }
+
+  /**
+   * Each eviction step waits for pods to come back Ready; the workload's own
+   * status may report that before the pod cache shows it, so pod events of
+   * an evicting workload bring the next step too.
+   */
+  private handlePodEvents(): void {
     for (const informer of this.pods) {
       const podChanged = (pod: Pod) => {
         const owner = pod.metadata?.ownerReferences?.find((o) => o.controller);
@@ -264,6 +255,10 @@ export class RestartController implements Reconciler {
       };
       informer.addHandlers({ onAdd: podChanged, onUpdate: (_o, pod) => podChanged(pod), onDelete: podChanged });
     }
+  }
+
+  /** A ConfigMap or Secret that moved starts (or extends) a burst of the workloads watching it (configChanged). */
+  private handleConfigEvents(): void {
     for (const kind of ['configmap', 'secret'] as const) {
       for (const informer of this.configs[kind]) {
         informer.addHandlers({
@@ -1073,6 +1068,52 @@ export class RestartController implements Reconciler {
     if (now.size > 0) this.noticed.set(wkey, now);
     else this.noticed.delete(wkey);
   }
+}
+
+/**
+ * One kind's workload caches. StatefulSets: the cache the rollout capability
+ * shares (with its indexers), `sharedStatefulSets`. Kinds out of scope: no
+ * informer. Reloader's install: polled, nothing shared.
+ */
+function workloadInformers(
+  runtime: Runtime,
+  options: RestartOptions,
+  spec: WorkloadKindSpec,
+  sharedStatefulSets: Informer<StatefulSet>[],
+): Informer<Workload>[] {
+  const install = options.reloaderInstall;
+  if (!options.scope.workloadKindIncluded(spec.kind)) return [];
+  if (install)
+    return runtime.informers<Workload>(spec.type, {
+      poll: { intervalMs: install.pollIntervalMs },
+      ...(spec.optional ? { optional: true } : {}),
+    });
+  if (spec.kind === 'StatefulSet') return sharedStatefulSets as Informer<Workload>[];
+  return runtime.informers<Workload>(spec.type, spec.optional ? { optional: true } : {});
+}
+
+/**
+ * One config kind's caches, digests only: Secret values never enter a cache.
+ * Pages of 2,000: each page is hashed and dropped as it arrives, so a larger
+ * page costs only transient memory, and 7,000 configs list in 4 requests
+ * instead of 16 (each one waits its turn at the client rate limit, 5/s by
+ * default). Reloader's --resources-to-ignore starts no informer for that
+ * kind; its --resource-label-selector selects on the server, so the rest is
+ * never hashed.
+ */
+function configInformers(
+  runtime: Runtime,
+  scope: RestartScope,
+  key: Buffer,
+  kind: ConfigKind,
+): Informer<ConfigDigest>[] {
+  return scope.configKindWatched(kind)
+    ? runtime.informers<ConfigDigest>(kind === 'configmap' ? resources.configMaps : resources.secrets, {
+        transform: configDigester(key, kind),
+        pageSize: CONFIG_PAGE_SIZE,
+        ...(scope.configSelectorText !== '' ? { labelSelector: scope.configSelectorText } : {}),
+      })
+    : [];
 }
 
 /**
