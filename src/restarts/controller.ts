@@ -597,15 +597,7 @@ export class RestartController implements Reconciler {
     const applied = appliedChecksumsOf(w);
     const now = this.runtime.clock.monotonic();
     const previousTimestamp = restartTimestampOf(view);
-    // Checksums xing wrote are compared with xing's checksum of the same content.
-    const legacyKeys = new Set(
-      [...applied.checksums].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key),
-    );
-    const legacyCurrent = new Map<string, string>();
-    const current = this.currentChecksums(watched.keys, legacyKeys, legacyCurrent);
-    for (const [k, v] of this.classChecksums(entry, w, view, watched)) current.set(k, v);
-    // A selector's membership (selectedconfigs.ts): its configs coming and going is a change too.
-    for (const set of watched.selected) current.set(set.key, set.checksum);
+    const { current, legacyCurrent } = this.checksumsNow(entry, w, view, watched, applied.checksums);
     const optedIn = watched.optIns.length > 0;
     const pause = optedIn ? this.pauseOf(view, watched) : { by: [], warnings: [] };
     const decision = decideRestart({
@@ -637,6 +629,44 @@ export class RestartController implements Reconciler {
       }),
       ...pauseNotices(pause, decision.held, optedIn),
     ]);
+    return this.carryOut(wkey, entry, w, decision, now);
+  }
+
+  /**
+   * Every checksum the decision compares with the record: the configs' (and,
+   * for those xing recorded, xing's checksum of the same content, so taking
+   * over rewrites instead of restarting), the classes', and each selector's
+   * membership (selectedconfigs.ts: its configs coming and going is a change too).
+   */
+  private checksumsNow(
+    entry: WorkloadKindSpec,
+    w: Workload,
+    view: WorkloadLike,
+    watched: WatchedWithClasses,
+    applied: ReadonlyMap<string, string>,
+  ): { current: Map<string, string>; legacyCurrent: Map<string, string> } {
+    const legacyKeys = new Set(
+      [...applied].filter(([, value]) => checksumScheme(value) === 'xing-legacy').map(([key]) => key),
+    );
+    const legacyCurrent = new Map<string, string>();
+    const current = this.currentChecksums(watched.keys, legacyKeys, legacyCurrent);
+    for (const [k, v] of this.classChecksums(entry, w, view, watched)) current.set(k, v);
+    for (const set of watched.selected) current.set(set.key, set.checksum);
+    return { current, legacyCurrent };
+  }
+
+  /**
+   * Acts on the decision: nothing to write (then the outdated pods of an
+   * evicting workload), wait for the burst, or write. A write that lost to
+   * a newer version of the workload is decided again at once.
+   */
+  private async carryOut(
+    wkey: string,
+    entry: WorkloadKindSpec,
+    w: Workload,
+    decision: RestartDecision,
+    now: number,
+  ): Promise<{ wrote: boolean; result: HandlerResult }> {
     if (decision.action === 'nothing') {
       // A change was noticed, but the workload already has it applied.
       if (this.pending.has(wkey)) this.metrics.reloadSkipped('strategy_not_updated');
