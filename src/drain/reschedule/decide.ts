@@ -388,6 +388,13 @@ export function decideReschedule(input: RescheduleInput): RescheduleDecision {
   return isDryRun(input.eviction) ? asDryRun(real, input.eviction, input.config) : real;
 }
 
+/** An answer, and the effects that must succeed before it is given. */
+interface Verdict {
+  outcome: RescheduleOutcome;
+  answer: AdmissionDecision;
+  effects?: RescheduleEffect[];
+}
+
 function decideForReal(input: RescheduleInput): RescheduleDecision {
   const { eviction: ev, config, now } = input;
   const logWarnings: string[] = [];
@@ -403,33 +410,9 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     logWarnings,
   });
 
-  if (!namespaceInScope(config, ev.namespace)) return done('not-in-scope', ALLOW);
-  const lookup = input.pod;
-  if (lookup.kind === 'failed') return done('pod-lookup-failed', failed(MESSAGES.failedGetPod, lookup));
-  if (lookup.kind === 'not-found') return done('pod-gone', deny(404, MESSAGES.podGone));
-  const pod = lookup.pod;
-  if (!profileSelects(config, pod)) return done('not-selected', ALLOW);
-
-  const uid = pod.metadata?.uid ?? '';
-  if (!CONFIGMAP_KEY.test(uid)) {
-    return done(
-      'pod-lookup-failed',
-      failed(MESSAGES.failedGetPod, {
-        error: `pod has no usable metadata.uid (${JSON.stringify(uid)})`,
-        transient: true,
-      }),
-    );
-  }
-  if (ev.preconditionUid !== undefined && ev.preconditionUid !== uid) {
-    // The evictor targets an earlier pod of this name: the API server fails
-    // the eviction on its own precondition (409), which Karpenter counts as done.
-    return done('uid-mismatch', {
-      allowed: true,
-      warnings: [
-        `eviction precondition uid ${ev.preconditionUid} is not pod ${ev.namespace}/${ev.name}'s uid ${uid}; left to the API server`,
-      ],
-    });
-  }
+  const target = podToJudge(input);
+  if (!('pod' in target)) return done(target.outcome, target.answer);
+  const { pod, uid } = target;
 
   const { key: annotationKey, value: annotationValue } = config.annotation;
   const annotated = pod.metadata?.annotations?.[annotationKey] === annotationValue;
@@ -458,7 +441,7 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
 
   const records = podRecords(input, input.records.data, uid, nodeName);
   logWarnings.push(...records.warnings);
-  const { own, superseded, isLive, ownRecord, updateRecords } = records;
+  const { own, superseded, ownRecord, updateRecords } = records;
 
   if (annotated) {
     // Refresh at half-life rather than on every 5 s retry: the record must
@@ -468,26 +451,8 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     return done('waiting', waiting, [updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord)]);
   }
 
-  // A live record of an earlier pod of this name, which lived on another node
-  // than the current pod: the evictor is following a pod we already asked to
-  // move (kubectl's retry loop re-reads pods by name).
-  const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
-  if (candidates.length > 0) {
-    const draining = nodeState(nodeName, input.podNode, config.drainTaints);
-    if (typeof draining === 'object') return done('node-lookup-failed', failed(MESSAGES.failedGetNode, draining));
-    if (!draining) {
-      const old = candidates[0];
-      const from = old !== undefined ? ` (uid ${old.uid} on node ${old.node})` : '';
-      return done(
-        'replaced',
-        deny(404, MESSAGES.replacedSameName, [
-          `pod ${ev.namespace}/${ev.name}${from} was replaced by uid ${uid} on ${nodeName === '' ? 'no node yet' : `node ${nodeName}`}; the old pod counts as evicted`,
-        ]),
-        // Consumed: the next eviction of this pod is judged afresh ("404 once").
-        [updateRecords(undefined, superseded, MESSAGES.failedRemoveRecord)],
-      );
-    }
-  }
+  const replaced = replacementVerdict(input, records, uid, nodeName);
+  if (replaced !== undefined) return done(replaced.outcome, replaced.answer, replaced.effects);
 
   // Record first, then annotate: a record without an annotation is harmless
   // (the next retry annotates again), an annotation without a record would
@@ -496,6 +461,78 @@ function decideForReal(input: RescheduleInput): RescheduleDecision {
     updateRecords(ownRecord(), superseded, MESSAGES.failedAddRecord),
     annotate,
   ]);
+}
+
+/**
+ * The pod the eviction is about, once it is one this webhook judges: in a
+ * handled namespace, found, selected by the profile, with a usable uid, and
+ * the one the eviction's precondition names. Otherwise the verdict already.
+ */
+function podToJudge(input: RescheduleInput): { pod: Pod; uid: string } | Verdict {
+  const { eviction: ev, config } = input;
+  if (!namespaceInScope(config, ev.namespace)) return { outcome: 'not-in-scope', answer: ALLOW };
+  const lookup = input.pod;
+  if (lookup.kind === 'failed') return { outcome: 'pod-lookup-failed', answer: failed(MESSAGES.failedGetPod, lookup) };
+  if (lookup.kind === 'not-found') return { outcome: 'pod-gone', answer: deny(404, MESSAGES.podGone) };
+  const pod = lookup.pod;
+  if (!profileSelects(config, pod)) return { outcome: 'not-selected', answer: ALLOW };
+
+  const uid = pod.metadata?.uid ?? '';
+  if (!CONFIGMAP_KEY.test(uid)) {
+    return {
+      outcome: 'pod-lookup-failed',
+      answer: failed(MESSAGES.failedGetPod, {
+        error: `pod has no usable metadata.uid (${JSON.stringify(uid)})`,
+        transient: true,
+      }),
+    };
+  }
+  if (ev.preconditionUid !== undefined && ev.preconditionUid !== uid) {
+    // The evictor targets an earlier pod of this name: the API server fails
+    // the eviction on its own precondition (409), which Karpenter counts as done.
+    return {
+      outcome: 'uid-mismatch',
+      answer: {
+        allowed: true,
+        warnings: [
+          `eviction precondition uid ${ev.preconditionUid} is not pod ${ev.namespace}/${ev.name}'s uid ${uid}; left to the API server`,
+        ],
+      },
+    };
+  }
+  return { pod, uid };
+}
+
+/**
+ * A live record of an earlier pod of this name, which lived on another node
+ * than the current pod: the evictor is following a pod we already asked to
+ * move (kubectl's retry loop re-reads pods by name). The old pod counts as
+ * evicted (404) unless the current one sits on a draining node; undefined
+ * when there is no such record, or the current pod must be moved too.
+ */
+function replacementVerdict(
+  input: RescheduleInput,
+  { superseded, isLive, updateRecords }: PodRecords,
+  uid: string,
+  nodeName: string,
+): Verdict | undefined {
+  const { eviction: ev, config } = input;
+  const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
+  if (candidates.length === 0) return undefined;
+  const draining = nodeState(nodeName, input.podNode, config.drainTaints);
+  if (typeof draining === 'object')
+    return { outcome: 'node-lookup-failed', answer: failed(MESSAGES.failedGetNode, draining) };
+  if (draining) return undefined;
+  const old = candidates[0];
+  const from = old !== undefined ? ` (uid ${old.uid} on node ${old.node})` : '';
+  return {
+    outcome: 'replaced',
+    answer: deny(404, MESSAGES.replacedSameName, [
+      `pod ${ev.namespace}/${ev.name}${from} was replaced by uid ${uid} on ${nodeName === '' ? 'no node yet' : `node ${nodeName}`}; the old pod counts as evicted`,
+    ]),
+    // Consumed: the next eviction of this pod is judged afresh ("404 once").
+    effects: [updateRecords(undefined, superseded, MESSAGES.failedRemoveRecord)],
+  };
 }
 
 /** What the asked-to-move warning says happens next, per answer. */
