@@ -15,7 +15,8 @@ import type { Deployment } from './checks/scope.ts';
 /** Reads a metrics page; throws when it cannot. */
 export type MetricsFetcher = (url: string) => Promise<string>;
 
-const TIMEOUT_MS = 5_000;
+/** As the endpoint probe: a pod that does not answer at once (a simulated one, a wedged one) is not waited for. */
+const TIMEOUT_MS = 2_000;
 
 /** A plain GET with a timeout: no credentials go to a URL the user typed. */
 export const fetchMetrics: MetricsFetcher = async (url) => {
