@@ -63,6 +63,10 @@ function installOf(d: Deployment) {
   };
   const used = (rule: Rule): boolean => {
     if (rule.why.includes('zone tracker')) return on('use-zone-tracker');
+    // The Namespace cache of config restarts exists only cluster-wide: an install
+    // of listed namespaces (Roles only) reads no Namespace, so it lacks nothing.
+    if (rule.resources.includes('namespaces') && features.includes('config-restarts') && rule.scope === 'managed')
+      return flagValue(args, 'kubernetes.watch-namespaces') === '*';
     if (rule.resources.includes('secrets') && features.includes('webhooks') && rule.why.includes('certificate'))
       return flagValue(args, 'server-tls.cert-file') === undefined;
     return true;

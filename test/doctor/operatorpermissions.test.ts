@@ -100,3 +100,26 @@ describe('the operator’s permissions (doctor, issue 34)', () => {
     assert.equal(await operatorPermissions(refusing, [chartDeployment]), undefined);
   });
 });
+
+describe('config restarts’ Namespace cache (doctor)', () => {
+  const deployment = (watch: string | undefined): Deployment => {
+    const d = structuredClone(chartDeployment);
+    d.spec!.template.spec!.containers[0]!.args = [
+      '-kubernetes.namespace=ro',
+      '-config-restarts.enabled',
+      ...(watch !== undefined ? [`-kubernetes.watch-namespaces=${watch}`] : []),
+    ];
+    return d;
+  };
+  const asksForNamespaces = async (watch: string | undefined) => {
+    const { client, asked } = reviewer(() => true);
+    await operatorPermissions(client, [deployment(watch)]);
+    return asked.some((a) => a.resource === 'namespaces');
+  };
+
+  it('is asked about only where the operator reads Namespaces: cluster-wide', async () => {
+    assert.equal(await asksForNamespaces('*'), true);
+    assert.equal(await asksForNamespaces(undefined), false, 'its own namespace: Roles only, no Namespace read');
+    assert.equal(await asksForNamespaces('team-a,team-b'), false, 'listed namespaces: Roles only, no Namespace read');
+  });
+});
