@@ -137,7 +137,24 @@ export interface TrackingRecord {
   /** Epoch ms of the last confirmation that the pod still waits; the TTL runs from here. */
   refreshedAt: number;
   requestedBy?: string;
+  /**
+   * Set when an eviction of the pod's replacement was answered 404 (released):
+   * that replacement's UID and when. The record then answers only that
+   * replacement, and only for RELEASE_AGREEMENT_MS, so every webhook
+   * configuration judging the same eviction (Couchbase's path and Strimzi's
+   * /drainer both calling Stateward) agrees: one that read the records after
+   * another released them would otherwise ask the replacement to move again.
+   */
+  releasedTo?: string;
+  releasedAt?: number;
 }
+
+/**
+ * How long a released record keeps answering its replacement 404. The
+ * webhooks of one eviction are called together and time out within 30 s; a
+ * later eviction of the replacement is judged afresh ("404 once").
+ */
+export const RELEASE_AGREEMENT_MS = 60_000;
 
 export const RECORD_FORMAT_VERSION = 1;
 const CONFIGMAP_KEY = /^[-._a-zA-Z0-9]{1,253}$/;
@@ -154,6 +171,10 @@ export function encodeRecord(record: TrackingRecord): { key: string; value: stri
     refreshedAt: new Date(record.refreshedAt).toISOString(),
   };
   if (record.requestedBy !== undefined) value.requestedBy = record.requestedBy;
+  if (record.releasedTo !== undefined && record.releasedAt !== undefined) {
+    value.releasedTo = record.releasedTo;
+    value.releasedAt = new Date(record.releasedAt).toISOString();
+  }
   return { key: record.uid, value: JSON.stringify(value) };
 }
 
@@ -197,6 +218,14 @@ export function decodeRecord(key: string, value: string): DecodedRecord {
     return bad('requestedBy is not a string');
   const record: TrackingRecord = { uid: key, pod: parsed.pod, node: parsed.node, requestedAt, refreshedAt };
   if (typeof parsed.requestedBy === 'string') record.requestedBy = parsed.requestedBy;
+  if (parsed.releasedTo !== undefined || parsed.releasedAt !== undefined) {
+    const releasedAt = parseTime(parsed.releasedAt);
+    if (typeof parsed.releasedTo !== 'string' || !CONFIGMAP_KEY.test(parsed.releasedTo))
+      return bad('releasedTo is not a pod UID');
+    if (releasedAt === undefined) return bad('releasedAt is not an RFC 3339 UTC time');
+    record.releasedTo = parsed.releasedTo;
+    record.releasedAt = releasedAt;
+  }
   return { ok: true, record };
 }
 
@@ -516,8 +545,10 @@ function replacementVerdict(
   uid: string,
   nodeName: string,
 ): Verdict | undefined {
-  const { eviction: ev, config } = input;
-  const candidates = superseded.filter((r) => isLive(r) && r.node !== '' && r.node !== nodeName);
+  const { eviction: ev, config, now } = input;
+  const candidates = superseded.filter(
+    (r) => isLive(r) && answers(r, uid, now) && r.node !== '' && r.node !== nodeName,
+  );
   if (candidates.length === 0) return undefined;
   const draining = nodeState(nodeName, input.podNode, config.drainTaints);
   if (typeof draining === 'object')
@@ -525,14 +556,30 @@ function replacementVerdict(
   if (draining) return undefined;
   const old = candidates[0];
   const from = old !== undefined ? ` (uid ${old.uid} on node ${old.node})` : '';
+  const released = candidates
+    .filter((r) => r.releasedTo === undefined)
+    .map((r) => ({ ...r, releasedTo: uid, releasedAt: now }));
+  const stale = superseded.filter((r) => !candidates.includes(r));
   return {
     outcome: 'replaced',
     answer: deny(404, MESSAGES.replacedSameName, [
       `pod ${ev.namespace}/${ev.name}${from} was replaced by uid ${uid} on ${nodeName === '' ? 'no node yet' : `node ${nodeName}`}; the old pod counts as evicted`,
     ]),
-    // Consumed: the next eviction of this pod is judged afresh ("404 once").
-    effects: [updateRecords(undefined, superseded, MESSAGES.failedRemoveRecord)],
+    // Consumed: marked released to this pod, so a concurrent judge of the same
+    // eviction agrees, and removed once RELEASE_AGREEMENT_MS has passed: the
+    // next eviction of this pod is judged afresh ("404 once").
+    effects: released.length > 0 ? [updateRecords(released, stale, MESSAGES.failedRemoveRecord)] : [],
   };
+}
+
+/** Whether a record may release the pod `uid`: never released, or released to that very pod moments ago. */
+function answers(record: TrackingRecord, uid: string, now: number): boolean {
+  if (record.releasedTo === undefined || record.releasedAt === undefined) return true;
+  return record.releasedTo === uid && !releaseOver(record, now);
+}
+
+function releaseOver(record: TrackingRecord, now: number): boolean {
+  return record.releasedAt !== undefined && Math.abs(now - record.releasedAt) >= RELEASE_AGREEMENT_MS;
 }
 
 /** What the asked-to-move warning says happens next, per answer. */
@@ -578,7 +625,7 @@ interface PodRecords {
   ownRecord: () => TrackingRecord;
   /** A write setting `set` and removing `remove`, and with them every expired or malformed record. */
   updateRecords: (
-    set: TrackingRecord | undefined,
+    set: TrackingRecord | readonly TrackingRecord[],
     remove: readonly TrackingRecord[],
     failureMessage: string,
   ) => UpdateRecordsEffect;
@@ -602,17 +649,19 @@ function podRecords(
   const superseded = decoded.records.filter((r) => r.pod === ev.name && r.uid !== uid);
   const garbage = [
     ...decoded.malformed,
-    ...decoded.records.filter((r) => !isLive(r) || (r.uid === uid && r.pod !== ev.name)).map((r) => r.uid),
+    ...decoded.records
+      .filter((r) => !isLive(r) || releaseOver(r, now) || (r.uid === uid && r.pod !== ev.name))
+      .map((r) => r.uid),
   ];
   const updateRecords = (
-    set: TrackingRecord | undefined,
+    set: TrackingRecord | readonly TrackingRecord[],
     remove: readonly TrackingRecord[],
     failureMessage: string,
   ): UpdateRecordsEffect => {
     const data: Record<string, string | null> = {};
     for (const key of [...garbage, ...remove.map((r) => r.uid)]) data[key] = null;
-    if (set !== undefined) {
-      const { key, value } = encodeRecord(set);
+    for (const record of 'uid' in set ? [set] : set) {
+      const { key, value } = encodeRecord(record);
       data[key] = value;
     }
     return {

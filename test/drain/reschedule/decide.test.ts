@@ -13,6 +13,7 @@ import {
   DRY_RUN_SUFFIX,
   DRY_RUN_WARNING,
   MESSAGES,
+  RELEASE_AGREEMENT_MS,
   apiErrorIsTransient,
   decideReschedule,
   decodeRecord,
@@ -234,7 +235,13 @@ describe("decideReschedule: the reference hook's unit cases", { timeout: 10000 }
       d.effects.map((e) => e.kind),
       ['update-records'],
     );
-    assert.deepEqual(recordsEffect(d).patch.data, { 'uid-old': null });
+    const kept = recordsEffect(d).patch.data['uid-old'];
+    assert.equal(typeof kept, 'string');
+    assert.deepEqual(
+      (({ releasedTo, releasedAt }) => ({ releasedTo, releasedAt }))(JSON.parse(kept!) as Record<string, unknown>),
+      { releasedTo: 'uid-new', releasedAt: new Date(NOW).toISOString() },
+      'consumed: kept only to answer the same eviction alike, released to the replacement',
+    );
   });
 
   it('another pod tracked: this one is asked to move too, the other record untouched', () => {
@@ -461,12 +468,17 @@ describe('decideReschedule: same-name replacement, tracked by UID', { timeout: 1
     assert.equal(replacement({ records: stored(rec({ pod: 'cb-0001' })) }).outcome, 'reschedule-requested');
   });
 
-  it('every earlier pod of the name is removed with the release', () => {
+  it('every earlier pod of the name goes with the release: released to the replacement, or removed', () => {
     const d = replacement({
       records: stored(rec(), rec({ uid: 'uid-older', node: 'node-b', refreshedAt: NOW - 30 * MINUTE })),
     });
     assert.equal(d.outcome, 'replaced');
-    assert.deepEqual(removedKeys(recordsEffect(d)), ['uid-old', 'uid-older']);
+    // uid-older lived on the replacement's own node: it never released it, and is removed.
+    assert.deepEqual(removedKeys(recordsEffect(d)), ['uid-older']);
+    assert.deepEqual(
+      setRecords(recordsEffect(d)).map((r) => [r.uid, r.releasedTo]),
+      [['uid-old', 'uid-new']],
+    );
     assert.match(
       d.answer.warnings?.[0] ?? '',
       /uid uid-old on node node-a\) was replaced by uid uid-new on node node-b/,
@@ -744,11 +756,41 @@ describe('scenarios: a drain against a simulated operator', { timeout: 10000 }, 
     w.now += 5_000;
     const released = w.evict(NAME);
     assert.deepEqual(released.answer.status, failure(404, MESSAGES.replacedSameName));
-    assert.deepEqual(w.trackingData, {}, 'consumed');
+    assert.deepEqual(
+      Object.values(w.trackingData ?? {}).map((v) => (JSON.parse(v) as { releasedTo?: string }).releasedTo),
+      ['uid-2'],
+      'consumed: released to the replacement',
+    );
+    // The other webhook configuration judging the same eviction (Strimzi's
+    // /drainer beside Couchbase's path) reads the records just after: it agrees.
+    const second = w.evict(NAME);
+    assert.deepEqual(second.answer.status, failure(404, MESSAGES.replacedSameName));
+    assert.equal(
+      w.pods.get(NAME)?.metadata?.annotations?.[ANNOTATION],
+      undefined,
+      'the replacement is not asked to move',
+    );
     // Later, node-b is drained: the same pod is asked to move, not released.
     w.nodes.set('node-b', node('node-b', { cordoned: true }));
     w.now += 10 * MINUTE;
     assert.equal(w.evict(NAME).answer.status?.message, MESSAGES.annotationAdded);
+  });
+
+  it('a release answers its replacement 404 only while the webhooks of that eviction are judging it: afterwards the pod is judged afresh', () => {
+    const w = world();
+    w.evict(NAME);
+    w.recreate(NAME, 'uid-2', 'node-b');
+    assert.equal(w.evict(NAME).outcome, 'replaced');
+    w.now += RELEASE_AGREEMENT_MS - 1;
+    assert.equal(w.evict(NAME).outcome, 'replaced', 'a late judge of the same eviction agrees');
+    w.now += 1;
+    assert.equal(w.evict(NAME).outcome, 'reschedule-requested', 'a later eviction of the replacement');
+    assert.ok(
+      Object.values(w.trackingData ?? {}).every(
+        (v) => (JSON.parse(v) as { releasedTo?: string }).releasedTo === undefined,
+      ),
+      'the released record is gone with that write',
+    );
   });
 
   it('renamed replacement: 404 "Pod no longer exists"', () => {
@@ -983,7 +1025,7 @@ describe('properties', { timeout: 10000 }, () => {
     );
   });
 
-  it('a release always consumes the releasing record; asking to move always records before annotating', () => {
+  it('a release always consumes the releasing records (released to this pod alone); asking to move always records before annotating', () => {
     fc.assert(
       fc.property(arbPodOptions, arbNodeLookup, arbRecordsData, (o, n, data) => {
         const d = decideReschedule({
@@ -995,9 +1037,16 @@ describe('properties', { timeout: 10000 }, () => {
           now: NOW,
         });
         if (d.outcome === 'replaced') {
-          const removed = removedKeys(recordsEffect(d));
-          const released = decodeRecords(data).records.filter((r) => r.pod === NAME && r.uid !== o.uid);
-          assert.ok(released.length > 0 && released.every((r) => removed.includes(r.uid)));
+          // After the write, no record of an earlier pod of the name can release any pod but this one.
+          const after = { ...data };
+          for (const e of d.effects)
+            if (e.kind === 'update-records')
+              for (const [k, v] of Object.entries(e.patch.data)) {
+                if (v === null) delete after[k];
+                else after[k] = v;
+              }
+          const earlier = decodeRecords(after).records.filter((r) => r.pod === NAME && r.uid !== o.uid);
+          assert.ok(earlier.every((r) => r.releasedTo === o.uid));
         }
         if (d.outcome === 'reschedule-requested')
           assert.deepEqual(
