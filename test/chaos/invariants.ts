@@ -47,6 +47,10 @@
 //   not applied is reported (pending while running, a violation at the end).
 // - Config restarts of opted-in CronJobs (a new manual Job per change) and
 //   Jobs (re-created under their name, never lost): jobinvariants.ts.
+// - Restarts on Secrets Store CSI rotations (Deployments opted in with
+//   secretproviderclass.reloader.stakater.com/auto): one restart per
+//   rotation of the versions their pods mount, none lost, none doubled:
+//   csiinvariants.ts.
 // - Secret values (given by the soak) must not appear in Events or in the
 //   operator's log files (as they are or base64-encoded); see monitor.ts.
 // - Drains under reschedule profiles (pods of the profiles' namespaces):
@@ -65,6 +69,7 @@ import type {
   V1StatefulSet,
 } from '@kubernetes/client-node';
 import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
+import { CsiRotationRules, type ClassPodStatus } from './csiinvariants.ts';
 import { JobRestartRules, type RecordedWorkload } from './jobinvariants.ts';
 import { ProfileDrainRules, type ProfileRule } from './profileinvariants.ts';
 
@@ -106,6 +111,7 @@ export type Watched =
   | { kind: 'ConfigMap'; object: V1ConfigMap }
   | { kind: 'Secret'; object: V1Secret }
   | { kind: 'ZoneAwarePodDisruptionBudget'; object: Zpdb }
+  | { kind: 'SecretProviderClassPodStatus'; object: ClassPodStatus }
   | { kind: 'Event'; object: EventsV1Event };
 
 export interface Violation {
@@ -323,6 +329,10 @@ export class InvariantChecker {
     count: (name, by) => this.count(name, by),
   });
   private readonly profileRules: ProfileDrainRules | undefined;
+  private readonly csiRules = new CsiRotationRules({
+    violate: (now, kind, message, details) => this.violate(now, kind, message, details),
+    count: (name, by) => this.count(name, by),
+  });
 
   /** `profiles`: the reschedule profiles whose namespaces' pods the monitor watches too. */
   constructor(o: { profiles?: ProfileRule[] } = {}) {
@@ -367,6 +377,8 @@ export class InvariantChecker {
       }
       case 'Event':
         return this.onEvent(event.object);
+      case 'SecretProviderClassPodStatus':
+        return this.csiRules.onStatus(event.object, type, now, relist);
     }
   }
 
@@ -374,6 +386,7 @@ export class InvariantChecker {
 
   private onPod(pod: V1Pod, type: WatchType, now: number, relist: boolean): void {
     this.profileRules?.onPod(pod, type, now, relist);
+    this.csiRules.onPod(pod);
     const namespace = pod.metadata?.namespace ?? '';
     const name = pod.metadata?.name ?? '';
     let byName = this.pods.get(namespace);
@@ -592,6 +605,7 @@ export class InvariantChecker {
   }
 
   private onDeployment(deployment: V1Deployment, type: WatchType, now: number, relist: boolean): void {
+    this.csiRules.onDeployment(deployment, type, now, relist);
     const key = `${deployment.metadata?.namespace}/${deployment.metadata?.name}`;
     const previous = this.deployments.get(key);
     if (type === 'DELETED') {
@@ -782,6 +796,7 @@ export class InvariantChecker {
       ...[...this.workloads.values()].flatMap((w) => this.pendingOf(w)),
       ...this.jobRules.pending(),
       ...(this.profileRules?.pending() ?? []),
+      ...this.csiRules.pending(),
     ];
   }
 
@@ -830,6 +845,7 @@ export class InvariantChecker {
       else this.checkRestart(d, now);
     }
     this.count('checksRun', this.jobRules.tick(now));
+    this.csiRules.tick();
   }
 
   /** The end of the run: every deferred check runs, and what is still pending is a violation. */
@@ -837,6 +853,7 @@ export class InvariantChecker {
     this.tick(Number.POSITIVE_INFINITY);
     this.jobRules.finish(now);
     this.profileRules?.finish(now);
+    this.csiRules.finish(now);
     // A Job missing or held at the end is judged by jobRules.finish (job-lost, job-recreate-finalizer-left).
     for (const p of this.pending().filter((p) => !p.config.startsWith('('))) {
       this.violate(

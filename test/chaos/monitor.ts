@@ -6,7 +6,7 @@
 //   node test/chaos/monitor.ts --kubeconfig K --namespaces a,b --out report.json
 //        [--events-namespaces op] [--secrets values.txt] [--logs-dir dir]
 //        [--gate-timeline timeline.jsonl --gated-namespaces a,b]
-//        [--profile-namespaces couchbase=x,kafka=y]
+//        [--profile-namespaces couchbase=x,kafka=y] [--csi]
 //
 // It rewrites --out every 2 s while it runs ({final: false, synced, pending,
 // violations, counters}); on SIGTERM it runs the final checks (changes still
@@ -16,7 +16,10 @@
 // soak appends what it did to the exporter and to Prometheus to that file,
 // and no gated StatefulSet may start rolling while the policy says pause.
 // With --profile-namespaces it watches the pods of the reschedule profiles'
-// namespaces too and judges the drains there (profileinvariants.ts).
+// namespaces too and judges the drains there (profileinvariants.ts). With
+// --csi it watches the namespaces' SecretProviderClassPodStatuses too (the
+// Secrets Store CSI driver's CRDs installed) and judges the restarts on
+// their rotations (csiinvariants.ts).
 import { closeSync, openSync, readSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -45,6 +48,7 @@ const { values } = parseArgs({
     'gate-timeline': { type: 'string' },
     'gated-namespaces': { type: 'string', default: '' },
     'profile-namespaces': { type: 'string', default: '' },
+    csi: { type: 'boolean', default: false },
   },
 });
 if (!values.kubeconfig || !values.namespaces || !values.out) {
@@ -167,6 +171,13 @@ for (const ns of namespaces) {
       `/apis/rollout-operator.grafana.com/v1/namespaces/${ns}/zoneawarepoddisruptionbudgets`,
     ),
   );
+  if (values.csi)
+    streams.push(
+      new Stream(
+        'SecretProviderClassPodStatus',
+        `/apis/secrets-store.csi.x-k8s.io/v1/namespaces/${ns}/secretproviderclasspodstatuses`,
+      ),
+    );
 }
 for (const ns of new Set(profiles.map((p) => p.namespace)))
   streams.push(new Stream('Pod', `/api/v1/namespaces/${ns}/pods`));

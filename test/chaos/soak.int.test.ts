@@ -5,7 +5,10 @@
 // with only wall-clock steps of the operator replicas. The first gates one
 // group by a health check against a real Prometheus (a bad release and
 // Prometheus outages among its faults) and drains nodes under the Couchbase
-// and Strimzi reschedule profiles, with stand-ins for their operators. Faults stop the run's
+// and Strimzi reschedule profiles, with stand-ins for their operators, and
+// rotates the versions a Secrets Store CSI class mounts in a Deployment per
+// group (a driver stand-in writing the pods' statuses), each rotation to
+// restart it exactly once. Faults stop the run's
 // shared control-plane components only within this file; everything is
 // restored before a test ends, whatever happens.
 import assert from 'node:assert/strict';
@@ -78,6 +81,11 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       assert.ok(drains.moves[profile] > 0, `the ${profile} stand-in moved pods`);
     }
     assert.ok((report.monitor['rescheduleUnselectedEvictions'] ?? 0) > 0, 'pods no profile selects were evicted');
+    const rotations = report.monitor['csiRotations'] ?? 0;
+    assert.ok(rotations >= 1, `CSI rotations seen by the monitor: ${rotations}`);
+    assert.equal(report.csiRotations['rotation'], rotations, 'the monitor saw every rotation the stand-in made');
+    assert.equal(report.monitor['csiRotationsRestarted'], rotations, 'each rotation restarted');
+    assert.equal(report.monitor['csiRestarts'], rotations, 'one restart per rotation');
   });
 
   it('wall-clock steps of the operator replicas: min-time, budgets and leadership hold', async (t) => {
@@ -92,6 +100,7 @@ describe('chaos soak', { timeout: 600_000 }, () => {
       minTimeBetweenZonesDownscale: '20s',
       quiesceTimeoutMs: 90_000,
       profileDrains: false,
+      csiRotations: false,
     });
     assert.ok((report.faults.byKind['operator-clock-step'] ?? 0) >= 3, 'clock steps injected');
     assert.ok((report.monitor['preparedDownscales'] ?? 0) > 0, 'prepared downscales happened under stepped clocks');

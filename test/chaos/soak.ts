@@ -13,7 +13,12 @@
 // with its two faults among the others. With profile drains (the default),
 // the operator also runs the Couchbase and Strimzi reschedule profiles and
 // drains, drawn from their own seeded stream, evict their pods while stand-in
-// operators move them (profiledrains.ts).
+// operators move them (profiledrains.ts). With CSI rotations (the default),
+// each group namespace also has a Deployment mounting a Secrets Store CSI
+// SecretProviderClass, a stand-in for the driver writes its pods'
+// SecretProviderClassPodStatuses, and rotations of the mounted versions,
+// drawn from a stream of their own, must each restart it once; the operator
+// runs with --enable-csi-integration (csirotations.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -42,6 +47,7 @@ import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../sup
 import { AllPodEndpoints } from './endpoints.ts';
 import { CHECK_NAME, SoakGates } from './gatefaults.ts';
 import { HEALTH_CHECK_ANNOTATION } from './healthgate.ts';
+import { createCsiWorkload, CsiRotations, installCsiCrds } from './csirotations.ts';
 import { CompetingWriter, FaultInjector, type CompetitorTarget, type FaultKind, type FaultRecord } from './faults.ts';
 import { OperatorPool } from './operators.ts';
 import { installProfileWebhooks, ProfileDrains, profileOperatorConfig, type DrainRecord } from './profiledrains.ts';
@@ -77,6 +83,10 @@ export interface SoakOptions {
   profileDrains?: boolean;
   /** Pause before each profile drain, drawn uniformly (ms). */
   profileDrainIntervalMs?: [number, number];
+  /** A Deployment per group mounting a Secrets Store CSI class, its statuses written and rotated (default true). */
+  csiRotations?: boolean;
+  /** Pause before each CSI rotation attempt, drawn uniformly (ms). */
+  csiRotationIntervalMs?: [number, number];
 }
 
 export interface MonitorReport {
@@ -134,6 +144,8 @@ export interface SoakReport {
     decisions: Record<string, number>;
     records: DrainRecord[];
   };
+  /** The CSI driver stand-in's rotations and status writes, by `what outcome` (empty without CSI rotations). */
+  csiRotations: Record<string, number>;
 }
 
 type Cleanup = () => Promise<unknown>;
@@ -146,6 +158,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const setupPrng = prng.fork();
   // Forked last, so the other streams draw what they drew before profile drains existed.
   const drainPrng = prng.fork();
+  // Forked after it, so neither the drains nor the others draw differently for the CSI rotations.
+  const csiPrng = prng.fork();
   const id = `soak-${o.seed}-${randomBytes(2).toString('hex')}`;
   const { cluster, log } = o;
   const kube = testClient(cluster);
@@ -164,6 +178,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   let workload: Workload | undefined;
   let gates: SoakGates | undefined;
   let drains: ProfileDrains | undefined;
+  let csi: CsiRotations | undefined;
 
   try {
     // ---------------------------------------------------------------- setup
@@ -182,6 +197,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       const applied = await kubectl(cluster, 'apply', '-f', join(root, 'deploy/crds', crd));
       if (!applied.ok) throw new Error(`installing ${crd}: ${applied.out}`);
     }
+    const withCsi = o.csiRotations !== false;
+    if (withCsi) await installCsiCrds(cluster, kube, o.runDir);
     const [podPort] = (await freePorts(1)) as [number];
     endpoints = new AllPodEndpoints();
     await endpoints.listen(podPort);
@@ -274,6 +291,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         } as KubeObject);
       }
       await createBatchWorkloads(kube, namespace);
+      if (withCsi) await createCsiWorkload(kube, namespace);
       await kube.create(resources.deployments, {
         metadata: { name: 'frontend', namespace, labels: { 'grafana.com/no-downscale': 'true' } },
         spec: {
@@ -304,6 +322,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       async () => (await unsettled(kube, namespaces)).length === 0,
       { timeoutMs: 120_000, intervalMs: 500 },
     );
+    if (withCsi) {
+      // Mounted before the operator starts: its first look records the versions and restarts nothing.
+      csi = new CsiRotations({
+        kube,
+        prng: csiPrng,
+        namespaces,
+        log,
+        intervalMs: o.csiRotationIntervalMs ?? [8000, 20_000],
+      });
+      await csi.startDriver();
+    }
 
     // The monitor watches from before the operator's first action.
     const monitorLog = openSync(join(o.runDir, 'monitor.log'), 'a');
@@ -327,6 +356,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         ...(profileNamespaces
           ? ['--profile-namespaces', `couchbase=${profileNamespaces.couchbase},kafka=${profileNamespaces.kafka}`]
           : []),
+        ...(withCsi ? ['--csi'] : []),
       ],
       { stdio: ['ignore', monitorLog, monitorLog] },
     );
@@ -351,6 +381,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         '-config-restarts.enabled',
         '-restart-grace-period=1',
         '-reconcile.interval=2s',
+        ...(withCsi ? ['--enable-csi-integration'] : []),
         ...(profileNamespaces ? profileOperatorConfig(profileNamespaces).flags : []),
       ],
       ...(profileNamespaces ? { env: profileOperatorConfig(profileNamespaces).env } : {}),
@@ -484,6 +515,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       workload.run(stop.signal),
       o.faults === false ? Promise.resolve() : injector.run(stop.signal),
       drains?.run(stop.signal) ?? Promise.resolve(),
+      csi?.run(stop.signal) ?? Promise.resolve(),
     ];
     await sleep(o.minutes * 60_000);
     stop.abort();
@@ -507,6 +539,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           await operators.sample();
           const left = await unsettled(kube, namespaces);
           if (drains && !(await drains.settled())) return false;
+          if (csi && !(await csi.settled())) return false;
           // The monitor writes its report every 2 s: only one written well after the last action counts.
           const report = readMonitor(monitorOut);
           const fresh = report !== undefined && Date.parse(report.writtenAt) >= quiesceStart + 3000;
@@ -598,6 +631,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         decisions: rescheduleDecisions(operators),
         records: drains?.records ?? [],
       },
+      csiRotations: { ...csi?.counts },
     };
     writeFileSync(join(o.runDir, 'report.json'), JSON.stringify(result, null, 2));
     return result;
@@ -606,6 +640,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await injector?.restoreAll().catch(() => undefined);
     await workload?.settle().catch(() => undefined);
     await drains?.stop().catch(() => undefined);
+    await csi?.stop().catch(() => undefined);
     await pool?.stopAll().catch(() => undefined);
     await proxy?.close().catch(() => undefined);
     await endpoints?.close().catch(() => undefined);
@@ -751,6 +786,19 @@ export function summarize(r: SoakReport): string {
     `rollouts completed: ${r.rolloutsCompleted} (operator rolling deletes of Ready pods: ${r.monitor['operatorDeletesOfReadyPods'] ?? 0}, ${r.monitor['operatorDeletesConfirmedByEvent'] ?? 0} confirmed by a DeletingPod Event)`,
     `config restarts applied: ${r.restartsApplied} (content changes seen: ${r.monitor['configContentChanges'] ?? 0}, checksum updates: ${r.monitor['appliedChecksumUpdates'] ?? 0})`,
     `CronJob and Job restarts: ${r.monitor['cronJobJobsStarted'] ?? 0} Jobs started from CronJobs (${r.monitor['cronJobRecords'] ?? 0} recorded, ${r.monitor['cronJobJobsNeverRecorded'] ?? 0} never recorded), ${r.monitor['jobRecreations'] ?? 0} Jobs re-created`,
+    ...(r.csiRotations['rotation'] !== undefined || r.monitor['csiRestarts'] !== undefined
+      ? [
+          `CSI rotations: ${r.csiRotations['rotation'] ?? 0} made by the driver stand-in (${Object.entries(
+            r.csiRotations,
+          )
+            .filter(([k]) => k !== 'rotation')
+            .sort()
+            .map(([k, n]) => `${k} ×${n}`)
+            .join(
+              ', ',
+            )}); seen by the monitor: ${r.monitor['csiRotations'] ?? 0} rotations, ${r.monitor['csiRestarts'] ?? 0} restarts, ${r.monitor['csiRotationsRestarted'] ?? 0} rotations restarted once (${r.monitor['csiStatusWritesSeen'] ?? 0} status writes seen)`,
+        ]
+      : []),
     `evictions decided (operator metrics, evictions and rolling deletes): ${r.evictionsDecided.total} (${r.evictionsDecided.allowed} allowed, ${r.evictionsDecided.denied} refused); evictions of Ready pods seen: ${r.monitor['evictionsOfReadyPods'] ?? 0}`,
     `downscales seen: ${r.monitor['downscales'] ?? 0} (prepared: ${r.monitor['preparedDownscales'] ?? 0}), upscales: ${r.monitor['upscales'] ?? 0}`,
     `faults injected: ${r.faults.injected} (${r.faults.failed} failed to inject): ${Object.entries(r.faults.byKind)
