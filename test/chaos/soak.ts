@@ -786,7 +786,7 @@ export function summarize(r: SoakReport): string {
     `rollouts completed: ${r.rolloutsCompleted} (operator rolling deletes of Ready pods: ${r.monitor['operatorDeletesOfReadyPods'] ?? 0}, ${r.monitor['operatorDeletesConfirmedByEvent'] ?? 0} confirmed by a DeletingPod Event)`,
     `config restarts applied: ${r.restartsApplied} (content changes seen: ${r.monitor['configContentChanges'] ?? 0}, checksum updates: ${r.monitor['appliedChecksumUpdates'] ?? 0})`,
     `CronJob and Job restarts: ${r.monitor['cronJobJobsStarted'] ?? 0} Jobs started from CronJobs (${r.monitor['cronJobRecords'] ?? 0} recorded, ${r.monitor['cronJobJobsNeverRecorded'] ?? 0} never recorded), ${r.monitor['jobRecreations'] ?? 0} Jobs re-created`,
-    ...(r.csiRotations['rotation'] !== undefined || r.monitor['csiRestarts'] !== undefined
+    ...(Object.keys(r.csiRotations).length > 0
       ? [
           `CSI rotations: ${r.csiRotations['rotation'] ?? 0} made by the driver stand-in (${Object.entries(
             r.csiRotations,
