@@ -11,7 +11,8 @@
 // (at most MAX_TIMELINE_ZONES), and per StatefulSet one entry per kind of
 // wait (at most MAX_TIMELINE_WAITS), counting how often and how long, so a
 // 100-pod zone rolled pod by pod is still a few lines. Only the last rollout
-// is kept: the next one starts a new timeline.
+// is kept: the next one starts a new timeline (one that starts within
+// ROLLOUT_CONTINUES_MS of the last's end continues it).
 //
 // It is published in the status ConfigMap beside the rest of the group's
 // status (user-writable data, so the report validates it field by field
@@ -20,6 +21,14 @@ import type { GroupStatus } from './status.ts';
 import { STATUS_PENDING_WAIT } from './planner.ts';
 
 export const MAX_TIMELINE_ZONES = 32;
+/**
+ * A StatefulSet that starts rolling this soon after the group was complete
+ * belongs to the same rollout: a release applied StatefulSet by StatefulSet
+ * (a loop of kubectl set env, kubectl apply of one file per zone) lets a
+ * quick zone finish before the next one's template changes, and is still one
+ * rollout to whoever looks at it.
+ */
+export const ROLLOUT_CONTINUES_MS = 30_000;
 export const MAX_TIMELINE_WAITS = 8;
 /** Wait messages quote annotation values: longer ones are cut. */
 export const MAX_TIMELINE_MESSAGE = 512;
@@ -137,7 +146,9 @@ export function recordTimeline(
   status: TimelineInput,
   now: number,
 ): RolloutTimeline | undefined {
-  const fresh = previous === undefined || previous.finishedAt !== undefined;
+  const fresh =
+    previous === undefined ||
+    (previous.finishedAt !== undefined && now - Date.parse(previous.finishedAt) > ROLLOUT_CONTINUES_MS);
   const byName = new Map((fresh ? [] : previous.zones).map((z) => [z.statefulSet, z]));
   const zones: ZoneTimeline[] = [];
   for (const set of status.statefulSets) {

@@ -97,14 +97,22 @@ describe('getting started, as written', { timeout: 240_000 }, () => {
       async () => /"phase":"complete"/.test((await run(statusCm!)).out),
       { timeoutMs: 60_000, intervalMs: 500 },
     );
+    const rolledAt = Date.now();
     assert.equal((await run(roll!)).code, 0);
-    // "The status ConfigMap reports phase: complete when the group is done": the guide's own command, until it does.
+    // "The status ConfigMap reports phase: complete when the group is done": the guide's own command, until it
+    // does for this roll (the report before it said complete too), every zone finished after the roll began.
     const done = await waitFor(
       'the guide’s status command saying complete after the roll',
       async () => {
         const { out } = await run(statusCm!);
-        const status = JSON.parse(out.trim() || '{}') as { phase?: string; timeline?: { finishedAt?: string } };
-        return status.phase === 'complete' && status.timeline?.finishedAt ? status : undefined;
+        const status = JSON.parse(out.trim() || '{}') as {
+          phase?: string;
+          timeline?: { finishedAt?: string; zones?: { finishedAt?: string }[] };
+        };
+        const zones = status.timeline?.zones ?? [];
+        const rolled =
+          zones.length === 3 && zones.every((z) => z.finishedAt !== undefined && Date.parse(z.finishedAt) >= rolledAt);
+        return status.phase === 'complete' && status.timeline?.finishedAt && rolled ? status : undefined;
       },
       { timeoutMs: 120_000, intervalMs: 1000 },
     );

@@ -7,6 +7,7 @@ import {
   MAX_TIMELINE_WAITS,
   MAX_TIMELINE_ZONES,
   recordTimeline,
+  ROLLOUT_CONTINUES_MS,
   RolloutTimelines,
   type RolloutTimeline,
   type TimelineInput,
@@ -163,6 +164,44 @@ describe('rollout timeline', () => {
     assert.deepEqual(
       again.zones.map((z) => z.statefulSet),
       [A, B, C],
+    );
+  });
+
+  it('a release applied one StatefulSet at a time, each finishing before the next changes, is one rollout', () => {
+    const complete = (): TimelineInput => ({
+      phase: 'complete',
+      statefulSets: [A, B, C].map((n) => set(n, 'up-to-date')),
+    });
+    const rolling = (name: string): TimelineInput => ({
+      phase: 'rolling',
+      statefulSets: [A, B, C].map((n) => (n === name ? set(n, 'rolling', 0) : set(n, 'up-to-date'))),
+    });
+    let timeline: RolloutTimeline | undefined;
+    // Zone a changed, rolled and done before zone b's template changed; then b, then c, a few seconds apart.
+    for (const [s, status] of [
+      [0, rolling(A)],
+      [1, complete()],
+      [3, rolling(B)],
+      [4, complete()],
+      [6, rolling(C)],
+      [7, complete()],
+    ] as const)
+      timeline = recordTimeline(timeline, status, T0 + s * 1000);
+    assert.equal(timeline?.startedAt, at(0));
+    assert.equal(timeline?.finishedAt, at(7));
+    assert.deepEqual(
+      timeline?.zones.map((z) => [z.statefulSet, z.startedAt, z.finishedAt]),
+      [
+        [A, at(0), at(1)],
+        [B, at(3), at(4)],
+        [C, at(6), at(7)],
+      ],
+    );
+    // Past the window, the next change is a rollout of its own.
+    const later = recordTimeline(timeline, rolling(B), T0 + 7000 + ROLLOUT_CONTINUES_MS + 1);
+    assert.deepEqual(
+      later?.zones.map((z) => z.statefulSet),
+      [B],
     );
   });
 
