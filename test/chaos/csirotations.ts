@@ -14,13 +14,9 @@
 // with the store's versions): rotations never overlap, so each must give
 // exactly one restart (csiinvariants.ts judges that, from the watch alone).
 // The operator runs with Reloader's --enable-csi-integration.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
 import { resources, type KubeObject, type Pod } from '../../src/runtime/kube/types.ts';
-import type { TestCluster } from '../cluster/testing.ts';
-import { kubectl } from '../support/kubectl.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { CSI_AUTO_ANNOTATION, CSI_DRIVER, CSI_TRIGGER_ANNOTATION } from './csiinvariants.ts';
 import type { Prng } from './prng.ts';
@@ -52,70 +48,6 @@ type Deployment = KubeObject & {
   spec?: { replicas?: number; template?: { metadata?: { annotations?: Record<string, string> } } };
   status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number };
 };
-
-/** The driver's CRDs (v1 only, descriptions left out), applied with kubectl, then waited for. */
-export async function installCsiCrds(cluster: TestCluster, kube: KubeClient, dir: string): Promise<void> {
-  const crd = (resource: string, kind: string, body: Record<string, unknown>) => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${resource}.${GROUP}` },
-    spec: {
-      group: GROUP,
-      scope: 'Namespaced',
-      names: { kind, listKind: `${kind}List`, plural: resource, singular: kind.toLowerCase() },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                ...body,
-              },
-            },
-          },
-        },
-      ],
-    },
-  });
-  const str = { type: 'string' };
-  const items = [
-    crd('secretproviderclasses', 'SecretProviderClass', {
-      spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-      status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-    }),
-    crd('secretproviderclasspodstatuses', 'SecretProviderClassPodStatus', {
-      status: {
-        type: 'object',
-        properties: {
-          mounted: { type: 'boolean' },
-          objects: { type: 'array', items: { type: 'object', properties: { id: str, version: str } } },
-          podName: str,
-          secretProviderClassName: str,
-          targetPath: str,
-        },
-      },
-    }),
-  ];
-  const file = join(dir, 'crd-secrets-store.json');
-  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
-  const applied = await kubectl(cluster, 'apply', '-f', file);
-  if (!applied.ok) throw new Error(`installing the Secrets Store CSI CRDs: ${applied.out}`);
-  await waitFor(
-    'the Secrets Store CSI resources served',
-    () =>
-      kube
-        .list(statusType, { timeoutMs: 5000 })
-        .then(() => true)
-        .catch(() => false),
-    { timeoutMs: 30_000 },
-  );
-}
 
 /** The class and the opted-in Deployment (two pods mounting the class) of one namespace. */
 export async function createCsiWorkload(kube: KubeClient, namespace: string): Promise<void> {

@@ -47,7 +47,8 @@ import { evictionWebhook, installLoopbackWebhook, loopbackWebhook } from '../sup
 import { AllPodEndpoints } from './endpoints.ts';
 import { CHECK_NAME, SoakGates } from './gatefaults.ts';
 import { HEALTH_CHECK_ANNOTATION } from './healthgate.ts';
-import { createCsiWorkload, CsiRotations, installCsiCrds } from './csirotations.ts';
+import { createCsiWorkload, CsiRotations } from './csirotations.ts';
+import { installCsiCrds } from '../support/csi-crds.ts';
 import { CompetingWriter, FaultInjector, type CompetitorTarget, type FaultKind, type FaultRecord } from './faults.ts';
 import { OperatorPool } from './operators.ts';
 import { installProfileWebhooks, ProfileDrains, profileOperatorConfig, type DrainRecord } from './profiledrains.ts';

@@ -8,8 +8,6 @@
 // statuses going with their pods (garbage collection) do not; caches built
 // afresh (an operator restart) give the same answers.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { KubeClient } from '../../src/runtime/kube/client.ts';
 import { Informer } from '../../src/runtime/informer/informer.ts';
@@ -28,7 +26,7 @@ import { CLASS_AUTO_ANNOTATION } from '../../src/restarts/csioptins.ts';
 import { XING_TIMESTAMP_ANNOTATION, RELOADER_IGNORE_ANNOTATION } from '../../src/vocabulary/keys.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
-import { kubectl } from '../support/kubectl.ts';
+import { installCsiCrds } from '../support/csi-crds.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 
 const cluster = testCluster();
@@ -40,82 +38,6 @@ type Deployment = KubeObject & {
   spec?: { template?: { metadata?: { annotations?: Record<string, string> } } };
   status?: { updatedReplicas?: number; replicas?: number };
 };
-
-/** The driver's CRDs as its config/crd/bases define them (v1 only, descriptions left out). */
-function crds(): KubeObject[] {
-  const crd = (resource: string, kind: string, body: Record<string, unknown>) => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${resource}.secrets-store.csi.x-k8s.io` },
-    spec: {
-      group: 'secrets-store.csi.x-k8s.io',
-      scope: 'Namespaced',
-      names: { kind, listKind: `${kind}List`, plural: resource, singular: kind.toLowerCase() },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                ...body,
-              },
-            },
-          },
-        },
-      ],
-    },
-  });
-  const str = { type: 'string' };
-  return [
-    crd('secretproviderclasses', 'SecretProviderClass', {
-      spec: {
-        type: 'object',
-        properties: {
-          provider: str,
-          parameters: { type: 'object', additionalProperties: str },
-          secretObjects: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      },
-      status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-    }),
-    crd('secretproviderclasspodstatuses', 'SecretProviderClassPodStatus', {
-      status: {
-        type: 'object',
-        properties: {
-          mounted: { type: 'boolean' },
-          objects: { type: 'array', items: { type: 'object', properties: { id: str, version: str } } },
-          podName: str,
-          secretProviderClassName: str,
-          targetPath: str,
-        },
-      },
-    }),
-  ] as KubeObject[];
-}
-
-async function installCrds(kube: KubeClient): Promise<void> {
-  const file = join(cluster.state.stateDir, 'crd-secrets-store.json');
-  await writeFile(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: crds() }));
-  const applied = await kubectl(cluster, 'apply', '-f', file);
-  assert.ok(applied.ok, applied.out);
-  await waitFor(
-    'the driver’s resources served',
-    () =>
-      kube
-        .list(classPodStatusResource)
-        .then(() => true)
-        .catch(() => false),
-    {
-      timeoutMs: 30_000,
-    },
-  );
-}
 
 function deployment(namespace: string, name: string, replicas: number): Deployment {
   return {
@@ -215,7 +137,7 @@ const checksumOf = (version: string) =>
 describe('CSI SecretProviderClassPodStatuses on the real control plane', { timeout: 300_000 }, () => {
   it('a rotation moves the workload’s checksum once; other workloads’ pods, a restart’s new pods and the old pods’ going do not', async (t) => {
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
-    await installCrds(kube);
+    await installCsiCrds(cluster, kube, cluster.state.stateDir);
     const namespace = await cluster.namespace(t, 'csi');
     await kube.create(classResource, {
       metadata: { name: CLASS, namespace },
@@ -340,7 +262,7 @@ describe('CSI rotations restart through the operator (wired)', { timeout: 400_00
   it('records on opt-in, restarts once per rotation, not for the restart’s own pods, and catches one made while down', async (t) => {
     const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
     const kube = new KubeClient({ kubeConfig: cluster.kubeConfig(), timeoutMs: 10_000 });
-    await installCrds(kube);
+    await installCsiCrds(cluster, kube, cluster.state.stateDir);
     const namespace = await cluster.namespace(t, 'csi-e2e');
     await kube.create(classResource, {
       metadata: { name: CLASS, namespace },
