@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.ts';
 import { CLUSTER_REJECTED_STATUS } from './clusterlabel.ts';
 import { type ClusterValidationConfig, ClusterValidator, invalidClusterRequestsMetric } from './clustervalidation.ts';
 import { parseRequestTarget } from './target.ts';
-import { checkDeadlinesOnlyWhileConnected } from './deadlinechecks.ts';
+import { checkDeadlinesOnlyWhileActive } from './deadlinechecks.ts';
 import { ConnectionGovernor, declaredBodyBytes } from './connections.ts';
 import { perRegistry } from '../metrics.ts';
 import { everyMs } from './gate.ts';
@@ -111,7 +111,7 @@ export function applyLimits(
   // requestListener), as Node itself does for a keep-alive connection's later requests.
   server.timeout = limits.requestTimeoutMs;
   connections.attach(server);
-  checkDeadlinesOnlyWhileConnected(server);
+  checkDeadlinesOnlyWhileActive(server);
   const dropped = droppedConnectionsMetric(registry);
   const warn = everyMs(60_000);
   server.on('drop', () => {

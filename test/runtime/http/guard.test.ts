@@ -355,6 +355,77 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
     assert.deepEqual(statusLines(whole.data), ['HTTP/1.1 200']);
   });
 
+  it("stops Node's deadline check while a keep-alive connection idles, and still cuts its slow next request, alone or pipelined", async (t) => {
+    const limits = { ...LIMITS, idleTimeoutMs: 30_000 };
+    const tls = await generateSelfSigned({
+      org: 'test',
+      dnsNames: ['localhost'],
+      validityMs: 3600_000,
+      now: Date.now(),
+    });
+    const servers: [Server, boolean][] = [
+      [createHttpServer(serverOptions(limits), (_req, res) => res.end('ok')), false],
+      [
+        createHttpsServer({ cert: tls.cert, key: tls.key, ...serverOptions(limits) }, (_req, res) => res.end('ok')),
+        true,
+      ],
+    ];
+    const whole = 'GET / HTTP/1.1\r\nHost: keep-alive\r\n\r\n';
+    const slowParts =
+      'GET / HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split('');
+    for (const [server, secure] of servers) {
+      applyLimits(server, limits, secure ? 'https' : 'http', new Registry(), nopLogger);
+      const port = await listenOn(server, 0, '127.0.0.1');
+      t.after(() => server.close());
+      for (const pipelined of [false, true]) {
+        const what = `${secure ? 'https' : 'http'}, ${pipelined ? 'pipelined' : 'after an idle spell'}`;
+        const socket: Socket = secure
+          ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false })
+          : tcpConnect(port, '127.0.0.1');
+        t.after(() => socket.destroy());
+        let data = '';
+        let closedAt: number | undefined;
+        socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+        socket.on('error', () => undefined);
+        socket.on('close', () => (closedAt = performance.now()));
+        await new Promise((resolve) => socket.once(secure ? 'secureConnect' : 'connect', resolve));
+        // Pipelined: the next request's first bytes come with the whole one, so that connection never idles.
+        socket.write(pipelined ? `${whole}${slowParts.shift()!}` : whole);
+        await waitFor(`${what}: the first answer`, () => statusLines(data).length === 1, { timeoutMs: 5000 });
+        assert.deepEqual(statusLines(data), ['HTTP/1.1 200']);
+        if (!pipelined) {
+          await waitFor(
+            `${what}: the check to stop while the connection idles`,
+            () => deadlineChecksRunning(server) === false,
+            {
+              timeoutMs: 5000,
+            },
+          );
+          assert.equal(closedAt, undefined, `${what}: the idle keep-alive connection is still open`);
+        }
+        const startedAt = performance.now();
+        let index = 0;
+        const trickle = setInterval(() => {
+          if (index < slowParts.length && !socket.destroyed) socket.write(slowParts[index++]!);
+        }, 40);
+        t.after(() => clearInterval(trickle));
+        await waitFor(`${what}: the slow request to be cut`, () => closedAt !== undefined, { timeoutMs: 5000 });
+        clearInterval(trickle);
+        assert.ok(
+          closedAt! - startedAt < limits.requestTimeoutMs + 1500,
+          `${what}: closed ${Math.round(closedAt! - startedAt)} ms after the slow request began`,
+        );
+        // The 200's body ("ok") runs into the 408's status line: not at a line's start.
+        assert.deepEqual(
+          data.match(/HTTP\/1\.1 \d{3}/g),
+          ['HTTP/1.1 200', 'HTTP/1.1 408'],
+          `${what}: ${JSON.stringify(data)}`,
+        );
+        if (pipelined) slowParts.unshift('G');
+      }
+    }
+  });
+
   it("runs Node's deadline check only while a connection is open, and still cuts a slow client after an idle spell", async (t) => {
     const tls = await generateSelfSigned({
       org: 'test',
