@@ -664,6 +664,8 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
       const watched = watchedConfigs(workload, {
         configMeta: (k, _ns, name) => byName[k].get(name)?.metadata,
         configNames: (k) => byName[k].keys(),
+        // stateward.dev/config-restart-*-selector: the namespace's configs by their labels, as the controller matches them.
+        configsOf: (k) => configLists[k].map((c) => ({ name: c.metadata?.name ?? '', labels: c.metadata?.labels })),
       });
       if (watched.optIns.length === 0) continue;
       const mode = restartMode(kind, workload).mode;

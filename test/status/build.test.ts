@@ -5,7 +5,7 @@ import type { StatusInput, StatusReport } from '../../src/status/model.ts';
 import type { KubeObject } from '../../src/runtime/kube/types.ts';
 import { ledgerName } from '../../src/drain/zpdb/ledger.ts';
 import { fullInput, MIN, NOW, NS, OTHER, pod, statefulSet } from './fixture.ts';
-import { LEDGER_ANNOTATION } from '../../src/vocabulary/keys.ts';
+import { CONFIG_RESTART_CONFIGMAP_SELECTOR_ANNOTATION, LEDGER_ANNOTATION } from '../../src/vocabulary/keys.ts';
 
 const group = (report: StatusReport, ns: string, name: string) => {
   const found = report.namespaces.find((n) => n.namespace === ns)?.groups.find((g) => g.name === name);
@@ -243,6 +243,34 @@ describe('status report', () => {
     assert.equal(gateway?.outdatedPods, 1);
     assert.deepEqual(gateway?.optIns, ['reloader-auto']);
     assert.equal(gateway?.warnings?.length, 1);
+  });
+
+  it('reports a workload opted in by a config selector alone, with the configs its selector matches', () => {
+    const input = fullInput();
+    const labelled = (name: string, labels: Record<string, string>): KubeObject => ({
+      metadata: { name, namespace: NS, labels },
+    });
+    input.configMaps = [
+      ...input.configMaps,
+      labelled('rules-a', { 'app.kubernetes.io/part-of': 'ruler' }),
+      labelled('rules-b', { 'app.kubernetes.io/part-of': 'ruler' }),
+      labelled('unrelated', { 'app.kubernetes.io/part-of': 'other' }),
+    ];
+    input.deployments = [
+      ...input.deployments,
+      {
+        metadata: {
+          name: 'ruler',
+          namespace: NS,
+          annotations: { [CONFIG_RESTART_CONFIGMAP_SELECTOR_ANNOTATION]: 'app.kubernetes.io/part-of=ruler' },
+        },
+        spec: { template: { spec: { containers: [{ name: 'ruler', image: 'ruler:1' }] } } },
+      } as KubeObject,
+    ];
+    const ruler = buildStatus(input).namespaces[0]!.restarts.find((r) => r.name === 'ruler');
+    assert.deepEqual(ruler?.optIns, ['stateward-selector']);
+    assert.deepEqual(ruler?.configs, ['ConfigMap/rules-a', 'ConfigMap/rules-b']);
+    assert.deepEqual(ruler?.missingConfigs, []);
   });
 
   it('does not call a config missing when its kind could not be listed', () => {

@@ -25,6 +25,11 @@ export function checkConfigRestarts(scope: Scope): Finding[] {
       byKey.get(configKey(kind, namespace, name))?.metadata,
     configNames: (kind: ConfigKind, namespace: string) =>
       configs[kind].list.filter((c) => namespaceOf(c) === namespace).map(nameOf),
+    // stateward.dev/config-restart-*-selector: matched against the namespace's configs' labels, as the controller does.
+    configsOf: (kind: ConfigKind, namespace: string) =>
+      configs[kind].list
+        .filter((c) => namespaceOf(c) === namespace)
+        .map((c) => ({ name: nameOf(c), labels: c.metadata?.labels })),
   };
   for (const { kind, workload } of scope.workloads) {
     if (!mayOptIn(workload)) continue;
