@@ -76,7 +76,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LocalCluster } from '../test/cluster/cluster.ts';
 import { Child, outOfClusterEnv, type LiveMemory } from './child.ts';
-import { cpuMs, cpuPreciseMs, rss } from './proc.ts';
+import { cpuByThread, cpuMs, cpuPreciseMs, rss, threadCpuText } from './proc.ts';
 import { envText, statewardEntry, type StatewardEntry } from './stateward-build.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/probe.ts';
@@ -89,6 +89,21 @@ import { envNumber, median, mib, percentile, report } from './report.ts';
 
 /** BENCH_STATEWARD_LOG_LEVEL: Stateward's -log.level (default warn). */
 const STATEWARD_LOG_LEVEL = process.env['BENCH_STATEWARD_LOG_LEVEL'] ?? 'warn';
+/** BENCH_STATEWARD_NODE_FLAGS: Node flags added to Stateward's, space-separated (e.g. --trace-gc, for a diagnosis). */
+const STATEWARD_NODE_FLAGS = (process.env['BENCH_STATEWARD_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
+/** BENCH_STATEWARD_ENV: variables added to Stateward's environment, "K=V K2=V2" (e.g. NODE_DEBUG=timer, for a diagnosis). */
+const STATEWARD_ENV = Object.fromEntries(
+  (process.env['BENCH_STATEWARD_ENV'] ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
+/**
+ * BENCH_RESTARTS_PROFILE_DIR: Stateward runs with -server.pprof.enabled and its idle window is
+ * profiled (/debug/pprof/profile), saved there as idle-<round>.pb.gz for `go tool pprof -top`.
+ * The profiler costs CPU of its own: the idle figure of such a run is not comparable.
+ */
+const PROFILE_DIR = process.env['BENCH_RESTARTS_PROFILE_DIR'];
 
 const SCALE = envNumber('BENCH_RESTARTS_SCALE', 1);
 const CONFIGMAPS = Math.round(5000 * SCALE);
@@ -302,6 +317,8 @@ interface Started {
   synced: () => Promise<boolean>;
   /** Stateward only: its API client metrics. */
   metrics?: () => Promise<string>;
+  /** Stateward only, with BENCH_RESTARTS_PROFILE_DIR: a CPU profile over the next `seconds` (pprof). */
+  profile?: (seconds: number) => Promise<Buffer>;
 }
 
 interface SystemContext {
@@ -340,6 +357,7 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
         process.execPath,
         [
           ...nodeFlags,
+          ...STATEWARD_NODE_FLAGS,
           '--expose-gc',
           '--import',
           preload,
@@ -351,8 +369,9 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
           `-log.level=${STATEWARD_LOG_LEVEL}`,
           '-config-restarts.enabled',
           `-restart-grace-period=${GRACE_MS / 1000}`,
+          ...(PROFILE_DIR ? ['-server.pprof.enabled'] : []),
         ],
-        { ...process.env, ...form.env },
+        { ...process.env, ...form.env, ...STATEWARD_ENV },
       );
       const url = (path: string) => `http://127.0.0.1:${port}${path}`;
       return {
@@ -364,6 +383,11 @@ function statewardSystem(cluster: LocalCluster, namespace: string, form: Statewa
           metricValue((await httpText(url('/metrics'))) ?? '', CONFIGS_METRIC) >=
           context.namespaceConfigs.configMaps + context.namespaceConfigs.secrets,
         metrics: async () => (await httpText(url('/metrics'))) ?? '',
+        profile: async (seconds: number) => {
+          const response = await fetch(url(`/debug/pprof/profile?seconds=${seconds}`));
+          if (!response.ok) throw new Error(`GET /debug/pprof/profile: ${response.status}`);
+          return Buffer.from(await response.arrayBuffer());
+        },
       };
     },
   };
@@ -456,6 +480,8 @@ interface Run {
   rssBytes: number;
   rssFileBytes: number;
   idleCpuMsPer60s: number;
+  /** The idle window's CPU by thread name (unscaled). */
+  idleThreads: string;
   steady: number[];
   steadyMissed: number;
   restartReadyS: number;
@@ -682,8 +708,16 @@ async function runSystem(
     const memory = rss(cold.child.pid);
     const idleFrom = Date.now();
     const cpu0 = cpuPreciseMs(cold.child.pid);
-    await delay(IDLE_MS);
+    const threads0 = cpuByThread(cold.child.pid);
+    if (PROFILE_DIR && cold.profile) {
+      await mkdir(PROFILE_DIR, { recursive: true });
+      const file = join(PROFILE_DIR, `idle-${round}.pb.gz`);
+      await writeFile(file, await cold.profile(Math.min(60, IDLE_MS / 1000)));
+      report('restarts-profile', `Stateward, round ${round}: the idle window's CPU profile is in ${file}`);
+      await delay(Math.max(0, IDLE_MS - (Date.now() - idleFrom)));
+    } else await delay(IDLE_MS);
     const idleCpu = cpuPreciseMs(cold.child.pid) - cpu0;
+    const idleThreads = threadCpuText(threads0, cpuByThread(cold.child.pid));
     const idleTo = Date.now();
     const live = system.key === 'stateward' ? await cold.child.liveMemory() : undefined;
 
@@ -740,6 +774,7 @@ async function runSystem(
       rssBytes: memory.total,
       rssFileBytes: memory.file,
       idleCpuMsPer60s: (idleCpu * 60_000) / IDLE_MS,
+      idleThreads,
       steady,
       steadyMissed,
       restartReadyS: againSince(restartReadyAt),
@@ -788,7 +823,7 @@ function runLine(run: Run, title: string): string {
     run.steady.length > 0 ? `median ${ms0(median(run.steady))} ms, max ${ms0(Math.max(...run.steady))} ms` : 'none';
   return [
     `round ${run.round} ${title}: cold start: ready ${s2(run.readyS)} s, synced ${s2(run.syncedS)} s${run.recordedS === undefined ? '' : `, every workload recorded ${s2(run.recordedS)} s`}, settled ${s2(run.settledS)} s (CPU ${s2(run.cpuToSettledS)} s)`,
-    `RSS ${mib(run.rssBytes)} (${mib(run.rssFileBytes)} of it file-backed), idle CPU ${ms0(run.idleCpuMsPer60s)} ms per 60 s`,
+    `RSS ${mib(run.rssBytes)} (${mib(run.rssFileBytes)} of it file-backed), idle CPU ${ms0(run.idleCpuMsPer60s)} ms per 60 s (${run.idleThreads})`,
     `${CHANGES} steady changes → restart − grace: ${steady}${run.steadyMissed ? `, ${run.steadyMissed} MISSED (no restart in 30 s)` : ''}`,
     `restart: ready ${s2(run.restartReadyS)} s, synced ${s2(run.restartSyncedS)} s, change at ready → restart − grace ${run.afterRestartMs === undefined ? 'MISSED (no restart in 60 s)' : `${ms0(run.afterRestartMs)} ms`}`,
     `API requests: cold start → settled ${formatCounts(run.api.cold)}; idle ${run.api.idlePerMin.toFixed(1)}/min${run.api.idleCalls ? ` (${run.api.idleCalls})` : ''}; per change ${formatCounts(run.api.perChange, CHANGES)}; restart → synced ${formatCounts(run.api.restart)}`,
