@@ -1,4 +1,4 @@
-// `npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--faults a,b] [--no-health-gates]`:
+// `npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--faults a,b] [--no-health-gates] [--no-profile-drains] [--no-csi]`:
 // the chaos soak (test/chaos/soak.ts) against the local cluster: reuses a
 // running one (the test run's, else `--cluster`'s, default "default"), or
 // starts one for the run and stops it afterwards. Prints the report (also
@@ -22,13 +22,15 @@ async function main(): Promise<number> {
       keep: { type: 'boolean', default: false },
       'no-faults': { type: 'boolean', default: false },
       'no-health-gates': { type: 'boolean', default: false },
+      'no-profile-drains': { type: 'boolean', default: false },
+      'no-csi': { type: 'boolean', default: false },
       faults: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     console.log(
-      `usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--no-health-gates] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`,
+      `usage: npm run soak -- --minutes N [--seed S] [--namespaces K] [--cluster NAME] [--keep] [--no-faults] [--no-health-gates] [--no-profile-drains] [--no-csi] [--faults KIND,...]\nfault kinds: ${FAULT_KINDS.join(', ')}`,
     );
     return 0;
   }
@@ -69,6 +71,8 @@ async function main(): Promise<number> {
       keep: values.keep,
       faults: !values['no-faults'],
       healthGates: !values['no-health-gates'],
+      profileDrains: !values['no-profile-drains'],
+      csiRotations: !values['no-csi'],
       ...(faultWeights ? { faultWeights } : {}),
       log: (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
     });
