@@ -70,6 +70,15 @@ function exchange(
 
 const statusLines = (data: string) => data.match(/^HTTP\/1\.1 \d{3}/gm) ?? [];
 
+/** A bare Node HTTP server and an HTTPS one (self-signed), both answering "ok", with `limits`' options; true marks TLS. */
+async function plainAndTlsServers(limits: typeof LIMITS): Promise<[Server, boolean][]> {
+  const tls = await generateSelfSigned({ org: 'test', dnsNames: ['localhost'], validityMs: 3600_000, now: Date.now() });
+  return [
+    [createHttpServer(serverOptions(limits), (_req, res) => res.end('ok')), false],
+    [createHttpsServer({ cert: tls.cert, key: tls.key, ...serverOptions(limits) }, (_req, res) => res.end('ok')), true],
+  ];
+}
+
 async function plainServer(t: TestContext, limits = LIMITS) {
   const registry = new Registry();
   const server = new HttpServer({ port: 0, host: '127.0.0.1', registry, notReady: () => undefined, limits });
@@ -357,19 +366,7 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
 
   it("stops Node's deadline check while a keep-alive connection idles, and still cuts its slow next request, alone or pipelined", async (t) => {
     const limits = { ...LIMITS, idleTimeoutMs: 30_000 };
-    const tls = await generateSelfSigned({
-      org: 'test',
-      dnsNames: ['localhost'],
-      validityMs: 3600_000,
-      now: Date.now(),
-    });
-    const servers: [Server, boolean][] = [
-      [createHttpServer(serverOptions(limits), (_req, res) => res.end('ok')), false],
-      [
-        createHttpsServer({ cert: tls.cert, key: tls.key, ...serverOptions(limits) }, (_req, res) => res.end('ok')),
-        true,
-      ],
-    ];
+    const servers = await plainAndTlsServers(limits);
     const whole = 'GET / HTTP/1.1\r\nHost: keep-alive\r\n\r\n';
     const slowParts =
       'GET / HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split('');
@@ -427,19 +424,7 @@ describe('hardened HTTP servers', { timeout: 60_000 }, () => {
   });
 
   it("runs Node's deadline check only while a connection is open, and still cuts a slow client after an idle spell", async (t) => {
-    const tls = await generateSelfSigned({
-      org: 'test',
-      dnsNames: ['localhost'],
-      validityMs: 3600_000,
-      now: Date.now(),
-    });
-    const servers: [Server, boolean][] = [
-      [createHttpServer(serverOptions(LIMITS), (_req, res) => res.end('ok')), false],
-      [
-        createHttpsServer({ cert: tls.cert, key: tls.key, ...serverOptions(LIMITS) }, (_req, res) => res.end('ok')),
-        true,
-      ],
-    ];
+    const servers = await plainAndTlsServers(LIMITS);
     const slow = 'GET / HTTP/1.1\r\nHost: slowloris\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'.split(
       '',
     );
