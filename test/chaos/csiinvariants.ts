@@ -31,6 +31,7 @@
 // status, its pod and the Deployment come on three watch streams).
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { Pending, WatchType } from './invariants.ts';
+import { iso, rvOf } from './observed.ts';
 
 export const CSI_AUTO_ANNOTATION = 'secretproviderclass.reloader.stakater.com/auto';
 export const CSI_DRIVER = 'secrets-store.csi.k8s.io';
@@ -154,16 +155,6 @@ interface SeenStatus {
   exact: boolean;
   at: number;
 }
-
-const rvOf = (meta: { resourceVersion?: string } | undefined): bigint => {
-  try {
-    return BigInt(meta?.resourceVersion ?? '0');
-  } catch {
-    return 0n;
-  }
-};
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export class CsiRotationRules {
   private readonly hooks: CsiHooks;

@@ -72,6 +72,7 @@ import { MAX_UNAVAILABLE_ANNOTATION } from '../../src/vocabulary/keys.ts';
 import { CsiRotationRules, type ClassPodStatus } from './csiinvariants.ts';
 import { JobRestartRules, type RecordedWorkload } from './jobinvariants.ts';
 import { ProfileDrainRules, type ProfileRule } from './profileinvariants.ts';
+import { iso, rvOf } from './observed.ts';
 
 export const DEFER_MS = 2000;
 export const MIN_TIME_SLACK_MS = 2000;
@@ -173,14 +174,6 @@ interface WorkloadState {
   refs: string[];
   applied: Map<string, { value: string; rv: bigint }>;
 }
-
-const rvOf = (meta: V1ObjectMeta | undefined): bigint => {
-  try {
-    return BigInt(meta?.resourceVersion ?? '0');
-  } catch {
-    return 0n;
-  }
-};
 
 const isReady = (pod: V1Pod): boolean =>
   !pod.metadata?.deletionTimestamp &&
@@ -290,8 +283,6 @@ export function configReferences(namespace: string, spec: V1PodSpec | undefined)
   }
   return [...refs].sort();
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The pods a DeletingPod note names (docs/rollouts.md: "deleting pod X for revision R", "deleting pods X, Y (already unavailable), Z for revision R"). */
 export function podsNamed(note: string): string[] {

@@ -31,6 +31,7 @@ import {
   type Pending,
   type WatchType,
 } from './invariants.ts';
+import { iso, rvOf } from './observed.ts';
 
 export const INSTANTIATE_ANNOTATION = 'cronjob.kubernetes.io/instantiate';
 export const LAST_JOB_ANNOTATION = 'stateward.dev/config-restart-last-job';
@@ -97,16 +98,6 @@ type Deferred =
       rv: bigint;
       at: number;
     };
-
-const rvOf = (meta: { resourceVersion?: string } | undefined): bigint => {
-  try {
-    return BigInt(meta?.resourceVersion ?? '0');
-  } catch {
-    return 0n;
-  }
-};
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 function parseApplied(raw: string | undefined, host: JobRuleHost): Record<string, string> {
   if (!raw) return {};

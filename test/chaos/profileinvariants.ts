@@ -29,6 +29,7 @@
 // unselected pods, and deletions seen only on a relist.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Pending, WatchType } from './invariants.ts';
+import { iso } from './observed.ts';
 
 export const COUCHBASE_ANNOTATION = 'cao.couchbase.com/reschedule=true';
 export const STRIMZI_ANNOTATION = 'strimzi.io/manual-rolling-update=true';
@@ -76,8 +77,6 @@ export interface ProfileHooks {
   violate: (now: number, kind: string, message: string, details?: Record<string, unknown>) => void;
   count: (name: string, by?: number) => void;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export class ProfileDrainRules {
   private readonly rules: ProfileRule[];
