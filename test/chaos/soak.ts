@@ -533,10 +533,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     for (const node of cluster.nodes) await uncordon(cluster, node.name);
     let settled = true;
     const extra: MonitorReport['violations'] = [];
+    const supervisor = injector;
     try {
       await waitFor(
         'everything settled',
         async () => {
+          // A component may still exit by itself after the restore (kube-scheduler does, a while after an
+          // apiserver outage): restarted here too, as a kubelet would, or no pod is scheduled while this waits.
+          await supervisor.supervise();
           await operators.sample();
           const left = await unsettled(kube, namespaces);
           if (drains && !(await drains.settled())) return false;
