@@ -5,12 +5,11 @@
 // before, the status ConfigMap's refused patch was retried every 0.5–1 s.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resources, type ConfigMap, type KubeObject, type ResourceType } from '../../src/runtime/kube/types.ts';
-import { KubeClient } from '../../src/runtime/kube/client.ts';
-import { readKubeConfigFile } from '../../src/runtime/kube/kubeconfig.ts';
+import { resources, type ConfigMap } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { serviceAccountUnderRole } from '../support/service-account.ts';
 import { refusedFromMetrics, repeated } from '../support/refusals.ts';
 import {
   changeTemplate,
@@ -22,13 +21,6 @@ import {
 } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
-const rbac = (resource: string, kind: string): ResourceType => ({
-  group: 'rbac.authorization.k8s.io',
-  version: 'v1',
-  resource,
-  kind,
-  namespaced: true,
-});
 
 /** rollout-operator's jsonnet Role (operations/rollout-operator), ConfigMaps as issue 34 found them. */
 const JSONNET_RULES = [
@@ -49,31 +41,7 @@ describe('under rollout-operator’s jsonnet Role', () => {
     const namespace = `ro-role-${process.pid}`;
     await kube.create(resources.namespaces, { metadata: { name: namespace } });
     try {
-      await kube.create(resources.serviceAccounts, { metadata: { name: 'rollout-operator', namespace } });
-      await kube.create(rbac('roles', 'Role'), {
-        metadata: { name: 'rollout-operator', namespace },
-        rules: JSONNET_RULES,
-      } as KubeObject);
-      await kube.create(rbac('rolebindings', 'RoleBinding'), {
-        metadata: { name: 'rollout-operator', namespace },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'rollout-operator' },
-        subjects: [{ kind: 'ServiceAccount', name: 'rollout-operator', namespace }],
-      } as KubeObject);
-      const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, 'rollout-operator');
-      // The authorizer learns of the Role from its own watch: wait, or the operator's first lists are refused.
-      const sa = new KubeClient({ kubeConfig: readKubeConfigFile(kubeconfig), timeoutMs: 15_000 });
-      await waitFor(
-        'the Role in effect',
-        () =>
-          sa.list(resources.pods, { namespace }).then(
-            () => true,
-            () => false,
-          ),
-        {
-          timeoutMs: 30_000,
-          intervalMs: 100,
-        },
-      );
+      const kubeconfig = await serviceAccountUnderRole(cluster, kube, namespace, 'rollout-operator', JSONNET_RULES);
       await createGroup(kube, namespace, { all: { replicas: 2 } });
       await waitGroupSettled(kube, namespace);
       const op = await OperatorProcess.start(cluster, namespace, [], { kubeconfig });

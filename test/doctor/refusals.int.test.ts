@@ -10,22 +10,13 @@ import { runDoctor } from '../../src/doctor/cli.ts';
 import type { Finding } from '../../src/doctor/checks/scope.ts';
 import { refusedRequests } from '../../src/doctor/checks/operatorrefusals.ts';
 import { policyRules } from '../../src/rbac/permissions.ts';
-import { KubeClient } from '../../src/runtime/kube/client.ts';
-import { readKubeConfigFile } from '../../src/runtime/kube/kubeconfig.ts';
-import { resources, type KubeObject, type ResourceType } from '../../src/runtime/kube/types.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
+import { serviceAccountUnderRole } from '../support/service-account.ts';
 import { createGroup, testClient, waitGroupSettled } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
-const rbac = (resource: string, kind: string): ResourceType => ({
-  group: 'rbac.authorization.k8s.io',
-  version: 'v1',
-  resource,
-  kind,
-  namespaced: true,
-});
 
 describe('doctor and the operator’s refused requests', { timeout: 180_000 }, () => {
   it('names the permission an operator under a Role missing one rule is refused', async (t) => {
@@ -36,28 +27,12 @@ describe('doctor and the operator’s refused requests', { timeout: 180_000 }, (
     const rules = policyRules(['rollouts'], ['managed', 'own']);
     const missing = rules.filter((r) => r.resources.includes('configmaps'));
     assert.ok(missing.length > 0, 'the rollouts feature has a ConfigMap rule to leave out');
-    await kube.create(resources.serviceAccounts, { metadata: { name: 'stateward', namespace } });
-    await kube.create(rbac('roles', 'Role'), {
-      metadata: { name: 'stateward', namespace },
-      rules: rules.filter((r) => !missing.includes(r)),
-    } as KubeObject);
-    await kube.create(rbac('rolebindings', 'RoleBinding'), {
-      metadata: { name: 'stateward', namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'stateward' },
-      subjects: [{ kind: 'ServiceAccount', name: 'stateward', namespace }],
-    } as KubeObject);
-    const kubeconfig = await cluster.serviceAccountKubeconfig(namespace, 'stateward');
-    // The authorizer learns of the Role from its own watch: wait, or the operator's first lists are refused too.
-    const sa = new KubeClient({ kubeConfig: readKubeConfigFile(kubeconfig), timeoutMs: 15_000 });
-    t.after(() => sa.close());
-    await waitFor(
-      'the Role in effect',
-      () =>
-        sa.list(resources.pods, { namespace }).then(
-          () => true,
-          () => false,
-        ),
-      { timeoutMs: 30_000, intervalMs: 100 },
+    const kubeconfig = await serviceAccountUnderRole(
+      cluster,
+      kube,
+      namespace,
+      'stateward',
+      rules.filter((r) => !missing.includes(r)),
     );
     await createGroup(kube, namespace);
     await waitGroupSettled(kube, namespace);

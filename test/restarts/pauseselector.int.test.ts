@@ -5,43 +5,28 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { KubeClient } from '../../src/runtime/kube/client.ts';
-import { resources, type ConfigMap, type Event, type KubeObject } from '../../src/runtime/kube/types.ts';
+import { resources, type ConfigMap, type Event } from '../../src/runtime/kube/types.ts';
 import {
   CONFIG_RESTART_CONFIGMAP_SELECTOR_ANNOTATION as SELECTOR,
   CONFIG_RESTART_PAUSED_ANNOTATION as PAUSED,
 } from '../../src/vocabulary/keys.ts';
 import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
+import {
+  APPLIED,
+  deployment,
+  metricOf,
+  settled,
+  startConfigRestarts,
+  TRIGGER,
+  type Deployment,
+  VERSIONS,
+  WAITING,
+} from '../support/config-restarts.ts';
 import { testClient } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
-const TRIGGER = 'com.xing.deployment-restart.timestamp';
-const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
 const RESTARTS = 'deployment_restart_controller_deployment_restarts_total';
-const VERSIONS = 'deployment_restart_controller_resource_versions_total';
-const WAITING = 'deployment_restart_controller_changes_waiting_total';
-
-type Deployment = KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } };
-
-function deployment(
-  namespace: string,
-  name: string,
-  annotations: Record<string, string>,
-  podSpec: Record<string, unknown> = {},
-): Deployment {
-  return {
-    metadata: { name, namespace, annotations },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: 'app', image: 'example.invalid/app:1' }], ...podSpec },
-      },
-    },
-  } as Deployment;
-}
 
 /** A Deployment that uses `config` through envFrom, opted in with xing's annotation. */
 function using(namespace: string, name: string, config: string, annotations: Record<string, string> = {}) {
@@ -53,27 +38,10 @@ function using(namespace: string, name: string, config: string, annotations: Rec
   );
 }
 
-async function start(t: TestContext, namespace: string, flags: string[] = []): Promise<OperatorProcess> {
-  const op = await OperatorProcess.start(cluster, namespace, [
-    '-config-restarts.enabled',
-    '-restart-grace-period=1',
-    ...flags,
-  ]);
-  t.after(() => op.stop());
-  await op.waitReady();
-  return op;
-}
+const start = (t: TestContext, namespace: string, flags: string[] = []) =>
+  startConfigRestarts(t, cluster, namespace, flags);
 
-const metric = async (op: OperatorProcess, name: string) => (await op.metric(name)) ?? 0;
-
-/** The operator saw a config version past `versions` and has no change waiting. */
-async function settled(op: OperatorProcess, versions: number): Promise<void> {
-  await waitFor(
-    'the change observed and processed',
-    async () => (await metric(op, VERSIONS)) > versions && (await metric(op, WAITING)) === 0,
-    { timeoutMs: 20_000, intervalMs: 100 },
-  );
-}
+const metric = metricOf;
 
 const get = (kube: KubeClient, namespace: string, name: string) =>
   kube.get<Deployment>(resources.deployments, { namespace, name });

@@ -23,7 +23,16 @@ import { waitFor } from '../cluster/probe.ts';
 import { testCluster } from '../cluster/testing.ts';
 import { xingLegacyChecksum } from '../../src/restarts/hash.ts';
 import { DelayProxy } from '../support/delay-proxy.ts';
-import { FAST_ELECTION, OperatorProcess } from '../support/operator-process.ts';
+import { FAST_ELECTION } from '../support/operator-process.ts';
+import {
+  APPLIED,
+  deployment as xingOrAnyDeployment,
+  metricOf,
+  settled,
+  startConfigRestarts,
+  TRIGGER,
+  type Deployment,
+} from '../support/config-restarts.ts';
 import {
   createGroup,
   InvariantMonitor,
@@ -36,50 +45,14 @@ import {
 } from '../support/rollout-group.ts';
 
 const cluster = testCluster();
-const TRIGGER = 'com.xing.deployment-restart.timestamp';
-const APPLIED = 'com.xing.deployment-restart.applied-config-checksums';
-const FLAGS = ['-config-restarts.enabled', '-restart-grace-period=1'];
+/** A Deployment opted in with xing's annotation, `podSpec` over a one-container pod. */
+const deployment = (namespace: string, name: string, podSpec: Record<string, unknown>): Deployment =>
+  xingOrAnyDeployment(namespace, name, { 'com.xing.deployment-restart': 'enabled' }, podSpec);
 
-type Deployment = KubeObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } };
+const start = (t: TestContext, namespace: string, flags: string[] = [], env: NodeJS.ProcessEnv = {}) =>
+  startConfigRestarts(t, cluster, namespace, flags, env);
 
-function deployment(namespace: string, name: string, podSpec: Record<string, unknown>): Deployment {
-  return {
-    metadata: { name, namespace, annotations: { 'com.xing.deployment-restart': 'enabled' } },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: 'app', image: 'example.invalid/app:1' }], ...podSpec },
-      },
-    },
-  } as Deployment;
-}
-
-async function start(
-  t: TestContext,
-  namespace: string,
-  flags: string[] = [],
-  env: NodeJS.ProcessEnv = {},
-): Promise<OperatorProcess> {
-  const op = await OperatorProcess.start(cluster, namespace, [...FLAGS, ...flags], { env });
-  t.after(() => op.stop());
-  await op.waitReady();
-  return op;
-}
-
-const metric = async (op: OperatorProcess, name: string) => (await op.metric(name)) ?? 0;
-
-/** Waits until the operator saw more config versions than `versions` and has nothing waiting. */
-async function settled(op: OperatorProcess, versions: number): Promise<void> {
-  await waitFor(
-    'the change observed and processed',
-    async () =>
-      (await metric(op, 'deployment_restart_controller_resource_versions_total')) > versions &&
-      (await metric(op, 'deployment_restart_controller_changes_waiting_total')) === 0,
-    { timeoutMs: 20_000, intervalMs: 100 },
-  );
-}
+const metric = metricOf;
 
 async function get(kube: KubeClient, namespace: string, name: string): Promise<Deployment> {
   return kube.get<Deployment>(resources.deployments, { namespace, name });
