@@ -56,7 +56,7 @@ import type { RestartScope } from './reloaderscope.ts';
 import type { ReloaderInstallMode } from './reloaderinstall.ts';
 import { CONFIG_RESTART_PAUSED_ANNOTATION, EVICT_ONDELETE_ANNOTATION } from '../vocabulary/keys.ts';
 import { pauseNotices, restartPause, type RestartPause } from './restartpause.ts';
-import { restartCauses } from './selectedconfigs.ts';
+import { labelledConfigs, restartCauses } from './selectedconfigs.ts';
 
 /** The config restarts' own flags. */
 export interface RestartFlagValues {
@@ -324,9 +324,9 @@ export class RestartController implements Reconciler {
           .filter((c) => c.metadata?.namespace === namespace)
           .map((c) => c.metadata?.name ?? ''),
       configsOf: (kind, namespace) =>
-        (this.configInformer(kind, namespace)?.list() ?? [])
-          .filter((c) => c.metadata?.namespace === namespace)
-          .map((c) => ({ name: c.metadata?.name ?? '', labels: c.metadata?.labels })),
+        labelledConfigs(
+          (this.configInformer(kind, namespace)?.list() ?? []).filter((c) => c.metadata?.namespace === namespace),
+        ),
     });
   }
 

@@ -47,6 +47,13 @@ export interface LabelledConfig {
   labels?: Readonly<Record<string, string>> | undefined;
 }
 
+/** ConfigMaps or Secrets as selectors read them (the controller's caches, status and doctor lists alike). */
+export function labelledConfigs(
+  objects: readonly { metadata?: { name?: string; labels?: Record<string, string> } }[],
+): LabelledConfig[] {
+  return objects.map((c) => ({ name: c.metadata?.name ?? '', labels: c.metadata?.labels }));
+}
+
 /**
  * The workload's selectors (metadata annotations only: like
  * stateward.dev/config-restart-ondelete, a Stateward key of the workload

@@ -41,6 +41,7 @@ import { decideRolloutDelete, evictionScope } from '../drain/zpdb/decide.ts';
 import { decodeLedger, ledgerName, pendingFrom, pruneLedger } from '../drain/zpdb/ledger.ts';
 import { type ConfigKind } from '../restarts/references.ts';
 import { mayOptIn, watchedConfigs, type WorkloadLike } from '../restarts/optins.ts';
+import { labelledConfigs } from '../restarts/selectedconfigs.ts';
 import { restartTimestampOf } from '../restarts/checksums.ts';
 import { outdatedPods as outdatedOf, restartMode, updateTarget, type RestartTarget } from '../restarts/ondelete.ts';
 import {
@@ -665,7 +666,7 @@ function restartViews(namespace: string, input: StatusInput, ctx: Context): Rest
         configMeta: (k, _ns, name) => byName[k].get(name)?.metadata,
         configNames: (k) => byName[k].keys(),
         // stateward.dev/config-restart-*-selector: the namespace's configs by their labels, as the controller matches them.
-        configsOf: (k) => configLists[k].map((c) => ({ name: c.metadata?.name ?? '', labels: c.metadata?.labels })),
+        configsOf: (k) => labelledConfigs(configLists[k]),
       });
       if (watched.optIns.length === 0) continue;
       const mode = restartMode(kind, workload).mode;

@@ -2,6 +2,7 @@
 import type { KubeObject } from '../../runtime/kube/types.ts';
 import { configKey, type ConfigKind } from '../../restarts/references.ts';
 import { mayOptIn, watchedConfigs } from '../../restarts/optins.ts';
+import { labelledConfigs } from '../../restarts/selectedconfigs.ts';
 import { XING_ENABLED_ANNOTATION } from '../../vocabulary/keys.ts';
 import { type Scope, type Finding, objectName } from './scope.ts';
 import { stripName } from './values.ts';
@@ -27,9 +28,7 @@ export function checkConfigRestarts(scope: Scope): Finding[] {
       configs[kind].list.filter((c) => namespaceOf(c) === namespace).map(nameOf),
     // stateward.dev/config-restart-*-selector: matched against the namespace's configs' labels, as the controller does.
     configsOf: (kind: ConfigKind, namespace: string) =>
-      configs[kind].list
-        .filter((c) => namespaceOf(c) === namespace)
-        .map((c) => ({ name: nameOf(c), labels: c.metadata?.labels })),
+      labelledConfigs(configs[kind].list.filter((c) => namespaceOf(c) === namespace)),
   };
   for (const { kind, workload } of scope.workloads) {
     if (!mayOptIn(workload)) continue;

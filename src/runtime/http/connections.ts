@@ -116,7 +116,7 @@ export class ConnectionGovernor {
   attach(server: Server): void {
     server.maxConnections = this.limits.maxConnections * 2;
     // Both listeners run after Node's own (added when the server was made), as feedInSlices needs.
-    const secure = typeof (server as Server & { setSecureContext?: unknown }).setSecureContext === 'function';
+    const secure = isTlsServer(server);
     server.on('connection', (raw: Socket) => {
       const connection = this.admit(raw);
       if (!secure) this.feed(raw, connection);
@@ -305,3 +305,8 @@ export const requestsDroppedMetric = perRegistry(
       registers: [registry],
     }),
 );
+
+/** Whether `server` is a tls.Server (https's included): its requests arrive on the TLSSocket of 'secureConnection'. */
+export function isTlsServer(server: Server): boolean {
+  return typeof (server as Server & { setSecureContext?: unknown }).setSecureContext === 'function';
+}

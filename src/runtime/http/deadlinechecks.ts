@@ -26,6 +26,7 @@
 // stays as Node runs it: always on.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { isTlsServer } from './connections.ts';
 
 const TIMER_SYMBOL = 'http.server.connectionsCheckingInterval';
 const CONNECTIONS_SYMBOL = 'http.server.connections';
@@ -89,10 +90,9 @@ export function checkDeadlinesOnlyWhileActive(server: Server): void {
     status.running = true;
     stop(); // nobody is connected yet
   });
-  const secure = typeof (server as Server & { setSecureContext?: unknown }).setSecureContext === 'function';
   // Node's parser of a TLS connection is made at 'secureConnection', and reads the TLSSocket: bytes on the TCP
   // socket are records, and a listener there would take them from TLS.
-  server.on(secure ? 'secureConnection' : 'connection', (socket: Socket) => {
+  server.on(isTlsServer(server) ? 'secureConnection' : 'connection', (socket: Socket) => {
     start();
     socket.on('data', start);
   });
